@@ -1,0 +1,86 @@
+"""Write a file so that readers see either the old content or the new, never half.
+
+What it is for: every file hwcheck hands to someone else (scorecards,
+Gradescope's results.json, the gradebook CSV) is written here: to a temporary
+file in the same folder, flushed and fsync'ed, then renamed over the target
+with `os.replace` (atomic on POSIX within one file system). Parent folders are
+created. A failed write leaves the old file untouched and no temporary behind.
+What it is not: a lock (two writers race; the last rename wins) or a
+serializer beyond `json.dumps`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+__all__ = ["write_text_atomic", "write_json_atomic", "dumps_json"]
+
+_DEFAULT_MODE = 0o644
+
+
+def write_text_atomic(path, text, *, encoding="utf-8", mode=None):
+    """Replace the file at `path` with `text`, atomically.
+
+    The text is written as given (no newline translation). The new file keeps
+    the permission bits of the file it replaces, else `mode` (default 0o644).
+    Returns the path as a string.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
+    path = os.fspath(path)
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    if mode is None:
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = _DEFAULT_MODE
+    data = text.encode(encoding)
+    fd, tmp = tempfile.mkstemp(
+        dir=parent, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(parent)
+    return path
+
+
+def dumps_json(obj):
+    """The JSON text hwcheck writes: indented, UTF-8, no NaN/Infinity, final newline.
+
+    NaN and Infinity are refused (ValueError): they are not JSON, and a strict
+    reader such as Gradescope's would reject the whole file.
+    """
+    return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_json_atomic(path, obj, *, mode=None):
+    """Replace the file at `path` with `obj` as JSON (see `dumps_json`), atomically."""
+    text = dumps_json(obj)  # serialize first: a bad object must not touch the file
+    return write_text_atomic(path, text, mode=mode)
+
+
+def _fsync_dir(folder):
+    """Make the rename itself durable (best effort: not every system allows it)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,79 @@
+"""The instructor's gradebook: one CSV row per scorecard.
+
+What it is for: `csv_header(spec)` and `csv_row(scorecard)` give the columns
+`id, total, <one per question id, spec order>, max_total, status`;
+`write_gradebook(path, scorecards, spec)` writes them (stdlib `csv`, UTF-8,
+CRLF rows as spreadsheets expect) atomically, rows sorted by submission id.
+A manual question that is still pending has an empty cell (to fill in by
+hand); `total` is the automatic score. Text cells that a spreadsheet would
+read as a formula (starting with `=`, `+`, `-`, `@`, tab or CR; submission ids
+come from students' file names) are prefixed with `'`.
+What it is not: a reader of the CSV or a merger of hand-entered grades.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from .atomic import write_text_atomic
+
+__all__ = ["csv_header", "csv_row", "write_gradebook", "gradebook_text"]
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value):
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def _points(x):
+    if x is None or x == "":
+        return ""
+    x = round(float(x), 4)
+    return int(x) if x == int(x) else x
+
+
+def csv_header(spec):
+    """Column names: id, total, each question id in spec order, max_total, status."""
+    return ["id", "total", *[str(q["id"]) for q in spec.get("questions") or []],
+            "max_total", "status"]
+
+
+def csv_row(scorecard, spec=None):
+    """The row of one scorecard (numbers as int/float, pending manual cells empty).
+
+    Question columns follow `spec`'s order when given (a question the
+    scorecard lacks gets an empty cell), else the scorecard's own order.
+    """
+    by_id = {}
+    for q in scorecard.get("questions") or []:
+        by_id[str(q["id"])] = "" if q.get("manual") and q.get("pending", True) \
+            else _points(q.get("score"))
+    order = csv_header(spec)[2:-2] if spec is not None else list(by_id)
+    submission = scorecard.get("submission") or {}
+    return [
+        _cell(str(submission.get("id", ""))),
+        _points(scorecard.get("score")),
+        *[by_id.get(qid, "") for qid in order],
+        _points(scorecard.get("max_score")),
+        _cell(str(scorecard.get("status", ""))),
+    ]
+
+
+def gradebook_text(scorecards, spec):
+    """The CSV text of the gradebook (header, then rows sorted by submission id)."""
+    ordered = sorted(scorecards, key=lambda sc: str((sc.get("submission") or {}).get("id", "")))
+    rows = [csv_row(sc, spec) for sc in ordered]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)  # excel dialect: CRLF rows, minimal quoting
+    writer.writerow(csv_header(spec))
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def write_gradebook(path, scorecards, spec):
+    """Write the gradebook CSV at `path` atomically; returns the path."""
+    return write_text_atomic(path, gradebook_text(scorecards, spec), encoding="utf-8")

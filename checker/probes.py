@@ -1,0 +1,142 @@
+"""Small, fixed procedures the trusted side may ask a worker to run on student code.
+
+What it is for: module tests need more than one function call (build the
+student's module, run forward on several inputs, backprop, move it to a
+device). Each probe here does one such step on the student's namespace and
+returns plain data only: arrays, shapes, names, flags.
+
+What it is not: a judge. A probe never decides pass or fail and never sees a
+reference answer; it runs in the untrusted worker and a submission could
+tamper with it, so the trusted side treats what it returns as the student's
+own output and checks it there (it sends, for instance, a batch and its
+permutation as two unrelated inputs).
+"""
+
+import math
+
+__all__ = ["Probes", "ProbeError"]
+
+
+class ProbeError(Exception):
+    """A probe could not run for a reason that is not the student's exception."""
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _dtype(name):
+    torch = _torch()
+    return getattr(torch, name)
+
+
+class Probes:
+    def __init__(self, ns):
+        self.ns = ns
+        self.modules = {}
+
+    def lookup(self, name):
+        if name not in self.ns:
+            raise ProbeError(f"missing:{name}")
+        return self.ns[name]
+
+    # -- plain calls
+    def call(self, name, args, kwargs):
+        return self.lookup(name)(*args, **(kwargs or {}))
+
+    # -- modules
+    def new(self, cls, args, kwargs, seed, device, dtype):
+        torch = _torch()
+        klass = self.lookup(cls)
+        torch.manual_seed(seed)
+        m = klass(*args, **(kwargs or {}))
+        if not isinstance(m, torch.nn.Module):
+            raise ProbeError(f"{cls}(...) did not build an nn.Module (got {type(m).__name__}); "
+                             "the class must subclass torch.nn.Module")
+        m = m.to(device=device, dtype=_dtype(dtype)) or m
+        m.eval()
+        handle = len(self.modules) + 1
+        self.modules[handle] = m
+        return {"handle": handle, "params": self._params(m), "n_params": sum(p.numel() for p in m.parameters())}
+
+    def _params(self, m):
+        return [{"name": n, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", ""),
+                 "device": str(p.device), "requires_grad": bool(p.requires_grad)}
+                for n, p in m.named_parameters()]
+
+    def _module(self, handle):
+        if handle not in self.modules:
+            raise ProbeError("unknown module handle (the worker was restarted)")
+        return self.modules[handle]
+
+    def forward(self, handle, inputs, seed):
+        torch = _torch()
+        m = self._module(handle)
+        outs = []
+        with torch.no_grad():
+            for x in inputs:
+                torch.manual_seed(seed)
+                y = m(x)
+                if y is None:
+                    raise ProbeError("forward returned None: does forward end with `return ...`?")
+                outs.append(y)
+        return {"outputs": outs, "dtypes": [str(getattr(y, "dtype", type(y).__name__)).replace("torch.", "") for y in outs],
+                "devices": [str(getattr(y, "device", "cpu")) for y in outs]}
+
+    def grads(self, handle, x, weight, seed):
+        torch = _torch()
+        m = self._module(handle)
+        m.zero_grad(set_to_none=True)
+        torch.manual_seed(seed)
+        with torch.enable_grad():
+            y = m(x)
+            if not isinstance(y, torch.Tensor):
+                raise ProbeError("forward did not return a tensor")
+            loss = (y.to(weight.dtype) * weight).sum()
+            loss.backward()
+        out = []
+        for n, p in m.named_parameters():
+            g = p.grad
+            out.append({"name": n, "has_grad": g is not None,
+                        "finite": bool(torch.isfinite(g).all().item()) if g is not None else None})
+        return {"params": out, "output_requires_grad": bool(y.requires_grad)}
+
+    def to(self, handle, device):
+        m = self._module(handle)
+        m2 = m.to(device) or m
+        self.modules[handle] = m2
+        return {"params": [{"name": n, "device": str(p.device)} for n, p in m2.named_parameters()],
+                "buffers": [{"name": n, "device": str(b.device)} for n, b in m2.named_buffers()]}
+
+    def attr_shape(self, handle, name):
+        torch = _torch()
+        m = self._module(handle)
+        v = getattr(m, name, None)
+        if isinstance(v, torch.Tensor):
+            return {"shape": list(v.shape), "is_parameter": isinstance(v, torch.nn.Parameter)}
+        return {"shape": None, "is_parameter": False}
+
+    def meta_forward(self, cls, args, kwargs, input_shape, input_dtype, vocab):
+        """Build and run on the meta device (shapes only); fall back to a small real run if data-dependent."""
+        torch = _torch()
+        klass = self.lookup(cls)
+        try:
+            with torch.device("meta"):
+                m = klass(*args, **(kwargs or {}))
+                m.eval()
+                x = (torch.randint(0, vocab, input_shape) if vocab
+                     else torch.empty(input_shape, dtype=_dtype(input_dtype)))
+                y = m(x)
+            if y is None:
+                raise ProbeError("forward returned None: does forward end with `return ...`?")
+            return {"shape": list(y.shape), "fallback": None,
+                    "n_params": sum(p.numel() for p in m.parameters())}
+        except NotImplementedError as e:
+            if "meta" not in str(e).lower() and "data-dependent" not in str(e).lower():
+                raise
+            return {"shape": None, "fallback": f"{type(e).__name__}: {str(e)[:200]}"}
+
+
+def numel(shape):
+    return math.prod(shape)

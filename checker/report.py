@@ -1,0 +1,320 @@
+"""Human- and CI-facing renderings of a scorecard.
+
+What it is for: pure text out of a scorecard dict:
+- `format_scorecard` — what `hwcheck check` prints (plain, or ANSI colour);
+- `format_markdown` — a GitHub Actions step summary (table + failures);
+- `github_annotations` — `::error ...::` workflow-command lines, one per
+  failed test, escaped as GitHub requires;
+- `junit_xml` — JUnit XML (one testsuite per question) for CI test viewers.
+Give it the student view (`checker.scorecard.student_view`) for anything a
+student sees.
+What it is not: it prints nothing and writes no file, and it decides no
+points: every number comes from the scorecard.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+
+__all__ = [
+    "format_points", "format_scorecard", "format_markdown",
+    "github_annotations", "junit_xml",
+]
+
+_FAILING = ("failed", "error", "timeout")
+_LABEL = {"failed": "FAILED", "error": "ERROR", "timeout": "TIMEOUT",
+          "passed": "passed", "skipped": "skipped"}
+_GREEN, _RED, _YELLOW, _BOLD, _RESET = "\x1b[32m", "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
+
+# Control characters (but tab and newline) in messages could drive a terminal:
+# student code writes some of these messages. Show them escaped instead.
+_TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Characters XML 1.0 cannot hold at all.
+_XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def format_points(x):
+    """22.5 -> '22.5', 30.0 -> '30', 4.28571 -> '4.2857'."""
+    x = float(x or 0)
+    if x == int(x):
+        return str(int(x))
+    return f"{x:.4f}".rstrip("0").rstrip(".")
+
+
+def _safe(text):
+    text = str(text).replace("\r\n", "\n").replace("\r", "\n")
+    return _TERMINAL_UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _paint(text, code, color):
+    return f"{code}{text}{_RESET}" if color else text
+
+
+def _indent(text, prefix):
+    return "\n".join(prefix + line if line else prefix.rstrip() for line in text.split("\n"))
+
+
+def _pending_points(scorecard):
+    return sum(float(q.get("max_score") or 0) for q in scorecard.get("questions") or []
+               if q.get("manual") and q.get("pending", True))
+
+
+def _total_line(scorecard):
+    line = (f"Total: {format_points(scorecard.get('score'))}/"
+            f"{format_points(scorecard.get('max_score'))}")
+    pending = _pending_points(scorecard)
+    if pending:
+        line += f" ({format_points(pending)} pending manual)"
+    return line
+
+
+def _hidden_note(scorecard, question):
+    shown = sum(1 for t in question.get("tests") or [] if t.get("visibility") == "hidden")
+    not_shown = int(question.get("hidden_tests") or 0) - shown
+    if not_shown <= 0:
+        return None
+    plural = "test" if not_shown == 1 else "tests"
+    if (scorecard.get("grader") or {}).get("mode") == "public":
+        return f"+ {not_shown} hidden {plural} run at grading time"
+    return f"+ {not_shown} hidden {plural} (not shown; counted in the score)"
+
+
+def _skip_summary(tests):
+    skipped = [t for t in tests if t.get("outcome") == "skipped"]
+    if not skipped:
+        return None
+    reasons = Counter(t.get("message") or "no reason given" for t in skipped)
+    parts = [f"{reason}" if n == len(skipped) else f"{reason} ({n})"
+             for reason, n in reasons.items()]
+    return f"{len(skipped)} skipped: {'; '.join(parts)}"
+
+
+def _where(test):
+    bits = [b for b in (test.get("device"), test.get("dtype")) if b]
+    return f"  ({', '.join(bits)})" if bits else ""
+
+
+def format_scorecard(scorecard, *, color=False, verbose=False):
+    """The text `hwcheck check` prints for one scorecard (no trailing newline)."""
+    submission = scorecard.get("submission") or {}
+    header = f"hwcheck: {scorecard.get('assignment')} - submission {submission.get('id')}"
+    if submission.get("path") and submission.get("path") != submission.get("id"):
+        header += f" ({submission['path']})"
+    lines = [_paint(_safe(header), _BOLD, color)]
+    status = scorecard.get("status", "graded")
+    if status != "graded":
+        lines.append(_paint(f"Status: {status.replace('_', ' ')}", _RED, color))
+    load = scorecard.get("load") or {}
+    if load.get("messages"):
+        lines.append("Loading your submission:" if load.get("ok", True)
+                     else _paint("Loading your submission failed:", _RED, color))
+        for message in load["messages"]:
+            lines.append(_indent(_safe(message), "    "))
+    lines.append("")
+
+    for question in scorecard.get("questions") or []:
+        qid, title = _safe(question.get("id")), _safe(question.get("title") or "")
+        if question.get("manual"):
+            state = "pending (graded by a person)" if question.get("pending", True) else \
+                f"{format_points(question.get('score'))}/{format_points(question.get('max_score'))}"
+            lines.append(f"{qid}  {_paint(state, _YELLOW, color)}  {title}".rstrip())
+            continue
+        tests = question.get("tests") or []
+        score = f"{format_points(question.get('score'))}/{format_points(question.get('max_score'))}"
+        failing = [t for t in tests if t.get("outcome") in _FAILING]
+        ran = [t for t in tests if t.get("outcome") != "skipped"]
+        code = _RED if failing else (_GREEN if ran else _YELLOW)
+        lines.append(f"{_paint(qid, _BOLD, color)}  {_paint(score, code, color)}  {title}".rstrip())
+        if question.get("message"):
+            lines.append(_indent(_safe(question["message"]), "    "))
+        for test in tests:
+            outcome = test.get("outcome")
+            if outcome == "skipped" or (outcome == "passed" and not verbose):
+                continue
+            hidden = " [hidden]" if test.get("visibility") == "hidden" else ""
+            label = _paint(_LABEL.get(outcome, str(outcome)),
+                           _GREEN if outcome == "passed" else _RED, color)
+            extra = ""
+            if verbose:
+                extra = (f"  {format_points(test.get('points'))}/"
+                         f"{format_points(test.get('max_points'))}"
+                         f"  {float(test.get('duration_s') or 0):.2f}s")
+            lines.append(f"    {label} {_safe(test.get('name'))}{hidden}{_where(test)}{extra}")
+            if outcome != "passed" and test.get("message"):
+                lines.append(_indent(_safe(test["message"]), "        "))
+        skipped = _skip_summary(tests)
+        if skipped:
+            lines.append("    " + _paint(_safe(skipped), _YELLOW, color))
+        hidden = _hidden_note(scorecard, question)
+        if hidden:
+            lines.append("    " + hidden)
+
+    if scorecard.get("unassigned"):
+        lines.append("")
+        lines.append(_paint(f"Grader bug: {len(scorecard['unassigned'])} tests belong to no question:",
+                            _RED, color))
+        for item in scorecard["unassigned"]:
+            lines.append(f"    {_safe(item.get('nodeid'))} ({_safe(item.get('why', ''))})")
+    lines.append("")
+    lines.append(_paint(_total_line(scorecard), _BOLD, color))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# GitHub step summary (Markdown)
+# ---------------------------------------------------------------------------
+
+def _md_cell(text):
+    text = str(text).replace("\r", " ").replace("\n", " ")
+    return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def _md_fence(text):
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def format_markdown(scorecard):
+    """A Markdown step summary: total, a table of questions, then each failure."""
+    submission = scorecard.get("submission") or {}
+    out = [f"## hwcheck: {_md_cell(scorecard.get('assignment'))} - "
+           f"{_md_cell(submission.get('id'))}", ""]
+    out.append(f"**{_total_line(scorecard)}**")
+    if scorecard.get("status", "graded") != "graded":
+        out.append(f"Status: **{scorecard['status']}**")
+    out += ["", "| Question | Score | Tests | Note |", "|---|---:|---|---|"]
+    failures = []
+    for question in scorecard.get("questions") or []:
+        name = f"{question.get('id')} {question.get('title') or ''}".strip()
+        if question.get("manual"):
+            score = ("pending" if question.get("pending", True)
+                     else format_points(question.get("score")))
+            out.append(f"| {_md_cell(name)} | {score}/{format_points(question.get('max_score'))} "
+                       f"| | graded by a person |")
+            continue
+        counts = Counter(t.get("outcome") for t in question.get("tests") or [])
+        summary = ", ".join(f"{n} {o}" for o, n in counts.items())
+        hidden = _hidden_note(scorecard, question)
+        if hidden:
+            summary = f"{summary}, {hidden}" if summary else hidden
+        out.append(f"| {_md_cell(name)} | {format_points(question.get('score'))}/"
+                   f"{format_points(question.get('max_score'))} | {_md_cell(summary)} "
+                   f"| {_md_cell(question.get('message') or '')} |")
+        for test in question.get("tests") or []:
+            if test.get("outcome") in _FAILING:
+                failures.append((question, test))
+    if failures:
+        out += ["", "### Failures", ""]
+        for question, test in failures:
+            bits = [test.get("outcome")] + [b for b in (test.get("device"), test.get("dtype")) if b]
+            out.append(f"- **{_md_cell(question.get('id'))} \u203a {_md_cell(test.get('name'))}** "
+                       f"({', '.join(bits)})")
+            message = str(test.get("message") or "")
+            if message:
+                fence = _md_fence(message)
+                out += ["", f"  {fence}text"]
+                out += [f"  {line}" for line in message.replace("\r", "").split("\n")]
+                out += [f"  {fence}", ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+# ---------------------------------------------------------------------------
+# GitHub workflow commands
+# ---------------------------------------------------------------------------
+
+def _escape_data(text):
+    return str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text):
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_annotations(scorecard):
+    """`::error ...::message` lines, one per failed, error or timed-out test."""
+    lines = []
+    for question in scorecard.get("questions") or []:
+        for test in question.get("tests") or []:
+            if test.get("outcome") not in _FAILING:
+                continue
+            props = []
+            where = test.get("where")
+            if isinstance(where, dict) and where.get("file"):
+                props.append(f"file={_escape_property(where['file'])}")
+                if where.get("line"):
+                    props.append(f"line={_escape_property(where['line'])}")
+            title = f"{question.get('id')} \u203a {test.get('name')} ({test.get('outcome')})"
+            props.append(f"title={_escape_property(title)}")
+            message = test.get("message") or test.get("outcome")
+            lines.append(f"::error {','.join(props)}::{_escape_data(message)}")
+    return lines
+
+
+# ---------------------------------------------------------------------------
+# JUnit XML
+# ---------------------------------------------------------------------------
+
+def _xml_text(text):
+    return _XML_INVALID.sub("\ufffd", str(text))
+
+
+def junit_xml(scorecard):
+    """JUnit XML text: one <testsuite> per question, one <testcase> per test.
+
+    failed and timeout -> <failure> (type "failed"/"timeout"), error -> <error>,
+    skipped -> <skipped>. A manual question is an empty suite with a
+    `pending` property. Test properties carry points, device and dtype.
+    """
+    assignment = str(scorecard.get("assignment") or "")
+    root = ET.Element("testsuites", name=_xml_text(assignment))
+    totals = Counter()
+    total_time = 0.0
+    for question in scorecard.get("questions") or []:
+        tests = question.get("tests") or []
+        counts = Counter(t.get("outcome") for t in tests)
+        q_time = sum(float(t.get("duration_s") or 0) for t in tests)
+        suite = ET.SubElement(root, "testsuite", {
+            "name": _xml_text(question.get("id")),
+            "tests": str(len(tests)),
+            "failures": str(counts["failed"] + counts["timeout"]),
+            "errors": str(counts["error"]),
+            "skipped": str(counts["skipped"]),
+            "time": f"{q_time:.6f}",
+        })
+        props = ET.SubElement(suite, "properties")
+        for key in ("title", "score", "max_score"):
+            ET.SubElement(props, "property", name=key, value=_xml_text(question.get(key, "")))
+        if question.get("manual"):
+            ET.SubElement(props, "property", name="pending",
+                          value=str(bool(question.get("pending", True))).lower())
+        if question.get("message"):
+            ET.SubElement(props, "property", name="message", value=_xml_text(question["message"]))
+        for test in tests:
+            case = ET.SubElement(suite, "testcase", {
+                "classname": _xml_text(f"{assignment}.{question.get('id')}"),
+                "name": _xml_text(test.get("name")),
+                "time": f"{float(test.get('duration_s') or 0):.6f}",
+            })
+            outcome = test.get("outcome")
+            message = _xml_text(test.get("message") or "")
+            first = message.split("\n", 1)[0]
+            if outcome in ("failed", "timeout"):
+                ET.SubElement(case, "failure", message=first, type=outcome).text = message
+            elif outcome == "error":
+                ET.SubElement(case, "error", message=first, type="error").text = message
+            elif outcome == "skipped":
+                ET.SubElement(case, "skipped", message=first)
+            case_props = ET.SubElement(case, "properties")
+            for key in ("points", "max_points", "device", "dtype", "visibility"):
+                if test.get(key) is not None:
+                    ET.SubElement(case_props, "property", name=key, value=_xml_text(test[key]))
+        totals.update({"tests": len(tests), "failures": counts["failed"] + counts["timeout"],
+                       "errors": counts["error"], "skipped": counts["skipped"]})
+        total_time += q_time
+    for key in ("tests", "failures", "errors", "skipped"):
+        root.set(key, str(totals[key]))
+    root.set("time", f"{total_time:.6f}")
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

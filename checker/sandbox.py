@@ -1,0 +1,490 @@
+"""The trusted side's handle on a submission running in a worker.
+
+What it is for: starting the zygote, getting a fresh worker for a
+submission (a private temp dir with a copy of the submission, limits and
+walls), loading it, and calling into it with time limits. A worker that
+dies, hangs or exceeds its memory is killed with its whole process group
+and replaced; the call that broke it raises `StudentTimeout` or
+`WorkerCrashed`, and later calls work again. A unit (cell or top-level
+statement) that kills the worker while loading is skipped on the next try.
+
+What it is not: a judge or a place that runs student code. It only moves
+plain data (`wire`) and turns the worker's answers into values or
+`GradingFailure`s.
+"""
+
+import difflib
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from checker import wire
+from checker.errors import (BadReturn, MissingName, SandboxError, StudentError, StudentTimeout,
+                            WorkerCrashed)
+
+__all__ = ["Zygote", "SubmissionHandle", "ModuleHandle", "ForwardResult", "Limits",
+           "secret_paths", "close_names", "sha256_of"]
+
+SAFE_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+            "LD_LIBRARY_PATH")
+MAX_RESPAWNS = 6
+
+
+class Limits:
+    def __init__(self, call_s=10.0, submission_s=120.0, cell_s=30.0, memory_mb=4096):
+        self.call_s, self.submission_s, self.cell_s, self.memory_mb = call_s, submission_s, cell_s, memory_mb
+
+    @classmethod
+    def from_spec(cls, spec, timeout=None):
+        lim = dict(spec.get("limits", {}))
+        if timeout:
+            lim["submission_s"] = timeout
+        return cls(**lim)
+
+
+def secret_paths(extra=()):
+    """Trees a worker must not read: the reference solutions, the grading tests, plus `extra`."""
+    out = []
+    for pkg in ("reference", "assignments"):
+        spec = importlib.util.find_spec(pkg)
+        if spec and spec.submodule_search_locations:
+            out.extend(os.path.realpath(p) for p in spec.submodule_search_locations)
+    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    for sub in ("tests", "submissions", "bench", ".git"):
+        if os.path.isdir(os.path.join(root, sub)):
+            out.append(os.path.join(root, sub))
+    out.extend(os.path.realpath(p) for p in extra if p)
+    return sorted(set(out))
+
+
+def sha256_of(path):
+    """A hash of a file, or of a folder's relevant files (names and contents)."""
+    h = hashlib.sha256()
+    if os.path.isfile(path):
+        with open(path, "rb") as f:
+            h.update(f.read())
+        return h.hexdigest()
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for n in sorted(files):
+            p = os.path.join(root, n)
+            h.update(os.path.relpath(p, path).encode() + b"\0")
+            with open(p, "rb") as f:
+                h.update(f.read())
+    return h.hexdigest()
+
+
+def close_names(name, names, n=3):
+    """Names that look like `name`: same letters ignoring case and underscores first, then difflib."""
+    norm = lambda s: re.sub(r"[_\W]", "", s).lower()  # noqa: E731
+    same = [x for x in names if norm(x) == norm(name) and x != name]
+    near = difflib.get_close_matches(name, names, n=n, cutoff=0.6)
+    prefix = [x for x in names if len(name) > 5 and (x.startswith(name[:6]) or name.startswith(x)) and len(x) > 3]
+    out = []
+    for x in same + near + prefix:
+        if x not in out and x != name:
+            out.append(x)
+    return out[:n]
+
+
+class Zygote:
+    """The warm forking parent of workers. One per trusted process (or shared via `ctrl_fds`)."""
+
+    def __init__(self, channels=1):
+        pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(channels)]
+        env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
+        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", HWCHECK_THREADS="1",
+                   PYTHONPATH=_import_root(), PYTHONDONTWRITEBYTECODE="1",
+                   PYTHONHASHSEED="0", TORCHINDUCTOR_CACHE_DIR="/nonexistent")
+        self._dir = tempfile.mkdtemp(prefix="hwcheck-zygote-")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-s", "-m", "checker.zygote", *[str(b.fileno()) for _, b in pairs]],
+            pass_fds=[b.fileno() for _, b in pairs], env=env, cwd=self._dir,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            start_new_session=True)
+        for _, b in pairs:
+            b.close()
+        self.channels = [a for a, _ in pairs]
+        for ch in self.channels:
+            ch.settimeout(120)
+            try:
+                msg = json.loads(ch.recv(65536) or b"null")
+            except (OSError, ValueError):
+                msg = None
+            if not msg or not msg.get("ready"):
+                err = self.proc.stderr.read().decode(errors="replace")[-2000:] if self.proc.poll() is not None else ""
+                self.close()
+                raise SandboxError(f"the worker zygote did not start: {err or 'no answer'}")
+        self.pid = self.proc.pid
+        self.ctrl = self.channels[0]
+
+    def channel(self, i):
+        """A view of this zygote bound to control channel i (one per trusted process)."""
+        view = object.__new__(Zygote)
+        view.__dict__.update(self.__dict__)
+        view.ctrl = self.channels[i]
+        return view
+
+    def _ask(self, obj, fds=()):
+        try:
+            socket.send_fds(self.ctrl, [json.dumps(obj).encode()], list(fds))
+            self.ctrl.settimeout(30)
+            msg = self.ctrl.recv(65536)
+            return json.loads(msg)
+        except (OSError, ValueError) as e:
+            raise SandboxError(f"the worker zygote stopped answering ({e})") from None
+
+    def fork(self, params):
+        a, b = socket.socketpair()
+        try:
+            reply = self._ask({"op": "fork", **params}, [b.fileno()])
+        finally:
+            b.close()
+        if "pid" not in reply:
+            a.close()
+            raise SandboxError(f"fork failed: {reply}")
+        return reply["pid"], a
+
+    def status(self, pid):
+        try:
+            return self._ask({"op": "status", "pid": pid}).get("status")
+        except SandboxError:
+            return None
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def close(self):
+        for ch in getattr(self, "channels", []):
+            try:
+                ch.close()
+            except OSError:
+                pass
+        if self.proc.poll() is None:
+            try:
+                self.proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _import_root():
+    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def _describe_status(status):
+    if status is None:
+        return "the worker process died"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        names = {signal.SIGSEGV: "a segmentation fault (SIGSEGV)", signal.SIGKILL: "SIGKILL (killed)",
+                 signal.SIGABRT: "an abort (SIGABRT)", signal.SIGBUS: "a bus error (SIGBUS)",
+                 signal.SIGFPE: "a floating-point exception (SIGFPE)", signal.SIGXFSZ: "writing a file too large"}
+        return f"the worker process was ended by {names.get(sig, signal.Signals(sig).name)}"
+    if os.WIFEXITED(status):
+        return f"the worker process exited with status {os.WEXITSTATUS(status)} (os._exit or a crash)"
+    return "the worker process died"
+
+
+class ForwardResult:
+    def __init__(self, outputs, dtypes, devices):
+        self.outputs, self.dtypes, self.devices = outputs, dtypes, devices
+
+
+class SubmissionHandle:
+    """Everything the trusted side may do with one submission."""
+
+    def __init__(self, path, zygote, limits=None, secrets=(), sub_id=None):
+        self.path = os.path.abspath(path)
+        self.id = sub_id or os.path.splitext(os.path.basename(self.path.rstrip("/")))[0]
+        self.zygote = zygote
+        self.limits = limits or Limits()
+        self.secrets = list(secrets) or secret_paths()
+        self.pid = None
+        self.sock = None
+        self.workdir = None
+        self.generation = 0
+        self.respawns = 0
+        self.skip = []
+        self.load_messages = []
+        self.names = []
+        self.origins = {}
+        self.isolation = []
+        self.loaded = False
+        self.load_ok = False
+        self.started = time.monotonic()
+        self.status = "graded"
+
+    # ------------------------------------------------------------ lifecycle
+    def time_left(self):
+        return self.limits.submission_s - (time.monotonic() - self.started)
+
+    def _spawn(self):
+        self._kill()
+        self.workdir = tempfile.mkdtemp(prefix="hwcheck-w-")
+        os.chmod(self.workdir, 0o700)
+        dest = os.path.join(self.workdir, "submission")
+        if os.path.isdir(self.path):
+            shutil.copytree(self.path, dest, ignore=shutil.ignore_patterns(".git", "__pycache__"),
+                            symlinks=False, ignore_dangling_symlinks=True)
+        else:
+            os.makedirs(dest)
+            shutil.copy(self.path, os.path.join(dest, os.path.basename(self.path)))
+        target = dest if os.path.isdir(self.path) else os.path.join(dest, os.path.basename(self.path))
+        self.pid, self.sock = self.zygote.fork({
+            "workdir": self.workdir, "secrets": self.secrets + [self.path],
+            "memory_mb": self.limits.memory_mb, "env": {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}})
+        self.generation += 1
+        return target
+
+    def _kill(self):
+        if self.pid:
+            for fn in (os.killpg, os.kill):
+                try:
+                    fn(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        if self.sock:
+            self.sock.close()
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        self.pid = self.sock = self.workdir = None
+
+    def close(self):
+        if self.sock and self.pid:
+            try:
+                wire.send_msg(self.sock, {"op": "bye"})
+                wire.recv_msg(self.sock, timeout=1)
+            except (OSError, EOFError, TimeoutError, wire.WireError):
+                pass
+        self._kill()
+
+    def __enter__(self):
+        self.load()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------ loading
+    def load(self):
+        """Load the submission (once); return a dict {ok, messages, names, origins, isolation}."""
+        while True:
+            target = self._spawn()
+            self.loaded = True
+            budget = min(self.time_left(), max(self.limits.cell_s * 50, 60))
+            deadline = time.monotonic() + max(budget, 1)
+            last_unit = None
+            try:
+                wire.send_msg(self.sock, {"op": "load", "path": target, "unit_s": self.limits.cell_s,
+                                          "skip": self.skip})
+                while True:
+                    left = deadline - time.monotonic()
+                    header, _ = wire.recv_msg(self.sock, timeout=max(left, 0.01), max_total=64 << 20)
+                    if header.get("event") == "unit":
+                        last_unit = header
+                        deadline = min(time.monotonic() + self.limits.cell_s + 5, time.monotonic() + self.time_left())
+                        continue
+                    break
+            except (TimeoutError, EOFError, OSError, wire.WireError) as e:
+                why = ("ran past its time limit" if isinstance(e, TimeoutError)
+                       else self._death_reason() if not isinstance(e, wire.WireError) else f"sent garbage ({e})")
+                self._kill()
+                if last_unit and self.respawns < MAX_RESPAWNS and self.time_left() > 1:
+                    self.respawns += 1
+                    key = [last_unit["file"], last_unit["cell"] if last_unit["cell"] is not None else last_unit["line"]]
+                    self.skip.append(key)
+                    where = (f"{last_unit['file']}, cell {last_unit['cell']}" if last_unit["cell"] is not None
+                             else f"{last_unit['file']}, line {last_unit['line']}")
+                    self.load_messages.append({"kind": "crash", "file": last_unit["file"], "cell": last_unit["cell"],
+                                               "line": last_unit["line"],
+                                               "text": f"{where}: {why}; the grader skipped it and loaded the rest"})
+                    continue
+                self.load_messages.append({"kind": "crash", "file": None, "cell": None, "line": None,
+                                           "text": f"loading the submission failed: {why}"})
+                self.status = "timeout" if isinstance(e, TimeoutError) else "crashed"
+                self.load_ok = False
+                return self.load_report()
+            if header.get("ok") is not True:
+                err = header.get("error") if isinstance(header.get("error"), dict) else {}
+                self.load_messages.append({"kind": "crash", "file": None, "cell": None, "line": None,
+                                           "text": f"loading the submission failed: {err.get('type')}: "
+                                                   f"{str(err.get('message'))[:500]}"})
+                self.status, self.load_ok = "crashed", False
+                self._kill()
+                return self.load_report()
+            msgs = header.get("messages") if isinstance(header.get("messages"), list) else []
+            self.load_messages.extend(m for m in msgs if isinstance(m, dict))
+            self.names = [n for n in header.get("names", []) if isinstance(n, str)]
+            self.origins = {k: v for k, v in (header.get("origins") or {}).items() if isinstance(v, str)}
+            self.isolation = [str(x) for x in header.get("isolation", [])]
+            self.load_ok = True
+            return self.load_report()
+
+    def load_report(self):
+        ok = self.load_ok and not any(m.get("kind") in ("syntax_error", "error", "exit", "timeout", "crash")
+                                      for m in self.load_messages)
+        return {"ok": ok, "messages": [m.get("text", "") for m in self.load_messages],
+                "names": self.names, "origins": self.origins, "isolation": self.isolation}
+
+    def _death_reason(self):
+        status = None
+        if self.pid:
+            for _ in range(20):
+                status = self.zygote.status(self.pid)
+                if status is not None:
+                    break
+                time.sleep(0.05)
+        return _describe_status(status)
+
+    def _respawn(self):
+        """Replace a dead worker and reload (units that crashed are already in self.skip)."""
+        if self.respawns >= MAX_RESPAWNS:
+            raise WorkerCrashed("the worker was restarted too many times; the remaining tests were not run")
+        self.respawns += 1
+        saved = list(self.load_messages)
+        self.load()
+        self.load_messages = saved
+
+    # ------------------------------------------------------------ calls
+    def has(self, name):
+        return name in self.names
+
+    def missing(self, name):
+        close = close_names(name, self.names)
+        hint = f" Close spellings that exist: {', '.join(close)}." if close else ""
+        return MissingName(f"`{name}` is not defined in your submission.{hint}", missing_names=[name])
+
+    def request(self, op, args, timeout=None, what=None):
+        """Send one request; return the decoded value. Raises GradingFailure subclasses."""
+        if not self.loaded:
+            self.load()
+        if self.time_left() <= 0:
+            raise StudentTimeout(f"the submission used up its total time budget of {self.limits.submission_s:g} s")
+        if self.sock is None:
+            self._respawn()
+        timeout = min(timeout or self.limits.call_s, max(self.time_left(), 0.1))
+        what = what or op
+        obj, bufs = wire.encode(args)
+        try:
+            wire.send_msg(self.sock, {"op": op, "args": obj}, bufs)
+            header, rbufs = wire.recv_msg(self.sock, timeout=timeout)
+        except TimeoutError:
+            self._kill()
+            raise StudentTimeout(f"{what} did not finish within {timeout:g} s (an infinite loop, or far too slow); "
+                                 "it was stopped") from None
+        except (EOFError, OSError):
+            reason = self._death_reason()
+            self._kill()
+            raise WorkerCrashed(f"{what} crashed the worker: {reason}. "
+                                "(os._exit, a segmentation fault, or running out of memory)") from None
+        except wire.WireError as e:
+            self._kill()
+            raise BadReturn(f"{what} sent back something that is not plain data ({e})") from None
+        self.last_stdout = header.get("stdout", "") if isinstance(header.get("stdout"), str) else ""
+        if header.get("ok") is True:
+            try:
+                value, dtypes = wire.decode_trusted(header.get("value"), rbufs)
+            except wire.WireError as e:
+                raise BadReturn(f"{what} returned something that is not plain data ({e})") from None
+            self.last_dtypes = dtypes
+            return value
+        raise self._failure(header.get("error") or {}, what)
+
+    def _failure(self, err, what):
+        if not isinstance(err, dict):
+            err = {}
+        etype = str(err.get("type", "Error"))
+        msg = str(err.get("message", ""))[:2000]
+        if etype == "MissingName":
+            return self.missing(str(err.get("name", "?")))
+        if etype == "BadReturn":
+            return BadReturn(f"{what} returned a value the grader cannot read: {msg}")
+        if etype == "ProbeError":
+            return StudentError(f"{what}: {msg}")
+        where = err.get("where") if isinstance(err.get("where"), dict) else None
+        loc = ""
+        if where:
+            loc = f" at {where.get('file')}" + (f", cell {where['cell']}" if where.get("cell") is not None else "") \
+                  + f", line {where.get('line')}"
+            if where.get("code"):
+                loc += f":\n    {str(where['code'])[:200]}"
+        if err.get("timeout"):
+            return StudentTimeout(f"{what} was stopped by the time limit{loc}")
+        text = f"{what} raised {etype}: {msg}{loc}" if msg else f"{what} raised {etype}{loc}"
+        failure = StudentError(text)
+        failure.where = where
+        return failure
+
+    def call(self, name, *args, **kwargs):
+        if self.loaded and name not in self.names and self.load_ok:
+            raise self.missing(name)
+        return self.request("call", {"name": name, "args": list(args), "kwargs": kwargs},
+                            what=f"{name}(...)")
+
+    def call_info(self, name, *args, **kwargs):
+        value = self.call(name, *args, **kwargs)
+        return value, {"dtypes": list(self.last_dtypes)}
+
+    def new(self, cls, *args, seed=0, device="cpu", dtype="float32", **kwargs):
+        if self.loaded and cls not in self.names and self.load_ok:
+            raise self.missing(cls)
+        info = self.request("new", {"cls": cls, "args": list(args), "kwargs": kwargs, "seed": int(seed),
+                                    "device": device, "dtype": dtype}, what=f"{cls}(...)")
+        return ModuleHandle(self, cls, info, device, dtype)
+
+    def meta_forward(self, cls, args, kwargs, input_shape, input_dtype="float32", vocab=None):
+        if self.loaded and cls not in self.names and self.load_ok:
+            raise self.missing(cls)
+        return self.request("meta_forward", {"cls": cls, "args": list(args), "kwargs": kwargs,
+                                             "input_shape": list(input_shape), "input_dtype": input_dtype,
+                                             "vocab": vocab}, what=f"{cls} on the meta device")
+
+
+class ModuleHandle:
+    """A student's nn.Module instance living in the worker."""
+
+    def __init__(self, sub, cls, info, device, dtype):
+        self.sub, self.cls = sub, cls
+        self.handle = info.get("handle") if isinstance(info, dict) else None
+        self.params = info.get("params", []) if isinstance(info, dict) else []
+        self.n_params = info.get("n_params", 0) if isinstance(info, dict) else 0
+        self.generation = sub.generation
+        self.device, self.dtype = device, dtype
+
+    def _req(self, op, args, what):
+        if self.sub.generation != self.generation:
+            raise WorkerCrashed(f"{self.cls}: the worker was restarted after an earlier failure; "
+                                "this module no longer exists")
+        return self.sub.request(op, {"handle": self.handle, **args}, what=what)
+
+    def forward(self, inputs, seed=0):
+        r = self._req("forward", {"inputs": list(inputs), "seed": int(seed)}, f"{self.cls}.forward")
+        if not isinstance(r, dict) or not isinstance(r.get("outputs"), list):
+            raise BadReturn(f"{self.cls}.forward: malformed answer")
+        return ForwardResult(r["outputs"], r.get("dtypes", []), r.get("devices", []))
+
+    def grads(self, x, weight, seed=0):
+        return self._req("grads", {"x": x, "weight": weight, "seed": int(seed)}, f"{self.cls} backward")
+
+    def to(self, device):
+        return self._req("to", {"device": device}, f"{self.cls}.to({device!r})")
+
+    def attr_shape(self, name):
+        return self._req("attr_shape", {"name": name}, f"{self.cls}.{name}")

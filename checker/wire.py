@@ -1,0 +1,293 @@
+"""Plain-data messages between the trusted side and a worker, never pickle.
+
+What it is for: framing a message on a socket (a JSON header plus raw byte
+buffers) and turning values into that form and back. Arrays travel as raw
+bytes with dtype, shape, kind (numpy or torch) and device. Decoding on the
+trusted side is strict: a value is rebuilt only from JSON and validated
+bytes, and arrays come back as plain `numpy.ndarray` (never a subclass).
+
+What it is not: a general serializer. Only None, bool, int, float, str,
+lists, tuples, dicts, numpy arrays/scalars and torch tensors cross.
+
+Frame: b"HWC1" | u32 header length | u32 buffer count | header JSON |
+(u64 length | bytes) per buffer.
+"""
+
+import json
+import math
+import socket
+import struct
+import time
+
+import numpy as np
+
+from checker.errors import WireError
+
+__all__ = [
+    "MAX_HEADER", "MAX_TOTAL", "EncodeError", "send_msg", "recv_msg",
+    "encode", "decode_trusted", "decode_worker", "DTYPES",
+]
+
+MAGIC = b"HWC1"
+MAX_HEADER = 16 * 1024 * 1024
+MAX_TOTAL = 1024 * 1024 * 1024
+MAX_DEPTH = 32
+MAX_ITEMS = 1_000_000
+
+# dtype name -> (numpy dtype used on the wire, itemsize)
+DTYPES = {
+    "bool": np.dtype(np.bool_), "uint8": np.dtype(np.uint8), "int8": np.dtype(np.int8),
+    "int16": np.dtype(np.int16), "int32": np.dtype(np.int32), "int64": np.dtype(np.int64),
+    "float16": np.dtype(np.float16), "float32": np.dtype(np.float32),
+    "float64": np.dtype(np.float64), "bfloat16": np.dtype(np.uint16),
+}
+
+
+class EncodeError(ValueError):
+    """A value cannot be sent as plain data."""
+
+
+# ---------------------------------------------------------------- framing
+
+def send_msg(sock, header, buffers=()):
+    head = json.dumps(header, allow_nan=True).encode()
+    parts = [MAGIC, struct.pack("!II", len(head), len(buffers)), head]
+    for b in buffers:
+        parts.append(struct.pack("!Q", len(b)))
+        parts.append(b)
+    small = b"".join(p for p in parts if len(p) < (1 << 16))
+    if len(small) == sum(len(p) for p in parts):
+        sock.sendall(small)
+    else:
+        for p in parts:
+            sock.sendall(p)
+
+
+def _recv_exact(sock, n, deadline):
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("timed out waiting for the worker")
+            sock.settimeout(left)
+        else:
+            sock.settimeout(None)
+        try:
+            k = sock.recv_into(view[got:], n - got)
+        except socket.timeout:
+            raise TimeoutError("timed out waiting for the worker") from None
+        if k == 0:
+            raise EOFError("the worker closed its end")
+        got += k
+    return bytes(buf)
+
+
+def recv_msg(sock, timeout=None, max_total=MAX_TOTAL):
+    """Read one frame; raise TimeoutError, EOFError, or WireError when malformed."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pre = _recv_exact(sock, 12, deadline)
+    if pre[:4] != MAGIC:
+        raise WireError("bad frame magic")
+    hlen, nbuf = struct.unpack("!II", pre[4:])
+    if hlen > MAX_HEADER or nbuf > 4096:
+        raise WireError("frame header too large")
+    try:
+        header = json.loads(_recv_exact(sock, hlen, deadline))
+    except (ValueError, RecursionError) as e:
+        raise WireError(f"bad frame header: {e}") from None
+    buffers, total = [], hlen
+    for _ in range(nbuf):
+        (blen,) = struct.unpack("!Q", _recv_exact(sock, 8, deadline))
+        total += blen
+        if total > max_total:
+            raise WireError(f"message larger than {max_total} bytes")
+        buffers.append(_recv_exact(sock, blen, deadline))
+    if not isinstance(header, dict):
+        raise WireError("frame header is not an object")
+    return header, buffers
+
+
+# ---------------------------------------------------------------- encoding
+
+def encode(value):
+    """Return (json_obj, buffers) for a plain value; raise EncodeError otherwise."""
+    buffers = []
+    return _enc(value, buffers, 0), buffers
+
+
+def _enc(v, bufs, depth):
+    if depth > MAX_DEPTH:
+        raise EncodeError("value nested too deeply")
+    t = type(v)
+    if v is None or t is bool or t is str:
+        return v
+    if t is int:
+        return v if abs(v) < 2**63 else float(v)
+    if t is float:
+        return v
+    if t is list:
+        return [_enc(x, bufs, depth + 1) for x in v]
+    if t is tuple:
+        return {"$tuple": [_enc(x, bufs, depth + 1) for x in v]}
+    if t is dict:
+        return {"$dict": [[_enc(k, bufs, depth + 1), _enc(x, bufs, depth + 1)] for k, x in v.items()]}
+    if isinstance(v, np.generic) and not isinstance(v, np.ndarray):
+        return _enc_array(np.asarray(v), bufs, "numpy", "cpu")
+    if isinstance(v, np.ndarray):
+        return _enc_array(v, bufs, "numpy", "cpu")
+    mod = getattr(t, "__module__", "") or ""
+    if mod.startswith("torch"):
+        import torch
+        if isinstance(v, torch.Size):
+            return {"$tuple": [int(x) for x in v]}
+        if isinstance(v, torch.Tensor):
+            return _enc_tensor(v, bufs)
+        if isinstance(v, torch.dtype):
+            return str(v).replace("torch.", "")
+    if isinstance(v, (list, tuple)) and t.__module__ == "torch.return_types":
+        return {"$tuple": [_enc(x, bufs, depth + 1) for x in v]}
+    raise EncodeError(f"a value of type {t.__module__}.{t.__qualname__} is not plain data "
+                      "(expected a number, a numpy array, a torch tensor or a nested list)")
+
+
+def _enc_array(a, bufs, kind, device):
+    a = np.array(a, copy=True, subok=False)  # drop subclasses, own the memory
+    name = a.dtype.name
+    if name not in DTYPES or name == "bfloat16":
+        if a.dtype.kind in "fc":
+            raise EncodeError(f"arrays of dtype {name} are not supported")
+        raise EncodeError(f"arrays of dtype {name} are not numbers (object/str arrays are not plain data)")
+    bufs.append(np.ascontiguousarray(a).tobytes())
+    return {"$array": len(bufs) - 1, "dtype": name, "shape": list(a.shape), "kind": kind, "device": device}
+
+
+def _enc_tensor(t, bufs):
+    import torch
+    t = t.detach()
+    device = str(t.device)
+    if t.device.type == "meta":
+        return {"$meta": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
+    if t.is_sparse or t.is_complex() or getattr(t, "is_quantized", False):
+        raise EncodeError(f"tensors of layout/dtype {t.layout}/{t.dtype} are not supported")
+    t = t.to("cpu").contiguous()
+    if t.dtype == torch.bfloat16:
+        bufs.append(t.view(torch.int16).numpy().tobytes())
+        return {"$array": len(bufs) - 1, "dtype": "bfloat16", "shape": list(t.shape),
+                "kind": "torch", "device": device}
+    spec = _enc_array(t.numpy(), bufs, "torch", device)
+    return spec
+
+
+# ---------------------------------------------------------------- decoding
+
+def _array_from(spec, bufs):
+    try:
+        idx = spec["$array"]
+        name = spec["dtype"]
+        shape = spec["shape"]
+        if type(idx) is not int or not 0 <= idx < len(bufs):
+            raise WireError("array buffer index out of range")
+        if name not in DTYPES:
+            raise WireError(f"unknown dtype {name!r}")
+        if type(shape) is not list or not all(type(s) is int and s >= 0 for s in shape) or len(shape) > 16:
+            raise WireError("bad array shape")
+        dt = DTYPES[name]
+        n = math.prod(shape)
+        buf = bufs[idx]
+        if n * dt.itemsize != len(buf):
+            raise WireError("array bytes do not match its shape and dtype")
+        arr = np.frombuffer(buf, dtype=dt).reshape(shape).copy()
+        return name, arr
+    except (KeyError, TypeError) as e:
+        raise WireError(f"bad array spec: {e}") from None
+
+
+def bf16_to_float32(raw_uint16):
+    """Exact widening of bfloat16 bit patterns (as uint16) to float32."""
+    return (raw_uint16.astype(np.uint32) << 16).view(np.float32)
+
+
+class _Counter:
+    def __init__(self):
+        self.n = 0
+
+    def tick(self):
+        self.n += 1
+        if self.n > MAX_ITEMS:
+            raise WireError("value has too many items")
+
+
+def decode_trusted(obj, bufs):
+    """Rebuild a value on the trusted side: plain Python and base-class numpy only.
+
+    bfloat16 arrays come back as float32 (exact). Returns (value, dtypes) where
+    dtypes lists the original dtype names of arrays in order of appearance.
+    """
+    dtypes = []
+    return _dec(obj, bufs, 0, _Counter(), dtypes, worker=False), dtypes
+
+
+def decode_worker(obj, bufs):
+    """Rebuild a value in the worker: torch kind becomes a torch tensor on its device."""
+    return _dec(obj, bufs, 0, _Counter(), [], worker=True)
+
+
+def _dec(o, bufs, depth, counter, dtypes, worker):
+    counter.tick()
+    if depth > MAX_DEPTH:
+        raise WireError("value nested too deeply")
+    t = type(o)
+    if o is None or t in (bool, int, float, str):
+        return o
+    if t is list:
+        return [_dec(x, bufs, depth + 1, counter, dtypes, worker) for x in o]
+    if t is dict:
+        if "$array" in o:
+            name, arr = _array_from(o, bufs)
+            dtypes.append(name)
+            if worker and o.get("kind") == "torch":
+                return _to_torch(name, arr, o.get("device", "cpu"))
+            if name == "bfloat16":
+                return bf16_to_float32(arr)
+            return arr
+        if "$tuple" in o and type(o["$tuple"]) is list:
+            return tuple(_dec(x, bufs, depth + 1, counter, dtypes, worker) for x in o["$tuple"])
+        if "$dict" in o and type(o["$dict"]) is list:
+            out = {}
+            for pair in o["$dict"]:
+                if type(pair) is not list or len(pair) != 2:
+                    raise WireError("bad dict item")
+                k = _dec(pair[0], bufs, depth + 1, counter, dtypes, worker)
+                if type(k) not in (str, int, float, bool, tuple) and k is not None:
+                    raise WireError("dict key is not hashable plain data")
+                out[k] = _dec(pair[1], bufs, depth + 1, counter, dtypes, worker)
+            return out
+        if "$meta" in o:
+            shape = o["$meta"]
+            if type(shape) is not list or not all(type(s) is int for s in shape):
+                raise WireError("bad meta shape")
+            dtypes.append(str(o.get("dtype")))
+            return MetaShape(shape, str(o.get("dtype")))
+        raise WireError("unknown object in message")
+    raise WireError(f"unexpected JSON value of type {t.__name__}")
+
+
+class MetaShape(tuple):
+    """The shape of a tensor that lives on the meta device (no values)."""
+
+    def __new__(cls, shape, dtype):
+        self = super().__new__(cls, shape)
+        self.dtype = dtype
+        return self
+
+
+def _to_torch(name, arr, device):
+    import torch
+    if name == "bfloat16":
+        t = torch.from_numpy(arr.view(np.int16)).view(torch.bfloat16)
+    else:
+        t = torch.from_numpy(arr)
+    return t.to(device) if device != "cpu" else t

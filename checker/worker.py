@@ -1,0 +1,153 @@
+"""The worker's side of the conversation: load the submission, answer calls.
+
+What it is for: the body of a forked worker process. It puts up the walls
+(`isolation`), moves into its private temp dir, loads the submission
+(`loader`), then answers requests from the trusted side one at a time:
+`call` a student function or run a `probe`, returning plain data (`wire`)
+with the student's captured output, or the student's exception with the
+student's own file/cell/line.
+
+What it is not: trusted. Everything here can be changed by the submission
+once it has run; the trusted side validates every byte it receives.
+"""
+
+import io
+import os
+import sys
+import time
+
+from checker import wire
+from checker.isolation import apply_isolation
+from checker.loader import Loader, format_student_tb, student_where, UnitTimeout
+from checker.probes import Probes, ProbeError
+
+__all__ = ["serve", "CappedWriter"]
+
+KEEP = 64 * 1024
+
+
+class CappedWriter(io.TextIOBase):
+    """Keeps the first 64 KiB written and counts the rest."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.parts, self.kept, self.dropped = [], 0, 0
+
+    def write(self, s):
+        s = str(s)
+        room = KEEP - self.kept
+        if room > 0:
+            self.parts.append(s[:room])
+            self.kept += min(len(s), room)
+        self.dropped += max(0, len(s) - max(room, 0))
+        return len(s)
+
+    def writable(self):
+        return True
+
+    def flush(self):
+        pass
+
+    def take(self):
+        text, dropped = "".join(self.parts), self.dropped
+        self.reset()
+        return text, dropped
+
+
+def _silence_fds():
+    """Point fds 1 and 2 at /dev/null: C-level output is dropped, never fills a pipe."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+
+
+def serve(sock, params):
+    """Run the worker until told to stop or the socket closes. Never returns normally."""
+    out = CappedWriter()
+    _silence_fds()
+    sys.stdout = sys.stderr = out
+    sys.stdin = io.StringIO("")
+    workdir = params["workdir"]
+    os.chdir(workdir)
+    isolation = apply_isolation(workdir, params.get("secrets", []), params.get("memory_mb", 4096))
+    os.environ.clear()
+    os.environ.update(params.get("env", {}))
+    os.environ["HOME"] = os.environ["TMPDIR"] = workdir
+    state = {"loader": None, "probes": None}
+    while True:
+        try:
+            header, bufs = wire.recv_msg(sock)
+        except (EOFError, OSError, wire.WireError):
+            os._exit(0)
+        op = header.get("op")
+        if op == "bye":
+            wire.send_msg(sock, {"ok": True})
+            os._exit(0)
+        t0 = time.perf_counter()
+        out.reset()
+        try:
+            if op == "load":
+                reply, rbufs = _load(sock, header, state, isolation)
+            else:
+                reply, rbufs = _dispatch(header, bufs, state)
+        except BaseException as e:  # noqa: BLE001 - the student's exception, whatever it is
+            reply, rbufs = _error_reply(e, state), []
+        sys.stdout = sys.stderr = out  # a submission may have replaced them
+        text, dropped = out.take()
+        reply.update(stdout=text, stdout_dropped=dropped, duration_s=time.perf_counter() - t0)
+        try:
+            wire.send_msg(sock, reply, rbufs)
+        except (OSError, ValueError):
+            os._exit(0)
+
+
+def _load(sock, header, state, isolation):
+    def on_unit(unit):
+        wire.send_msg(sock, {"event": "unit", **unit})
+
+    loader = Loader(header["path"], unit_s=header.get("unit_s", 30), on_unit=on_unit,
+                    skip=header.get("skip", ()))
+    loader.load(header["path"])
+    state["loader"], state["probes"] = loader, Probes(loader.ns)
+    names = sorted(n for n in loader.ns if not n.startswith("_") and n not in ("display", "get_ipython"))
+    return {"ok": True, "messages": loader.messages, "names": names,
+            "origins": loader.origins, "isolation": isolation}, []
+
+
+def _dispatch(header, bufs, state):
+    probes = state["probes"]
+    if probes is None:
+        return {"ok": False, "error": {"type": "NotLoaded", "message": "no submission loaded"}}, []
+    args = wire.decode_worker(header.get("args", {}), bufs)
+    op = header.get("op")
+    if op == "call":
+        value = probes.call(args["name"], args.get("args", []), args.get("kwargs", {}))
+    elif op in ("new", "forward", "grads", "to", "attr_shape", "meta_forward"):
+        value = getattr(probes, op)(**args)
+    else:
+        return {"ok": False, "error": {"type": "UnknownOp", "message": f"unknown op {op!r}"}}, []
+    try:
+        obj, rbufs = wire.encode(value)
+    except wire.EncodeError as e:
+        return {"ok": False, "error": {"type": "BadReturn", "message": str(e)}}, []
+    return {"ok": True, "value": obj}, rbufs
+
+
+def _error_reply(e, state):
+    files = state["loader"].files if state["loader"] else {}
+    if isinstance(e, ProbeError):
+        msg = str(e)
+        if msg.startswith("missing:"):
+            return {"ok": False, "error": {"type": "MissingName", "name": msg[8:], "message": msg}}
+        return {"ok": False, "error": {"type": "ProbeError", "message": msg}}
+    try:
+        text = str(e)[:2000]
+    except BaseException:  # noqa: BLE001
+        text = "<unprintable exception>"
+    err = {"type": type(e).__name__, "message": text, "where": student_where(e, files),
+           "traceback": format_student_tb(e, files)[:8000],
+           "timeout": isinstance(e, UnitTimeout)}
+    return {"ok": False, "error": err}

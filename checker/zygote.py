@@ -1,0 +1,151 @@
+"""A warm parent that forks one worker per submission: `python -m checker.zygote FD`.
+
+What it is for: importing torch takes seconds; forking a process that has
+already imported it takes milliseconds. The zygote imports numpy, torch and
+the worker-side modules of hwcheck (never `reference`, `assignments` or the
+grading plugin), then waits on its control socket. For each request it
+receives a socket end (SCM_RIGHTS), forks, and the child becomes a worker in
+its own session. The zygote is a child subreaper: any process a worker
+leaves behind (daemonised or in a new session) is re-parented here and
+killed. When the control socket closes, every worker and leftover dies.
+
+What it is not: a place student code ever runs; it runs only in the children.
+"""
+
+import ctypes
+import json
+import os
+import select
+import signal
+import socket
+import sys
+
+__all__ = ["main"]
+
+_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
+
+
+def _prctl(option, value):
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _children_of(ppid):
+    kids = []
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return kids
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == ppid:
+                kids.append(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return kids
+
+
+def _kill_tree(pid):
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()
+        except OSError:
+            pass
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    ctrls = [socket.socket(fileno=int(a)) for a in argv]
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    import numpy  # noqa: F401  - warm imports shared by every worker
+    import torch  # noqa: F401
+    from checker import worker  # noqa: F401
+
+    torch.set_num_threads(int(os.environ.get("HWCHECK_THREADS", "1")))
+    workers, statuses = set(), {}
+    for ctrl in ctrls:
+        _reply(ctrl, {"ready": True, "pid": os.getpid()})
+
+    def reap():
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid in workers:
+                workers.discard(pid)
+                statuses[pid] = status
+                _kill_tree(pid)  # its process group may still hold children
+
+    def sweep():
+        for pid in _children_of(os.getpid()):
+            if pid not in workers:
+                _kill_tree(pid)
+        reap()
+
+    try:
+        while ctrls:
+            ready, _, _ = select.select(ctrls, [], [], 0.2)
+            reap()
+            sweep()
+            for ctrl in ready:
+                try:
+                    msg, fds, _flags, _addr = socket.recv_fds(ctrl, 1 << 20, 1)
+                    header = json.loads(msg.decode()) if msg else None
+                except (OSError, ValueError):
+                    header = None
+                if not isinstance(header, dict):
+                    ctrls.remove(ctrl)
+                    continue
+                op = header.get("op")
+                if op == "fork" and fds:
+                    pid = os.fork()
+                    if pid == 0:
+                        _child(ctrls, fds[0], header)
+                    os.close(fds[0])
+                    workers.add(pid)
+                    _reply(ctrl, {"pid": pid})
+                elif op == "status":
+                    reap()
+                    _reply(ctrl, {"status": statuses.pop(header.get("pid"), None)})
+                else:
+                    _reply(ctrl, {"error": f"unknown op {op!r}"})
+    finally:
+        for pid in list(workers):
+            _kill_tree(pid)
+        for pid in _children_of(os.getpid()):
+            _kill_tree(pid)
+        reap()
+    os._exit(0)
+
+
+def _reply(ctrl, obj):
+    try:
+        ctrl.send(json.dumps(obj).encode())
+    except OSError:
+        pass
+
+
+def _child(ctrls, fd, header):
+    try:
+        for ctrl in ctrls:
+            ctrl.close()
+        os.setsid()
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        from checker import worker
+        worker.serve(socket.socket(fileno=fd), header)
+    finally:
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
