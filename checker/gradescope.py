@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from .scorecard import SEE_QUESTION_MESSAGE, iter_tests
+from .scorecard import iter_tests, test_message
 
 __all__ = ["make_results", "make_failure_results", "SEPARATOR"]
 
@@ -65,10 +65,8 @@ def make_output(scorecard):
 
 def make_test(question_index, question, test_index, test):
     """One Gradescope test entry from a scorecard test."""
-    message = test.get("message") or ""
-    if message == SEE_QUESTION_MESSAGE and question.get("message"):
-        # Gradescope shows no question-level text: put it where it is read.
-        message = question["message"]
+    # Gradescope shows no question-level text: a collapsed message goes in each test.
+    message = test_message(question, test)
     outcome = test.get("outcome")
     if outcome == "skipped":
         message = f"Skipped (worth 0 points here): {message}" if message else "Skipped (worth 0 points here)."

@@ -18,6 +18,8 @@ import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 
+from .scorecard import test_message
+
 __all__ = [
     "format_points", "format_scorecard", "format_markdown",
     "github_annotations", "junit_xml",
@@ -192,7 +194,7 @@ def format_markdown(scorecard):
             score = ("pending" if question.get("pending", True)
                      else format_points(question.get("score")))
             out.append(f"| {_md_cell(name)} | {score}/{format_points(question.get('max_score'))} "
-                       f"| | graded by a person |")
+                       f"|  | graded by a person |")
             continue
         counts = Counter(t.get("outcome") for t in question.get("tests") or [])
         summary = ", ".join(f"{n} {o}" for o, n in counts.items())
@@ -211,7 +213,7 @@ def format_markdown(scorecard):
             bits = [test.get("outcome")] + [b for b in (test.get("device"), test.get("dtype")) if b]
             out.append(f"- **{_md_cell(question.get('id'))} \u203a {_md_cell(test.get('name'))}** "
                        f"({', '.join(bits)})")
-            message = str(test.get("message") or "")
+            message = test_message(question, test)
             if message:
                 fence = _md_fence(message)
                 out += ["", f"  {fence}text"]
@@ -247,7 +249,7 @@ def github_annotations(scorecard):
                     props.append(f"line={_escape_property(where['line'])}")
             title = f"{question.get('id')} \u203a {test.get('name')} ({test.get('outcome')})"
             props.append(f"title={_escape_property(title)}")
-            message = test.get("message") or test.get("outcome")
+            message = test_message(question, test) or test.get("outcome")
             lines.append(f"::error {','.join(props)}::{_escape_data(message)}")
     return lines
 
@@ -298,7 +300,7 @@ def junit_xml(scorecard):
                 "time": f"{float(test.get('duration_s') or 0):.6f}",
             })
             outcome = test.get("outcome")
-            message = _xml_text(test.get("message") or "")
+            message = _xml_text(test_message(question, test))
             first = message.split("\n", 1)[0]
             if outcome in ("failed", "timeout"):
                 ET.SubElement(case, "failure", message=first, type=outcome).text = message

@@ -32,7 +32,7 @@ __all__ = [
     "SCHEMA_VERSION", "STATUSES", "OUTCOMES", "MODES",
     "MANUAL_MESSAGE", "SEE_QUESTION_MESSAGE",
     "build_scorecard", "student_view", "load_schema", "validate",
-    "test_name", "skip_reason", "iter_tests",
+    "test_name", "test_message", "skip_reason", "iter_tests",
 ]
 
 SCHEMA_VERSION = 1
@@ -379,6 +379,21 @@ def iter_tests(scorecard):
     for qi, question in enumerate(scorecard.get("questions") or [], 1):
         for ti, test in enumerate(question.get("tests") or [], 1):
             yield qi, question, ti, test
+
+
+def test_message(question, test):
+    """The message to show for `test` where its question's message is not shown beside it.
+
+    A test whose message only points to the question message (collapsed
+    missing names) gets the question's message instead.
+    """
+    message = str(test.get("message") or "")
+    if message == SEE_QUESTION_MESSAGE and question.get("message"):
+        return str(question["message"])
+    return message
+
+
+test_message.__test__ = False
 
 
 def _drop_key(obj, key):

@@ -1,0 +1,184 @@
+"""The one comparison of a student's numbers with the reference's.
+
+What it is for: deciding whether `got` matches `expected` and, when it does
+not, saying why in words that teach: shape first, then NaN/Inf, then dtype
+(only where the test is about dtype), then values with dtype-aware
+tolerances. When a known mistake's answer is given (`hints`), a failing
+answer that matches it is named ("no 1/sqrt(d_k) scaling").
+
+What it is not: aware of processes or pytest. It is pure: plain values in,
+`None` or a raised `GradingFailure` out. `got` is always converted to a
+base-class float64/bool/int numpy array first, so no student object's
+`__eq__` or `__array__` takes part in a comparison.
+"""
+
+import math
+
+import numpy as np
+
+from checker.errors import GradingFailure
+
+__all__ = ["TOLERANCES", "tolerance", "as_plain_array", "compare", "compare_lowp", "describe_mismatch"]
+
+# (rtol, atol), torch.testing.assert_close's defaults
+TOLERANCES = {
+    "float64": (1e-7, 1e-7),
+    "float32": (1.3e-6, 1e-5),
+    "float16": (1e-3, 1e-5),
+    "bfloat16": (1.6e-2, 1e-5),
+}
+
+
+def tolerance(dtype, overrides=None, rtol=None, atol=None):
+    """(rtol, atol) for a dtype name, with spec overrides and explicit values winning in that order."""
+    name = str(dtype).replace("torch.", "") if dtype is not None else "float64"
+    r, a = TOLERANCES.get(name, TOLERANCES["float64"])
+    over = (overrides or {}).get(name)
+    if over:
+        r, a = over.get("rtol", r), over.get("atol", a)
+    return (r if rtol is None else rtol), (a if atol is None else atol)
+
+
+def as_plain_array(value, what="the value"):
+    """A base-class numpy array copy of plain data, or a GradingFailure saying what was wrong."""
+    if value is None:
+        raise GradingFailure(f"{what} returned None: does the function end with `return ...`?")
+    if isinstance(value, (str, bytes, dict)):
+        raise GradingFailure(f"{what} returned a {type(value).__name__} ({_short(value)}), not numbers")
+    try:
+        arr = np.array(value, copy=True, subok=False)
+    except (ValueError, TypeError) as e:
+        raise GradingFailure(f"{what} returned a ragged or non-numeric value ({e})") from None
+    if arr.dtype.kind not in "biuf":
+        raise GradingFailure(f"{what} returned values of type {arr.dtype} ({_short(value)}), not numbers")
+    return arr
+
+
+def _short(v, n=80):
+    s = repr(v)
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+def _excerpt(a, idx=None, n=6):
+    flat = a.reshape(-1)
+    if flat.size == 0:
+        return "[]"
+    start = 0 if idx is None else max(0, min(idx - n // 2, flat.size - n))
+    part = flat[start:start + n]
+    body = ", ".join(f"{x:.6g}" if a.dtype.kind == "f" else str(x) for x in part.tolist())
+    pre = "..., " if start > 0 else ""
+    post = ", ..." if start + n < flat.size else ""
+    return f"[{pre}{body}{post}]"
+
+
+def _shape(a):
+    return "(" + ", ".join(str(s) for s in a.shape) + ("," if a.ndim == 1 else "") + ")"
+
+
+def _matches(got, exp, rtol, atol):
+    if got.shape != exp.shape:
+        return False
+    if exp.dtype.kind == "b" or got.dtype.kind == "b":
+        return bool(np.array_equal(got.astype(bool), exp.astype(bool)))
+    g, e = got.astype(np.float64), exp.astype(np.float64)
+    both_nan = np.isnan(g) & np.isnan(e)
+    ok = (np.abs(g - e) <= atol + rtol * np.abs(e)) | both_nan | ((g == e) & np.isinf(e))
+    return bool(ok.all())
+
+
+def describe_mismatch(got, exp, rtol, atol):
+    """Max abs/rel error with where, share of elements off, excerpts of both."""
+    g, e = got.astype(np.float64), exp.astype(np.float64)
+    diff = np.abs(g - e)
+    bad = ~((diff <= atol + rtol * np.abs(e)) | (np.isnan(g) & np.isnan(e)))
+    n_bad, n = int(bad.sum()), bad.size
+    i_abs = int(np.nanargmax(np.where(np.isnan(diff), -1, diff)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(np.abs(e) > 0, diff / np.abs(e), np.where(diff > 0, np.inf, 0.0))
+    i_rel = int(np.nanargmax(np.where(np.isnan(rel), -1, rel)))
+    where_abs = np.unravel_index(i_abs, e.shape) if e.ndim else ()
+    where_rel = np.unravel_index(i_rel, e.shape) if e.ndim else ()
+    lines = [
+        f"{n_bad} of {n} values differ ({100.0 * n_bad / max(n, 1):.1f}%), tolerance rtol={rtol:g}, atol={atol:g}",
+        f"greatest absolute difference {diff.reshape(-1)[i_abs]:.6g} at index {tuple(int(x) for x in where_abs)}",
+        f"greatest relative difference {rel.reshape(-1)[i_rel]:.6g} at index {tuple(int(x) for x in where_rel)}",
+        f"expected {_excerpt(e, i_abs)}",
+        f"     got {_excerpt(g, i_abs)}",
+    ]
+    return "\n".join(lines)
+
+
+def _hint_text(got, hints, rtol, atol):
+    for text, mistaken in hints or ():
+        if mistaken is None:
+            continue
+        try:
+            m = as_plain_array(mistaken)
+        except GradingFailure:
+            continue
+        if _matches(got, m, max(rtol, 1e-6), max(atol, 1e-6)):
+            return f"\nLikely mistake: {text}."
+    return ""
+
+
+def compare(got, expected, *, what="the result", dtype=None, rtol=None, atol=None, hints=(),
+            overrides=None, check_dtype=None):
+    """Raise GradingFailure unless `got` matches `expected` within the tolerance of `dtype`."""
+    got_arr = as_plain_array(got, what)
+    exp = np.array(expected, copy=True, subok=False)
+    if dtype is None:
+        dtype = exp.dtype.name if exp.dtype.kind == "f" else "float64"
+    rtol, atol = tolerance(dtype, overrides, rtol, atol)
+    if got_arr.shape != exp.shape:
+        msg = f"{what}: expected shape {_shape(exp)}, got {_shape(got_arr)}"
+        if got_arr.size == exp.size and got_arr.size:
+            msg += " (same number of values: a reshape, transpose or missing/extra axis?)"
+        raise GradingFailure(msg + _hint_text(got_arr, hints, rtol, atol))
+    if got_arr.dtype.kind == "f":
+        g_bad = ~np.isfinite(got_arr)
+        e_bad = ~np.isfinite(exp.astype(np.float64)) if exp.dtype.kind == "f" else np.zeros(exp.shape, bool)
+        new = g_bad & ~e_bad
+        if new.any():
+            first = tuple(int(x) for x in np.argwhere(new)[0]) if new.ndim else ()
+            kind = "NaN" if np.isnan(got_arr[new]).any() else "Inf"
+            raise GradingFailure(
+                f"{what}: contains {kind} at {int(new.sum())} of {new.size} positions (first at {first}) "
+                f"where the expected values are finite"
+                + _hint_text(got_arr, hints, rtol, atol)
+                + ("" if _hint_text(got_arr, hints, rtol, atol) else
+                   "\nA softmax of large scores overflows unless the maximum is subtracted first."
+                   if kind in ("NaN", "Inf") else ""))
+    if check_dtype and got_arr.dtype.name != str(check_dtype):
+        raise GradingFailure(f"{what}: expected dtype {check_dtype}, got {got_arr.dtype.name}")
+    if exp.dtype.kind == "b":
+        if got_arr.dtype.kind != "b" and not np.isin(got_arr, (0, 1)).all():
+            raise GradingFailure(f"{what}: expected True/False values, got {_excerpt(got_arr)}")
+        if not np.array_equal(got_arr.astype(bool), exp):
+            n_bad = int((got_arr.astype(bool) != exp).sum())
+            raise GradingFailure(
+                f"{what}: {n_bad} of {exp.size} entries differ\nexpected {_excerpt(exp.astype(int))}\n"
+                f"     got {_excerpt(got_arr.astype(int))}" + _hint_text(got_arr, hints, rtol, atol))
+        return
+    if not _matches(got_arr, exp, rtol, atol):
+        raise GradingFailure(f"{what}: values differ\n" + describe_mismatch(got_arr, exp, rtol, atol)
+                             + _hint_text(got_arr, hints, rtol, atol))
+
+
+def compare_lowp(got, golden, ref_lowp, *, what="the result", dtype="float16", k=5.0, hints=()):
+    """PyTorch's rule for low-precision attention: |got - golden| <= max(atol, k * |ref_lowp - golden|max)."""
+    got_arr = as_plain_array(got, what).astype(np.float64)
+    gold = np.array(golden, dtype=np.float64)
+    ref = np.array(ref_lowp, dtype=np.float64)
+    if got_arr.shape != gold.shape:
+        raise GradingFailure(f"{what}: expected shape {_shape(gold)}, got {_shape(got_arr)}")
+    _, atol = tolerance(dtype)
+    ref_err = float(np.nanmax(np.abs(ref - gold))) if gold.size else 0.0
+    allowed = max(atol, k * ref_err)
+    if not np.isfinite(got_arr).all():
+        raise GradingFailure(f"{what}: contains NaN or Inf in {dtype}")
+    err = float(np.max(np.abs(got_arr - gold))) if gold.size else 0.0
+    if not math.isfinite(err) or err > allowed:
+        raise GradingFailure(
+            f"{what}: in {dtype} your error against a float64 answer is {err:.3g}, more than {k:g} x the "
+            f"reference's own {dtype} error ({ref_err:.3g}); allowed {allowed:.3g}\n"
+            + describe_mismatch(got_arr, gold, 0.0, allowed) + _hint_text(got_arr, hints, 1e-2, allowed))

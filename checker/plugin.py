@@ -1,0 +1,163 @@
+"""The pytest plugin that gives grading tests their fixtures and labels their results.
+
+What it is for: grading tests (`assignments/<id>/test_*.py`) run in the
+trusted process under this plugin. It provides `sub` (the submission's
+handle), `ref` (the reference module), `device`, `float_dtype`, `rng`,
+`seed` and `close`; deselects hidden tests in public mode; skips CUDA items
+with a reason where CUDA is absent; and attaches to each test the metadata
+the scorecard is built from (question, visibility, device, dtype, weight,
+outcome, message) through pytest-json-report's metadata hook.
+
+What it is not: a scorecard builder (`scorecard`), a runner of student code
+(`sandbox`), or a judge (`compare`). It never imports student code.
+"""
+
+import hashlib
+import importlib
+import os
+
+import numpy as np
+import pytest
+
+from checker.compare import compare
+from checker.errors import GradingFailure
+
+__all__ = ["HwcheckPlugin", "cuda_available", "DEVICES", "FLOAT_DTYPES"]
+
+DEVICES = ["cpu", "cuda"]
+FLOAT_DTYPES = ["float32", "float64", "float16", "bfloat16"]
+
+
+def cuda_available():
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # keep the check fork-safe
+    try:
+        import torch
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+class HwcheckPlugin:
+    """One instance per graded submission; passed to `pytest.main(plugins=[...])`."""
+
+    def __init__(self, handle, spec, *, mode="public", seed=1234, devices=("cpu", "cuda")):
+        self._handle, self._spec, self.mode, self.run_seed = handle, spec, mode, int(seed)
+        self.devices = set(devices)
+        self.hidden = {t for q in spec["questions"] for t in q.get("hidden_tests", [])}
+        self.questions = {q["id"]: q for q in spec["questions"]}
+        self.hidden_counts = {}
+        self.problems = []
+        self._cuda = None
+
+    # ------------------------------------------------------------ collection
+    def pytest_collection_modifyitems(self, session, config, items):
+        keep, dropped = [], []
+        for item in items:
+            marks = list(item.iter_markers("question"))
+            if len(marks) != 1 or not marks[0].args or marks[0].args[0] not in self.questions:
+                self.problems.append(f"{item.nodeid}: needs exactly one valid @pytest.mark.question")
+                dropped.append(item)
+                continue
+            qid = marks[0].args[0]
+            hidden = item.originalname in self.hidden
+            params = getattr(item, "callspec", None)
+            device = params.params.get("device") if params else None
+            if device is not None and device not in self.devices:
+                dropped.append(item)
+                continue
+            item.stash[_META] = {
+                "question": qid, "visibility": "hidden" if hidden else "visible",
+                "device": device or "cpu",
+                "dtype": (params.params.get("float_dtype") or params.params.get("dtype")) if params else None,
+                "weight": float(next((m.args[0] for m in item.iter_markers("weight")), 1.0)),
+                "outcome": None, "message": "", "missing_names": [],
+            }
+            if hidden and self.mode == "public":
+                self.hidden_counts[qid] = self.hidden_counts.get(qid, 0) + 1
+                dropped.append(item)
+            else:
+                keep.append(item)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+    def pytest_configure(self, config):
+        config.addinivalue_line("markers", "question(id): the question a grading test belongs to")
+        config.addinivalue_line("markers", "weight(w): relative weight of a test within its question")
+
+    # ------------------------------------------------------------ results
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        rep = outcome.get_result()
+        meta = item.stash.get(_META, None)
+        if meta is None or call.excinfo is None or rep.skipped:
+            return
+        exc = call.excinfo.value
+        if isinstance(exc, GradingFailure):
+            meta["outcome"] = exc.outcome
+            meta["message"] = exc.message
+            meta["missing_names"] = exc.missing_names
+            rep.longrepr = exc.message
+        elif call.when == "call":
+            meta["outcome"] = "error"
+            meta["message"] = (f"the grader could not check this result ({type(exc).__name__}: {exc}); "
+                               "a value of an unexpected type or shape is the usual cause")
+        else:
+            meta["outcome"] = "error"
+            meta["message"] = f"the test could not be set up: {type(exc).__name__}: {exc}"
+
+    def pytest_json_runtest_metadata(self, item, call):
+        meta = item.stash.get(_META, None)
+        return dict(meta) if meta else {}
+
+    # ------------------------------------------------------------ fixtures
+    @pytest.fixture
+    def sub(self):
+        return self._handle
+
+    @pytest.fixture
+    def spec(self):
+        return self._spec
+
+    @pytest.fixture
+    def ref(self):
+        return importlib.import_module(self._spec["reference"])
+
+    @pytest.fixture(params=DEVICES)
+    def device(self, request):
+        if request.param == "cuda":
+            if self._cuda is None:
+                self._cuda = cuda_available()
+            if not self._cuda:
+                pytest.skip("CUDA is not available on this machine: the cuda variant was not run")
+        return request.param
+
+    @pytest.fixture(params=FLOAT_DTYPES)
+    def float_dtype(self, request, device):
+        if request.param in ("float16", "bfloat16") and device != "cuda":
+            pytest.skip(f"{request.param} is checked on CUDA only")
+        return request.param
+
+    @pytest.fixture
+    def seed(self, request):
+        digest = hashlib.sha256(f"{self.run_seed}:{request.node.nodeid}".encode()).digest()
+        return int.from_bytes(digest[:4], "little")
+
+    @pytest.fixture
+    def rng(self, seed):
+        return np.random.default_rng(seed)
+
+    @pytest.fixture
+    def close(self, request):
+        marks = list(request.node.iter_markers("question"))
+        q = self.questions.get(marks[0].args[0]) if marks else None
+        overrides = (q or {}).get("tolerances", {})
+
+        def _close(got, expected, **kw):
+            kw.setdefault("overrides", overrides)
+            return compare(got, expected, **kw)
+        return _close
+
+
+_META = pytest.StashKey()

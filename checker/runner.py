@@ -1,0 +1,132 @@
+"""Grade one submission: load it in a worker, run the assignment's tests, build the scorecard.
+
+What it is for: the library function behind `hwcheck check` and each
+submission of `hwcheck grade`. A `Grader` owns the warm zygote and runs
+pytest in-process (torch and the grading tests are imported once per
+process, not once per submission), with the plugin and pytest-json-report's
+plugin object (the report stays in memory).
+
+What it is not: a batch scheduler (`batch`) or a CLI (`cli`).
+"""
+
+import contextlib
+import io
+import os
+import platform
+import secrets
+import sys
+import time
+
+import pytest
+
+from checker import __version__
+from checker.errors import HwcheckError
+from checker.plugin import HwcheckPlugin, cuda_available
+from checker.sandbox import Limits, SubmissionHandle, Zygote, secret_paths, sha256_of
+from checker.scorecard import build_scorecard
+from checker.spec import infer_assignment, load_spec, spec_sha256, tests_path
+
+__all__ = ["Grader", "environment", "submission_id"]
+
+PYTEST_ARGS = ["-q", "--tb=no", "-p", "no:cacheprovider", "-p", "no:benchmark",
+               "-p", "no:randomly", "-p", "no:xdist", "--json-report-file=none",
+               "--json-report-omit=collectors,keywords,log,streams,warnings"]
+
+
+def submission_id(path):
+    base = os.path.basename(os.path.abspath(path).rstrip("/"))
+    return os.path.splitext(base)[0] if os.path.isfile(path) else base
+
+
+def environment(cuda_names=None):
+    import numpy
+    import torch
+    return {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
+            "platform": platform.platform(), "cuda": cuda_names or None}
+
+
+class Grader:
+    """Grades submissions one after another with one warm zygote."""
+
+    def __init__(self, *, mode="public", seed=None, devices=("cpu", "cuda"), timeout=None,
+                 extra_secrets=(), zygote=None, keep_raw=False):
+        self.mode = mode
+        self.seed = seed if seed is not None else (1234 if mode == "public" else secrets.randbits(31))
+        self.devices = devices
+        self.timeout = timeout
+        self.keep_raw = keep_raw
+        self.secrets = secret_paths(extra_secrets)
+        self._own_zygote = zygote is None
+        self.zygote = zygote or Zygote()
+        self._cuda_names = None
+
+    def close(self):
+        if self._own_zygote:
+            self.zygote.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def open(self, path, assignment=None):
+        """Load a submission; return (handle, assignment id, note about inference or None)."""
+        spec = load_spec(assignment) if assignment else None
+        limits = Limits.from_spec(spec, self.timeout) if spec else Limits(submission_s=self.timeout or 240)
+        handle = SubmissionHandle(path, self.zygote, limits, secrets=self.secrets, sub_id=submission_id(path))
+        handle.load()
+        note = None
+        if assignment is None:
+            assignment, share = infer_assignment(handle.names)
+            if assignment is None:
+                handle.close()
+                raise HwcheckError("could not tell which assignment this is: it defines none of the names of "
+                                   "any assignment. Name it with -a (attention, vit or charlm).")
+            note = f"assignment inferred from the names defined: {assignment} ({share:.0%} of its names found)"
+            handle.limits = Limits.from_spec(load_spec(assignment), self.timeout)
+        return handle, assignment, note
+
+    def grade(self, path, assignment=None):
+        """Grade one submission; return its scorecard (never raises for student problems)."""
+        t0 = time.perf_counter()
+        handle, assignment, note = self.open(path, assignment)
+        try:
+            return self._grade_loaded(handle, assignment, note, t0)
+        finally:
+            handle.close()
+
+    def _grade_loaded(self, handle, assignment, note, t0):
+        spec = load_spec(assignment)
+        plugin = HwcheckPlugin(handle, spec, mode=self.mode, seed=self.seed, devices=self.devices)
+        from pytest_jsonreport.plugin import JSONReport
+        report_plugin = JSONReport()
+        args = [tests_path(spec), *PYTEST_ARGS, "--rootdir", os.path.dirname(tests_path(spec))]
+        sink = io.StringIO()
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            exit_code = pytest.main(args, plugins=[plugin, report_plugin])
+        report = report_plugin.report or {"tests": []}
+        if plugin.problems or exit_code not in (0, 1):
+            raise HwcheckError(f"the grading tests of {assignment} did not run (pytest exit {exit_code}): "
+                               + "; ".join(plugin.problems) + sink.getvalue()[-2000:])
+        load = handle.load_report()
+        messages = ([note] if note else []) + load["messages"]
+        scorecard = build_scorecard(
+            report, spec,
+            submission={"id": handle.id, "path": handle.path, "sha256": sha256_of(handle.path)},
+            load={"ok": load["ok"], "messages": messages},
+            environment=environment(self._cuda_names),
+            grader={"version": __version__, "mode": self.mode, "spec_sha256": spec_sha256(assignment),
+                    "seed": self.seed, "isolation": load["isolation"]},
+            duration_s=time.perf_counter() - t0, status=handle.status)
+        for q in scorecard["questions"]:
+            q["hidden_tests"] = plugin.hidden_counts.get(q["id"], q.get("hidden_tests", 0))
+        if self.keep_raw:
+            scorecard["_raw_report"] = report
+        return scorecard
+
+
+if __name__ == "__main__":  # pragma: no cover - a quick manual check
+    with Grader() as g:
+        import json
+        print(json.dumps(g.grade(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None), indent=1))

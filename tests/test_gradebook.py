@@ -1,0 +1,75 @@
+"""Tests of checker.gradebook: scorecards -> CSV gradebook."""
+
+import csv
+import os
+
+from checker.gradebook import csv_header, csv_row, write_gradebook
+from checker.scorecard import build_scorecard
+
+SPEC = {
+    "id": "attention",
+    "questions": [
+        {"id": "Q1", "title": "Context vector", "points": 30},
+        {"id": "Q2", "title": "Self-attention", "points": 30},
+        {"id": "Q3-text", "title": "Why heads", "points": 10, "manual": True},
+    ],
+}
+
+
+def scorecard(sid, outcomes, status=None):
+    tests = []
+    for i, (question, outcome) in enumerate(outcomes):
+        tests.append({
+            "nodeid": f"test_attention.py::test_{i}", "outcome": outcome,
+            "setup": {"duration": 0.0, "outcome": "passed"},
+            "call": {"duration": 0.0, "outcome": outcome},
+            "teardown": {"duration": 0.0, "outcome": "passed"},
+            "metadata": {"question": question, "visibility": "visible", "device": "cpu",
+                         "dtype": None, "weight": 1, "outcome": None, "message": None,
+                         "missing_names": []},
+        })
+    return build_scorecard(
+        {"tests": tests}, SPEC, submission={"id": sid, "path": None, "sha256": None},
+        load={"ok": True, "messages": []},
+        environment={"python": None, "torch": None, "numpy": None, "platform": None, "cuda": None},
+        grader={"version": "0.1.0", "mode": "hidden", "spec_sha256": None},
+        duration_s=1.0, status=status)
+
+
+def test_header_and_row():
+    assert csv_header(SPEC) == ["id", "total", "Q1", "Q2", "Q3-text", "max_total", "status"]
+    card = scorecard("bob", [("Q1", "passed"), ("Q1", "failed"), ("Q2", "passed")])
+    assert csv_row(card) == ["bob", 45, 15, 30, "", 70, "graded"]
+    assert csv_row(card, SPEC) == ["bob", 45, 15, 30, "", 70, "graded"]
+
+
+def test_write_gradebook_round_trip(tmp_path):
+    cards = [
+        scorecard("zoe", [("Q1", "passed"), ("Q2", "passed")]),
+        scorecard("al\u00efce, \"the\" first", [("Q1", "passed"), ("Q1", "passed"),
+                                                 ("Q1", "failed"), ("Q2", "failed")]),
+        scorecard("=HYPERLINK(\"x\")", [], status="load_failed"),
+    ]
+    path = tmp_path / "out" / "gradebook.csv"
+    write_gradebook(path, cards, SPEC)
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == csv_header(SPEC)
+    assert rows[1:] == [
+        ["'=HYPERLINK(\"x\")", "0", "0", "0", "", "70", "load_failed"],
+        ["al\u00efce, \"the\" first", "20", "20", "0", "", "70", "graded"],
+        ["zoe", "60", "30", "30", "", "70", "graded"],
+    ]
+    assert os.listdir(path.parent) == ["gradebook.csv"]
+
+
+def test_fractional_points_are_written_plainly(tmp_path):
+    card = scorecard("c", [("Q1", "passed"), ("Q1", "failed"), ("Q1", "failed"),
+                           ("Q2", "passed")])
+    path = tmp_path / "g.csv"
+    write_gradebook(path, [card], SPEC)
+    with open(path, newline="", encoding="utf-8") as f:
+        row = list(csv.reader(f))[1]
+    assert row[:4] == ["c", "40", "10", "30"]
+    card = scorecard("d", [("Q1", "passed")] * 6 + [("Q1", "failed")])
+    assert csv_row(card)[2] == 25.7142

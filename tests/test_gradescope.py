@@ -1,0 +1,106 @@
+"""Tests of checker.gradescope: scorecard -> Gradescope results.json."""
+
+import json
+
+from checker.gradescope import make_failure_results, make_results
+from checker.scorecard import SEE_QUESTION_MESSAGE, build_scorecard
+
+SPEC = {
+    "id": "attention",
+    "questions": [
+        {"id": "Q1", "title": "Context vector", "points": 30},
+        {"id": "Q2", "title": "Self-attention", "points": 30},
+        {"id": "Q3-text", "title": "Why heads", "points": 10, "manual": True},
+    ],
+}
+
+
+def rtest(name, outcome, question, *, visibility="visible", message=None, skip=None,
+          missing=()):
+    test = {
+        "nodeid": f"test_attention.py::{name}", "outcome": outcome,
+        "setup": {"duration": 0.01, "outcome": "passed"},
+        "call": {"duration": 0.02, "outcome": outcome if outcome != "error" else "passed"},
+        "teardown": {"duration": 0.0, "outcome": "passed"},
+        "metadata": {"question": question, "visibility": visibility, "device": "cpu",
+                     "dtype": "float64", "weight": 1,
+                     "outcome": "error" if missing else None, "message": message,
+                     "missing_names": list(missing)},
+    }
+    if outcome == "failed":
+        test["call"]["crash"] = {"path": "t.py", "lineno": 1, "message": "AssertionError: off by one"}
+    if outcome == "skipped":
+        test["call"]["longrepr"] = f"('t.py', 3, 'Skipped: {skip}')"
+    return test
+
+
+def scorecard(tests, **kw):
+    return build_scorecard(
+        {"tests": tests}, SPEC,
+        submission={"id": "alice", "path": "alice.py", "sha256": None},
+        load={"ok": True, "messages": []},
+        environment={"python": "3.11", "torch": None, "numpy": "1.26", "platform": "Linux",
+                     "cuda": None},
+        grader={"version": "0.1.0", "mode": "hidden", "spec_sha256": None, "seed": 99},
+        duration_s=3.25, **kw)
+
+
+def test_results_fields_numbering_and_visibility():
+    card = scorecard([
+        rtest("test_a", "passed", "Q1"),
+        rtest("test_b", "failed", "Q1"),
+        rtest("test_gpu", "skipped", "Q1", skip="CUDA is not available"),
+        rtest("test_c", "passed", "Q1", visibility="hidden"),
+        rtest("test_d", "passed", "Q2"),
+    ])
+    results = make_results(card)
+    json.dumps(results, allow_nan=False)
+    assert results["score"] == 50
+    assert results["execution_time"] == 3.25
+    assert "Q3-text" in results["output"] and "10 points" in results["output"]
+    assert "pending" in results["output"]
+    tests = results["tests"]
+    assert [t["name"] for t in tests] == [
+        "Q1 \u203a test_a", "Q1 \u203a test_b", "Q1 \u203a test_gpu", "Q1 \u203a test_c",
+        "Q2 \u203a test_d"]
+    assert [t["number"] for t in tests] == ["1.1", "1.2", "1.3", "1.4", "2.1"]
+    assert [t["status"] for t in tests] == ["passed", "failed", "passed", "passed", "passed"]
+    assert [t["max_score"] for t in tests] == [10, 10, 0, 10, 30]
+    assert [t["score"] for t in tests] == [10, 0, 0, 10, 30]
+    assert [t["visibility"] for t in tests] == [
+        "visible", "visible", "visible", "after_published", "visible"]
+    assert tests[1]["output"] == "AssertionError: off by one"
+    assert "CUDA is not available" in tests[2]["output"]
+    # The per-test scores add up to the top-level score.
+    assert sum(t["score"] for t in tests) == results["score"]
+    assert all(set(t) == {"name", "number", "score", "max_score", "status", "output",
+                          "visibility"} for t in tests)
+    assert "seed" not in json.dumps(results)
+
+
+def test_missing_names_message_is_shown_in_each_test():
+    msg = "Not found in your submission: get_scores. Close spellings that exist: get_score."
+    card = scorecard([rtest("test_a", "failed", "Q1", message=msg, missing=["get_scores"]),
+                      rtest("test_b", "failed", "Q1", message=msg, missing=["get_scores"])])
+    assert card["questions"][0]["tests"][0]["message"] == SEE_QUESTION_MESSAGE
+    results = make_results(card)
+    assert [t["output"] for t in results["tests"]] == [msg, msg]
+    assert msg in results["output"]
+
+
+def test_status_is_explained():
+    card = scorecard([], status="load_failed")
+    card["load"] = {"ok": False, "messages": ["SyntaxError in cell 3"]}
+    results = make_results(card)
+    assert results["score"] == 0 and results["tests"] == []
+    assert "could not be loaded" in results["output"]
+    assert "SyntaxError in cell 3" in results["output"]
+
+
+def test_failure_results():
+    results = make_failure_results("The submission is not a .py, .ipynb or folder.")
+    assert results["score"] == 0
+    assert results["output"] == "The submission is not a .py, .ipynb or folder."
+    assert results["tests"] == []
+    assert isinstance(results["execution_time"], (int, float))
+    json.dumps(results, allow_nan=False)

@@ -1,0 +1,169 @@
+"""Tests of checker.report: terminal text, Markdown, GitHub annotations, JUnit XML."""
+
+import xml.etree.ElementTree as ET
+
+from checker.report import (
+    format_markdown, format_points, format_scorecard, github_annotations, junit_xml,
+)
+from checker.scorecard import build_scorecard, student_view
+
+SPEC = {
+    "id": "attention",
+    "questions": [
+        {"id": "Q1", "title": "Context vector", "points": 30},
+        {"id": "Q2", "title": "Self-attention", "points": 30},
+        {"id": "Q3", "title": "Heads", "points": 30, "hidden_tests": ["test_h1", "test_h2"]},
+        {"id": "Q3-text", "title": "Why heads", "points": 10, "manual": True},
+    ],
+}
+MISSING = "Not found in your submission: self_attention."
+
+
+def rtest(name, result, question, **meta):
+    test = {
+        "nodeid": f"assignments/attention/test_attention.py::{name}", "outcome": result,
+        "setup": {"duration": 0.01, "outcome": "passed"},
+        "call": {"duration": 0.25, "outcome": result},
+        "teardown": {"duration": 0.0, "outcome": "passed"},
+        "metadata": {"question": question, "visibility": "visible", "device": "cpu",
+                     "dtype": "float64", "weight": 1, "outcome": None, "message": None,
+                     "missing_names": [], **meta},
+    }
+    if result == "failed":
+        test["call"]["crash"] = {"path": "t.py", "lineno": 1, "message": "AssertionError: boom"}
+    if result == "skipped":
+        test["call"]["longrepr"] = "('t.py', 3, 'Skipped: CUDA is not available')"
+    return test
+
+
+def card(mode="hidden", tests=None, **kw):
+    if tests is None:
+        tests = [
+            rtest("test_scores", "passed", "Q1"),
+            rtest("test_weights[float64]", "failed", "Q1",
+                  message="weights are wrong\n  expected [0.2, 0.8]\n  got [0.8, 0.2]",
+                  where={"file": "alice.py", "line": 12}),
+            rtest("test_weights_cuda", "skipped", "Q1", device="cuda"),
+            rtest("test_big", "skipped", "Q1", device="cuda"),
+            rtest("test_slow", "failed", "Q1", outcome="timeout",
+                  message="get_context_vector took more than 10 s"),
+            rtest("test_self_a", "failed", "Q2", outcome="error", message=MISSING,
+                  missing_names=["self_attention"]),
+            rtest("test_heads", "passed", "Q3"),
+            rtest("test_h1", "passed", "Q3", visibility="hidden"),
+            rtest("test_h2", "failed", "Q3", visibility="hidden", message="hidden: wrong, 100%"),
+        ]
+    return build_scorecard(
+        {"tests": tests}, SPEC,
+        submission={"id": "alice", "path": "submissions/alice.py", "sha256": None},
+        load={"ok": True, "messages": ["cell 4: plt.show() skipped"]},
+        environment={"python": "3.11", "torch": None, "numpy": "1.26", "platform": "Linux",
+                     "cuda": None},
+        grader={"version": "0.1.0", "mode": mode, "spec_sha256": None}, duration_s=2.0, **kw)
+
+
+def test_format_points():
+    assert [format_points(x) for x in (30, 30.0, 22.5, 4.28571, 0)] == [
+        "30", "30", "22.5", "4.2857", "0"]
+
+
+def test_format_scorecard_text():
+    sc = card()
+    assert sc["score"] == 10 + 20  # Q1: 1 of 3 runnable; Q3: 2 of 3
+    text = format_scorecard(student_view(sc))
+    lines = text.splitlines()
+    assert "attention" in lines[0] and "alice" in lines[0]
+    assert "cell 4: plt.show() skipped" in text
+    assert any(line.startswith("Q1  10/30") for line in lines)
+    assert "FAILED test_weights[float64]" in text
+    # multi-line messages are kept, indented
+    assert "          expected [0.2, 0.8]" in lines and "          got [0.8, 0.2]" in lines
+    assert "TIMEOUT test_slow" in text and "took more than 10 s" in text
+    assert "    2 skipped: CUDA is not available" in lines
+    assert "test_scores" not in text  # passed tests only in verbose mode
+    assert MISSING in text and "ERROR test_self_a" in text
+    assert "+ 2 hidden tests (not shown; counted in the score)" in text
+    assert "hidden: wrong" not in text
+    assert "Q3-text  pending (graded by a person)" in text
+    assert lines[-1] == "Total: 30/100 (10 pending manual)"
+    assert "\x1b[" not in text
+
+
+def test_format_scorecard_public_mode_and_verbose():
+    sc = card(mode="public", tests=[rtest("test_heads", "passed", "Q3")])
+    text = format_scorecard(sc, verbose=True)
+    assert "Q3  30/30" in text
+    assert "passed test_heads" in text
+    assert "+ 2 hidden tests run at grading time" in text
+    assert "Q1  0/30" in text and "No test of this question ran." in text
+
+
+def test_format_scorecard_color_and_control_characters():
+    sc = card(tests=[rtest("test_a", "failed", "Q1", message="bad \x1b[2J value"),
+                     rtest("test_b", "skipped", "Q1"), rtest("test_c", "passed", "Q2")])
+    text = format_scorecard(sc, color=True)
+    assert "\x1b[31m" in text and "\x1b[32m" in text and "\x1b[33m" in text
+    assert "\x1b[2J" not in text and "\\x1b[2J" in text
+    assert "\x1b[" not in format_scorecard(sc).replace("\\x1b[", "")
+
+
+def test_format_markdown():
+    sc = card()
+    md = format_markdown(sc)
+    assert "**Total: 30/100 (10 pending manual)**" in md
+    assert "| Q1 Context vector | 10/30 |" in md
+    assert "| Q3-text Why heads | pending/10 |" in md
+    assert "### Failures" in md
+    assert "- **Q1 \u203a test_weights[float64]** (failed, cpu, float64)" in md
+    assert "  got [0.8, 0.2]" in md
+    table = [line for line in md.splitlines() if line.startswith("| Q") and "Question" not in line]
+    assert len(table) == 4 and all(line.count(" | ") >= 3 for line in table)
+
+
+def test_github_annotations_escaping():
+    lines = github_annotations(card())
+    assert len(lines) == 4  # failed, timeout, error (Q2), hidden failure (Q3)
+    first = lines[0]
+    assert first.startswith("::error file=alice.py,line=12,title=Q1 \u203a test_weights[float64] (failed)::")
+    assert first.endswith("::weights are wrong%0A  expected [0.2, 0.8]%0A  got [0.8, 0.2]")
+    assert "\n" not in "".join(lines)
+    assert lines[1].startswith("::error title=Q1 \u203a test_slow (timeout)::")
+    assert lines[3].endswith("::hidden: wrong, 100%25")
+    # the collapsed missing-name message is spelled out where no question text is shown
+    assert lines[2].endswith("::" + MISSING)
+
+    tricky = card(tests=[rtest("test_x[a:b,c]", "failed", "Q1", message="50%\r\ndone",
+                               where={"file": "C:/x,y.py", "line": 3})])
+    (line,) = github_annotations(tricky)
+    assert line == ("::error file=C%3A/x%2Cy.py,line=3,"
+                    "title=Q1 \u203a test_x[a%3Ab%2Cc] (failed)::50%25%0D%0Adone")
+
+
+def test_junit_xml_counts():
+    xml_text = junit_xml(card())
+    root = ET.fromstring(xml_text.split("?>", 1)[1])
+    assert root.tag == "testsuites"
+    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == \
+        ("9", "3", "1", "2")
+    suites = {s.get("name"): s for s in root.findall("testsuite")}
+    assert list(suites) == ["Q1", "Q2", "Q3", "Q3-text"]
+    q1 = suites["Q1"]
+    assert (q1.get("tests"), q1.get("failures"), q1.get("errors"), q1.get("skipped")) == \
+        ("5", "2", "0", "2")
+    cases = q1.findall("testcase")
+    assert [c.get("name") for c in cases][:2] == ["test_scores", "test_weights[float64]"]
+    assert cases[0].find("failure") is None
+    failure = cases[1].find("failure")
+    assert failure.get("message") == "weights are wrong" and "got [0.8, 0.2]" in failure.text
+    assert cases[4].find("failure").get("type") == "timeout"
+    assert cases[2].find("skipped").get("message") == "CUDA is not available"
+    assert suites["Q2"].find("testcase/error").get("message") == MISSING
+    assert suites["Q3-text"].get("tests") == "0"
+    pending = suites["Q3-text"].find("properties/property[@name='pending']")
+    assert pending.get("value") == "true"
+
+
+def test_junit_xml_survives_control_characters():
+    sc = card(tests=[rtest("test_a", "failed", "Q1", message="nul \x00 and bell \x07")])
+    root = ET.fromstring(junit_xml(sc).split("?>", 1)[1])
+    assert root.get("failures") == "1"
