@@ -99,6 +99,9 @@ class HwcheckPlugin:
             meta["message"] = exc.message
             meta["missing_names"] = exc.missing_names
             rep.longrepr = exc.message
+        elif call.when == "call" and isinstance(exc, AssertionError):
+            meta["outcome"] = "failed"
+            meta["message"] = str(exc).split("\nassert ")[0] or "a check of the result failed"
         elif call.when == "call":
             meta["outcome"] = "error"
             meta["message"] = (f"the grader could not check this result ({type(exc).__name__}: {exc}); "
@@ -107,6 +110,7 @@ class HwcheckPlugin:
             meta["outcome"] = "error"
             meta["message"] = f"the test could not be set up: {type(exc).__name__}: {exc}"
 
+    @pytest.hookimpl(optionalhook=True)
     def pytest_json_runtest_metadata(self, item, call):
         meta = item.stash.get(_META, None)
         return dict(meta) if meta else {}
@@ -161,3 +165,35 @@ class HwcheckPlugin:
 
 
 _META = pytest.StashKey()
+
+
+# ---------------------------------------------------------------- standalone use
+# `python -m pytest assignments/vit/test_vit.py -p checker.plugin --hwcheck-submission my.ipynb`
+# grades one submission with plain pytest (handy for a TA debugging a grading test).
+
+def pytest_addoption(parser):
+    group = parser.getgroup("hwcheck")
+    group.addoption("--hwcheck-submission", default=None, help="submission to grade (.py, .ipynb or folder)")
+    group.addoption("--hwcheck-assignment", default=None, help="assignment id (default: inferred)")
+    group.addoption("--hwcheck-mode", default="public", choices=["public", "hidden"])
+    group.addoption("--hwcheck-seed", default=None, type=int)
+
+
+def pytest_configure(config):
+    path = config.getoption("--hwcheck-submission", default=None)
+    if not path:
+        return
+    from checker.runner import Grader
+    from checker.spec import load_spec
+    grader = Grader(mode=config.getoption("--hwcheck-mode"), seed=config.getoption("--hwcheck-seed"))
+    handle, aid, _note = grader.open(path, config.getoption("--hwcheck-assignment"))
+    config._hwcheck = (grader, handle)
+    config.pluginmanager.register(HwcheckPlugin(handle, load_spec(aid), mode=grader.mode, seed=grader.seed),
+                                  "hwcheck-standalone")
+
+
+def pytest_unconfigure(config):
+    grader, handle = getattr(config, "_hwcheck", (None, None))
+    if handle is not None:
+        handle.close()
+        grader.close()

@@ -29,7 +29,9 @@ from checker.spec import infer_assignment, load_spec, spec_sha256, tests_path
 __all__ = ["Grader", "environment", "submission_id"]
 
 PYTEST_ARGS = ["-q", "--tb=no", "-p", "no:cacheprovider", "-p", "no:benchmark",
-               "-p", "no:randomly", "-p", "no:xdist", "--json-report-file=none",
+               "-p", "no:randomly", "-p", "no:xdist", "-p", "no:hypothesispytest",
+               "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:doctest", "-p", "no:pastebin",
+               "-p", "no:junitxml", "-p", "no:faulthandler", "-p", "no:metadata", "--json-report-file=none",
                "--json-report-omit=collectors,keywords,log,streams,warnings"]
 
 

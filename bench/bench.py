@@ -1,0 +1,179 @@
+"""Benchmark of batch grading: `python bench/bench.py [-n 10] [--assignments attention vit charlm]`.
+
+What it is for: measuring, in one run on one machine, what issue 6 asks:
+submissions per minute per assignment at -j 1 and -j 2; the per-submission
+fixed overhead (grading time minus the in-process time of the same calls on
+the reference); the naive way (one `python -m pytest` process per
+submission) as a baseline ratio; `hwcheck check` of a correct submission
+against `python -c "import torch"`; and the slowest grading test on the
+reference. It generates its batch from the repository (copies of the
+reference, every example submission, one slow submission), so it runs from
+a clean clone.
+
+What it is not: a test. It asserts nothing; it prints figures (and writes
+them to bench/out/results.json) for the README.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from checker.batch import grade_batch  # noqa: E402
+from checker.plugin import HwcheckPlugin  # noqa: E402
+from checker.probes import Probes  # noqa: E402
+from checker.runner import PYTEST_ARGS  # noqa: E402
+from checker.sandbox import SubmissionHandle  # noqa: E402
+from checker.spec import load_spec, tests_path  # noqa: E402
+from checker import wire  # noqa: E402
+
+
+def make_batch(aid, n, dest):
+    """n copies of the reference, every example submission, one slow submission."""
+    os.makedirs(dest)
+    ref = os.path.join(ROOT, "reference", f"{aid}.py")
+    for i in range(n):
+        shutil.copy(ref, os.path.join(dest, f"ref_{i:02d}.py"))
+    examples = os.path.join(ROOT, "submissions", aid)
+    for e in sorted(os.listdir(examples)) if os.path.isdir(examples) else []:
+        src = os.path.join(examples, e)
+        if e == "expected.json" or e.startswith((".", "__")):
+            continue
+        (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(dest, "ex_" + e))
+    with open(ref) as f:
+        src = f.read()
+    with open(os.path.join(dest, "slow.py"), "w") as f:
+        f.write("import time\ntime.sleep(2.0)  # a slow cell: loads data, trains, ...\n" + src)
+    return sorted(os.path.join(dest, e) for e in os.listdir(dest))
+
+
+def timed_batch(entries, aid, jobs, out):
+    t0 = time.perf_counter()
+    grade_batch(entries, aid, out, jobs=jobs, resume=False, timeout=None, mode="hidden", keep_raw=False,
+                on_progress=None)
+    return time.perf_counter() - t0
+
+
+class InProcessHandle(SubmissionHandle):
+    """The reference run in this process through the same probes: the cost of the calls alone."""
+
+    def __init__(self, aid):
+        import importlib
+        mod = importlib.import_module(f"reference.{aid}")
+        self.probes = Probes(vars(mod))
+        self.names = [n for n in vars(mod) if not n.startswith("_")]
+        self.loaded = self.load_ok = True
+        self.call_time = 0.0
+        self.generation = 1
+        self.last_dtypes = []
+
+    def request(self, op, args, timeout=None, what=None):
+        obj, bufs = wire.encode(args)
+        args = wire.decode_worker(obj, bufs)
+        t0 = time.perf_counter()
+        if op == "call":
+            value = self.probes.call(args["name"], args.get("args", []), args.get("kwargs", {}))
+        else:
+            value = getattr(self.probes, op)(**args)
+        self.call_time += time.perf_counter() - t0
+        obj, bufs = wire.encode(value)
+        value, self.last_dtypes = wire.decode_trusted(obj, bufs)
+        return value
+
+    def close(self):
+        pass
+
+
+def inprocess_call_time(aid):
+    import pytest
+    from pytest_jsonreport.plugin import JSONReport
+    import contextlib
+    import io
+    spec = load_spec(aid)
+    handle = InProcessHandle(aid)
+    plugin = HwcheckPlugin(handle, spec, mode="hidden", seed=1)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        pytest.main([tests_path(spec), *PYTEST_ARGS], plugins=[plugin, JSONReport()])
+    return handle.call_time
+
+
+def naive(entries, aid):
+    t0 = time.perf_counter()
+    for e in entries:
+        subprocess.run([sys.executable, "-m", "pytest", tests_path(load_spec(aid)), "-q", "-p", "no:cacheprovider",
+                        "-p", "checker.plugin", "--hwcheck-submission", e, "--hwcheck-assignment", aid,
+                        "--hwcheck-mode", "hidden"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - t0
+
+
+def median_time(cmd, k=3):
+    times = []
+    for _ in range(k):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("-n", type=int, default=10, help="reference copies per assignment")
+    ap.add_argument("--assignments", nargs="+", default=["attention", "vit", "charlm"])
+    ap.add_argument("--naive", type=int, default=6, help="submissions graded the naive way (0: skip)")
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="hwcheck-bench-")
+    results = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, "assignments": {}}
+    try:
+        for aid in a.assignments:
+            entries = make_batch(aid, a.n, os.path.join(work, aid, "in"))
+            refs = [e for e in entries if os.path.basename(e).startswith("ref_")]
+            r = {"submissions": len(entries)}
+            for jobs in (1, 2):
+                secs = timed_batch(entries, aid, jobs, os.path.join(work, aid, f"out{jobs}"))
+                r[f"j{jobs}_seconds"] = round(secs, 2)
+                r[f"j{jobs}_per_min"] = round(60 * len(entries) / secs, 1)
+            r["speedup_j2"] = round(r["j1_seconds"] / r["j2_seconds"], 2)
+            secs = timed_batch(refs, aid, 1, os.path.join(work, aid, "refs"))
+            cards = [json.load(open(os.path.join(work, aid, "refs", os.path.basename(e)[:-3] + ".json")))
+                     for e in refs]
+            calls = inprocess_call_time(aid)
+            r["reference_seconds_per_submission"] = round(secs / len(refs), 3)
+            r["inprocess_call_seconds"] = round(calls, 3)
+            r["fixed_overhead_seconds"] = round(secs / len(refs) - calls, 3)
+            r["slowest_test_on_reference_s"] = max(t["duration_s"] for c in cards for q in c["questions"]
+                                                   for t in q["tests"])
+            r["reference_score"] = f"{cards[0]['score']}/{cards[0]['max_score']}"
+            if a.naive:
+                sample = entries[: a.naive]
+                naive_s = naive(sample, aid)
+                ours = timed_batch(sample, aid, 1, os.path.join(work, aid, "naive_ours"))
+                r["naive_seconds_per_submission"] = round(naive_s / len(sample), 2)
+                r["naive_over_ours"] = round(naive_s / ours, 2)
+            results["assignments"][aid] = r
+            print(aid, json.dumps(r), flush=True)
+        correct = os.path.join(ROOT, "submissions", "attention", "correct.py")
+        if not os.path.exists(correct):
+            correct = os.path.join(ROOT, "reference", "attention.py")
+        t_torch = median_time([sys.executable, "-c", "import torch"])
+        t_check = median_time([sys.executable, "-m", "checker.cli", "check", correct, "-a", "attention"])
+        results["check_vs_import_torch"] = {"import_torch_s": round(t_torch, 2), "check_s": round(t_check, 2),
+                                            "ratio": round(t_check / t_torch, 2)}
+        print("check", json.dumps(results["check_vs_import_torch"]))
+        os.makedirs(os.path.join(ROOT, "bench", "out"), exist_ok=True)
+        with open(os.path.join(ROOT, "bench", "out", "results.json"), "w") as f:
+            json.dump(results, f, indent=1)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

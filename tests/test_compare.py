@@ -1,0 +1,89 @@
+"""The comparison engine: order of checks, tolerances per dtype, hints, and hostile values."""
+import numpy as np
+import pytest
+
+from checker.compare import TOLERANCES, compare, compare_lowp, tolerance
+from checker.errors import GradingFailure
+
+
+def fails(*args, **kw):
+    with pytest.raises(GradingFailure) as e:
+        compare(*args, **kw)
+    return str(e.value)
+
+
+def test_defaults_are_torch_testing_defaults():
+    assert TOLERANCES["float32"] == (1.3e-6, 1e-5)
+    assert TOLERANCES["float64"] == (1e-7, 1e-7)
+    assert tolerance("float32", {"float32": {"rtol": 1e-4}}) == (1e-4, 1e-5)
+    assert tolerance("float16") == (1e-3, 1e-5)
+
+
+def test_equal_values_pass_in_any_plain_form():
+    exp = np.array([1.0, 2.0, 3.0])
+    compare([1, 2, 3], exp)
+    compare(np.array([1, 2, 3], dtype=np.float32), exp, dtype="float32")
+    compare(np.float64(3.0), np.array(3.0))
+
+
+def test_shape_is_checked_first_and_says_both_shapes():
+    msg = fails(np.zeros((4, 1)), np.zeros(4), what="get_scores")
+    assert "expected shape (4,), got (4, 1)" in msg and "same number of values" in msg
+
+
+def test_nan_reported_before_values():
+    msg = fails(np.array([np.nan, 1.0]), np.array([0.5, 0.5]))
+    assert "NaN" in msg and "softmax" in msg
+
+
+def test_value_message_has_errors_where_share_and_excerpts():
+    exp = np.arange(10, dtype=float)
+    got = exp.copy()
+    got[7] += 0.5
+    msg = fails(got, exp, what="f(x)")
+    assert "1 of 10 values differ (10.0%)" in msg
+    assert "greatest absolute difference 0.5 at index (7,)" in msg
+    assert "expected [" in msg and "got [" in msg
+
+
+def test_float32_tolerance_is_looser_than_float64():
+    exp = np.array([1.0])
+    compare(np.array([1.0 + 5e-6]), exp, dtype="float32")
+    fails(np.array([1.0 + 5e-6]), exp, dtype="float64")
+
+
+def test_hint_names_the_mistake_only_when_it_matches():
+    exp = np.array([1.0, 2.0])
+    mistaken = np.array([2.0, 4.0])
+    assert "Likely mistake: no scaling" in fails(mistaken, exp, hints=[("no scaling", mistaken)])
+    assert "Likely mistake" not in fails(np.array([9.0, 9.0]), exp, hints=[("no scaling", mistaken)])
+
+
+def test_booleans_compared_exactly():
+    mask = np.triu(np.ones((3, 3), bool), 1)
+    compare(mask, mask)
+    msg = fails(mask.T, mask, hints=[("wrong triangle", mask.T)])
+    assert "entries differ" in msg and "wrong triangle" in msg
+
+
+def test_always_equal_subclass_is_judged_by_its_values():
+    class Liar(np.ndarray):
+        def __eq__(self, other):
+            return np.ones(self.shape, bool)
+
+    liar = np.zeros(3).view(Liar)
+    fails(liar, np.array([1.0, 2.0, 3.0]))
+
+
+@pytest.mark.parametrize("bad", [None, "text", {"a": 1}, [[1, 2], [3]], [object()]])
+def test_non_numbers_fail_with_a_message(bad):
+    msg = fails(bad, np.array([1.0, 2.0]))
+    assert msg
+
+
+def test_lowp_rule_accepts_errors_within_k_times_the_reference_error():
+    gold = np.linspace(-1, 1, 50)
+    ref16 = gold.astype(np.float16).astype(np.float64)
+    compare_lowp(ref16, gold, ref16, dtype="float16")
+    with pytest.raises(GradingFailure, match="more than 5 x"):
+        compare_lowp(gold + 0.05, gold, ref16, dtype="float16")
