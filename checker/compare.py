@@ -141,13 +141,11 @@ def compare(got, expected, *, what="the result", dtype=None, rtol=None, atol=Non
         if new.any():
             first = tuple(int(x) for x in np.argwhere(new)[0]) if new.ndim else ()
             kind = "NaN" if np.isnan(got_arr[new]).any() else "Inf"
+            hint = _hint_text(got_arr, hints, rtol, atol) or (
+                "\nA softmax of large scores overflows unless the maximum is subtracted first.")
             raise GradingFailure(
                 f"{what}: contains {kind} at {int(new.sum())} of {new.size} positions (first at {first}) "
-                f"where the expected values are finite"
-                + _hint_text(got_arr, hints, rtol, atol)
-                + ("" if _hint_text(got_arr, hints, rtol, atol) else
-                   "\nA softmax of large scores overflows unless the maximum is subtracted first."
-                   if kind in ("NaN", "Inf") else ""))
+                f"where the expected values are finite" + hint)
     if check_dtype and got_arr.dtype.name != str(check_dtype):
         raise GradingFailure(f"{what}: expected dtype {check_dtype}, got {got_arr.dtype.name}")
     if exp.dtype.kind == "b":
@@ -175,7 +173,7 @@ def compare_lowp(got, golden, ref_lowp, *, what="the result", dtype="float16", k
     ref_err = float(np.nanmax(np.abs(ref - gold))) if gold.size else 0.0
     allowed = max(atol, k * ref_err)
     if not np.isfinite(got_arr).all():
-        raise GradingFailure(f"{what}: contains NaN or Inf in {dtype}")
+        raise GradingFailure(f"{what}: contains NaN or Inf in {dtype}" + _hint_text(got_arr, hints, 1e-2, atol))
     err = float(np.max(np.abs(got_arr - gold))) if gold.size else 0.0
     if not math.isfinite(err) or err > allowed:
         raise GradingFailure(

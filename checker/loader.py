@@ -3,9 +3,12 @@
 What it is for: running a `.py` file, a `.ipynb` notebook or a folder of
 them the way a student expects (notebook cells in order; a `.py` file one
 top-level statement at a time), surviving what students write: syntax
-errors, failing cells, IPython magics and shell lines, `sys.exit`, cells
-that hang. Every problem becomes a message with the student's file, cell
-and line; whatever did get defined stays usable.
+errors, failing cells, IPython magics and shell lines (`%%time` and
+`%%capture` cells run their body, `%%writefile` writes its file, other
+magics are skipped), `sys.exit`, cells that hang. Every problem becomes a
+message with the student's file, cell and line (and that line's code);
+whatever did get defined stays usable, and `origins` says which file and
+cell (or line) each name came from.
 
 What it is not: trusted. It runs in the worker, next to student code, and
 never in the grading process. It judges nothing.
@@ -23,6 +26,8 @@ import traceback
 __all__ = ["Loader", "UnitTimeout", "student_where", "format_student_tb", "list_units"]
 
 MAGIC_RE = re.compile(r"^\s*[%!]")
+HELP_RE = re.compile(r"^\s*\??[\w.]+\?\??\s*$")  # `np.mean?`, `??f`: IPython help
+RUN_BODY = ("time", "capture", "prun")  # cell magics whose body runs in the notebook's namespace
 SUFFIXES = (".py", ".ipynb")
 
 
@@ -70,13 +75,21 @@ def _cells(nb_path):
 
 
 def _strip_magics(src):
-    """Blank out IPython-only lines, keeping line numbers; return (code, skipped lines)."""
+    """Blank out IPython-only lines, keeping line numbers; return (code, skipped lines).
+
+    A `%%time`/`%%capture`/`%%prun` cell keeps its body (its first line becomes blank); any
+    other cell magic skips the whole cell.
+    """
     lines = src.split("\n")
-    if lines and lines[0].lstrip().startswith("%%"):
-        return "", [lines[0].strip()]
     skipped = []
+    first = lines[0].strip() if lines else ""
+    if first.startswith("%%"):
+        magic = first[2:].split()[0] if first[2:].split() else ""
+        if magic not in RUN_BODY:
+            return "", [first]
+        lines[0] = ""
     for i, line in enumerate(lines):
-        if MAGIC_RE.match(line) or re.match(r"^\s*\w+\s*=\s*!", line):
+        if MAGIC_RE.match(line) or re.match(r"^\s*\w+\s*=\s*!", line) or HELP_RE.match(line):
             skipped.append(line.strip())
             indent = line[: len(line) - len(line.lstrip())]
             lines[i] = indent + "pass"
@@ -128,12 +141,9 @@ class Loader:
     def _msg(self, kind, file, cell, line, text):
         self.messages.append({"kind": kind, "file": file, "cell": cell, "line": line, "text": text})
 
-    def _run_unit(self, code_src, filename, shown, cell, line0):
+    def _run_unit(self, code_src, filename, shown, cell, line0, cache=True):
         key = (shown, cell if cell is not None else line0)
-        if key in self.skip:
-            where = f"cell {cell}" if cell is not None else f"line {line0}"
-            self._msg("skipped", shown, cell, line0,
-                      f"{shown} {where} was skipped: it crashed or hung the worker on an earlier try")
+        if key in self.skip:  # it crashed or hung an earlier worker; the trusted side has said so
             return
         try:
             tree = ast.parse(code_src, filename)
@@ -146,7 +156,9 @@ class Loader:
         if line0 > 1:
             ast.increment_lineno(tree, line0 - 1)
         self.files[filename] = (shown, cell)
-        linecache.cache[filename] = (len(code_src), None, ("\n" * (line0 - 1) + code_src).splitlines(True), filename)
+        if cache:
+            linecache.cache[filename] = (len(code_src), None, ("\n" * (line0 - 1) + code_src).splitlines(True),
+                                         filename)
         self.on_unit({"file": shown, "cell": cell, "line": line0})
         try:
             code = compile(tree, filename, "exec")
@@ -163,16 +175,22 @@ class Loader:
                       f"{_loc(shown, cell, _where_line(e, self.files) or line0)} called sys.exit({e.code!r}); "
                       "the grader ignored it and went on")
         except BaseException as e:  # noqa: BLE001 - student code may raise anything
-            w = student_where(e, self.files)
-            line = w["line"] if w else line0
-            self._msg("error", shown, cell, line,
-                      f"{_loc(shown, cell, line)} raised {_exc_text(e)}")
+            frames = _student_frames(e, self.files)
+            outer = next((f for f in frames if f["file"] == shown and f["cell"] == cell), None)
+            inner = frames[-1] if frames else None
+            line = outer["line"] if outer else line0
+            text = f"{_loc(shown, cell, line)} raised {_exc_text(e)}" + _code(outer)
+            if inner is not None and inner is not outer:
+                text += f"\n  in {_loc(inner['file'], inner['cell'], inner['line'])}" + _code(inner)
+            self._msg("error", shown, cell, line, text + _hint(e))
         for name in _assigned(tree):
             if name in self.ns and not name.startswith("_"):
-                self.origins[name] = _loc(shown, cell, None)
+                self.origins[name] = _loc(shown, cell, None if cell is not None else line0)
 
     def _load_notebook(self, f, shown):
         for cell_no, src in _cells(f):
+            if self._writefile(src, shown, cell_no):
+                continue
             code, skipped = _strip_magics(src)
             for s in skipped:
                 self._msg("magic", shown, cell_no, None,
@@ -180,22 +198,49 @@ class Loader:
             if code.strip():
                 self._run_unit(code, f"<{shown} cell {cell_no}>", shown, cell_no, 1)
 
+    def _writefile(self, src, shown, cell_no):
+        """`%%writefile [-a] name`: write the cell's body to that file, as Jupyter would."""
+        first, _, body = src.partition("\n")
+        parts = first.split()
+        if not parts or parts[0] != "%%writefile":
+            return False
+        append = any(p in ("-a", "--append") for p in parts[1:])
+        names = [p for p in parts[1:] if not p.startswith("-")]
+        if (shown, cell_no) in self.skip or not names:
+            return True
+        try:
+            with open(names[0], "a" if append else "w", encoding="utf-8") as out:
+                out.write(body if body.endswith("\n") else body + "\n")
+            self._msg("magic", shown, cell_no, None, f"{shown} cell {cell_no}: %%writefile wrote {names[0]}")
+        except OSError as e:
+            self._msg("error", shown, cell_no, 1,
+                      f"{shown}, cell {cell_no}: %%writefile could not write {names[0]}: {e.strerror or e}")
+        return True
+
     def _load_py(self, f, shown):
         with open(f, encoding="utf-8-sig") as fh:
             src = fh.read()
+        # the whole file, so tracebacks show the student's line wherever it is
+        linecache.cache[f] = (len(src), None, src.splitlines(True), f)
         try:
             tree = ast.parse(src, f)
         except SyntaxError as e:
-            self._msg("syntax_error", shown, None, e.lineno,
-                      f"SyntaxError in {shown}, line {e.lineno}: {e.msg}"
-                      + (f"\n    {e.text.strip()}" if e.text else "")
-                      + "\n  The grader loads the parts of the file that do parse.")
+            good, lost = [], []
             for line0, chunk in _chunks(src):
                 try:
                     ast.parse(chunk)
+                    good.append((line0, chunk))
                 except SyntaxError:
-                    continue
-                self._run_unit(chunk, f, shown, None, line0)
+                    first = chunk.lstrip("\n").split("\n", 1)[0].strip()
+                    last = line0 + chunk.rstrip("\n").count("\n")
+                    lost.append(f"lines {line0}-{last} (`{first[:60]}`)")
+            self._msg("syntax_error", shown, None, e.lineno,
+                      f"SyntaxError in {shown}, line {e.lineno}: {e.msg}"
+                      + (f"\n    {e.text.strip()}" if e.text else "")
+                      + "\n  The grader loaded the parts of the file that parse; it left out "
+                      + (", ".join(lost) if lost else "the broken part") + ".")
+            for line0, chunk in good:
+                self._run_unit(chunk, f, shown, None, line0, cache=False)
             return
         # one top-level statement at a time: a failing statement loses only itself
         lines = src.splitlines(keepends=True)
@@ -203,7 +248,7 @@ class Loader:
             start = (node.decorator_list[0].lineno if getattr(node, "decorator_list", None) else node.lineno)
             end = node.end_lineno
             chunk = "".join(lines[start - 1:end])
-            self._run_unit(chunk, f, shown, None, start)
+            self._run_unit(chunk, f, shown, None, start, cache=False)
 
 
 def _assigned(tree):
@@ -234,6 +279,18 @@ def _alarm(seconds):
     signal.setitimer(signal.ITIMER_REAL, seconds or 0)
 
 
+def _hint(e):
+    """A short explanation of exceptions that mean "this does not work in the grader"."""
+    if isinstance(e, (FileNotFoundError, PermissionError)):
+        return ("\n  (the grader runs your code in a private folder that holds only your submission, "
+                "without network access: data files and downloads your notebook used are not there)")
+    if isinstance(e, MemoryError):
+        return "\n  (it ran out of the memory the grader allows)"
+    if isinstance(e, ModuleNotFoundError):
+        return "\n  (the grader cannot install packages: `!pip install` lines are skipped)"
+    return ""
+
+
 def _exc_text(e):
     try:
         text = str(e)
@@ -248,19 +305,29 @@ def _where_line(e, files):
     return w["line"] if w else None
 
 
-def student_where(exc, files):
-    """The innermost traceback frame that is the student's code: {file, cell, line, code}."""
+def _student_frames(exc, files):
+    """The traceback frames that are the student's code, outermost first: [{file, cell, line, code}]."""
+    out = []
     tb = exc.__traceback__
-    found = None
     while tb is not None:
         fn = tb.tb_frame.f_code.co_filename
         if fn in files:
             shown, cell = files[fn]
             line = tb.tb_lineno
             code = (linecache.getline(fn, line) or "").strip()
-            found = {"file": shown, "cell": cell, "line": line, "code": code}
+            out.append({"file": shown, "cell": cell, "line": line, "code": code})
         tb = tb.tb_next
-    return found
+    return out
+
+
+def _code(frame):
+    return f"\n    {frame['code'][:200]}" if frame and frame.get("code") else ""
+
+
+def student_where(exc, files):
+    """The innermost traceback frame that is the student's code: {file, cell, line, code}."""
+    frames = _student_frames(exc, files)
+    return frames[-1] if frames else None
 
 
 def format_student_tb(exc, files, limit=8):

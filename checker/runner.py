@@ -21,7 +21,7 @@ import pytest
 
 from checker import __version__
 from checker.errors import HwcheckError
-from checker.plugin import HwcheckPlugin, cuda_available
+from checker.plugin import HwcheckPlugin
 from checker.sandbox import Limits, SubmissionHandle, Zygote, secret_paths, sha256_of
 from checker.scorecard import build_scorecard
 from checker.spec import infer_assignment, load_spec, spec_sha256, tests_path
@@ -41,9 +41,15 @@ def submission_id(path):
 
 
 def environment(cuda_names=None):
-    import numpy
-    import torch
-    return {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
+    """Versions of the grading side, read without importing torch (the worker reports CUDA devices)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def ver(pkg):
+        try:
+            return version(pkg)
+        except PackageNotFoundError:
+            return None
+    return {"python": platform.python_version(), "torch": ver("torch"), "numpy": ver("numpy"),
             "platform": platform.platform(), "cuda": cuda_names or None}
 
 
@@ -60,7 +66,6 @@ class Grader:
         self.secrets = secret_paths(extra_secrets)
         self._own_zygote = zygote is None
         self.zygote = zygote or Zygote()
-        self._cuda_names = None
 
     def close(self):
         if self._own_zygote:
@@ -117,7 +122,7 @@ class Grader:
             report, spec,
             submission={"id": handle.id, "path": handle.path, "sha256": sha256_of(handle.path)},
             load={"ok": load["ok"], "messages": messages},
-            environment=environment(self._cuda_names),
+            environment=environment(load.get("cuda")),
             grader={"version": __version__, "mode": self.mode, "spec_sha256": spec_sha256(assignment),
                     "seed": self.seed, "isolation": load["isolation"]},
             duration_s=time.perf_counter() - t0, status=handle.status)

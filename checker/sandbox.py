@@ -36,12 +36,22 @@ __all__ = ["Zygote", "SubmissionHandle", "ModuleHandle", "ForwardResult", "Limit
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
             "LD_LIBRARY_PATH")
-MAX_RESPAWNS = 6
+MAX_RESPAWNS = 6     # units skipped because they crashed or hung the worker while loading
+MAX_RESTARTS = 50    # fresh workers after a call crashed or hung one (each costs a reload)
+KEEP_STDOUT = 64 * 1024
 
 
 class Limits:
-    def __init__(self, call_s=10.0, submission_s=120.0, cell_s=30.0, memory_mb=4096):
+    """Per-call, per-submission and per-unit wall-clock limits (s), the worker's memory cap (MiB)
+    and the most data one answer may carry (MiB)."""
+
+    def __init__(self, call_s=10.0, submission_s=120.0, cell_s=30.0, memory_mb=4096, reply_mb=256):
         self.call_s, self.submission_s, self.cell_s, self.memory_mb = call_s, submission_s, cell_s, memory_mb
+        self.reply_mb = reply_mb
+
+    @property
+    def reply_bytes(self):
+        return int(self.reply_mb * 2**20)
 
     @classmethod
     def from_spec(cls, spec, timeout=None):
@@ -188,18 +198,56 @@ def _import_root():
     return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
-def _describe_status(status):
+def _describe_status(status, memory_mb=None):
+    """What ended a worker, in words for a student ("your code crashed with a segmentation fault ...")."""
     if status is None:
-        return "the worker process died"
+        return "your code stopped the process that runs it (it closed the grader's connection or died)"
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        names = {signal.SIGSEGV: "a segmentation fault (SIGSEGV)", signal.SIGKILL: "SIGKILL (killed)",
-                 signal.SIGABRT: "an abort (SIGABRT)", signal.SIGBUS: "a bus error (SIGBUS)",
-                 signal.SIGFPE: "a floating-point exception (SIGFPE)", signal.SIGXFSZ: "writing a file too large"}
-        return f"the worker process was ended by {names.get(sig, signal.Signals(sig).name)}"
+        mem = f" (more than {memory_mb:g} MiB)" if memory_mb else ""
+        words = {
+            signal.SIGSEGV: "your code crashed with a segmentation fault (SIGSEGV: it read or wrote memory it "
+                            "does not own, e.g. through ctypes or a C extension)",
+            signal.SIGBUS: "your code crashed with a bus error (SIGBUS: a bad memory access)",
+            signal.SIGABRT: "your code aborted the process (SIGABRT, e.g. a failed check inside a C library)",
+            signal.SIGFPE: "your code crashed with a floating-point exception (SIGFPE)",
+            signal.SIGILL: "your code crashed with an illegal instruction (SIGILL)",
+            signal.SIGKILL: f"the process running your code was killed (SIGKILL), most often for using too "
+                            f"much memory{mem}",
+            signal.SIGXFSZ: "your code wrote a file larger than the 256 MiB allowed",
+            signal.SIGXCPU: "your code used more CPU time than allowed",
+        }
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        return words.get(sig, f"the process running your code was ended by {name}")
     if os.WIFEXITED(status):
-        return f"the worker process exited with status {os.WEXITSTATUS(status)} (os._exit or a crash)"
-    return "the worker process died"
+        code = os.WEXITSTATUS(status)
+        return (f"your code ended the process that runs it with os._exit({code}) (or another hard exit); "
+                "use `return` or raise an exception instead")
+    return "the process running your code died"
+
+
+def _unit(header):
+    """A unit event from the (untrusted) worker, checked: {file: str, cell: int|None, line: int|None}."""
+    file, cell, line = header.get("file"), header.get("cell"), header.get("line")
+    return {"file": str(file)[:200] if file is not None else "?",
+            "cell": cell if type(cell) is int else None,
+            "line": line if type(line) is int else None}
+
+
+def _where(unit):
+    return (f"{unit['file']}, cell {unit['cell']}" if unit["cell"] is not None
+            else f"{unit['file']}, line {unit['line']}")
+
+
+def _message(m):
+    """A load message from the worker, reduced to plain fields of known types."""
+    def _int(v):
+        return v if type(v) is int else None
+    return {"kind": str(m.get("kind"))[:40], "file": str(m["file"])[:200] if m.get("file") is not None else None,
+            "cell": _int(m.get("cell")), "line": _int(m.get("line")), "text": str(m.get("text", ""))[:4000]}
 
 
 class ForwardResult:
@@ -212,6 +260,8 @@ class SubmissionHandle:
 
     def __init__(self, path, zygote, limits=None, secrets=(), sub_id=None):
         self.path = os.path.abspath(path)
+        self.pidfd = None
+        self.last_stdout, self.last_stdout_dropped, self.last_dtypes = "", 0, []
         self.id = sub_id or os.path.splitext(os.path.basename(self.path.rstrip("/")))[0]
         self.zygote = zygote
         self.limits = limits or Limits()
@@ -221,6 +271,7 @@ class SubmissionHandle:
         self.workdir = None
         self.generation = 0
         self.respawns = 0
+        self.restarts = 0
         self.skip = []
         self.load_messages = []
         self.names = []
@@ -249,22 +300,42 @@ class SubmissionHandle:
         target = dest if os.path.isdir(self.path) else os.path.join(dest, os.path.basename(self.path))
         self.pid, self.sock = self.zygote.fork({
             "workdir": self.workdir, "secrets": self.secrets + [self.path],
-            "memory_mb": self.limits.memory_mb, "env": {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}})
+            "memory_mb": self.limits.memory_mb, "max_reply": self.limits.reply_bytes,
+            "env": {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}})
+        try:  # a pidfd names this very process even after it exits and its pid is reused
+            self.pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            self.pidfd = None
         self.generation += 1
         return target
 
+    def _worker_alive(self):
+        if self.pidfd is None:
+            return True
+        import select
+        return not select.select([self.pidfd], [], [], 0)[0]  # readable once the process has exited
+
     def _kill(self):
-        if self.pid:
-            for fn in (os.killpg, os.kill):
-                try:
-                    fn(self.pid, signal.SIGKILL)
-                except OSError:
-                    pass
+        """SIGKILL the worker and its process group; the zygote reaps it and sweeps what it left."""
+        if self.pid and self._worker_alive():
+            try:
+                os.killpg(self.pid, signal.SIGKILL)  # the live leader keeps the group id from being reused
+            except OSError:
+                pass
+            try:
+                if self.pidfd is not None:
+                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                else:
+                    os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if self.pidfd is not None:
+            os.close(self.pidfd)
         if self.sock:
             self.sock.close()
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
-        self.pid = self.sock = self.workdir = None
+        self.pid = self.sock = self.workdir = self.pidfd = None
 
     def close(self):
         if self.sock and self.pid:
@@ -290,50 +361,69 @@ class SubmissionHandle:
             self.loaded = True
             budget = min(self.time_left(), max(self.limits.cell_s * 50, 60))
             deadline = time.monotonic() + max(budget, 1)
-            last_unit = None
+            grace = min(5.0, 1.0 + self.limits.cell_s / 4)  # the worker's own alarm fires at cell_s
+            last_unit, walls = None, None
             try:
                 wire.send_msg(self.sock, {"op": "load", "path": target, "unit_s": self.limits.cell_s,
                                           "skip": self.skip})
                 while True:
                     left = deadline - time.monotonic()
                     header, _ = wire.recv_msg(self.sock, timeout=max(left, 0.01), max_total=64 << 20)
-                    if header.get("event") == "unit":
-                        last_unit = header
-                        deadline = min(time.monotonic() + self.limits.cell_s + 5, time.monotonic() + self.time_left())
+                    event = header.get("event")
+                    if event == "walls" and walls is None and last_unit is None:
+                        # sent before any student code ran: the only isolation report to believe
+                        walls = [str(x)[:100] for x in header.get("isolation", [])][:20] \
+                            if isinstance(header.get("isolation"), list) else []
+                        continue
+                    if event == "unit":
+                        last_unit = _unit(header)
+                        deadline = min(time.monotonic() + self.limits.cell_s + grace,
+                                       time.monotonic() + self.time_left())
+                        continue
+                    if event is not None:
                         continue
                     break
             except (TimeoutError, EOFError, OSError, wire.WireError) as e:
-                why = ("ran past its time limit" if isinstance(e, TimeoutError)
-                       else self._death_reason() if not isinstance(e, wire.WireError) else f"sent garbage ({e})")
+                if isinstance(e, TimeoutError):
+                    why = (f"ran longer than {self.limits.cell_s:g} s and did not stop when interrupted, "
+                           "so the grader stopped the process" if last_unit else
+                           f"loading took longer than {max(budget, 1):g} s")
+                elif isinstance(e, wire.WireError):
+                    why = f"the process running your code sent the grader garbage ({e})"
+                else:
+                    why = self._death_reason()
                 self._kill()
+                self.isolation = walls or self.isolation
                 if last_unit and self.respawns < MAX_RESPAWNS and self.time_left() > 1:
                     self.respawns += 1
                     key = [last_unit["file"], last_unit["cell"] if last_unit["cell"] is not None else last_unit["line"]]
                     self.skip.append(key)
-                    where = (f"{last_unit['file']}, cell {last_unit['cell']}" if last_unit["cell"] is not None
-                             else f"{last_unit['file']}, line {last_unit['line']}")
+                    what = "cell" if last_unit["cell"] is not None else "statement"
                     self.load_messages.append({"kind": "crash", "file": last_unit["file"], "cell": last_unit["cell"],
                                                "line": last_unit["line"],
-                                               "text": f"{where}: {why}; the grader skipped it and loaded the rest"})
+                                               "text": f"{_where(last_unit)}: {why}. The grader skipped this {what} "
+                                                       "and loaded the rest."})
                     continue
                 self.load_messages.append({"kind": "crash", "file": None, "cell": None, "line": None,
                                            "text": f"loading the submission failed: {why}"})
                 self.status = "timeout" if isinstance(e, TimeoutError) else "crashed"
                 self.load_ok = False
                 return self.load_report()
+            self.isolation = walls if walls is not None else []
             if header.get("ok") is not True:
                 err = header.get("error") if isinstance(header.get("error"), dict) else {}
                 self.load_messages.append({"kind": "crash", "file": None, "cell": None, "line": None,
-                                           "text": f"loading the submission failed: {err.get('type')}: "
+                                           "text": f"loading the submission failed: {str(err.get('type'))[:100]}: "
                                                    f"{str(err.get('message'))[:500]}"})
                 self.status, self.load_ok = "crashed", False
                 self._kill()
                 return self.load_report()
             msgs = header.get("messages") if isinstance(header.get("messages"), list) else []
-            self.load_messages.extend(m for m in msgs if isinstance(m, dict))
-            self.names = [n for n in header.get("names", []) if isinstance(n, str)]
-            self.origins = {k: v for k, v in (header.get("origins") or {}).items() if isinstance(v, str)}
-            self.isolation = [str(x) for x in header.get("isolation", [])]
+            self.load_messages.extend(_message(m) for m in msgs[:500] if isinstance(m, dict))
+            names = header.get("names") if isinstance(header.get("names"), list) else []
+            self.names = [n for n in names if isinstance(n, str)]
+            origins = header.get("origins") if isinstance(header.get("origins"), dict) else {}
+            self.origins = {k: v[:200] for k, v in origins.items() if isinstance(k, str) and isinstance(v, str)}
             self.load_ok = True
             return self.load_report()
 
@@ -351,16 +441,20 @@ class SubmissionHandle:
                 if status is not None:
                     break
                 time.sleep(0.05)
-        return _describe_status(status)
+        return _describe_status(status, self.limits.memory_mb)
 
     def _respawn(self):
         """Replace a dead worker and reload (units that crashed are already in self.skip)."""
-        if self.respawns >= MAX_RESPAWNS:
-            raise WorkerCrashed("the worker was restarted too many times; the remaining tests were not run")
-        self.respawns += 1
+        if self.restarts >= MAX_RESTARTS:
+            raise WorkerCrashed(f"your code crashed or hung the grader's worker {self.restarts} times; "
+                                "the remaining tests were not run")
+        self.restarts += 1
         saved = list(self.load_messages)
         self.load()
-        self.load_messages = saved
+        self.load_messages = saved + [m for m in self.load_messages[len(saved):] if m.get("kind") == "crash"]
+        if self.sock is None:
+            raise WorkerCrashed("the grader could not restart your code after an earlier crash: "
+                                + "; ".join(m["text"] for m in self.load_messages[len(saved):])[:1000])
 
     # ------------------------------------------------------------ calls
     def has(self, name):
@@ -382,22 +476,28 @@ class SubmissionHandle:
         timeout = min(timeout or self.limits.call_s, max(self.time_left(), 0.1))
         what = what or op
         obj, bufs = wire.encode(args)
+        self.last_stdout, self.last_stdout_dropped, self.last_dtypes = "", 0, []
         try:
             wire.send_msg(self.sock, {"op": op, "args": obj}, bufs)
-            header, rbufs = wire.recv_msg(self.sock, timeout=timeout)
+            header, rbufs = wire.recv_msg(self.sock, timeout=timeout,
+                                          max_total=self.limits.reply_bytes + wire.MAX_HEADER)
         except TimeoutError:
             self._kill()
             raise StudentTimeout(f"{what} did not finish within {timeout:g} s (an infinite loop, or far too slow); "
-                                 "it was stopped") from None
+                                 "it was stopped. The grader restarted your code for the next tests.") from None
         except (EOFError, OSError):
             reason = self._death_reason()
             self._kill()
-            raise WorkerCrashed(f"{what} crashed the worker: {reason}. "
-                                "(os._exit, a segmentation fault, or running out of memory)") from None
+            raise WorkerCrashed(f"{what}: {reason}. The grader restarted your code for the next tests.") from None
         except wire.WireError as e:
             self._kill()
-            raise BadReturn(f"{what} sent back something that is not plain data ({e})") from None
-        self.last_stdout = header.get("stdout", "") if isinstance(header.get("stdout"), str) else ""
+            raise BadReturn(f"{what} sent back something the grader cannot read: {e}") from None
+        stdout = header.get("stdout", "")
+        stdout = stdout if isinstance(stdout, str) else ""
+        dropped = header.get("stdout_dropped", 0)
+        dropped = dropped if type(dropped) is int and dropped >= 0 else 0
+        self.last_stdout = stdout[:KEEP_STDOUT]
+        self.last_stdout_dropped = dropped + max(0, len(stdout) - KEEP_STDOUT)
         if header.get("ok") is True:
             try:
                 value, dtypes = wire.decode_trusted(header.get("value"), rbufs)
@@ -410,7 +510,7 @@ class SubmissionHandle:
     def _failure(self, err, what):
         if not isinstance(err, dict):
             err = {}
-        etype = str(err.get("type", "Error"))
+        etype = str(err.get("type", "Error"))[:100]
         msg = str(err.get("message", ""))[:2000]
         if etype == "MissingName":
             return self.missing(str(err.get("name", "?")))
@@ -427,7 +527,13 @@ class SubmissionHandle:
                 loc += f":\n    {str(where['code'])[:200]}"
         if err.get("timeout"):
             return StudentTimeout(f"{what} was stopped by the time limit{loc}")
-        text = f"{what} raised {etype}: {msg}{loc}" if msg else f"{what} raised {etype}{loc}"
+        if etype == "SystemExit":
+            text = (f"{what} called sys.exit({msg}){loc}; a function should return its result "
+                    "(the grader ignored the exit)")
+        elif etype == "MemoryError":
+            text = (f"{what} ran out of memory (the limit is {self.limits.memory_mb:g} MiB){loc}")
+        else:
+            text = f"{what} raised {etype}: {msg}{loc}" if msg else f"{what} raised {etype}{loc}"
         failure = StudentError(text)
         failure.where = where
         return failure

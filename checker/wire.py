@@ -7,7 +7,14 @@ trusted side is strict: a value is rebuilt only from JSON and validated
 bytes, and arrays come back as plain `numpy.ndarray` (never a subclass).
 
 What it is not: a general serializer. Only None, bool, int, float, str,
-lists, tuples, dicts, numpy arrays/scalars and torch tensors cross.
+lists, tuples, dicts, numpy arrays/scalars and torch tensors cross. Subclasses
+of list/tuple/dict/int/float/str are refused (their methods could lie); an
+ndarray subclass is sent as the base-class array holding the same values. A
+tensor on the meta device (a shape, no values) reaches a worker as a meta
+tensor and is refused by `decode_trusted`.
+
+Receiving never trusts a declared length: buffers grow as bytes actually
+arrive, so a lying frame costs at most what was really sent.
 
 Frame: b"HWC1" | u32 header length | u32 buffer count | header JSON |
 (u64 length | bytes) per buffer.
@@ -63,11 +70,13 @@ def send_msg(sock, header, buffers=()):
             sock.sendall(p)
 
 
+_CHUNK = 1 << 20
+
+
 def _recv_exact(sock, n, deadline):
-    buf = bytearray(n)
-    view = memoryview(buf)
-    got = 0
-    while got < n:
+    """Read exactly n bytes. Memory grows with the bytes received, never with n itself."""
+    buf = bytearray()
+    while len(buf) < n:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -76,13 +85,13 @@ def _recv_exact(sock, n, deadline):
         else:
             sock.settimeout(None)
         try:
-            k = sock.recv_into(view[got:], n - got)
+            chunk = sock.recv(min(n - len(buf), _CHUNK))
         except socket.timeout:
             raise TimeoutError("timed out waiting for the worker") from None
-        if k == 0:
+        if not chunk:
             raise EOFError("the worker closed its end")
-        got += k
-    return bytes(buf)
+        buf += chunk
+    return buf
 
 
 def recv_msg(sock, timeout=None, max_total=MAX_TOTAL):
@@ -103,22 +112,45 @@ def recv_msg(sock, timeout=None, max_total=MAX_TOTAL):
         (blen,) = struct.unpack("!Q", _recv_exact(sock, 8, deadline))
         total += blen
         if total > max_total:
-            raise WireError(f"message larger than {max_total} bytes")
+            raise WireError(f"the answer is larger than the {_size(max_total)} one answer may be")
         buffers.append(_recv_exact(sock, blen, deadline))
     if not isinstance(header, dict):
         raise WireError("frame header is not an object")
     return header, buffers
 
 
+def _size(n):
+    return f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n} bytes"
+
+
 # ---------------------------------------------------------------- encoding
 
-def encode(value):
-    """Return (json_obj, buffers) for a plain value; raise EncodeError otherwise."""
+class _Budget:
+    def __init__(self, max_bytes):
+        self.max = self.left = max_bytes
+
+    def take(self, nbytes):
+        if self.left is None:
+            return
+        self.left -= nbytes
+        if self.left < 0:
+            raise EncodeError(f"the value holds more data than the grader accepts in one answer "
+                              f"(at most {_size(self.max)}); an array of {_size(nbytes)} did not fit")
+
+
+def encode(value, max_bytes=None):
+    """Return (json_obj, buffers) for a plain value; raise EncodeError otherwise.
+
+    Buffers are bytes-like (memoryviews of private copies). With `max_bytes`,
+    a value holding more array data is refused before anything is copied.
+    """
     buffers = []
-    return _enc(value, buffers, 0), buffers
+    return _enc(value, buffers, 0, _Budget(max_bytes)), buffers
 
 
-def _enc(v, bufs, depth):
+def _enc(v, bufs, depth, budget=None):
+    if budget is None:
+        budget = _Budget(None)
     if depth > MAX_DEPTH:
         raise EncodeError("value nested too deeply")
     t = type(v)
@@ -129,42 +161,52 @@ def _enc(v, bufs, depth):
     if t is float:
         return v
     if t is list:
-        return [_enc(x, bufs, depth + 1) for x in v]
+        return [_enc(x, bufs, depth + 1, budget) for x in v]
     if t is tuple:
-        return {"$tuple": [_enc(x, bufs, depth + 1) for x in v]}
+        return {"$tuple": [_enc(x, bufs, depth + 1, budget) for x in v]}
     if t is dict:
-        return {"$dict": [[_enc(k, bufs, depth + 1), _enc(x, bufs, depth + 1)] for k, x in v.items()]}
+        return {"$dict": [[_enc(k, bufs, depth + 1, budget), _enc(x, bufs, depth + 1, budget)]
+                          for k, x in v.items()]}
     if isinstance(v, np.generic) and not isinstance(v, np.ndarray):
-        return _enc_array(np.asarray(v), bufs, "numpy", "cpu")
+        return _enc_array(np.asarray(v), bufs, "numpy", "cpu", budget)
     if isinstance(v, np.ndarray):
-        return _enc_array(v, bufs, "numpy", "cpu")
+        return _enc_array(v, bufs, "numpy", "cpu", budget)
     mod = getattr(t, "__module__", "") or ""
     if mod.startswith("torch"):
         import torch
         if isinstance(v, torch.Size):
             return {"$tuple": [int(x) for x in v]}
         if isinstance(v, torch.Tensor):
-            return _enc_tensor(v, bufs)
+            return _enc_tensor(v, bufs, budget)
         if isinstance(v, torch.dtype):
             return str(v).replace("torch.", "")
     if isinstance(v, (list, tuple)) and t.__module__ == "torch.return_types":
-        return {"$tuple": [_enc(x, bufs, depth + 1) for x in v]}
+        return {"$tuple": [_enc(x, bufs, depth + 1, budget) for x in v]}
     raise EncodeError(f"a value of type {t.__module__}.{t.__qualname__} is not plain data "
                       "(expected a number, a numpy array, a torch tensor or a nested list)")
 
 
-def _enc_array(a, bufs, kind, device):
-    a = np.array(a, copy=True, subok=False)  # drop subclasses, own the memory
-    name = a.dtype.name
+def _as_buffer(a):
+    """A bytes-like view of a C-contiguous array that this module owns."""
+    return memoryview(a.reshape(-1).view(np.uint8))
+
+
+def _enc_array(a, bufs, kind, device, budget=None):
+    # the base-class view of the same memory: no method of a subclass takes part from here on
+    base = np.ndarray.view(a, np.ndarray) if isinstance(a, np.ndarray) else np.asarray(a)
+    name = base.dtype.name
     if name not in DTYPES or name == "bfloat16":
-        if a.dtype.kind in "fc":
+        if base.dtype.kind in "fc":
             raise EncodeError(f"arrays of dtype {name} are not supported")
         raise EncodeError(f"arrays of dtype {name} are not numbers (object/str arrays are not plain data)")
-    bufs.append(np.ascontiguousarray(a).tobytes())
+    if budget is not None:
+        budget.take(int(base.nbytes))
+    a = np.array(base, copy=True, subok=False, order="C")  # own the memory
+    bufs.append(_as_buffer(a))
     return {"$array": len(bufs) - 1, "dtype": name, "shape": list(a.shape), "kind": kind, "device": device}
 
 
-def _enc_tensor(t, bufs):
+def _enc_tensor(t, bufs, budget=None):
     import torch
     t = t.detach()
     device = str(t.device)
@@ -172,9 +214,11 @@ def _enc_tensor(t, bufs):
         return {"$meta": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
     if t.is_sparse or t.is_complex() or getattr(t, "is_quantized", False):
         raise EncodeError(f"tensors of layout/dtype {t.layout}/{t.dtype} are not supported")
+    if budget is not None:
+        budget.take(t.numel() * t.element_size())
     t = t.to("cpu").contiguous()
     if t.dtype == torch.bfloat16:
-        bufs.append(t.view(torch.int16).numpy().tobytes())
+        bufs.append(_as_buffer(t.view(torch.int16).numpy().copy()))
         return {"$array": len(bufs) - 1, "dtype": "bfloat16", "shape": list(t.shape),
                 "kind": "torch", "device": device}
     spec = _enc_array(t.numpy(), bufs, "torch", device)
@@ -223,8 +267,10 @@ class _Counter:
 def decode_trusted(obj, bufs):
     """Rebuild a value on the trusted side: plain Python and base-class numpy only.
 
-    bfloat16 arrays come back as float32 (exact). Returns (value, dtypes) where
-    dtypes lists the original dtype names of arrays in order of appearance.
+    The result holds only None, bool, int, float, str, list, tuple, dict and
+    base-class `numpy.ndarray`s built from validated bytes. bfloat16 arrays
+    come back as float32 (exact). Returns (value, dtypes) where dtypes lists
+    the original dtype names of arrays in order of appearance.
     """
     dtypes = []
     return _dec(obj, bufs, 0, _Counter(), dtypes, worker=False), dtypes
@@ -263,25 +309,30 @@ def _dec(o, bufs, depth, counter, dtypes, worker):
                 k = _dec(pair[0], bufs, depth + 1, counter, dtypes, worker)
                 if type(k) not in (str, int, float, bool, tuple) and k is not None:
                     raise WireError("dict key is not hashable plain data")
+                try:
+                    hash(k)  # a tuple key holding a list or an array
+                except TypeError:
+                    raise WireError("dict key is not hashable plain data") from None
                 out[k] = _dec(pair[1], bufs, depth + 1, counter, dtypes, worker)
             return out
         if "$meta" in o:
             shape = o["$meta"]
-            if type(shape) is not list or not all(type(s) is int for s in shape):
+            if type(shape) is not list or len(shape) > 16 or not all(type(s) is int and s >= 0 for s in shape):
                 raise WireError("bad meta shape")
-            dtypes.append(str(o.get("dtype")))
-            return MetaShape(shape, str(o.get("dtype")))
+            if not worker:
+                raise WireError(f"a tensor of shape {tuple(shape)} on the meta device (it has a shape "
+                                "but no values)")
+            return _meta_tensor(shape, str(o.get("dtype")))
         raise WireError("unknown object in message")
     raise WireError(f"unexpected JSON value of type {t.__name__}")
 
 
-class MetaShape(tuple):
-    """The shape of a tensor that lives on the meta device (no values)."""
-
-    def __new__(cls, shape, dtype):
-        self = super().__new__(cls, shape)
-        self.dtype = dtype
-        return self
+def _meta_tensor(shape, dtype):
+    import torch
+    dt = getattr(torch, dtype, None)
+    if not isinstance(dt, torch.dtype):
+        raise WireError(f"unknown dtype {dtype!r}")
+    return torch.empty(shape, dtype=dt, device="meta")
 
 
 def _to_torch(name, arr, device):

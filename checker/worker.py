@@ -1,11 +1,13 @@
 """The worker's side of the conversation: load the submission, answer calls.
 
 What it is for: the body of a forked worker process. It puts up the walls
-(`isolation`), moves into its private temp dir, loads the submission
-(`loader`), then answers requests from the trusted side one at a time:
+(`isolation`), moves into its private temp dir, reports the walls to the
+trusted side before any student code runs, loads the submission
+(`loader`, with the folder holding the submission's copy as the current
+directory), then answers requests from the trusted side one at a time:
 `call` a student function or run a `probe`, returning plain data (`wire`)
-with the student's captured output, or the student's exception with the
-student's own file/cell/line.
+with the student's captured output (the first 64 KiB, and a count of the
+rest), or the student's exception with the student's own file/cell/line.
 
 What it is not: trusted. Everything here can be changed by the submission
 once it has run; the trusted side validates every byte it receives.
@@ -76,7 +78,7 @@ def serve(sock, params):
     os.environ.clear()
     os.environ.update(params.get("env", {}))
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir
-    state = {"loader": None, "probes": None}
+    state = {"loader": None, "probes": None, "max_reply": params.get("max_reply")}
     while True:
         try:
             header, bufs = wire.recv_msg(sock)
@@ -100,17 +102,30 @@ def serve(sock, params):
         reply.update(stdout=text, stdout_dropped=dropped, duration_s=time.perf_counter() - t0)
         try:
             wire.send_msg(sock, reply, rbufs)
-        except (OSError, ValueError):
+        except OSError:
             os._exit(0)
+        except BaseException as e:  # noqa: BLE001 - e.g. MemoryError, or a value json cannot write
+            reply, rbufs = None, None
+            try:
+                wire.send_msg(sock, {"ok": False, "stdout": "", "stdout_dropped": dropped, "error": {
+                    "type": "BadReturn", "message": f"the answer could not be sent ({type(e).__name__}: {e})"[:500]}})
+            except BaseException:  # noqa: BLE001
+                os._exit(0)
 
 
 def _load(sock, header, state, isolation):
+    # first, before any student code runs: what protects this worker (the trusted side believes
+    # only this report, since a submission could forge anything sent later)
+    wire.send_msg(sock, {"event": "walls", "isolation": isolation})
+
     def on_unit(unit):
         wire.send_msg(sock, {"event": "unit", **unit})
 
-    loader = Loader(header["path"], unit_s=header.get("unit_s", 30), on_unit=on_unit,
+    path = header["path"]
+    os.chdir(path if os.path.isdir(path) else os.path.dirname(path))
+    loader = Loader(path, unit_s=header.get("unit_s", 30), on_unit=on_unit,
                     skip=header.get("skip", ()))
-    loader.load(header["path"])
+    loader.load(path)
     state["loader"], state["probes"] = loader, Probes(loader.ns)
     names = sorted(n for n in loader.ns if not n.startswith("_") and n not in ("display", "get_ipython"))
     return {"ok": True, "messages": loader.messages, "names": names,
@@ -130,7 +145,7 @@ def _dispatch(header, bufs, state):
     else:
         return {"ok": False, "error": {"type": "UnknownOp", "message": f"unknown op {op!r}"}}, []
     try:
-        obj, rbufs = wire.encode(value)
+        obj, rbufs = wire.encode(value, max_bytes=state.get("max_reply"))
     except wire.EncodeError as e:
         return {"ok": False, "error": {"type": "BadReturn", "message": str(e)}}, []
     return {"ok": True, "value": obj}, rbufs

@@ -67,6 +67,9 @@ def main(argv=None):
     from checker import worker  # noqa: F401
 
     torch.set_num_threads(int(os.environ.get("HWCHECK_THREADS", "1")))
+    with torch.device("meta"):  # warm the lazy imports of meta kernels once, not in every worker
+        torch.nn.functional.layer_norm(torch.empty(1, 2), (2,))
+        torch.nn.functional.scaled_dot_product_attention(*[torch.empty(1, 1, 2, 2)] * 3)
     workers, statuses = set(), {}
     for ctrl in ctrls:
         _reply(ctrl, {"ready": True, "pid": os.getpid()})
@@ -137,6 +140,7 @@ def _child(ctrls, fd, header):
     try:
         for ctrl in ctrls:
             ctrl.close()
+        os.set_inheritable(fd, False)  # a program the submission starts must not hold the grader's socket
         os.setsid()
         _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):

@@ -1,23 +1,583 @@
-"""Grading tests of the `attention` assignment (trusted side)."""
+"""Grading tests of the `attention` assignment (trusted side).
+
+What it is for: checking a student's Q1-Q3 functions (HOMEWORK.md, README.md)
+against the reference (`ref`) on the handout data and on random inputs of
+other shapes (T != n, T = 1, odd widths, odd head counts), in float64 and
+float32, and naming the known mistakes when an answer matches one: weights
+applied along the feature axis, no 1/sqrt(d_k) scaling, a softmax that
+overflows or runs over the wrong axis, a head scaled by sqrt(d_model), the
+head-weight shape answered as a head's output shape, a function that reads
+the handout's notebook variables instead of its arguments. Each mistaken
+answer is computed here, on the trusted side, by the small `_mistaken_*`
+models below.
+
+What it is not: a test of the reference itself (tests/test_reference_attention.py
+checks it against HOMEWORK.md's numbers and torch), or code that runs in a
+worker. Student code is reached only through `sub.call`, which returns plain
+data. Which tests are hidden is said in spec.toml (`hidden_tests`): the
+handout-value tests are public, most random-shape sweeps are hidden.
+"""
+
+import itertools
+import math
+import re
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+
+from checker.errors import GradingFailure, StudentError
+
+# --------------------------------------------------------------------------- handout data (HOMEWORK.md)
 
 H_E = np.array([[0.64, -0.27, 0.89, -0.12], [-0.45, 0.33, 0.71, 0.08],
                 [0.19, -0.94, 0.56, 0.37], [0.03, 0.85, -0.41, 0.76]])
 H_D = np.array([[0.58, -0.13, 0.94, 0.22], [0.45, 0.11, -0.88, 0.67]])
+W_Q = np.array([[0.12, -0.87, 0.33, 0.45], [0.76, 0.21, -0.34, 0.67],
+                [-0.55, 0.18, 0.29, -0.73], [0.03, -0.99, 0.42, 0.11]])
+W_K = H_E.copy()
+W_V = np.array([[0.58, -0.13, 0.94, 0.22], [-0.31, 0.66, -0.74, 0.09],
+                [0.45, 0.11, -0.88, 0.67], [-0.92, 0.37, 0.28, -0.50]])
+X_HANDOUT = np.array([[0.12, -0.87, 0.33, 0.45], [0.76, 0.21, -0.34, 0.67], [0.03, -0.99, 0.42, 0.11]])
+TOKENS = ["this", "is", "translation"]
+
+DTYPES = ["float64", "float32"]
+
+# --------------------------------------------------------------------------- hint texts (expected.json quotes them)
+
+FEATURE_AXIS = ("the weights were applied along the feature axis instead of the token axis "
+                "(e.g. `(H * w).sum(0)` or `H @ w`); weight t must scale the whole row H[t], i.e. `w @ H`. "
+                "It only runs at all when T == n")
+NO_SCALING = "no 1/sqrt(d_k) scaling: the scores must be divided by sqrt(d_k) before the softmax"
+SCALED_BY_N = "the scores were divided by n (or d_k) instead of sqrt(n)"
+SCALED_BY_D_MODEL = ("the scores were scaled by sqrt(d) (the width of X) instead of sqrt(d_k) "
+                     "(the width of the keys)")
+HEAD_SCALED_BY_D_MODEL = ("each head was scaled by sqrt(d_model) instead of sqrt(d_model / num_heads), "
+                          "the width of one head's keys")
+OVERFLOW = ("the softmax overflows or underflows (np.exp(1000) is inf and inf/inf is NaN; np.exp(-1000) is 0 "
+            "and 0/0 is NaN): subtract the largest score of each row before np.exp")
+GLOBAL_MAX = ("the softmax subtracts the maximum of the whole array instead of the maximum of each row: "
+              "a row far below it underflows to 0/0")
+WRONG_AXIS = ("the softmax ran over the wrong axis (axis 0, the queries/rows); it must normalise over the "
+              "last axis (the keys), e.g. `e / e.sum(axis=-1, keepdims=True)`")
+KQ_SWAPPED = "the scores were computed as K Q^T instead of Q K^T (row i must be query i against every key)"
+HEAD_WEIGHT_IS_OUTPUT = ("this is the shape of one head's output (T x d_model/num_heads); one head's weight "
+                         "W_i^Q maps d_model features to d_model/num_heads, so it is "
+                         "(d_model, d_model // num_heads) and does not depend on T")
+GLOBALS = ("the function seems to use the handout's notebook variables ({names}) instead of its own "
+           "arguments: it must work on whatever it is given")
+
+
+# --------------------------------------------------------------------------- trusted-side helpers
+
+def _f64(a):
+    """A float64 copy of an input, so expected answers are computed exactly from what was sent."""
+    return np.asarray(a, dtype=np.float64)
+
+
+def _rand(rng, shape, dtype, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def _tokens_and_projections(rng, T, d, widths, dtype):
+    """X (T, d) with N(0, 1) entries and one (d, w) projection per width with N(0, 1/d) entries.
+
+    The 1/d variance (as in a Xavier-style init) keeps projections, scores and outputs of order 1,
+    so a correct float32 computation stays well inside float32 tolerances at any width.
+    """
+    return [_rand(rng, (T, d), dtype)] + [_rand(rng, (d, w), dtype, scale=1 / math.sqrt(d)) for w in widths]
+
+
+def _softmax(s, axis=-1):
+    s = np.asarray(s, dtype=np.float64)
+    e = np.exp(s - s.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _softmax_naive(s):
+    """A softmax without the max subtraction (overflows for large scores)."""
+    with np.errstate(all="ignore"):
+        e = np.exp(np.asarray(s, dtype=np.float64))
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+def _softmax_global_max(s):
+    """A softmax that subtracts the maximum of the whole array, not of each row."""
+    s = np.asarray(s, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        e = np.exp(s - s.max())
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+def _softmax_axis0(s):
+    return _softmax(s, axis=0)
+
+
+def _mistaken_softmaxes(s):
+    return [(OVERFLOW, _softmax_naive(s)), (GLOBAL_MAX, _softmax_global_max(s)),
+            (WRONG_AXIS, _softmax_axis0(s) if np.ndim(s) == 2 else None)]
+
+
+def _combine_hints(w, H):
+    """Mistaken answers of get_context_vector(w, H): feature axis, or the handout's H_e used instead of H."""
+    w, H = _f64(w), _f64(H)
+    T, n = H.shape
+    hints = []
+    if n in (1, T):  # `H * w` broadcasts w over the features: runs only when n == T (or n == 1)
+        hints.append((FEATURE_AXIS, (H * w).sum(0)))
+    if n == T:
+        hints.append((FEATURE_AXIS, H @ w))
+    if T in (1, 4):  # shapes with which `w[:, None] * H_e` or `w @ H_e` still runs
+        hints.append((GLOBALS.format(names="H_e"), (w[:, None] * H_E).sum(0)))
+    return hints
+
+
+def _call_with_shape_note(sub, name, *args, T, n):
+    """sub.call, adding what a shape error on a T != n input usually means."""
+    try:
+        return sub.call(name, *args)
+    except StudentError as e:
+        if T != n and re.search(r"broadcast|matmul|shapes|aligned|mismatch|size", e.message):
+            raise StudentError(e.message + f"\nThis input has T={T} tokens of width n={n}. A shape error that the "
+                               "handout data (T == n == 4) does not show usually means the weights were applied "
+                               "along the feature axis instead of the token axis, or that the function uses a "
+                               "handout variable (H_e) instead of its argument.") from None
+        raise
+
+
+def _mistaken_context(enc, dec, *, scale="sqrt", enc_scores=None, enc_sum=None):
+    """Q1 end to end with one mistake: scale in {"sqrt", "none", "n"}; enc_scores/enc_sum replace enc in a step."""
+    enc, dec = _f64(enc), _f64(dec)
+    es = enc if enc_scores is None else enc_scores
+    ew = enc if enc_sum is None else enc_sum
+    n = dec.shape[-1]
+    scores = es @ dec
+    div = {"sqrt": math.sqrt(n), "none": 1.0, "n": float(n)}[scale]
+    return _softmax(scores / div) @ ew
+
+
+def _context_hints(enc, dec):
+    enc, dec = _f64(enc), _f64(dec)
+    w = _softmax(enc @ dec / math.sqrt(dec.shape[-1]))
+    return [(NO_SCALING, _mistaken_context(enc, dec, scale="none")),
+            (SCALED_BY_N, _mistaken_context(enc, dec, scale="n"))] + _combine_hints(w, enc)
+
+
+def _mistaken_self_attention(X, Wq, Wk, Wv, *, scale=None, softmax=_softmax, kq=False):
+    """All-token self-attention with one mistake (scale: the divisor; kq: K Q^T instead of Q K^T)."""
+    X, Wq, Wk, Wv = map(_f64, (X, Wq, Wk, Wv))
+    Q, K, V = X @ Wq, X @ Wk, X @ Wv
+    S = K @ Q.T if kq else Q @ K.T
+    div = math.sqrt(K.shape[-1]) if scale is None else scale
+    return softmax(S / div) @ V
+
+
+def _self_attention_hints(X, Wq, Wk, Wv, row=None):
+    pick = (lambda a: a) if row is None else (lambda a: a[row])
+    d = X.shape[-1]
+    return [(NO_SCALING, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=1.0))),
+            (SCALED_BY_N, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=float(Wk.shape[-1])))),
+            (SCALED_BY_D_MODEL, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=math.sqrt(d)))
+             if d != Wk.shape[-1] else None),
+            (WRONG_AXIS, pick(_mistaken_self_attention(X, Wq, Wk, Wv, softmax=_softmax_axis0))),
+            (KQ_SWAPPED, pick(_mistaken_self_attention(X, Wq, Wk, Wv, kq=True)))]
+
+
+def _mistaken_mha(X, Wq, Wk, Wv, Wo, h, *, scale=None, softmax=_softmax, interleaved=False, apply_wo=True):
+    """Multi-head attention with one mistake, head by head (scale: the divisor of every head)."""
+    X, Wq, Wk, Wv, Wo = map(_f64, (X, Wq, Wk, Wv, Wo))
+    d = Wq.shape[1]
+    hs = d // h
+    heads = []
+    for i in range(h):
+        cols = np.arange(i, d, h) if interleaved else np.arange(i * hs, (i + 1) * hs)
+        Q, K, V = X @ Wq[:, cols], X @ Wk[:, cols], X @ Wv[:, cols]
+        div = math.sqrt(hs) if scale is None else scale
+        heads.append(softmax(Q @ K.T / div) @ V)
+    C = np.concatenate(heads, axis=1)
+    return C @ Wo if apply_wo else C
+
+
+def _mha_hints(X, Wq, Wk, Wv, Wo, h):
+    d = Wq.shape[1]
+    return [(HEAD_SCALED_BY_D_MODEL, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=math.sqrt(d)) if h > 1 else None),
+            (NO_SCALING, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=1.0)),
+            (WRONG_AXIS, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, softmax=_softmax_axis0)),
+            ("head i must use the i-th contiguous block of d/num_heads columns (columns i*d/h .. (i+1)*d/h - 1), "
+             "not every num_heads-th column", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, interleaved=True)
+             if 1 < h < d else None),
+            ("the concatenated heads were not multiplied by W_O", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, apply_wo=False))]
+
+
+def _expect_value_error(sub, what, name, *args):
+    """Call `name(*args)` and pass only if the student's code raised ValueError."""
+    try:
+        got = sub.call(name, *args)
+    except StudentError as e:
+        m = re.search(r"\braised (\w+)", e.message)
+        if m and "ValueError" in m.group(1):
+            return
+        raise GradingFailure(f"{what}: expected a ValueError, but {e.message}") from None
+    raise GradingFailure(f"{what}: expected a ValueError (num_heads does not divide the width), "
+                         f"but it returned without an error ({type(got).__name__} value). "
+                         "Check the width with `%` and `raise ValueError(...)`.")
+
+
+# ============================================================================ Q1
 
 
 @pytest.mark.question("Q1")
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_context_vector_handout(sub, ref, close, dtype):
-    e, d = H_E.astype(dtype), H_D[1].astype(dtype)
-    got = sub.call("context_vector", e, d)
-    w = ref.get_attention_weights(ref.scale_scores(ref.get_scores(e, d), 4))
-    close(got, ref.context_vector(e, d), what="context_vector(H_e, H_d[1])", dtype=dtype,
-          hints=[("the weights were applied along the feature axis instead of the token axis", (e * w).sum(0))])
+@pytest.mark.parametrize("state", [0, 1])
+def test_get_scores_handout(sub, ref, close, state):
+    got = sub.call("get_scores", H_E, H_D[state])
+    close(got, ref.get_scores(H_E, H_D[state]), what=f"get_scores(H_e, H_d[{state}])",
+          hints=[("the dot products were taken with the columns of the matrix (matrix.T @ vector), "
+                  "not with its rows (one per token)", H_E.T @ H_D[state])])
+
+
+@pytest.mark.question("Q1")
+def test_scale_scores_handout(sub, ref, close):
+    scores = ref.get_scores(H_E, H_D[1])
+    got = sub.call("scale_scores", scores, 4)
+    close(got, ref.scale_scores(scores, 4), what="scale_scores(scores of H_d[1], 4)",
+          hints=[(SCALED_BY_N, scores / 4), ("the scores were multiplied by sqrt(n)", scores * 2.0)])
+
+
+@pytest.mark.question("Q1")
+def test_attention_weights_handout(sub, ref, close):
+    scaled = ref.scale_scores(ref.get_scores(H_E, H_D[1]), 4)
+    got = sub.call("get_attention_weights", scaled)
+    close(got, ref.get_attention_weights(scaled), what="get_attention_weights(scaled scores of H_d[1])",
+          hints=_mistaken_softmaxes(scaled))
+
+
+@pytest.mark.question("Q1")
+def test_get_context_vector_handout(sub, ref, close):
+    w = ref.get_attention_weights(ref.scale_scores(ref.get_scores(H_E, H_D[1]), 4))
+    got = sub.call("get_context_vector", w, H_E)
+    close(got, ref.get_context_vector(w, H_E), what="get_context_vector(weights of H_d[1], H_e)",
+          hints=[h for h in _combine_hints(w, H_E) if h[0] == FEATURE_AXIS])
+
+
+@pytest.mark.question("Q1")
+@pytest.mark.parametrize("state", [0, 1])
+def test_context_vector_handout(sub, ref, close, state):
+    got = sub.call("context_vector", H_E, H_D[state])
+    close(got, ref.context_vector(H_E, H_D[state]), what=f"context_vector(H_e, H_d[{state}])",
+          hints=_context_hints(H_E, H_D[state]))
+
+
+SOFTMAX_LARGE = {
+    "1d-equal-1000": [1000.0, 1000.0],
+    "1d-1000-999-0": [1000.0, 999.0, 0.0],
+    "2d-rows-far-apart": [[1000.0, 1000.5, 0.0], [-1000.0, -999.0, -1001.0]],
+}
+
+
+@pytest.mark.question("Q1")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", list(SOFTMAX_LARGE))
+def test_softmax_large_scores(sub, ref, close, case, dtype):
+    s = np.array(SOFTMAX_LARGE[case], dtype=dtype)
+    got = sub.call("get_attention_weights", s)
+    close(got, ref.get_attention_weights(_f64(s)), what=f"get_attention_weights({s.tolist()}) in {dtype}",
+          dtype=dtype, hints=_mistaken_softmaxes(s))
+
+
+@pytest.mark.question("Q1")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_2d_over_last_axis(sub, ref, close, rng, dtype):
+    s = _rand(rng, (3, 5), dtype, scale=2.0)
+    got = sub.call("get_attention_weights", s)
+    close(got, ref.get_attention_weights(_f64(s)), what=f"get_attention_weights(scores of shape (3, 5)) in {dtype}",
+          dtype=dtype, hints=_mistaken_softmaxes(s))
+
+
+SCORE_SHAPES = [(5, 3), (1, 4), (2, 7)]  # (T, n): T != n, T = 1, odd widths
+
+
+@pytest.mark.question("Q1")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("T,n", SCORE_SHAPES)
+def test_get_scores_random(sub, ref, close, rng, T, n, dtype):
+    M, v = _rand(rng, (T, n), dtype), _rand(rng, (n,), dtype)
+    got = sub.call("get_scores", M, v)
+    close(got, ref.get_scores(_f64(M), _f64(v)), what=f"get_scores(matrix, vector) with T={T}, n={n}, {dtype}",
+          dtype=dtype)
+
+
+@pytest.mark.question("Q1")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("T,n", SCORE_SHAPES)
+def test_get_context_vector_random(sub, ref, close, rng, T, n, dtype):
+    w = _softmax(rng.standard_normal(T)).astype(dtype)
+    H = _rand(rng, (T, n), dtype)
+    got = _call_with_shape_note(sub, "get_context_vector", w, H, T=T, n=n)
+    close(got, ref.get_context_vector(_f64(w), _f64(H)),
+          what=f"get_context_vector(w, H) with T={T}, n={n}, {dtype}", dtype=dtype, hints=_combine_hints(w, H))
+
+
+@pytest.mark.question("Q1")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("T,n", SCORE_SHAPES)
+def test_context_vector_random(sub, ref, close, rng, T, n, dtype):
+    enc, dec = _rand(rng, (T, n), dtype), _rand(rng, (n,), dtype)
+    got = _call_with_shape_note(sub, "context_vector", enc, dec, T=T, n=n)
+    close(got, ref.context_vector(_f64(enc), _f64(dec)),
+          what=f"context_vector(encoder_states, decoder_state) with T={T}, n={n}, {dtype}", dtype=dtype,
+          hints=_context_hints(enc, dec))
+
+
+@pytest.mark.question("Q1")
+def test_context_vector_handout_shape_new_values(sub, ref, close, rng):
+    """4 x 4 like the handout but other numbers: names a function that reads H_e / H_d instead of its arguments."""
+    enc, dec = rng.standard_normal((4, 4)), rng.standard_normal(4)
+    hints = _context_hints(enc, dec)
+    for (e_s, e_w), d in itertools.product(itertools.product([enc, H_E], repeat=2), [dec, H_D[0], H_D[1]]):
+        if e_s is enc and e_w is enc and d is dec:
+            continue
+        hints.append((GLOBALS.format(names="H_e, H_d"), _mistaken_context(enc, d, enc_scores=e_s, enc_sum=e_w)))
+    got = sub.call("context_vector", enc, dec)
+    close(got, ref.context_vector(enc, dec), what="context_vector(new random 4 x 4 encoder states, new decoder state)",
+          hints=hints)
+
+
+@pytest.mark.question("Q1")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1,), (7,), (1, 1), (4, 1), (3, 6), (6, 2)])
+def test_softmax_random_shapes(sub, ref, close, rng, shape, dtype):
+    s = _rand(rng, shape, dtype, scale=3.0)
+    got = sub.call("get_attention_weights", s)
+    close(got, ref.get_attention_weights(_f64(s)), what=f"get_attention_weights(scores of shape {shape}) in {dtype}",
+          dtype=dtype, hints=_mistaken_softmaxes(s))
+
+
+@pytest.mark.question("Q1")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("T,n", [(1, 1), (6, 9), (3, 2)])
+def test_scale_scores_random(sub, ref, close, rng, T, n, dtype):
+    s = _rand(rng, (T,), dtype, scale=3.0)
+    got = sub.call("scale_scores", s, n)
+    close(got, ref.scale_scores(_f64(s), n), what=f"scale_scores(scores of shape ({T},), {n}) in {dtype}",
+          dtype=dtype, hints=[(SCALED_BY_N, _f64(s) / n)] if n > 1 else [])
+
+
+@pytest.mark.question("Q1")
+@settings(deadline=None, max_examples=25, derandomize=True, database=None, report_multiple_bugs=False,
+          phases=[Phase.explicit, Phase.generate], suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(T=st.integers(1, 7), n=st.integers(1, 6), f32=st.booleans())
+def test_context_property(sub, ref, close, seed, T, n, f32):
+    """get_context_vector == the reference for any T, n (both dtypes); data seeded by (seed, T, n)."""
+    dtype = "float32" if f32 else "float64"
+    rng = np.random.default_rng([seed, T, n, int(f32)])
+    w = _softmax(rng.standard_normal(T)).astype(dtype)
+    H = _rand(rng, (T, n), dtype)
+    got = _call_with_shape_note(sub, "get_context_vector", w, H, T=T, n=n)
+    close(got, ref.get_context_vector(_f64(w), _f64(H)),
+          what=f"get_context_vector(w, H) with T={T}, n={n}, {dtype}", dtype=dtype, hints=_combine_hints(w, H))
+
+
+# ============================================================================ Q2
 
 
 @pytest.mark.question("Q2")
-def test_self_attention_random(sub, ref, close, rng):
-    X, Wq, Wk, Wv = (rng.standard_normal(s) for s in [(5, 3), (3, 4), (3, 4), (3, 2)])
-    close(sub.call("self_attention", X, Wq, Wk, Wv), ref.self_attention(X, Wq, Wk, Wv), what="self_attention")
+@pytest.mark.parametrize("i", [0, 1, 2])
+def test_self_attention_token_handout(sub, ref, close, i):
+    got = sub.call("self_attention_token", X_HANDOUT, W_Q, W_K, W_V, i)
+    close(got, ref.self_attention_token(X_HANDOUT, W_Q, W_K, W_V, i),
+          what=f"self_attention_token(X, W_Q, W_K, W_V, {i}) (token {TOKENS[i]!r})",
+          hints=_self_attention_hints(X_HANDOUT, W_Q, W_K, W_V, row=i))
+
+
+@pytest.mark.question("Q2")
+def test_self_attention_handout(sub, ref, close):
+    got = sub.call("self_attention", X_HANDOUT, W_Q, W_K, W_V)
+    close(got, ref.self_attention(X_HANDOUT, W_Q, W_K, W_V), what="self_attention(X, W_Q, W_K, W_V) (handout data)",
+          hints=_self_attention_hints(X_HANDOUT, W_Q, W_K, W_V))
+
+
+SA_SHAPES = [(5, 3, 4, 2), (1, 4, 4, 4), (2, 7, 3, 5)]  # (T, d, d_k, d_v)
+
+
+@pytest.mark.question("Q2")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("T,d,dk,dv", SA_SHAPES)
+def test_self_attention_random(sub, ref, close, rng, T, d, dk, dv, dtype):
+    X, Wq, Wk, Wv = _tokens_and_projections(rng, T, d, (dk, dk, dv), dtype)
+    got = sub.call("self_attention", X, Wq, Wk, Wv)
+    close(got, ref.self_attention(*map(_f64, (X, Wq, Wk, Wv))),
+          what=f"self_attention(X, W_Q, W_K, W_V) with T={T}, d={d}, d_k={dk}, d_v={dv}, {dtype}", dtype=dtype,
+          hints=_self_attention_hints(X, Wq, Wk, Wv))
+
+
+@pytest.mark.question("Q2")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_self_attention_token_random(sub, ref, close, rng, dtype):
+    T, d, dk, dv = 5, 3, 2, 4
+    X, Wq, Wk, Wv = _tokens_and_projections(rng, T, d, (dk, dk, dv), dtype)
+    i = int(rng.integers(T))
+    got = sub.call("self_attention_token", X, Wq, Wk, Wv, i)
+    close(got, ref.self_attention_token(*map(_f64, (X, Wq, Wk, Wv)), i),
+          what=f"self_attention_token(X, W_Q, W_K, W_V, {i}) with T={T}, d={d}, d_k={dk}, d_v={dv}, {dtype}",
+          dtype=dtype, hints=_self_attention_hints(X, Wq, Wk, Wv, row=i))
+
+
+@pytest.mark.question("Q2")
+def test_self_attention_handout_shape_new_values(sub, ref, close, rng):
+    """3 x 4 and 4 x 4 like the handout but other numbers: names a function that reads X / W_Q / ... globals."""
+    args = [rng.standard_normal(s) for s in [(3, 4), (4, 4), (4, 4), (4, 4)]]
+    handout = [X_HANDOUT, W_Q, W_K, W_V]
+    hints = _self_attention_hints(*args)
+    for mask in itertools.product([False, True], repeat=4):
+        if any(mask):
+            mixed = [h if m else a for a, h, m in zip(args, handout, mask)]
+            hints.append((GLOBALS.format(names="X, W_Q, W_K, W_V"), _mistaken_self_attention(*mixed)))
+    got = sub.call("self_attention", *args)
+    close(got, ref.self_attention(*args), what="self_attention(new random X (3 x 4), W_Q, W_K, W_V (4 x 4))",
+          hints=hints)
+
+
+@pytest.mark.question("Q2")
+def test_self_attention_token_every_row(sub, ref, close, rng):
+    T, d, dk, dv = 6, 5, 3, 2
+    X, Wq, Wk, Wv = (rng.standard_normal(s) for s in [(T, d), (d, dk), (d, dk), (d, dv)])
+    for i in range(T):
+        got = sub.call("self_attention_token", X, Wq, Wk, Wv, i)
+        close(got, ref.self_attention_token(X, Wq, Wk, Wv, i),
+              what=f"self_attention_token(X, W_Q, W_K, W_V, {i}) with T={T}, d={d}, d_k={dk}, d_v={dv}",
+              hints=_self_attention_hints(X, Wq, Wk, Wv, row=i))
+
+
+@pytest.mark.question("Q2")
+@settings(deadline=None, max_examples=25, derandomize=True, database=None, report_multiple_bugs=False,
+          phases=[Phase.explicit, Phase.generate], suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(T=st.integers(1, 7), n=st.integers(1, 6), dk=st.integers(1, 6), dv=st.integers(1, 6), f32=st.booleans())
+def test_self_attention_property(sub, ref, close, seed, T, n, dk, dv, f32):
+    """self_attention == the reference for any T, d (= n), d_k, d_v; data seeded by (seed, shapes)."""
+    dtype = "float32" if f32 else "float64"
+    rng = np.random.default_rng([seed, T, n, dk, dv, int(f32)])
+    X, Wq, Wk, Wv = _tokens_and_projections(rng, T, n, (dk, dk, dv), dtype)
+    got = sub.call("self_attention", X, Wq, Wk, Wv)
+    close(got, ref.self_attention(*map(_f64, (X, Wq, Wk, Wv))),
+          what=f"self_attention(X, W_Q, W_K, W_V) with T={T}, d={n}, d_k={dk}, d_v={dv}, {dtype}", dtype=dtype,
+          hints=_self_attention_hints(X, Wq, Wk, Wv))
+
+
+# ============================================================================ Q3
+
+
+def _check_blocks(sub, ref, close, W, h, dtype, label):
+    got = sub.call("split_heads", W, h)
+    what = f"split_heads({label}, {h})"
+    if isinstance(got, (list, tuple)) and len(got) != h:
+        raise GradingFailure(f"{what}: expected a list of {h} arrays (one per head), got {len(got)} items")
+    d = W.shape[0]
+    Wf = _f64(W)
+    close(got, np.stack(ref.split_heads(Wf, h)), what=what, dtype=dtype,
+          hints=[("the blocks were cut along the rows (axis 0) instead of the columns",
+                  np.stack(np.split(Wf, h, axis=0)) if d % h == 0 else None),
+                 ("head i must get the i-th block of contiguous columns, not every num_heads-th column",
+                  np.stack([Wf[:, i::h] for i in range(h)])),
+                 ("each block came back transposed (d/num_heads x d) instead of (d x d/num_heads)",
+                  np.stack([b.T for b in ref.split_heads(Wf, h)]))])
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("d,width,h", [(4, 4, 2), (3, 6, 3), (5, 10, 5), (2, 6, 1), (4, 6, 6)])
+def test_split_heads_blocks(sub, ref, close, d, width, h):
+    W = np.arange(d * width, dtype=np.float64).reshape(d, width) / 10  # every entry tells where it came from
+    _check_blocks(sub, ref, close, W, h, "float64", f"W of shape ({d}, {width}) with W[r, c] = r*{width/10:g} + c/10")
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("d,width,h", [(4, 6, 4), (3, 5, 2), (4, 4, 3), (2, 8, 16)])
+def test_split_heads_not_divisible(sub, d, width, h):
+    W = np.ones((d, width))
+    _expect_value_error(sub, f"split_heads(W of shape ({d}, {width}), {h})", "split_heads", W, h)
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("d,width,h", [(7, 12, 4), (1, 9, 3), (6, 5, 5)])
+def test_split_heads_random(sub, ref, close, rng, d, width, h, dtype):
+    W = _rand(rng, (d, width), dtype)
+    _check_blocks(sub, ref, close, W, h, dtype, f"random W of shape ({d}, {width}), {dtype}")
+
+
+SHAPE_CASES = [(3, 4, 2), (7, 6, 3), (1, 10, 5), (128, 512, 8), (5, 64, 1)]  # (T, d_model, num_heads)
+WEIGHT_CASES = [(d, h) for _, d, h in SHAPE_CASES]  # (d_model, num_heads)
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("d,h", WEIGHT_CASES)
+def test_head_weight_shape(sub, ref, close, d, h):
+    got = sub.call("head_weight_shape", d, h)
+    # a head's output shape (t, d/h) for any t the student may have used (a notebook T, X.shape[0], ...)
+    hints = [(HEAD_WEIGHT_IS_OUTPUT, (t, d // h)) for t in range(1, 1025) if t != d]
+    hints.append(("the shape is transposed: with row vectors (X @ W) a weight is (d_in, d_out) = "
+                  "(d_model, d_model // num_heads)", (d // h, d) if h > 1 else None))
+    close(got, ref.head_weight_shape(d, h), what=f"head_weight_shape(d_model={d}, num_heads={h})", hints=hints)
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("T,d,h", SHAPE_CASES)
+def test_head_output_shape(sub, ref, close, T, d, h):
+    got = sub.call("head_output_shape", T, d, h)
+    close(got, ref.head_output_shape(T, d, h), what=f"head_output_shape(seq_len={T}, d_model={d}, num_heads={h})",
+          hints=[("that is the shape of one head's weight (d_model, d_model // num_heads), not of its output",
+                  (d, d // h) if T != d else None),
+                 ("the shape is transposed: one row per token, (seq_len, d_model // num_heads)",
+                  (d // h, T) if T != d // h else None)])
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("T,d,h", SHAPE_CASES)
+def test_concat_shape(sub, ref, close, T, d, h):
+    got = sub.call("concat_shape", T, d, h)
+    close(got, ref.concat_shape(T, d, h), what=f"concat_shape(seq_len={T}, d_model={d}, num_heads={h})",
+          hints=[("that is the shape of one head's output; the concatenation puts all num_heads heads side by side",
+                  (T, d // h) if h > 1 else None)])
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("d,h", WEIGHT_CASES)
+def test_w_o_shape(sub, ref, close, d, h):
+    got = sub.call("w_o_shape", d, h)
+    close(got, ref.w_o_shape(d, h), what=f"w_o_shape(d_model={d}, num_heads={h})",
+          hints=[("that is the shape of one head's weight; W^O maps the concatenated heads "
+                  "(num_heads * d_model // num_heads features) back to d_model", (d, d // h) if h > 1 else None)])
+
+
+def _mha_case(rng, T, d, dtype):
+    X, *Ws = _tokens_and_projections(rng, T, d, (d, d, d, d), dtype)
+    return X, Ws
+
+
+def _check_mha(sub, ref, close, X, Ws, h, dtype, label):
+    got = sub.call("multi_head_attention", X, *Ws, h)
+    args = [_f64(a) for a in (X, *Ws)]
+    close(got, ref.multi_head_attention(*args, h), what=f"multi_head_attention({label}, num_heads={h})",
+          dtype=dtype, hints=_mha_hints(*args, h))
+
+
+@pytest.mark.question("Q3")
+def test_multi_head_attention_handout(sub, ref, close):
+    Wo = np.eye(4)
+    _check_mha(sub, ref, close, X_HANDOUT, [W_Q, W_K, W_V, Wo], 2, "float64",
+               "handout X, W_Q, W_K, W_V, W_O = identity (4 x 4)")
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("T,d,h", [(3, 4, 2), (5, 6, 3), (2, 10, 5), (1, 8, 4)])
+def test_multi_head_attention(sub, ref, close, rng, T, d, h, dtype):
+    X, Ws = _mha_case(rng, T, d, dtype)
+    _check_mha(sub, ref, close, X, Ws, h, dtype, f"random X ({T} x {d}), W_Q, W_K, W_V, W_O ({d} x {d}), {dtype}")
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("T,d,h", [(7, 9, 3), (4, 12, 4), (6, 5, 5), (3, 6, 1), (1, 3, 3)])
+def test_multi_head_attention_random(sub, ref, close, rng, T, d, h, dtype):
+    X, Ws = _mha_case(rng, T, d, dtype)
+    _check_mha(sub, ref, close, X, Ws, h, dtype, f"random X ({T} x {d}), W_Q, W_K, W_V, W_O ({d} x {d}), {dtype}")

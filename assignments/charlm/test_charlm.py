@@ -1,0 +1,570 @@
+"""Grading tests of the `charlm` assignment (trusted side).
+
+What it is for: checking a student's causal character-level transformer
+against HOMEWORK.md: the data pipeline (`build_vocab`, `make_blocks`), the
+causal mask and masked attention, layer normalization by hand, sinusoidal
+positions, and `CharTransformer`. Functions are compared with the reference
+(`ref`) on fresh random inputs of other shapes than the handout's; every
+known mistake (wrong triangle, softmax over the queries, no scaling, the
+unbiased variance, eps on the std, sin/cos swapped, ...) is computed here, on
+the trusted side with torch, and passed to `close` as a hint so a failing
+answer that matches it is named.
+
+The model is graded by properties any correct design has (no weights are
+compared): output shape, causality, batch independence, registered
+parameters that all take part in the graph, and dtype following the
+parameters. The worker only runs forward on the inputs it is sent (a batch
+and its modified copies); every comparison (logits up to t unchanged after
+changing the tokens after t, a row alone vs in its batch) is done here, on
+the plain arrays it sent back.
+
+Devices and dtypes: float32/float64 everywhere; on CUDA also float16 and
+bfloat16, judged by PyTorch's rule for low-precision attention
+(`compare_lowp`: error against a float64 golden answer within 5x the
+reference's own error at that precision).
+
+What it is not: a place that runs student code (everything goes through
+`sub`) or that decides points (the plugin and the scorecard do).
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from checker.compare import compare_lowp
+from checker.errors import GradingFailure
+
+LOWP = ("float16", "bfloat16")
+INT_KINDS = ("int64", "int32", "int16", "int8", "uint8")
+# vocab_size, block_size, d_model, num_heads, num_layers
+MODEL = (11, 8, 16, 2, 2)
+MODEL_MORE = [(5, 12, 24, 3, 1), (30, 4, 8, 4, 3)]
+CAUSAL_HINT = ("logits at position t depend on later tokens: the mask is missing or on the wrong triangle "
+               "(key j > query i must be masked)")
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _fail(message):
+    raise GradingFailure(message)
+
+
+def _tensor(a, dtype="float64", device="cpu"):
+    """A trusted-side torch tensor from numpy data (created on `device`)."""
+    return torch.tensor(np.asarray(a), dtype=getattr(torch, dtype), device=device)
+
+
+def _np64(t):
+    """A trusted-side float64 numpy copy of a tensor (any device/dtype)."""
+    return t.detach().to("cpu", torch.float64).numpy()
+
+
+def _shape(s):
+    s = tuple(s)
+    return "(" + ", ".join(map(str, s)) + ("," if len(s) == 1 else "") + ")"
+
+
+def _check_values(close, got, *, expected, golden, what, dtype, hints):
+    """`close` against `expected` (the reference in the input's dtype) for float32/float64; for float16/bfloat16,
+    PyTorch's low-precision rule: the error against the float64 `golden` answer may be 5x the reference's own."""
+    if dtype in LOWP:
+        compare_lowp(got, _np64(golden), _np64(expected), what=what, dtype=dtype, hints=hints)
+    else:
+        close(got, _np64(expected), what=what, dtype=dtype, hints=hints)
+
+
+def _check_dtype(info, dtype, what):
+    got = (info.get("dtypes") or ["?"])[0]
+    if got != dtype:
+        _fail(f"{what}: the values are right but came back as {got} for {dtype} inputs. Work in the input's "
+              f"dtype: build masks and constants with `dtype=x.dtype, device=x.device` (or use masked_fill).")
+
+
+def _as_index(v):
+    """A Python int from an id that came back as an int, a 0-d array or a 1-element array."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, np.ndarray) and v.size == 1 and v.dtype.kind in "iu":
+        return int(v.reshape(()))
+    return None
+
+
+def _check_vocab(got, text):
+    chars = sorted(set(text))
+    want = {c: i for i, c in enumerate(chars)}
+    what = f"build_vocab({text[:30]!r}{'...' if len(text) > 30 else ''})"
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        _fail(f"{what}: expected a pair (stoi, itos), got {type(got).__name__}"
+              + (f" of length {len(got)}" if isinstance(got, (tuple, list)) else ""))
+    stoi, itos = got
+    if not isinstance(stoi, dict):
+        _fail(f"{what}: stoi should be a dict character -> id, got {type(stoi).__name__}")
+    stoi_n = {k: _as_index(v) for k, v in stoi.items()}
+    if stoi_n != want:
+        missing = [c for c in chars if c not in stoi_n]
+        extra = [c for c in stoi_n if c not in want]
+        msg = f"{what}: stoi is not the mapping of the sorted unique characters to 0..{len(chars) - 1}"
+        if missing or extra:
+            msg += f"\nmissing characters: {missing[:10]!r}; characters not in the text: {extra[:10]!r}"
+            msg += "\nLikely mistake: the vocabulary is built from something other than the `text` argument (a global?)."
+        else:
+            wrong = [(c, stoi_n[c], want[c]) for c in chars if stoi_n[c] != want[c]][:5]
+            msg += "\n" + ", ".join(f"{c!r} -> {g} (expected {w})" for c, g, w in wrong)
+            first_seen = {c: i for i, c in enumerate(dict.fromkeys(text))}
+            if stoi_n == first_seen:
+                msg += "\nLikely mistake: ids follow the order of first appearance; sort the characters first."
+        _fail(msg)
+    if isinstance(itos, dict):
+        itos_n = {_as_index(k): v for k, v in itos.items()}
+    elif isinstance(itos, (list, tuple, str)):
+        itos_n = dict(enumerate(itos))
+    else:
+        _fail(f"{what}: itos should be a dict id -> character (or a list), got {type(itos).__name__}")
+    if itos_n != {i: c for c, i in want.items()}:
+        bad = [i for i in range(len(chars)) if itos_n.get(i) != chars[i]][:5]
+        _fail(f"{what}: itos is not the inverse of stoi: "
+              + ", ".join(f"itos[{i}] = {itos_n.get(i)!r} (expected {chars[i]!r})" for i in bad)
+              + (f"; it has {len(itos_n)} entries for {len(chars)} characters" if len(itos_n) != len(chars) else ""))
+
+
+def _check_blocks(sub, close, rng, L, bs):
+    data_np = rng.integers(0, 20, size=L)
+    data = torch.tensor(data_np, dtype=torch.int64)
+    got, info = sub.call_info("make_blocks", data, bs)
+    what = f"make_blocks(data of length {L}, block_size={bs})"
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        _fail(f"{what}: expected a pair (x, y), got {type(got).__name__}")
+    idx = np.arange(L - bs)[:, None] + np.arange(bs)[None, :]
+    x_want, y_want = data_np[idx], data_np[idx + 1]
+    extra = np.arange(L - bs + 1)[:, None] + np.arange(bs)[None, :]
+    close(got[0], x_want, what=f"{what}: x", hints=[
+        ("one window too many: the last window needs a next token for y, so there are L - block_size windows",
+         data_np[extra])])
+    close(got[1], y_want, what=f"{what}: y", hints=[
+        ("y is x itself: y must be the next token at every position (x shifted one ahead)", x_want)])
+    kinds = list(info.get("dtypes", []))
+    if any(d not in INT_KINDS for d in kinds):
+        _fail(f"{what}: x and y should be LongTensors of token ids, came back as {kinds}")
+
+
+# attention --------------------------------------------------------------
+
+
+def _attend(Q, K, V, scale, mask, dim):
+    s = (Q @ K.transpose(-2, -1)) * scale
+    if mask is not None:
+        s = s.masked_fill(mask, float("-inf"))
+    return torch.softmax(s, dim=dim) @ V
+
+
+def _attention_hints(Q, K, V):
+    """Known mistakes of masked_attention, computed in float64 on the trusted side."""
+    Q, K, V = (t.detach().to("cpu", torch.float64) for t in (Q, K, V))
+    T, d_k, d_v = Q.shape[-2], Q.shape[-1], V.shape[-1]
+    upper = torch.ones(T, T, dtype=torch.bool).triu(1)
+    sc = 1 / math.sqrt(d_k)
+    hints = [
+        ("softmax over the query axis (dim=-2); it must run over the keys, the last axis",
+         _attend(Q, K, V, sc, upper, -2)),
+        ("your mask lets position i see j > i (the mask is on the wrong triangle)", _attend(Q, K, V, sc, upper.T, -1)),
+        ("your mask lets position i see j > i (True must mark the future keys j > i, the ones to hide)",
+         _attend(Q, K, V, sc, ~upper, -1)),
+        ("no 1/sqrt(d_k) scaling of the scores", _attend(Q, K, V, 1.0, upper, -1)),
+        ("no causal mask: every position attends to all keys", _attend(Q, K, V, sc, None, -1)),
+    ]
+    if d_v != d_k:
+        hints.append(("scaled by 1/sqrt(d_v) instead of 1/sqrt(d_k)", _attend(Q, K, V, 1 / math.sqrt(d_v), upper, -1)))
+    return [(text, v.numpy()) for text, v in hints]
+
+
+def _check_attention(sub, ref, close, rng, q_shape, d_v, device, dtype, scale=1.0, same_qk=False):
+    """masked_attention on random Q, K, V (numbers drawn in float64, rounded to `dtype` on `device`)."""
+    Q = _tensor(scale * rng.standard_normal(q_shape), dtype, device)
+    K = Q.clone() if same_qk else _tensor(scale * rng.standard_normal(q_shape), dtype, device)
+    V = _tensor(rng.standard_normal(tuple(q_shape[:-1]) + (d_v,)), dtype, device)
+    got, info = sub.call_info("masked_attention", Q, K, V)
+    what = (f"masked_attention(Q, K, V) with Q, K {_shape(Q.shape)}, V {_shape(V.shape)}, {dtype} on {device}")
+    golden = ref.masked_attention(*(t.to("cpu", torch.float64) for t in (Q, K, V)))
+    expected = ref.masked_attention(Q, K, V)
+    _check_values(close, got, expected=expected, golden=golden, what=what, dtype=dtype,
+                  hints=_attention_hints(Q, K, V))
+    _check_dtype(info, dtype, what)
+
+
+# layer norm -------------------------------------------------------------
+
+
+def _ln_input(rng, shape):
+    """Rows with a small spread (std 0.02-0.08) and a small offset: eps and n-1 both show beyond tolerance."""
+    rows = tuple(shape[:-1]) + (1,)
+    return rng.uniform(-0.1, 0.1, rows) + rng.uniform(0.02, 0.08, rows) * rng.standard_normal(shape)
+
+
+def _ln_hints(x, eps):
+    x = x.detach().to("cpu", torch.float64)
+    mean = x.mean(-1, keepdim=True)
+    var_b = x.var(-1, unbiased=False, keepdim=True)
+    var_u = x.var(-1, unbiased=True, keepdim=True) if x.shape[-1] > 1 else var_b
+    xt = x.transpose(0, -1) if x.dim() > 1 else x
+    over_first = F.layer_norm(xt, xt.shape[-1:], eps=eps).transpose(0, -1) if x.dim() > 1 else None
+    hints = [
+        ("unbiased variance in layer norm (divide by n, not n - 1: unbiased=False / correction=0)",
+         (x - mean) / torch.sqrt(var_u + eps)),
+        ("eps added to the std instead of inside the square root: use sqrt(var + eps)",
+         (x - mean) / (torch.sqrt(var_b) + eps)),
+        ("unbiased std and eps added to the std", (x - mean) / (torch.sqrt(var_u) + eps)),
+        ("no eps at all", (x - mean) / torch.sqrt(var_b)),
+    ]
+    if over_first is not None and x.shape[0] > 1:
+        hints.append(("normalized over the first axis instead of the last one", over_first))
+    return [(text, v.numpy()) for text, v in hints]
+
+
+def _check_layer_norm(sub, ref, close, rng, shape, eps, device, dtype):
+    x = _tensor(_ln_input(rng, shape), dtype, device)
+    if eps is None:
+        got, info = sub.call_info("layer_norm", x)
+        eps_v, what = 1e-5, f"layer_norm(x) with x {_shape(shape)} {dtype} on {device} (default eps)"
+    else:
+        got, info = sub.call_info("layer_norm", x, eps)
+        eps_v, what = eps, f"layer_norm(x, {eps:g}) with x {_shape(shape)} {dtype} on {device}"
+    x64 = x.to("cpu", torch.float64)
+    golden = F.layer_norm(x64, x64.shape[-1:], eps=eps_v)
+    expected = (ref.layer_norm(x, eps_v) if dtype in LOWP or eps is None
+                else F.layer_norm(x, x.shape[-1:], eps=eps_v))
+    _check_values(close, got, expected=expected, golden=golden, what=what, dtype=dtype,
+                  hints=_ln_hints(x, eps_v))
+    _check_dtype(info, dtype, what)
+
+
+# positions --------------------------------------------------------------
+
+
+def _pe_variants(T, d):
+    pos = torch.arange(T, dtype=torch.float64)[:, None]
+    n_sin, n_cos = (d + 1) // 2, d // 2
+    freq = lambda expo: pos / 10000.0 ** (expo / d)  # noqa: E731
+    two_i = torch.arange(0, d, 2, dtype=torch.float64)  # 2i for every pair
+    i = torch.arange(n_sin, dtype=torch.float64)
+
+    def build(even, odd):
+        pe = torch.zeros(T, d, dtype=torch.float64)
+        pe[:, 0::2], pe[:, 1::2] = even, odd
+        return pe.numpy()
+    a = freq(two_i)
+    return [
+        ("sin and cos swapped: even columns 2i take the sine, odd columns 2i+1 the cosine",
+         build(torch.cos(a), torch.sin(a[:, :n_cos]))),
+        ("the exponent uses i instead of 2i: 10000^(2i/d_model), with 2i the even column index",
+         build(torch.sin(freq(i)), torch.cos(freq(i)[:, :n_cos]))),
+        ("the cosine columns use their own index 2i+1 in the exponent; a pair (2i, 2i+1) shares 10000^(2i/d_model)",
+         build(torch.sin(a), torch.cos(freq(two_i[:n_cos] + 1)))),
+    ]
+
+
+def _check_positions(sub, ref, close, T, d):
+    got = sub.call("sinusoidal_positions", T, d)
+    expected = ref.sinusoidal_positions(T, d)
+    close(got, _np64(expected), what=f"sinusoidal_positions({T}, {d})", dtype="float32",
+          hints=_pe_variants(T, d))
+
+
+# model ------------------------------------------------------------------
+
+
+def _ids(rng, B, T, V, device="cpu"):
+    return torch.tensor(rng.integers(0, V, size=(B, T)), dtype=torch.int64, device=device)
+
+
+def _logits(out, B, T, V, what):
+    """The logits array of one forward output, or a teaching failure."""
+    if isinstance(out, (tuple, list)):
+        _fail(f"{what}: forward returned a {type(out).__name__} of {len(out)} items; "
+              "it must return only the logits tensor (B, T, vocab_size)")
+    if not isinstance(out, np.ndarray):
+        _fail(f"{what}: forward returned {type(out).__name__}, not a tensor of logits")
+    if out.shape != (B, T, V):
+        msg = f"{what}: expected logits of shape {_shape((B, T, V))}, got {_shape(out.shape)}"
+        if out.shape == (B * T, V):
+            msg += " (flattened: keep the batch and time axes, reshape only inside the loss)"
+        _fail(msg)
+    if out.dtype.kind != "f":
+        _fail(f"{what}: logits should be floating point, got {out.dtype}")
+    if not np.isfinite(out).all():
+        _fail(f"{what}: the logits contain NaN or Inf (a row of the attention fully masked?)")
+    return out
+
+
+def _new(sub, cfg, seed, device="cpu", dtype="float32"):
+    return sub.new("CharTransformer", *cfg, seed=seed, device=device, dtype=dtype)
+
+
+def _cfg_text(cfg):
+    return "CharTransformer(vocab_size={}, block_size={}, d_model={}, num_heads={}, num_layers={})".format(*cfg)
+
+
+def _check_causal(sub, close, rng, seed, cfg, device, B=2):
+    V, T = cfg[0], cfg[1]
+    m = _new(sub, cfg, seed, device)
+    idx = _ids(rng, B, T, V, device)
+    ts = sorted({0, T // 2, T - 2}) if T > 1 else []
+    variants = []
+    for t in ts:
+        idx2 = idx.clone()
+        shift = torch.tensor(rng.integers(1, V, size=(B, T - t - 1)), dtype=torch.int64, device=device)
+        idx2[:, t + 1:] = (idx[:, t + 1:] + shift) % V  # every later token is different
+        variants.append(idx2)
+    r = m.forward([idx] + variants, seed=seed)
+    what = f"{_cfg_text(cfg)} on ids {_shape(idx.shape)}"
+    base = _logits(r.outputs[0], B, T, V, what)
+    for t, out in zip(ts, r.outputs[1:]):
+        out = _logits(out, B, T, V, what)
+        try:
+            close(out[:, : t + 1], base[:, : t + 1], dtype="float32",
+                  what=f"{what}: logits at positions 0..{t} after changing the tokens after position {t}")
+        except GradingFailure as e:
+            raise GradingFailure(f"{e.message}\nLikely mistake: {CAUSAL_HINT}.") from None
+        if np.abs(out[:, t + 1] - base[:, t + 1]).max() <= 1e-6:
+            _fail(f"{what}: the logits at position {t + 1} did not change when the token at position {t + 1} "
+                  "changed: does forward use its `idx` argument?")
+
+
+# ---------------------------------------------------------------- data
+
+
+@pytest.mark.question("data")
+@pytest.mark.parametrize("text", ["hello", "hello world", "to be,\nor not to be.", "aaaa"],
+                         ids=["hello", "hello-world", "two-lines", "aaaa"])
+def test_build_vocab(sub, text):
+    _check_vocab(sub.call("build_vocab", text), text)
+
+
+@pytest.mark.question("data")
+def test_build_vocab_random_text(sub, rng):
+    alphabet = list("abcdefghijklmnopqrstuvwxyzABCDEFXYZ0123456789 .,;:!?'\"\n\t-é€ü")
+    text = "".join(rng.choice(alphabet, size=200))
+    _check_vocab(sub.call("build_vocab", text), text)
+
+
+@pytest.mark.question("data")
+@pytest.mark.parametrize("L,bs", [(10, 3), (9, 8)])
+def test_make_blocks(sub, close, rng, L, bs):
+    _check_blocks(sub, close, rng, L, bs)
+
+
+@pytest.mark.question("data")
+@pytest.mark.parametrize("L,bs", [(50, 1), (17, 16)])
+def test_make_blocks_more_sizes(sub, close, rng, L, bs):
+    _check_blocks(sub, close, rng, L, bs)
+
+
+# ---------------------------------------------------------------- attention
+
+
+def _check_mask(sub, close, T):
+    want = np.triu(np.ones((T, T), dtype=bool), 1)
+    got, info = sub.call_info("causal_mask", T)
+    what = f"causal_mask({T})"
+    close(got, want, what=what, hints=[
+        ("your mask lets position i see j > i (True must be on the strict upper triangle, key j > query i)", want.T),
+        ("your mask lets position i see j > i: True must mark the positions NOT allowed (j > i), "
+         "you marked the allowed ones", ~want)])
+    dt = (info.get("dtypes") or ["?"])[0]
+    if dt != "bool":
+        _fail(f"{what}: the values are right but the mask is {dt}; return a bool tensor "
+              "(masked_fill needs one; e.g. `torch.ones(T, T, dtype=torch.bool).triu(1)`)")
+
+
+@pytest.mark.question("attention")
+@pytest.mark.parametrize("T", [1, 2, 5])
+def test_causal_mask(sub, close, T):
+    _check_mask(sub, close, T)
+
+
+@pytest.mark.question("attention")
+@pytest.mark.parametrize("T", [16])
+def test_causal_mask_more_sizes(sub, close, T):
+    _check_mask(sub, close, T)
+
+
+@pytest.mark.question("attention")
+def test_masked_attention(sub, ref, close, rng, device, float_dtype):
+    _check_attention(sub, ref, close, rng, (6, 4), 4, device, float_dtype)
+
+
+@pytest.mark.question("attention")
+def test_masked_attention_batched(sub, ref, close, rng, device, float_dtype):
+    _check_attention(sub, ref, close, rng, (2, 3, 5, 4), 3, device, float_dtype)
+
+
+@pytest.mark.question("attention")
+@pytest.mark.parametrize("q_shape,d_v", [((1, 3), 2), ((7, 8), 2), ((2, 2, 3, 4, 6), 5)])
+def test_masked_attention_more_shapes(sub, ref, close, rng, device, q_shape, d_v):
+    _check_attention(sub, ref, close, rng, q_shape, d_v, device, "float64")
+
+
+@pytest.mark.question("attention")
+def test_masked_attention_large_scores(sub, ref, close, rng, device):
+    # Q == K: the diagonal scores are in the thousands, so exp() without the max subtracted overflows
+    _check_attention(sub, ref, close, rng, (2, 6, 4), 3, device, "float64", scale=40.0, same_qk=True)
+
+
+# ---------------------------------------------------------------- layer norm
+
+
+@pytest.mark.question("layernorm")
+def test_layer_norm(sub, ref, close, rng, device, float_dtype):
+    _check_layer_norm(sub, ref, close, rng, (4, 5), None, device, float_dtype)
+
+
+@pytest.mark.question("layernorm")
+@pytest.mark.parametrize("shape,eps", [((3, 6), 1e-5), ((2, 3, 4), 1e-5)])
+def test_layer_norm_eps_and_3d(sub, ref, close, rng, shape, eps):
+    _check_layer_norm(sub, ref, close, rng, shape, eps, "cpu", "float64")
+
+
+@pytest.mark.question("layernorm")
+@pytest.mark.parametrize("shape,eps,dtype", [((1, 4), 1e-3, "float64"), ((2, 2, 3, 6), 1e-4, "float32"),
+                                             ((5,), 1e-5, "float64")])
+def test_layer_norm_more_shapes(sub, ref, close, rng, device, shape, eps, dtype):
+    _check_layer_norm(sub, ref, close, rng, shape, eps, device, dtype)
+
+
+# ---------------------------------------------------------------- positions
+
+
+@pytest.mark.question("positions")
+@pytest.mark.parametrize("T,d", [(1, 4), (6, 8), (5, 7)])
+def test_sinusoidal_positions(sub, ref, close, T, d):
+    _check_positions(sub, ref, close, T, d)
+
+
+@pytest.mark.question("positions")
+@pytest.mark.parametrize("T,d", [(16, 3), (24, 32)])
+def test_sinusoidal_positions_more_sizes(sub, ref, close, T, d):
+    _check_positions(sub, ref, close, T, d)
+
+
+# ---------------------------------------------------------------- model
+
+
+@pytest.mark.question("model")
+def test_model_output_shape(sub, rng, seed, device):
+    V, bs = MODEL[0], MODEL[1]
+    m = _new(sub, MODEL, seed, device)
+    shapes = [(2, bs), (3, 1), (1, 5)]
+    r = m.forward([_ids(rng, B, T, V, device) for B, T in shapes], seed=seed)
+    for (B, T), out, dt, dev in zip(shapes, r.outputs, r.dtypes, r.devices):
+        what = f"{_cfg_text(MODEL)} on ids of shape {_shape((B, T))} ({device})"
+        _logits(out, B, T, V, what)
+        if dt != "float32":
+            _fail(f"{what}: the parameters are float32 but the logits came back as {dt}")
+        if not str(dev).startswith(device):
+            _fail(f"{what}: the logits came back on {dev}: build tensors in forward on `idx.device`")
+
+
+@pytest.mark.question("model")
+def test_model_causality(sub, close, rng, seed, device):
+    _check_causal(sub, close, rng, seed, MODEL, device)
+
+
+@pytest.mark.question("model")
+def test_model_batch_independent(sub, close, rng, seed):
+    V, T, B = MODEL[0], 6, 3
+    m = _new(sub, MODEL, seed)
+    idx = _ids(rng, B, T, V)
+    r = m.forward([idx] + [idx[b:b + 1].clone() for b in range(B)], seed=seed)
+    what = f"{_cfg_text(MODEL)} on ids {_shape((B, T))}"
+    batch = _logits(r.outputs[0], B, T, V, what)
+    for b, out in enumerate(r.outputs[1:]):
+        out = _logits(out, 1, T, V, f"{what}, row {b} alone")
+        try:
+            close(batch[b:b + 1], out, dtype="float32", what=f"{what}: logits of sequence {b} in the batch vs alone")
+        except GradingFailure as e:
+            raise GradingFailure(
+                f"{e.message}\nLikely mistake: the sequences of a batch influence each other (for example "
+                "nn.MultiheadAttention without batch_first=True on (B, T, C) input, or a norm over the batch)."
+            ) from None
+
+
+@pytest.mark.question("model")
+def test_model_parameters_registered(sub, seed):
+    m = _new(sub, MODEL, seed)
+    if not m.params:
+        _fail(f"{_cfg_text(MODEL)} has no parameters: layers must be attributes of the module "
+              "(self.x = nn.Linear(...)) or live in nn.ModuleList, created in __init__")
+    deeper = MODEL[:4] + (MODEL[4] + 2,)
+    m2 = _new(sub, deeper, seed)
+    if m2.n_params <= m.n_params:
+        _fail(f"{_cfg_text(deeper)} has {m2.n_params} parameters, no more than {m.n_params} with "
+              f"num_layers={MODEL[4]}: the blocks' parameters are not registered (a plain Python list?) or "
+              "num_layers is ignored. Keep the blocks in nn.ModuleList / nn.Sequential.")
+    moved = m.to("meta")
+    stuck = [p["name"] for p in moved.get("params", []) + moved.get("buffers", []) if p.get("device") != "meta"]
+    if stuck:
+        _fail(f"{_cfg_text(MODEL)}.to('meta') left these on their device: {', '.join(stuck[:8])}")
+
+
+@pytest.mark.question("model")
+def test_model_every_parameter_gets_a_gradient(sub, rng, seed, device):
+    V, bs = MODEL[0], MODEL[1]
+    m = _new(sub, MODEL, seed, device)
+    if not m.params:
+        _fail(f"{_cfg_text(MODEL)} has no parameters to train")
+    idx = _ids(rng, 2, bs, V, device)
+    weight = _tensor(rng.standard_normal((2, bs, V)), "float32", device)
+    r = m.grads(idx, weight, seed=seed)
+    trainable = {p["name"] for p in m.params if p.get("requires_grad")}
+    rows = r.get("params", []) if isinstance(r, dict) else []
+    none = [p["name"] for p in rows if p.get("name") in trainable and not p.get("has_grad")]
+    if none:
+        _fail(f"{_cfg_text(MODEL)}: after backward these parameters have no gradient (grad is None), so they take "
+              f"no part in computing the logits: {', '.join(none[:8])}{' ...' if len(none) > 8 else ''}. "
+              "An unused layer, or attribute names that differ between __init__ and forward?")
+    bad = [p["name"] for p in rows if p.get("has_grad") and p.get("finite") is False]
+    if bad:
+        _fail(f"{_cfg_text(MODEL)}: NaN or Inf gradients in {', '.join(bad[:8])}")
+
+
+@pytest.mark.question("model")
+def test_model_float64(sub, rng, seed):
+    V, bs = MODEL[0], MODEL[1]
+    m = _new(sub, MODEL, seed, dtype="float64")
+    r = m.forward([_ids(rng, 2, bs, V)], seed=seed)
+    what = f"{_cfg_text(MODEL)} built in float64, on ids {_shape((2, bs))}"
+    _logits(r.outputs[0], 2, bs, V, what)
+    if r.dtypes[0] != "float64":
+        _fail(f"{what}: the logits came back as {r.dtypes[0]}: tensors made in forward should follow the "
+              "parameters' dtype (e.g. `dtype=x.dtype`), and every layer must be registered")
+
+
+@pytest.mark.question("model")
+@pytest.mark.parametrize("cfg", MODEL_MORE, ids=["d24-h3-l1", "d8-h4-l3"])
+def test_model_more_configs(sub, close, rng, seed, cfg):
+    V, bs = cfg[0], cfg[1]
+    m = _new(sub, cfg, seed)
+    r = m.forward([_ids(rng, 3, bs, V), _ids(rng, 1, 1, V)], seed=seed)
+    _logits(r.outputs[0], 3, bs, V, f"{_cfg_text(cfg)} on ids {_shape((3, bs))}")
+    _logits(r.outputs[1], 1, 1, V, f"{_cfg_text(cfg)} on ids (1, 1)")
+    _check_causal(sub, close, rng, seed, cfg, "cpu")
+
+
+@pytest.mark.question("model")
+def test_model_uses_context(sub, rng, seed):
+    V, bs = MODEL[0], MODEL[1]
+    m = _new(sub, MODEL, seed)
+    idx = _ids(rng, 2, bs, V)
+    idx2 = idx.clone()
+    idx2[:, 0] = (idx[:, 0] + 1) % V
+    r = m.forward([idx, idx2], seed=seed)
+    what = f"{_cfg_text(MODEL)} on ids {_shape((2, bs))}"
+    a, b = _logits(r.outputs[0], 2, bs, V, what), _logits(r.outputs[1], 2, bs, V, what)
+    if np.abs(a[:, -1] - b[:, -1]).max() <= 1e-6:
+        _fail(f"{what}: the logits at the last position do not change when the first token changes: the model "
+              "does not attend to earlier tokens (attention missing, or every earlier key masked)")

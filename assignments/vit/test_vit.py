@@ -1,0 +1,576 @@
+"""Grading tests of the `vit` assignment (trusted side): patchify, multi-head self-attention, ViT.
+
+What it is for: judging a student's `patchify` against the reference (it is
+pure data movement, so the answer is exact), and the student's
+`MultiHeadSelfAttention` and `VisionTransformer` modules by properties that
+every correct design has, whatever its parameter layout (fused or per-head
+projections, `nn.MultiheadAttention`, a `Conv2d` patch embedding, dropout):
+output shape, registered parameters that follow `.to(...)` and take part in
+the graph, permutation equivariance and token mixing (MHSA only), batch
+independence, dependence on every patch (ViT only), dtype and device of the
+output, and the full ViT-B/16 size on the meta device.
+
+What it is not: a comparison of module outputs with the reference (the
+student's weights are not ours), or a place that runs student code; every
+student call goes through `sub` and comes back as plain data.
+
+Sizes are small (each test well under a second on a 2-core CPU). ViT
+configurations keep `hidden_dim`, `out_dim` and `N + 1` pairwise different
+so that a `LayerNorm` built with the wrong normalized shape cannot pass by
+accident.
+"""
+
+import contextlib
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from checker.compare import as_plain_array
+from checker.errors import GradingFailure, StudentError
+
+LIST_HINT = "per-head layers kept in a plain Python list are not registered: use nn.ModuleList"
+RESHAPE_HINT = "patches cut by reshape, not tiles"
+DTYPE_HINT = ("a tensor in forward is not in the input's dtype: either weights that did not follow `.to(dtype)` "
+              f"({LIST_HINT}), or a tensor made or cast inside forward (`.float()`, `torch.zeros(...)` "
+              "without `dtype=x.dtype`)")
+DEVICE_HINT = ("a tensor in forward is not on the input's device: either weights that did not follow "
+               f"`.to(device)` ({LIST_HINT}), or a tensor made inside forward without `device=x.device`")
+
+# (substring of the student's error, lowercase) -> what the mistake probably is
+_ERROR_HINTS = [
+    ('missing the required "forward" function',
+     "the class has no `forward` method: is `def forward` indented inside the class body?"),
+    ("did not return a tensor",
+     "`forward` must return the output tensor: does it end with `return ...`?"),
+    ("nonetype",
+     "a `forward` (of the module or of one of its parts) returns nothing: does each one end with `return ...`?"),
+    ("normalized_shape",
+     "an nn.LayerNorm was built with the wrong normalized shape: it normalizes the features (the last "
+     "axis), so build it as nn.LayerNorm(hidden_dim)"),
+    ("same dtype", DTYPE_HINT),
+    ("expected scalar type", DTYPE_HINT),
+    ("should be the same", DTYPE_HINT),
+    ("same device", DEVICE_HINT),
+    ("two devices", DEVICE_HINT),
+]
+
+# Types whose missing attribute is not a name mismatch between __init__ and forward.
+_NOT_MODULES = {"Tensor", "Parameter", "NoneType", "tuple", "list", "dict", "int", "float", "str", "Size",
+                "ndarray", "function", "method", "module", "generator"}
+
+# What a module that fails on the meta device only because it looks at values raises there.
+_META_ONLY = ("cannot be called on meta tensors", "data-dependent", "data dependent", "register_meta",
+              "meta_nonzero", "on meta tensors", "meta tensors do not", "is not supported on the meta",
+              "meta device is not supported")
+
+
+# ---------------------------------------------------------------- helpers
+
+@contextlib.contextmanager
+def explained():
+    """Re-raise a failure of the student's code with the likely mistake named, when it is a known one."""
+    try:
+        yield
+    except GradingFailure as e:
+        text = e.message.lower()
+        extra = next((hint for key, hint in _ERROR_HINTS if key in text), None)
+        owner = re.search(r"'(\w+)' object has no attribute", e.message)
+        if extra is None and owner and owner.group(1) not in _NOT_MODULES:
+            extra = (f"`forward` uses an attribute of `{owner.group(1)}` that `__init__` never created: the "
+                     "attribute names in `__init__` and `forward` must be the same")
+        if extra is None or extra.lower() in text:
+            raise
+        end = "" if extra.endswith(("?", ".")) else "."
+        err = type(e)(f"{e.message}\nLikely mistake: {extra}{end}", missing_names=e.missing_names)
+        for key, value in vars(e).items():  # keep what else the failure carries (e.g. `where`)
+            if key not in ("message", "missing_names"):
+                setattr(err, key, value)
+        raise err from None
+
+
+def randn(rng, shape, dtype="float32", device="cpu"):
+    """A random torch tensor made on the trusted side (it is sent to the worker as raw bytes)."""
+    t = torch.from_numpy(rng.standard_normal(shape)).to(getattr(torch, dtype))
+    return t.to(device) if device != "cpu" else t
+
+
+def as_np(t):
+    """A float64 numpy copy of a trusted-side tensor (exact for every float dtype used here)."""
+    return t.detach().to("cpu", torch.float64).numpy()
+
+
+def check_shape(value, shape, what):
+    """The answer as a plain array, after checking its shape and that it is finite."""
+    arr = as_plain_array(value, what)
+    if tuple(arr.shape) != tuple(shape):
+        raise GradingFailure(f"{what}: expected shape {tuple(shape)}, got {tuple(arr.shape)}")
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        raise GradingFailure(f"{what}: contains NaN or Inf")
+    return arr.astype(np.float64)
+
+
+def new(sub, cls, *args, **kwargs):
+    with explained():
+        return sub.new(cls, *args, **kwargs)
+
+
+def forward(m, inputs):
+    with explained():
+        return m.forward(inputs)
+
+
+def changed(a, b, scale):
+    """True when a and b differ by clearly more than float32 rounding, relative to `scale`."""
+    return float(np.max(np.abs(a - b))) > 1e-4 * max(scale, 1e-6)
+
+
+def check_registered(m, what, hint=LIST_HINT):
+    """Non-empty parameters, all of them moved by `.to("meta")`."""
+    if not m.params:
+        raise GradingFailure(f"{what} has no registered parameters (`.parameters()` is empty), so "
+                             f"`.to(device)` and an optimizer never see its weights.\nLikely mistake: {hint}.")
+    with explained():
+        moved = m.to("meta")
+    params = moved.get("params", []) if isinstance(moved, dict) else []
+    stayed = [p["name"] for p in params if p.get("device") != "meta"]
+    if not params or stayed:
+        raise GradingFailure(f"{what}.to('meta') left parameters where they were: {', '.join(stayed[:5])}"
+                             f"\nLikely mistake: {hint}.")
+
+
+def check_in_graph(m, x, weight, what):
+    """Every parameter gets a gradient tensor (it may be exactly zero, as the key bias's is)."""
+    with explained():
+        g = m.grads(x, weight)
+    params = g.get("params", []) if isinstance(g, dict) else []
+    if not params:
+        raise GradingFailure(f"{what} has no registered parameters, so nothing can be trained."
+                             f"\nLikely mistake: {LIST_HINT}.")
+    unused = [p["name"] for p in params if not p.get("has_grad")]
+    if unused:
+        raise GradingFailure(
+            f"{what}: these parameters got no gradient, they take no part in computing the output: "
+            f"{', '.join(unused[:8])}" + (f" and {len(unused) - 8} more" if len(unused) > 8 else "")
+            + "\n(a layer that is created but never used in forward, or a result that is detached)")
+    bad = [p["name"] for p in params if p.get("finite") is False]
+    if bad:
+        raise GradingFailure(f"{what}: the gradients of {', '.join(bad[:8])} contain NaN or Inf")
+
+
+# ---------------------------------------------------------------- patchify
+
+def _check_patchify(sub, ref, close, images, patch, dtype="float64", got=None):
+    B, C, H, W = images.shape
+    P_h, P_w = (patch, patch) if isinstance(patch, int) else patch
+    N = (H // P_h) * (W // P_w)
+    if got is None:
+        with explained():
+            got = sub.call("patchify", images, patch)
+    expected = as_np(ref.patchify(images.cpu(), patch))
+    reshaped = as_np(images.cpu().reshape(B, N, C * P_h * P_w))
+    close(got, expected, what=f"patchify(images of shape {tuple(images.shape)}, {patch!r})", dtype=dtype,
+          hints=[(RESHAPE_HINT, reshaped)])
+
+
+@pytest.mark.question("patchify")
+@pytest.mark.parametrize("shape,patch", [((2, 3, 8, 8), 4), ((1, 3, 12, 12), 4), ((2, 1, 8, 8), 2)])
+def test_patchify_square(sub, ref, close, rng, shape, patch):
+    _check_patchify(sub, ref, close, randn(rng, shape, "float64"), patch)
+
+
+@pytest.mark.question("patchify")
+@pytest.mark.parametrize("shape,patch", [((2, 3, 8, 12), 4), ((1, 1, 12, 6), 3)])
+def test_patchify_non_square_image(sub, ref, close, rng, shape, patch):
+    _check_patchify(sub, ref, close, randn(rng, shape, "float64"), patch)
+
+
+@pytest.mark.question("patchify")
+@pytest.mark.parametrize("shape,patch", [((2, 3, 8, 12), (4, 6)), ((1, 3, 6, 8), (3, 2))])
+def test_patchify_tuple_patch(sub, ref, close, rng, shape, patch):
+    _check_patchify(sub, ref, close, randn(rng, shape, "float64"), patch)
+
+
+@pytest.mark.question("patchify")
+def test_patchify_dtype_and_device(sub, ref, close, rng, device, float_dtype):
+    images = randn(rng, (2, 3, 8, 12), float_dtype, device)
+    with explained():
+        got, info = sub.call_info("patchify", images, 4)
+    dtypes = info.get("dtypes") or []
+    if dtypes[:1] != [float_dtype]:
+        raise GradingFailure(f"patchify of {float_dtype} images returned "
+                             f"{dtypes[0] if dtypes else 'something that is not an array'}: the patches must "
+                             "keep the images' dtype (and device)")
+    _check_patchify(sub, ref, close, images, 4, dtype=float_dtype, got=got)
+
+
+@pytest.mark.question("patchify")
+@pytest.mark.parametrize("shape,patch", [
+    ((3, 1, 6, 9), (2, 3)),
+    ((1, 3, 16, 8), (8, 4)),
+    ((2, 2, 10, 15), 5),
+    ((2, 3, 4, 4), 4),  # a single patch
+    ((1, 3, 4, 12), (4, 2)),  # a single row of patches
+])
+def test_patchify_more_shapes(sub, ref, close, rng, shape, patch):
+    _check_patchify(sub, ref, close, randn(rng, shape, "float64"), patch)
+
+
+# ---------------------------------------------------------------- multi-head self-attention
+
+def _mhsa_shape(sub, rng, seed, B, N, D, h):
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
+    r = forward(m, [randn(rng, (B, N, D))])
+    check_shape(r.outputs[0], (B, N, D), f"MultiHeadSelfAttention({D}, {h}) on input of shape ({B}, {N}, {D})")
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.parametrize("B,N,D,h", [(2, 5, 8, 2), (1, 1, 8, 2), (3, 4, 16, 4)])
+def test_mhsa_output_shape(sub, rng, seed, B, N, D, h):
+    _mhsa_shape(sub, rng, seed, B, N, D, h)
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.parametrize("B,N,D,h", [(3, 7, 12, 3), (1, 9, 10, 5), (1, 1, 12, 3), (4, 13, 10, 5), (2, 6, 6, 1)])
+def test_mhsa_output_shape_odd_heads(sub, rng, seed, B, N, D, h):
+    _mhsa_shape(sub, rng, seed, B, N, D, h)
+
+
+@pytest.mark.question("mhsa")
+def test_mhsa_parameters_registered(sub, seed):
+    m = new(sub, "MultiHeadSelfAttention", 12, 3, seed=seed)
+    check_registered(m, "MultiHeadSelfAttention(12, 3)")
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.parametrize("D,h", [(12, 3), (16, 4)])
+def test_mhsa_parameter_count(sub, seed, D, h):
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
+    low = 3 * D * D
+    if m.n_params < low:
+        raise GradingFailure(
+            f"MultiHeadSelfAttention({D}, {h}) has {m.n_params} registered parameter values; the query, key "
+            f"and value projections alone need at least 3 * D * D = {low} (each maps D = {D} features to "
+            f"D, split over the heads).\nLikely mistake: {LIST_HINT}.")
+
+
+@pytest.mark.question("mhsa")
+def test_mhsa_every_parameter_in_graph(sub, rng, seed):
+    m = new(sub, "MultiHeadSelfAttention", 12, 3, seed=seed)
+    check_in_graph(m, randn(rng, (2, 5, 12)), randn(rng, (2, 5, 12)), "MultiHeadSelfAttention(12, 3)")
+
+
+@pytest.mark.question("mhsa")
+def test_mhsa_every_parameter_in_graph_odd_heads(sub, rng, seed):
+    m = new(sub, "MultiHeadSelfAttention", 10, 5, seed=seed)
+    check_in_graph(m, randn(rng, (1, 3, 10)), randn(rng, (1, 3, 10)), "MultiHeadSelfAttention(10, 5)")
+
+
+def _mhsa_equivariant(sub, close, rng, seed, B, N, D, h):
+    perm = rng.permutation(N)
+    while N > 1 and (perm == np.arange(N)).all():
+        perm = rng.permutation(N)
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
+    x = randn(rng, (B, N, D))
+    r = forward(m, [x, x[:, torch.from_numpy(perm)]])
+    what = f"MultiHeadSelfAttention({D}, {h})"
+    out = check_shape(r.outputs[0], (B, N, D), f"{what} output")
+    out_p = check_shape(r.outputs[1], (B, N, D), f"{what} output for the permuted tokens")
+    close(out_p, out[:, perm], dtype="float32",
+          what=f"{what}: the output for the tokens in the order {perm.tolist()} compared with the output for "
+               "the original order, permuted the same way (self-attention without positions must move each "
+               "token's output along with the token)",
+          hints=[("the output does not follow the tokens: something depends on the position of a token "
+                  "(a fixed positional term, or a softmax/mean over the wrong axis)", out)])
+
+
+@pytest.mark.question("mhsa")
+def test_mhsa_permutation_equivariant(sub, close, rng, seed):
+    _mhsa_equivariant(sub, close, rng, seed, 2, 6, 12, 3)
+
+
+@pytest.mark.question("mhsa")
+def test_mhsa_permutation_equivariant_odd_heads(sub, close, rng, seed):
+    _mhsa_equivariant(sub, close, rng, seed, 3, 7, 10, 5)
+
+
+@pytest.mark.question("mhsa")
+def test_mhsa_mixes_tokens(sub, rng, seed):
+    B, N, D, h = 2, 5, 12, 3
+    j = int(rng.integers(N))
+    x = randn(rng, (B, N, D))
+    x2 = x.clone()
+    x2[:, j] = randn(rng, (B, D))
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
+    r = forward(m, [x, x2])
+    what = f"MultiHeadSelfAttention({D}, {h})"
+    out = check_shape(r.outputs[0], (B, N, D), f"{what} output")
+    out2 = check_shape(r.outputs[1], (B, N, D), f"{what} output")
+    others = [i for i in range(N) if i != j]
+    if not changed(out2[:, others], out[:, others], float(np.max(np.abs(out)))):
+        raise GradingFailure(
+            f"{what}: changing token {j} did not change the output of any other token, so the module treats "
+            "each token on its own. In self-attention every token's output is a weighted sum over the values "
+            "of all tokens (keys and values from every token, softmax over the keys, the last axis).")
+
+
+def _mhsa_batch_independent(sub, close, rng, seed, N, D, h):
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
+    x1, x2, x3 = (randn(rng, (1, N, D)) for _ in range(3))
+    r = forward(m, [torch.cat([x1, x2]), torch.cat([x1, x3])])
+    what = f"MultiHeadSelfAttention({D}, {h})"
+    a = check_shape(r.outputs[0], (2, N, D), f"{what} output")
+    b = check_shape(r.outputs[1], (2, N, D), f"{what} output")
+    close(b[0], a[0], dtype="float32",
+          what=f"{what}: the output for the first sequence of a batch, when only the second sequence "
+               "changes (sequences of a batch must not see each other: is attention, a softmax or a mean "
+               "taken over the batch axis?)")
+
+
+@pytest.mark.question("mhsa")
+def test_mhsa_batch_independent(sub, close, rng, seed):
+    _mhsa_batch_independent(sub, close, rng, seed, 5, 12, 3)
+
+
+@pytest.mark.question("mhsa")
+def test_mhsa_batch_independent_odd_heads(sub, close, rng, seed):
+    _mhsa_batch_independent(sub, close, rng, seed, 3, 10, 5)
+
+
+@pytest.mark.question("mhsa")
+def test_mhsa_dtype_and_device(sub, rng, seed, device, float_dtype):
+    B, N, D, h = 2, 5, 12, 3
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed, device=device, dtype=float_dtype)
+    r = forward(m, [randn(rng, (B, N, D), float_dtype, device)])
+    what = f"MultiHeadSelfAttention({D}, {h}) in {float_dtype} on {device}"
+    check_shape(r.outputs[0], (B, N, D), f"{what}: the output")
+    if r.dtypes[:1] != [float_dtype] or not str(r.devices[0]).startswith(device):
+        raise GradingFailure(f"{what}: the output is {r.dtypes[0]} on {r.devices[0]}; it must have the "
+                             "input's dtype and device (no hard-coded .float(), float32 or device inside forward)")
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.parametrize("device", ["cuda"], indirect=True)
+def test_mhsa_to_cuda(sub, rng, seed, device):
+    B, N, D, h = 2, 5, 12, 3
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
+    with explained():
+        moved = m.to(device)
+    stayed = [p["name"] for p in moved.get("params", []) if not str(p.get("device")).startswith(device)]
+    if stayed:
+        raise GradingFailure(f"MultiHeadSelfAttention.to('cuda') left these parameters behind: "
+                             f"{', '.join(stayed[:5])}\nLikely mistake: {LIST_HINT}.")
+    r = forward(m, [randn(rng, (B, N, D), "float32", device)])
+    check_shape(r.outputs[0], (B, N, D), "MultiHeadSelfAttention moved to cuda: the output")
+    if not str(r.devices[0]).startswith(device):
+        raise GradingFailure(f"MultiHeadSelfAttention moved to cuda returned its output on {r.devices[0]}")
+
+
+# ---------------------------------------------------------------- Vision Transformer
+
+def _vit_args(img, patch, D, h, out, blocks):
+    return [img, patch, D, h, out], ({} if blocks is None else {"num_encoder_blocks": blocks})
+
+
+def _vit_name(img, patch, D, h, out, blocks):
+    extra = "" if blocks is None else f", num_encoder_blocks={blocks}"
+    return f"VisionTransformer({img}, {patch!r}, {D}, {h}, {out}{extra})"
+
+
+def _vit(sub, seed, img, patch, D, h, out, blocks, **kw):
+    args, kwargs = _vit_args(img, patch, D, h, out, blocks)
+    return new(sub, "VisionTransformer", *args, seed=seed, **kwargs, **kw)
+
+
+def _vit_shape(sub, rng, seed, B, img, patch, D, h, out, blocks):
+    m = _vit(sub, seed, img, patch, D, h, out, blocks)
+    r = forward(m, [randn(rng, (B, *img))])
+    check_shape(r.outputs[0], (B, out), f"{_vit_name(img, patch, D, h, out, blocks)} on images of shape "
+                                        f"{(B, *img)}")
+
+
+@pytest.mark.question("vit")
+@pytest.mark.parametrize("B,img,patch,D,h,out,blocks", [
+    (2, (3, 8, 8), 4, 16, 2, 10, None),  # the default number of blocks
+    (3, (3, 8, 8), 2, 12, 3, 7, 1),
+])
+def test_vit_output_shape(sub, rng, seed, B, img, patch, D, h, out, blocks):
+    _vit_shape(sub, rng, seed, B, img, patch, D, h, out, blocks)
+
+
+@pytest.mark.question("vit")
+@pytest.mark.parametrize("B,img,patch,D,h,out,blocks", [
+    (2, (3, 8, 12), 4, 16, 4, 5, 2),
+    (1, (1, 6, 10), (3, 5), 10, 5, 3, 1),
+    (2, (2, 12, 8), (4, 2), 12, 3, 6, 1),
+])
+def test_vit_output_shape_non_square(sub, rng, seed, B, img, patch, D, h, out, blocks):
+    _vit_shape(sub, rng, seed, B, img, patch, D, h, out, blocks)
+
+
+def _vit_embeddings(sub, seed, img, patch, D, h, out):
+    C, H, W = img
+    P_h, P_w = (patch, patch) if isinstance(patch, int) else patch
+    N = (H // P_h) * (W // P_w)
+    m = _vit(sub, seed, img, patch, D, h, out, 1)
+    name = _vit_name(img, patch, D, h, out, 1)
+    for attr, shapes in (("class_embedding", ([1, D], [1, 1, D])),
+                         ("positional_embedding", ([N + 1, D], [1, N + 1, D]))):
+        with explained():
+            info = m.attr_shape(attr)
+        shape = info.get("shape") if isinstance(info, dict) else info
+        if shape is None:
+            raise GradingFailure(f"{name} has no tensor attribute `{attr}` (the handout names it; it must be "
+                                 f"an nn.Parameter of shape {tuple(shapes[0])} or {tuple(shapes[1])})")
+        if list(shape) not in [list(s) for s in shapes]:
+            raise GradingFailure(f"{name}.{attr} has shape {tuple(shape)}; expected {tuple(shapes[0])} or "
+                                 f"{tuple(shapes[1])} (N = {N} patches, D = {D})")
+        if isinstance(info, dict) and info.get("is_parameter") is False:
+            raise GradingFailure(f"{name}.{attr} is a plain tensor, not an nn.Parameter: it is learnable, "
+                                 "so wrap it in nn.Parameter(...)")
+
+
+@pytest.mark.question("vit")
+def test_vit_embedding_shapes(sub, seed):
+    _vit_embeddings(sub, seed, (3, 8, 12), 4, 16, 2, 10)
+
+
+@pytest.mark.question("vit")
+def test_vit_embedding_shapes_non_square(sub, seed):
+    _vit_embeddings(sub, seed, (2, 12, 8), (4, 2), 12, 3, 6)
+
+
+def _vit_every_patch(sub, rng, seed, img, patch, D, h, out, blocks):
+    C, H, W = img
+    P_h, P_w = (patch, patch) if isinstance(patch, int) else patch
+    gh, gw = H // P_h, W // P_w
+    x = randn(rng, (1, *img))
+    inputs = [x]
+    for k in range(gh * gw):
+        r_, c_ = divmod(k, gw)
+        xk = x.clone()
+        xk[:, :, r_ * P_h:(r_ + 1) * P_h, c_ * P_w:(c_ + 1) * P_w] = randn(rng, (1, C, P_h, P_w))
+        inputs.append(xk)
+    m = _vit(sub, seed, img, patch, D, h, out, blocks)
+    r = forward(m, inputs)
+    name = _vit_name(img, patch, D, h, out, blocks)
+    base = check_shape(r.outputs[0], (1, out), f"{name} output")
+    scale = float(np.max(np.abs(base)))
+    for k, o in enumerate(r.outputs[1:]):
+        ok = check_shape(o, (1, out), f"{name} output")
+        if not changed(ok, base, scale):
+            r_, c_ = divmod(k, gw)
+            raise GradingFailure(
+                f"{name}: changing only patch {k} (grid row {r_}, column {c_} of a {gh} x {gw} grid) did not "
+                "change the output: the model ignores part of the image (is every patch embedded and "
+                "attended to, and is the output read from the class token after the encoder blocks?)")
+
+
+@pytest.mark.question("vit")
+def test_vit_depends_on_every_patch(sub, rng, seed):
+    _vit_every_patch(sub, rng, seed, (3, 8, 8), 4, 16, 4, 10, 2)
+
+
+@pytest.mark.question("vit")
+def test_vit_depends_on_every_patch_non_square(sub, rng, seed):
+    _vit_every_patch(sub, rng, seed, (2, 6, 8), (3, 4), 12, 3, 5, 1)
+
+
+@pytest.mark.question("vit")
+def test_vit_batch_independent(sub, close, rng, seed):
+    img, patch, D, h, out, blocks = (3, 8, 12), 4, 16, 2, 10, 2
+    m = _vit(sub, seed, img, patch, D, h, out, blocks)
+    x1, x2, x3 = (randn(rng, (1, *img)) for _ in range(3))
+    r = forward(m, [torch.cat([x1, x2]), torch.cat([x1, x3])])
+    name = _vit_name(img, patch, D, h, out, blocks)
+    a = check_shape(r.outputs[0], (2, out), f"{name} output")
+    b = check_shape(r.outputs[1], (2, out), f"{name} output")
+    close(b[0], a[0], dtype="float32",
+          what=f"{name}: the logits of the first image of a batch, when only the second image changes "
+               "(images of a batch must not see each other)")
+
+
+@pytest.mark.question("vit")
+def test_vit_parameters_registered(sub, seed):
+    img, patch, D, h, out, blocks = (3, 8, 8), 4, 16, 2, 10, 2
+    m = _vit(sub, seed, img, patch, D, h, out, blocks)
+    name = _vit_name(img, patch, D, h, out, blocks)
+    C, H, W = img
+    N = (H // patch) * (W // patch)
+    low = blocks * 4 * D * D + C * patch * patch * D + D * out + (N + 1) * D + D
+    if m.n_params < low:
+        raise GradingFailure(
+            f"{name} has {m.n_params} registered parameter values, fewer than the {low} that the patch "
+            f"embedding, the class and positional embeddings, the classifier and the Q, K, V and output "
+            f"projections of {blocks} blocks need at the least.\nLikely mistake: {LIST_HINT} (the same for "
+            "a list of encoder blocks).")
+    check_registered(m, name, hint=f"{LIST_HINT} (the same for a list of encoder blocks)")
+
+
+@pytest.mark.question("vit")
+def test_vit_every_parameter_in_graph(sub, rng, seed):
+    img, patch, D, h, out, blocks = (1, 8, 8), (4, 2), 12, 3, 4, 2
+    m = _vit(sub, seed, img, patch, D, h, out, blocks)
+    check_in_graph(m, randn(rng, (2, *img)), randn(rng, (2, out)), _vit_name(img, patch, D, h, out, blocks))
+
+
+@pytest.mark.question("vit")
+def test_vit_b16_on_meta(sub, rng, seed):
+    args, kwargs = [(3, 224, 224), 16, 768, 12, 1000], {"num_encoder_blocks": 12}
+    name = "VisionTransformer((3, 224, 224), 16, 768, 12, 1000, num_encoder_blocks=12) (ViT-B/16)"
+    fallback = None
+    try:
+        with explained():
+            r = sub.meta_forward("VisionTransformer", args, kwargs, (2, 3, 224, 224))
+        fallback = r.get("fallback") if isinstance(r, dict) else None
+    except StudentError as e:
+        said = e.message.split(" raised ", 1)[-1].lower()
+        if not any(s in said for s in _META_ONLY):
+            raise
+        fallback = e.message
+    if fallback:
+        # Looking at values (.item(), a data-dependent branch) is legal but impossible on the meta device:
+        # run the ViT-B/16 geometry for real instead, with a narrow width so that it is quick.
+        m = new(sub, "VisionTransformer", (3, 224, 224), 16, 48, 12, 1000, seed=seed, **kwargs)
+        out = forward(m, [randn(rng, (1, 3, 224, 224))])
+        check_shape(out.outputs[0], (1, 1000),
+                    "VisionTransformer((3, 224, 224), 16, 48, 12, 1000, num_encoder_blocks=12) (run for real "
+                    "because the model looks at values, which the meta device cannot do) on a (1, 3, 224, 224) "
+                    "image")
+        return
+    shape = r.get("shape") if isinstance(r, dict) else None
+    if list(shape or []) != [2, 1000]:
+        raise GradingFailure(f"{name} on a (2, 3, 224, 224) batch built on the meta device returned shape "
+                             f"{tuple(shape) if shape is not None else None}; expected (2, 1000)")
+
+
+@pytest.mark.question("vit")
+def test_vit_dtype_and_device(sub, rng, seed, device, float_dtype):
+    img, patch, D, h, out, blocks = (3, 8, 8), 4, 16, 2, 10, 1
+    m = _vit(sub, seed, img, patch, D, h, out, blocks, device=device, dtype=float_dtype)
+    r = forward(m, [randn(rng, (2, *img), float_dtype, device)])
+    what = f"{_vit_name(img, patch, D, h, out, blocks)} in {float_dtype} on {device}"
+    check_shape(r.outputs[0], (2, out), f"{what}: the output")
+    if r.dtypes[:1] != [float_dtype] or not str(r.devices[0]).startswith(device):
+        raise GradingFailure(f"{what}: the output is {r.dtypes[0]} on {r.devices[0]}; it must have the "
+                             "input's dtype and device (create new tensors with the input's dtype and device, "
+                             "no hard-coded .float(), float32 or device inside forward)")
+
+
+@pytest.mark.question("vit")
+@pytest.mark.parametrize("device", ["cuda"], indirect=True)
+def test_vit_to_cuda(sub, rng, seed, device):
+    img, patch, D, h, out, blocks = (3, 8, 8), 4, 16, 2, 10, 1
+    m = _vit(sub, seed, img, patch, D, h, out, blocks)
+    with explained():
+        moved = m.to(device)
+    stayed = [p["name"] for p in moved.get("params", []) + moved.get("buffers", [])
+              if not str(p.get("device")).startswith(device)]
+    if stayed:
+        raise GradingFailure(f"VisionTransformer.to('cuda') left these tensors behind: {', '.join(stayed[:5])}"
+                             f"\nLikely mistake: {LIST_HINT}.")
+    r = forward(m, [randn(rng, (2, *img), "float32", device)])
+    check_shape(r.outputs[0], (2, out), "VisionTransformer moved to cuda: the output")
+    if not str(r.devices[0]).startswith(device):
+        raise GradingFailure(f"VisionTransformer moved to cuda returned its output on {r.devices[0]}")

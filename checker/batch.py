@@ -1,0 +1,764 @@
+"""Grade a folder of submissions: scorecards, Gradescope results, the gradebook, resumably.
+
+What it is for: the library behind `hwcheck grade`. `list_entries(folder)`
+finds the submissions (a .py or .ipynb file, or a folder; hidden entries and
+other files are skipped); `grade_batch(...)` grades them and, for each, writes
+
+    OUTDIR/<id>.json                       the full (TA) scorecard
+    OUTDIR/gradescope/<id>/results.json    Gradescope's results.json
+    OUTDIR/<id>.raw.json                   pytest-json-report's report (keep_raw only)
+
+then `OUTDIR/grades.csv` over every scorecard of the assignment in OUTDIR.
+Every file is written atomically, and the scorecard last: a scorecard that
+exists is complete, which is what `resume` relies on. A submission that
+cannot be graded at all gets a "crashed" scorecard with 0 points and
+`grader.internal_error` set (so `resume` grades it again), and the batch
+goes on.
+
+Processes: with jobs == 1 everything runs in this process with one warm
+zygote. With jobs > 1 this process starts ONE zygote with `jobs` control
+channels, then forks `jobs` trusted worker processes (multiprocessing's
+"fork" context, so torch, pytest and the grading tests are imported once).
+Each builds a `Grader` on its own channel, receives submissions one at a
+time on its own pipe, grades, writes that submission's files itself and
+sends back a short result. One pipe per worker (rather than one shared task
+queue) means this process always knows which submission a worker holds: if a
+worker dies, that submission gets a crashed scorecard, the worker is
+replaced, and the others go on. If the zygote itself dies, the workers are
+stopped, their submissions are put back once, and a fresh zygote and workers
+take over.
+
+What it is not: a renderer beyond the one-line progress texts below, or a
+command line (`checker.cli`).
+"""
+
+import collections
+import json
+import math
+import multiprocessing
+import multiprocessing.connection
+import os
+import re
+import secrets
+import signal
+import statistics
+import time
+import traceback
+
+from checker import __version__
+from checker.atomic import write_json_atomic
+from checker.errors import HwcheckError
+from checker.gradebook import write_gradebook
+from checker.gradescope import make_failure_results, make_results
+from checker.sandbox import sha256_of
+from checker.scorecard import SCHEMA_VERSION, STATUSES, build_scorecard
+from checker.spec import load_spec, spec_sha256
+
+__all__ = ["SUBMISSION_SUFFIXES", "BatchResult", "list_entries", "grade_batch", "grade_one",
+           "scorecard_path", "results_path", "raw_path", "gradebook_path", "is_current",
+           "crashed_scorecard", "collect_scorecards", "progress_line", "progress_bar",
+           "summary_lines"]
+
+SUBMISSION_SUFFIXES = (".py", ".ipynb")
+MAX_POOL_RESTARTS = 3       # fresh zygotes after the zygote died
+MAX_IDLE_DEATHS = 3         # a worker slot that dies this often holding no submission is given up
+_STALE_TMP = re.compile(r"^\..+\.(json|csv)\.[^.]+\.tmp$")   # checker.atomic's temporary names
+
+
+# ---------------------------------------------------------------------------
+# where things are
+# ---------------------------------------------------------------------------
+
+def scorecard_path(outdir, sid):
+    return os.path.join(outdir, f"{sid}.json")
+
+
+def results_path(outdir, sid):
+    return os.path.join(outdir, "gradescope", sid, "results.json")
+
+
+def raw_path(outdir, sid):
+    return os.path.join(outdir, f"{sid}.raw.json")
+
+
+def gradebook_path(outdir):
+    return os.path.join(outdir, "grades.csv")
+
+
+def list_entries(folder):
+    """[(id, path)] of the submissions in `folder`, sorted by id.
+
+    A submission is a `.py` or `.ipynb` file (id: the file's stem) or a folder
+    (id: its name). Hidden entries (starting with '.'), `__pycache__` and other
+    files are skipped. Two entries with one id (`bob.py` and `bob.ipynb`) are
+    refused: they would overwrite each other's scorecard.
+    """
+    if not os.path.isdir(folder):
+        raise HwcheckError(f"{folder} is not a folder")
+    found = {}
+    for name in sorted(os.listdir(folder)):
+        if name.startswith(".") or name == "__pycache__":
+            continue
+        path = os.path.join(folder, name)
+        if os.path.isdir(path):
+            sid = name
+        elif os.path.isfile(path) and name.endswith(SUBMISSION_SUFFIXES):
+            sid = os.path.splitext(name)[0]
+        else:
+            continue
+        if not sid or sid.startswith("."):
+            continue
+        found.setdefault(sid, []).append(path)
+    clashes = {sid: paths for sid, paths in found.items() if len(paths) > 1}
+    clashes.update({sid: [found[sid][0], found[sid[:-4]][0]] for sid in found
+                    if sid.endswith(".raw") and sid[:-4] in found})
+    if clashes:
+        sid, paths = sorted(clashes.items())[0]
+        raise HwcheckError(f"two submissions would share the output files of {sid!r}: "
+                           f"{', '.join(os.path.basename(p) for p in paths)}; rename one")
+    return [(sid, paths[0]) for sid, paths in sorted(found.items())]
+
+
+# ---------------------------------------------------------------------------
+# one submission's files
+# ---------------------------------------------------------------------------
+
+_ENV = None
+
+
+def _environment():
+    global _ENV
+    if _ENV is None:
+        from checker.runner import environment
+        _ENV = environment()
+    return _ENV
+
+
+def crashed_scorecard(sid, path, assignment, mode, message, *, duration_s=0.0, seed=None):
+    """The scorecard of a submission hwcheck could not grade: status crashed, 0 points."""
+    try:
+        sha = sha256_of(path)
+    except OSError:
+        sha = None
+    grader = {"version": __version__, "mode": mode, "spec_sha256": spec_sha256(assignment),
+              "internal_error": str(message)}
+    if seed is not None:
+        grader["seed"] = seed
+    return build_scorecard(
+        None, load_spec(assignment),
+        submission={"id": sid, "path": os.path.abspath(path), "sha256": sha},
+        load={"ok": False, "messages": [f"hwcheck could not grade this submission: {message}"]},
+        environment=_environment(), grader=grader, duration_s=duration_s, status="crashed")
+
+
+def _write(outdir, sid, card, *, keep_raw, raw=None):
+    """Write one submission's files, the scorecard last (it marks the submission done)."""
+    if keep_raw and raw is not None:
+        try:
+            write_json_atomic(raw_path(outdir, sid), raw)
+        except ValueError:  # NaN or the like in the raw report: keep the text JSON can hold
+            write_json_atomic(raw_path(outdir, sid), json.loads(json.dumps(raw, default=str)
+                                                                .replace("NaN", "null")))
+    elif not keep_raw:
+        try:
+            os.unlink(raw_path(outdir, sid))  # a raw report of an older grading would mislead
+        except FileNotFoundError:
+            pass
+    internal = (card.get("grader") or {}).get("internal_error")
+    results = (make_failure_results(f"hwcheck could not grade this submission: {internal}",
+                                    execution_time=card.get("duration_s", 0))
+               if internal else make_results(card))
+    write_json_atomic(results_path(outdir, sid), results)
+    write_json_atomic(scorecard_path(outdir, sid), card)
+
+
+def _summary_of(sid, card, seconds):
+    return {"id": sid, "status": card.get("status"), "score": card.get("score"),
+            "max_score": card.get("max_score"), "seconds": round(seconds, 3),
+            "internal": (card.get("grader") or {}).get("internal_error"), "resumed": False}
+
+
+def grade_one(grader, sid, path, assignment, outdir, *, keep_raw=False):
+    """Grade one submission with `grader`, write its files; return its short result dict.
+
+    Never raises for a problem of this submission: a failure to grade it
+    becomes a crashed scorecard.
+    """
+    t0 = time.perf_counter()
+    try:
+        card = grader.grade(path, assignment)
+    except HwcheckError as e:
+        card = crashed_scorecard(sid, path, assignment, grader.mode, _one_line(e),
+                                 duration_s=time.perf_counter() - t0, seed=grader.seed)
+    except Exception as e:  # noqa: BLE001 - a bug of hwcheck must not stop the batch
+        card = crashed_scorecard(sid, path, assignment, grader.mode,
+                                 f"internal error {type(e).__name__}: {_one_line(e)} "
+                                 f"({_where(e)})",
+                                 duration_s=time.perf_counter() - t0, seed=grader.seed)
+    raw = card.pop("_raw_report", None)
+    card["submission"]["id"] = sid
+    _write(outdir, sid, card, keep_raw=keep_raw, raw=raw)
+    return _summary_of(sid, card, time.perf_counter() - t0)
+
+
+def _one_line(e):
+    text = " ".join(str(e).split())
+    return text[:500] if text else type(e).__name__
+
+
+def _where(e):
+    tb = traceback.extract_tb(e.__traceback__)
+    return f"{os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else "?"
+
+
+# ---------------------------------------------------------------------------
+# resume
+# ---------------------------------------------------------------------------
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def is_current(outdir, sid, path, assignment, mode, *, keep_raw=False, sha=None, spec_sha=None):
+    """True when OUTDIR/<id>.json is a complete scorecard of this very submission and grader.
+
+    Same assignment, submission id and sha256, grader version, mode and spec
+    sha256, a known status, and no internal error of hwcheck. With keep_raw,
+    the raw report must be there too.
+    """
+    card = _read_json(scorecard_path(outdir, sid))
+    if not isinstance(card, dict) or card.get("schema_version") != SCHEMA_VERSION:
+        return False
+    sub, grader = card.get("submission"), card.get("grader")
+    if not isinstance(sub, dict) or not isinstance(grader, dict):
+        return False
+    try:
+        sha = sha or sha256_of(path)
+    except OSError:
+        return False
+    return (card.get("assignment") == assignment and sub.get("id") == sid and sub.get("sha256") == sha
+            and grader.get("version") == __version__ and grader.get("mode") == mode
+            and grader.get("spec_sha256") == (spec_sha or spec_sha256(assignment))
+            and card.get("status") in STATUSES and not grader.get("internal_error")
+            and (not keep_raw or os.path.isfile(raw_path(outdir, sid))))
+
+
+def _restore_results(outdir, sid):
+    """A current scorecard whose results.json is gone or broken: rewrite it from the scorecard."""
+    if isinstance(_read_json(results_path(outdir, sid)), dict):
+        return
+    write_json_atomic(results_path(outdir, sid), make_results(_read_json(scorecard_path(outdir, sid))))
+
+
+def _remove_stale_temps(outdir):
+    """Temporary files of atomic writes cut short by a kill (none of ours is running now)."""
+    folders = [outdir]
+    gs = os.path.join(outdir, "gradescope")
+    if os.path.isdir(gs):
+        folders += [os.path.join(gs, d) for d in os.listdir(gs)]
+    for folder in folders:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if _STALE_TMP.match(name):
+                try:
+                    os.unlink(os.path.join(folder, name))
+                except OSError:
+                    pass
+
+
+def collect_scorecards(outdir, assignment):
+    """Every scorecard of `assignment` in OUTDIR (other JSON files, raw reports included, are ignored)."""
+    cards = []
+    for name in sorted(os.listdir(outdir)):
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        card = _read_json(os.path.join(outdir, name))
+        if (isinstance(card, dict) and card.get("schema_version") == SCHEMA_VERSION
+                and card.get("assignment") == assignment and isinstance(card.get("submission"), dict)
+                and isinstance(card.get("questions"), list)):
+            cards.append(card)
+    return cards
+
+
+# ---------------------------------------------------------------------------
+# the batch
+# ---------------------------------------------------------------------------
+
+class BatchResult:
+    """What a batch did: one short result per submission (graded or resumed), in finishing order."""
+
+    def __init__(self, assignment, outdir, total, jobs):
+        self.assignment, self.outdir, self.total, self.jobs = assignment, outdir, total, jobs
+        self.results = []
+        self.started = time.monotonic()
+        self.elapsed = 0.0
+        self.gradebook = None
+        self.interrupted = False
+
+    @property
+    def graded(self):
+        return [r for r in self.results if not r["resumed"]]
+
+    @property
+    def resumed(self):
+        return [r for r in self.results if r["resumed"]]
+
+    @property
+    def failed(self):
+        """Submissions whose status is not "graded" (load failures, timeouts, crashes)."""
+        return [r for r in self.results if r["status"] != "graded"]
+
+    @property
+    def internal(self):
+        """Submissions hwcheck could not grade (its own failure, not the student's)."""
+        return [r for r in self.results if r["internal"]]
+
+    def event(self, result):
+        """The progress event after `result`: the result plus done/total/failed/elapsed/eta."""
+        elapsed = time.monotonic() - self.started
+        graded = len(self.graded)
+        left = self.total - len(self.results)
+        eta = elapsed / graded * left if graded else None
+        return {**result, "done": len(self.results), "total": self.total,
+                "failed": len(self.failed), "elapsed": elapsed, "eta": eta}
+
+
+def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=None, mode="hidden",
+                keep_raw=False, on_progress=None, seed=None, devices=("cpu", "cuda")):
+    """Grade `entries` ([(id, path)]) and write their files and the gradebook into `outdir`.
+
+    jobs: trusted processes (1: in this process). resume: skip submissions
+    whose scorecard is current (`is_current`). timeout: each submission's time
+    budget in seconds (None: the spec's). mode: "hidden" or "public". seed:
+    the run seed (default: random in hidden mode, the public seed in public
+    mode); one seed for the whole batch, so every student gets the same
+    inputs. on_progress(event) is called once per submission (see
+    `BatchResult.event`). Returns a `BatchResult`.
+    """
+    if mode not in ("public", "hidden"):
+        raise ValueError(f"mode must be 'public' or 'hidden', not {mode!r}")
+    spec = load_spec(assignment)
+    spec_sha = spec_sha256(assignment)
+    os.makedirs(outdir, exist_ok=True)
+    lock = _lock(outdir)
+    try:
+        return _grade_batch(list(entries), assignment, outdir, spec, spec_sha, jobs=jobs, resume=resume,
+                            timeout=timeout, mode=mode, keep_raw=keep_raw, on_progress=on_progress,
+                            seed=seed, devices=devices)
+    finally:
+        os.close(lock)
+
+
+def _lock(outdir):
+    """Hold OUTDIR/.hwcheck.lock: two batches writing one OUTDIR would undo each other's work."""
+    import fcntl
+    fd = os.open(os.path.join(outdir, ".hwcheck.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise HwcheckError(f"another `hwcheck grade` is writing into {outdir}; wait for it to finish") from None
+    return fd
+
+
+def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, timeout, mode, keep_raw,
+                 on_progress, seed, devices):
+    _remove_stale_temps(outdir)
+    batch = BatchResult(assignment, outdir, len(entries), jobs)
+
+    def report(result):
+        batch.results.append(result)
+        if on_progress is not None:
+            on_progress(batch.event(result))
+
+    todo, seeds = [], []
+    for sid, path in entries:
+        if resume and is_current(outdir, sid, path, assignment, mode, keep_raw=keep_raw, spec_sha=spec_sha):
+            _restore_results(outdir, sid)
+            card = _read_json(scorecard_path(outdir, sid))
+            seeds.append((card.get("grader") or {}).get("seed"))
+            report({**_summary_of(sid, card, 0.0), "seconds": card.get("duration_s", 0.0), "resumed": True})
+        else:
+            todo.append((sid, path))
+    if seed is None and mode == "hidden":
+        # A resumed batch goes on with the seed of its scorecards: one seed for the whole class.
+        known = [x for x in seeds if isinstance(x, int) and not isinstance(x, bool)]
+        seed = known[0] if known else secrets.randbits(31)
+
+    options = {"assignment": assignment, "outdir": outdir, "mode": mode, "seed": seed,
+               "timeout": timeout, "keep_raw": keep_raw, "devices": tuple(devices)}
+    try:
+        if todo and (jobs <= 1 or len(todo) == 1):
+            _run_in_process(todo, options, report)
+        elif todo:
+            _run_parallel(todo, min(jobs, len(todo)), options, report)
+    except KeyboardInterrupt:
+        batch.interrupted = True
+        raise
+    finally:
+        batch.elapsed = time.monotonic() - batch.started
+        batch.gradebook = write_gradebook(gradebook_path(outdir), collect_scorecards(outdir, assignment), spec)
+    return batch
+
+
+def _warm_up(assignment):
+    """Import the grading tests, what they import, the reference and torch, once per batch.
+
+    The first pytest session of a process pays for importing the test module
+    (and hypothesis, numpy ...): done here, that cost is charged to no
+    submission's time budget, and forked workers inherit the warm modules.
+    """
+    import contextlib
+    import importlib
+    import io
+
+    import pytest
+
+    from checker import runner  # noqa: F401 - the Grader's own imports (plugin, pytest-json-report)
+    from checker.spec import tests_path
+    spec = load_spec(assignment)
+    path = tests_path(spec)
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        pytest.main([path, "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                     "-p", "no:xdist", "--rootdir", os.path.dirname(path)])
+    try:
+        importlib.import_module(spec["reference"])
+    except ImportError:
+        pass  # the grading tests will say so
+    _environment()
+
+
+def _new_grader(options, zygote=None):
+    from checker.runner import Grader
+    return Grader(mode=options["mode"], seed=options["seed"], devices=options["devices"],
+                  timeout=options["timeout"], keep_raw=options["keep_raw"], zygote=zygote)
+
+
+def _run_in_process(todo, options, report):
+    _warm_up(options["assignment"])
+    grader = None
+    try:
+        for sid, path in todo:
+            if grader is not None and not grader.zygote.alive():
+                grader.close()  # the zygote died: start a fresh one for the rest
+                grader = None
+            if grader is None:
+                grader = _new_grader(options)  # a zygote that cannot start stops the batch (exit 2)
+            report(grade_one(grader, sid, path, options["assignment"], options["outdir"],
+                             keep_raw=options["keep_raw"]))
+    finally:
+        if grader is not None:
+            grader.close()
+
+
+def _crash(sid, path, options, message, seconds=0.0):
+    """Write a crashed scorecard from this (the parent) process; return its short result."""
+    card = crashed_scorecard(sid, path, options["assignment"], options["mode"], message,
+                             duration_s=seconds, seed=options["seed"])
+    _write(options["outdir"], sid, card, keep_raw=False)
+    return _summary_of(sid, card, seconds)
+
+
+# ---------------------------------------------------------------------------
+# parallel: one zygote, several forked trusted workers
+# ---------------------------------------------------------------------------
+
+def _die_with_parent():
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _worker_main(index, zygote, conn, options, parent_pid):
+    """Body of one forked trusted worker: grade what arrives on `conn` until None or EOF."""
+    _die_with_parent()
+    if os.getppid() != parent_pid:  # the parent died before the line above took effect
+        os._exit(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        grader = _new_grader(options, zygote=zygote.channel(index))
+    except Exception:  # noqa: BLE001 - the parent sees the exit and replaces this worker
+        os._exit(3)
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            break
+        if task is None:
+            break
+        sid, path = task
+        try:
+            result = grade_one(grader, sid, path, options["assignment"], options["outdir"],
+                               keep_raw=options["keep_raw"])
+        except Exception as e:  # noqa: BLE001 - even writing failed: say so to the parent
+            result = {"id": sid, "error": f"{type(e).__name__}: {_one_line(e)}"}
+        try:
+            conn.send(result)
+        except (OSError, ValueError):
+            break
+    os._exit(0)
+
+
+class _Slot:
+    def __init__(self, process, conn):
+        self.process, self.conn = process, conn
+        self.task = None
+        self.started = 0.0
+        self.idle_deaths = 0
+
+
+class _Pool:
+    """One zygote with `n` channels and `n` forked trusted workers, one per channel."""
+
+    def __init__(self, n, options):
+        from checker.sandbox import Zygote
+        _warm_up(options["assignment"])  # once, before forking (no torch op runs in this process)
+        self.options = options
+        self.ctx = multiprocessing.get_context("fork")
+        self.zygote = Zygote(channels=n)
+        self.slots = [None] * n
+        for i in range(n):
+            self.start(i)
+
+    def start(self, i):
+        old = self.slots[i]
+        parent_conn, child_conn = self.ctx.Pipe()
+        process = self.ctx.Process(target=_worker_main, name=f"hwcheck-grader-{i}",
+                                   args=(i, self.zygote, child_conn, self.options, os.getpid()))
+        process.daemon = True
+        process.start()
+        child_conn.close()
+        slot = _Slot(process, parent_conn)
+        slot.idle_deaths = old.idle_deaths if old else 0
+        self.slots[i] = slot
+
+    def drain(self, i):
+        """Drop any reply of the zygote that a dead worker did not read (it would confuse the next)."""
+        ch = self.zygote.channels[i]
+        time.sleep(0.05)
+        try:
+            ch.setblocking(False)
+            while True:
+                ch.recv(65536)
+        except (BlockingIOError, OSError):
+            pass
+        finally:
+            try:
+                ch.settimeout(30)
+            except OSError:
+                pass
+
+    def close(self, kill=False):
+        for slot in self.slots:
+            if slot is None:
+                continue
+            if not kill:
+                try:
+                    slot.conn.send(None)
+                except (OSError, ValueError):
+                    pass
+        for slot in self.slots:
+            if slot is None:
+                continue
+            if kill:
+                slot.process.kill()
+            slot.process.join(timeout=10 if not kill else 2)
+            if slot.process.is_alive():
+                slot.process.kill()
+                slot.process.join(timeout=2)
+            slot.conn.close()
+        self.zygote.close()
+
+
+def _run_parallel(todo, n, options, report):
+    pending = collections.deque(todo)
+    retried = set()
+    restarts = 0
+    pool = _Pool(n, options)
+    try:
+        while True:
+            live = [i for i, s in enumerate(pool.slots) if s is not None]
+            if not live:  # every slot was given up: the rest cannot be graded in workers
+                while pending:
+                    sid, path = pending.popleft()
+                    report(_crash(sid, path, options, "the grading processes kept dying at start"))
+                return
+            for i in live:
+                slot = pool.slots[i]
+                if slot.task is None and pending and slot.process.is_alive():
+                    slot.task = pending.popleft()
+                    slot.started = time.monotonic()
+                    try:
+                        slot.conn.send(slot.task)
+                    except (OSError, ValueError):
+                        pass  # its death is handled below
+            busy = [pool.slots[i] for i in live if pool.slots[i].task is not None]
+            if not busy and not pending:
+                return
+            waitables = [s.conn for s in busy] + [pool.slots[i].process.sentinel for i in live]
+            ready = multiprocessing.connection.wait(waitables, timeout=1.0)
+
+            for i in live:
+                slot = pool.slots[i]
+                if slot.task is not None and slot.conn in ready:
+                    try:
+                        result = slot.conn.recv()
+                    except (EOFError, OSError):
+                        result = None
+                    if result is not None:
+                        sid, path = slot.task
+                        slot.task = None
+                        slot.idle_deaths = 0
+                        if result.get("internal") and sid not in retried and not pool.zygote.alive():
+                            retried.add(sid)  # the zygote's death, not this submission: once more
+                            pending.appendleft((sid, path))
+                            continue
+                        if "error" in result:
+                            result = _crash(sid, path, options, f"writing its files failed: {result['error']}",
+                                            time.monotonic() - slot.started)
+                        report(result)
+                if not slot.process.is_alive():
+                    _replace_dead(pool, i, options, report)
+
+            if not pool.zygote.alive():
+                # The zygote died: every worker's next fork would fail. Stop them, put their
+                # submissions back (once each), and start over with a fresh zygote.
+                for slot in pool.slots:
+                    if slot is not None and slot.task is not None:
+                        sid, path = slot.task
+                        slot.task = None
+                        if sid in retried:
+                            report(_crash(sid, path, options, "the worker zygote died twice while grading it"))
+                        else:
+                            retried.add(sid)
+                            pending.appendleft((sid, path))
+                pool.close(kill=True)
+                restarts += 1
+                if restarts > MAX_POOL_RESTARTS:
+                    while pending:
+                        sid, path = pending.popleft()
+                        report(_crash(sid, path, options, "the worker zygote kept dying"))
+                    pool = None
+                    return
+                pool = _Pool(n, options)
+    except BaseException:  # Ctrl-C or a bug: stop the workers now (files are atomic; resume redoes)
+        if pool is not None:
+            pool.close(kill=True)
+            pool = None
+        raise
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def _replace_dead(pool, i, options, report):
+    """A trusted worker died: its submission (if any) is crashed, and a new worker takes its slot."""
+    slot = pool.slots[i]
+    try:  # a result sent just before dying still counts
+        while slot.task is not None and slot.conn.poll():
+            result = slot.conn.recv()
+            if result is not None and "error" not in result:
+                slot.task = None
+                report(result)
+    except (EOFError, OSError):
+        pass
+    slot.process.join(timeout=1)
+    code = slot.process.exitcode
+    why = (f"signal {signal.Signals(-code).name}" if code is not None and code < 0
+           else f"exit status {code}")
+    if slot.task is not None:
+        sid, path = slot.task
+        slot.task = None
+        report(_crash(sid, path, options, f"the grading process died while grading it ({why})",
+                      time.monotonic() - slot.started))
+        slot.idle_deaths = 0
+    else:
+        slot.idle_deaths += 1
+    slot.conn.close()
+    if slot.idle_deaths >= MAX_IDLE_DEATHS:
+        pool.slots[i] = None
+        return
+    pool.drain(i)
+    pool.start(i)
+
+
+# ---------------------------------------------------------------------------
+# texts for the command line
+# ---------------------------------------------------------------------------
+
+def _pts(x):
+    x = float(x or 0)
+    return str(int(x)) if x == int(x) else f"{x:.4f}".rstrip("0").rstrip(".")
+
+
+def _clock(seconds):
+    if seconds is None or not math.isfinite(seconds):
+        return "--:--"
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def progress_line(event):
+    """`[3/12] alice: 72.5/100 graded 1.2s` (one line per submission, for logs)."""
+    width = len(str(event["total"]))
+    head = f"[{event['done']:>{width}}/{event['total']}] {event['id']}: "
+    body = f"{_pts(event['score'])}/{_pts(event['max_score'])} {event['status']}"
+    if event.get("resumed"):
+        tail = " (up to date, not regraded)"
+    else:
+        tail = f" {float(event.get('seconds') or 0):.1f}s"
+    if event.get("internal"):
+        tail += f" - hwcheck could not grade it: {event['internal']}"
+    return head + body + tail
+
+
+def progress_bar(event, width=80):
+    """One line, rewritten in place on a terminal: bar, done/total, failed, ETA, last id."""
+    done, total = event["done"], event["total"]
+    stats = f" {done}/{total}  failed {event['failed']}  ETA {_clock(event.get('eta')) if done < total else '0:00'}"
+    bar_width = max(10, min(40, width - len(stats) - 20))
+    filled = int(bar_width * done / total) if total else bar_width
+    line = f"[{'#' * filled}{'.' * (bar_width - filled)}]{stats}  {event['id']}"
+    return line[:max(width - 1, 20)]
+
+
+def summary_lines(batch):
+    """The lines printed after a batch."""
+    results = batch.results
+    graded, resumed = batch.graded, batch.resumed
+    rate = len(graded) / batch.elapsed * 60 if batch.elapsed > 0 and graded else 0
+    lines = [f"{batch.assignment}: {len(results)}/{batch.total} submissions in {batch.elapsed:.1f} s "
+             f"({len(graded)} graded, {len(resumed)} up to date"
+             + (f"; {rate:.1f} per minute with -j {batch.jobs}" if graded else "") + ")"]
+    if results:
+        counts = collections.Counter(r["status"] for r in results)
+        lines.append("  status: " + ", ".join(f"{s} {counts[s]}" for s in STATUSES if counts[s]))
+        scores = [float(r["score"] or 0) for r in results]
+        lines.append(f"  score: mean {_pts(round(statistics.mean(scores), 2))}, "
+                     f"median {_pts(round(statistics.median(scores), 2))}, "
+                     f"min {_pts(min(scores))}, max {_pts(max(scores))} "
+                     f"(of {_pts(results[0]['max_score'])})")
+    for r in batch.internal:
+        lines.append(f"  not graded: {r['id']}: {r['internal']}")
+    if batch.internal:
+        lines.append("  (hwcheck's own failures; rerun with --resume to grade those again)")
+    if batch.interrupted:
+        lines.append("  interrupted: rerun with --resume to grade the rest")
+    if batch.gradebook:
+        lines.append(f"  wrote {batch.gradebook}, scorecards in {batch.outdir}, "
+                     f"Gradescope files in {os.path.join(batch.outdir, 'gradescope')}")
+    return lines

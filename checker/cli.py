@@ -1,0 +1,310 @@
+"""The `hwcheck` command line: check, grade, show, list, init-ci.
+
+What it is for: parsing arguments (options come from `checker.options`),
+calling the library, printing its texts and choosing the exit status:
+
+    0  success (`check`: every test that ran passed, or --min-score reached)
+    1  `check`: some test failed or the submission did not load / timed out,
+       or the score is below --min-score; `grade`: hwcheck could not grade
+       some submission (their scorecards say why)
+    2  usage errors, and errors of hwcheck or its inputs: one line on stderr,
+       never a traceback (HWCHECK_DEBUG=1 shows it)
+
+What it is not: a place for logic. Grading is `checker.runner` and
+`checker.batch`, texts are `checker.report`, the CI workflow is `checker.ci`.
+Heavy modules (pytest, torch) are imported inside the commands that need them.
+"""
+
+import functools
+import json
+import os
+import sys
+
+import click
+
+from checker import __version__
+from checker.errors import HwcheckError
+from checker.options import (all_option, assignment_option, ci_option, color_option, device_option,
+                             force_option, jobs_option, json_option, junit_option, keep_raw_option,
+                             min_score_option, output_dir_option, public_option,
+                             required_assignment_option, resume_option, seed_option, timeout_option,
+                             use_color)
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_FAILED, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+_FAILING = ("failed", "error", "timeout")
+
+
+class Fail(click.ClickException):
+    """An error to report in one line on stderr, exit status 2."""
+
+    exit_code = EXIT_ERROR
+
+    def show(self, file=None):
+        click.echo(f"hwcheck: error: {self.format_message()}", err=True)
+
+
+def _guarded(f):
+    """Turn hwcheck's errors into one line and exit 2; never show a traceback (unless HWCHECK_DEBUG)."""
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        try:
+            return f(*args, **kwargs)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("\nhwcheck: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except HwcheckError as e:
+            raise Fail(" ".join(str(e).split()) or type(e).__name__) from None
+        except OSError as e:
+            raise Fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e)) from None
+        except Exception as e:  # noqa: BLE001 - a bug of hwcheck: one line, exit 2
+            if os.environ.get("HWCHECK_DEBUG"):
+                raise
+            raise Fail(f"internal error ({type(e).__name__}: {' '.join(str(e).split())[:300]}); "
+                       "run again with HWCHECK_DEBUG=1 to see where") from None
+    return wrapper
+
+
+def _isatty(name):
+    """Whether sys.stdout / sys.stderr (as they are now: CliRunner replaces them) is a terminal."""
+    try:
+        return bool(getattr(sys, name).isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _color(flag):
+    return use_color(flag, _isatty("stdout"))
+
+
+def _all_passed(view):
+    """Every test that ran passed, and the submission loaded and finished."""
+    if view.get("status") != "graded":
+        return False
+    return not any(t.get("outcome") in _FAILING for q in view.get("questions") or []
+                   for t in q.get("tests") or [])
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "-V", "--version", prog_name="hwcheck", message="%(prog)s %(version)s")
+def main():
+    """hwcheck: check and grade the transformer homework (attention, vit, charlm).
+
+    \b
+    Students:  hwcheck check my_attention.ipynb
+    TAs:       hwcheck grade submissions/ -a attention -o graded/ -j 2
+    CI:        hwcheck init-ci -a attention --path attention.ipynb
+    """
+
+
+# ---------------------------------------------------------------------------
+# list
+# ---------------------------------------------------------------------------
+
+@main.command("list")
+@_guarded
+def list_command():
+    """List the assignments with their questions, titles and points."""
+    from checker.spec import assignment_ids, load_spec
+    from checker.report import format_points
+    for n, aid in enumerate(assignment_ids()):
+        spec = load_spec(aid)
+        questions = spec.get("questions") or []
+        total = sum(float(q.get("points", 0)) for q in questions)
+        if n:
+            click.echo("")
+        click.echo(f"{aid}  {spec.get('title', '')}  ({format_points(total)} points)")
+        width = max((len(str(q["id"])) for q in questions), default=2)
+        for q in questions:
+            manual = "  (graded by a person)" if q.get("manual") else ""
+            click.echo(f"  {str(q['id']):<{width}}  {format_points(q.get('points', 0)):>3}  "
+                       f"{q.get('title', '')}{manual}")
+
+
+# ---------------------------------------------------------------------------
+# check
+# ---------------------------------------------------------------------------
+
+@main.command()
+@click.argument("submission", type=click.Path(exists=True, readable=True))
+@assignment_option
+@json_option
+@device_option
+@timeout_option
+@ci_option
+@junit_option
+@min_score_option
+@color_option
+@click.option("-v", "--verbose", is_flag=True, default=False,
+              help="Also list the tests that passed, with their points and times.")
+@_guarded
+def check(submission, assignment, json_file, devices, timeout, ci, junit_file, min_score, color, verbose):
+    """Self-check SUBMISSION (a .py file, a notebook or a folder) on the public tests.
+
+    Exit status: 0 when every test that ran passed, 1 when some failed (or,
+    with --min-score, when the score is below it), 2 on usage or hwcheck errors.
+    """
+    from checker.atomic import dumps_json, write_json_atomic, write_text_atomic
+    from checker.report import format_markdown, format_scorecard, github_annotations, junit_xml
+    from checker.runner import Grader
+    from checker.scorecard import student_view
+
+    with Grader(mode="public", devices=devices, timeout=timeout) as grader:
+        card = grader.grade(submission, assignment)
+    view = student_view(card)
+
+    if json_file == "-":
+        click.echo(dumps_json(view), nl=False)
+    else:
+        colored = _color(color) if not ci or color else False
+        click.echo(format_scorecard(view, color=colored, verbose=verbose), color=colored)
+        if json_file:
+            write_json_atomic(json_file, view)
+    if ci:
+        for line in github_annotations(view):
+            click.echo(line)
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            with open(summary, "a", encoding="utf-8") as f:
+                f.write(format_markdown(view))
+    if junit_file:
+        write_text_atomic(junit_file, junit_xml(view))
+
+    if min_score is not None:
+        ok = float(view.get("score") or 0) >= min_score
+    else:
+        ok = _all_passed(view)
+    sys.exit(EXIT_OK if ok else EXIT_FAILED)
+
+
+# ---------------------------------------------------------------------------
+# grade
+# ---------------------------------------------------------------------------
+
+@main.command()
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@required_assignment_option
+@output_dir_option
+@jobs_option
+@resume_option
+@timeout_option
+@public_option
+@seed_option
+@keep_raw_option
+@device_option
+@_guarded
+def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, keep_raw, devices):
+    """Grade every submission in DIRECTORY (each .py/.ipynb file or folder is one).
+
+    \b
+    Writes OUTDIR/<id>.json (scorecard), OUTDIR/gradescope/<id>/results.json
+    and OUTDIR/grades.csv. Hidden tests run unless --public.
+    Exit status: 0 when every submission got a scorecard from grading, 1 when
+    hwcheck could not grade some (see the summary), 2 on usage or hwcheck errors.
+    """
+    from checker import batch
+
+    out_real = os.path.realpath(outdir)
+    entries = [(sid, path) for sid, path in batch.list_entries(directory)
+               if os.path.realpath(path) != out_real]
+    if not entries:
+        raise Fail(f"no submissions in {directory} (a submission is a .py or .ipynb file, or a folder)")
+
+    on_tty = _isatty("stderr")
+    state = {"width": 0}
+
+    def on_progress(event):
+        if on_tty:
+            import shutil
+            line = batch.progress_bar(event, shutil.get_terminal_size().columns)
+            pad = " " * max(0, state["width"] - len(line))
+            state["width"] = len(line)
+            click.echo("\r" + line + pad, nl=False, err=True)
+        else:
+            click.echo(batch.progress_line(event), err=True)
+
+    click.echo(f"hwcheck: grading {len(entries)} submissions of {assignment} "
+               f"({'public' if public else 'hidden'} tests, -j {jobs}) into {outdir}", err=True)
+    try:
+        result = batch.grade_batch(entries, assignment, outdir, jobs=jobs, resume=resume, timeout=timeout,
+                                   mode="public" if public else "hidden", keep_raw=keep_raw,
+                                   on_progress=on_progress, seed=seed, devices=devices)
+    finally:
+        if on_tty and state["width"]:
+            click.echo("", err=True)
+    for line in batch.summary_lines(result):
+        click.echo(line)
+    sys.exit(EXIT_FAILED if result.internal else EXIT_OK)
+
+
+# ---------------------------------------------------------------------------
+# show
+# ---------------------------------------------------------------------------
+
+@main.command()
+@click.argument("scorecard_file", metavar="SCORECARD.json", type=click.Path(exists=True, dir_okay=False))
+@all_option
+@color_option
+@_guarded
+def show(scorecard_file, show_all, color):
+    """Print a scorecard as `check` would (the student's view unless --all)."""
+    from checker.report import format_scorecard
+    from checker.scorecard import student_view
+
+    try:
+        with open(scorecard_file, encoding="utf-8") as f:
+            card = json.load(f)
+    except ValueError as e:
+        raise Fail(f"{scorecard_file} is not JSON ({e})") from None
+    if not isinstance(card, dict) or not {"assignment", "questions", "score"} <= set(card):
+        raise Fail(f"{scorecard_file} is not a hwcheck scorecard")
+    try:
+        from checker.scorecard import validate
+        validate(card)
+    except ImportError:
+        pass  # jsonschema is optional
+    except Exception as e:  # noqa: BLE001 - jsonschema.ValidationError
+        raise Fail(f"{scorecard_file} is not a valid scorecard: {getattr(e, 'message', e)}") from None
+    colored = _color(color)
+    view = card if show_all else student_view(card)
+    click.echo(format_scorecard(view, color=colored, verbose=show_all), color=colored)
+
+
+# ---------------------------------------------------------------------------
+# init-ci
+# ---------------------------------------------------------------------------
+
+@main.command("init-ci")
+@assignment_option
+@click.option("--path", "sub_path", default=".", show_default=True, metavar="SUBMISSION",
+              help="The submission, relative to the repository root (a file or a folder).")
+@click.option("--package", default="hwcheck", show_default=True, metavar="SPEC",
+              help="What the workflow pip-installs for hwcheck (a name, name==version, a git URL).")
+@click.option("-o", "--output", default=".github/workflows/hwcheck.yml", show_default=True,
+              type=click.Path(dir_okay=False, allow_dash=True), help="Where to write the workflow ('-': print it).")
+@force_option
+@_guarded
+def init_ci(assignment, sub_path, package, output, force):
+    """Write a GitHub Actions workflow that runs `hwcheck check --ci` on every push."""
+    from checker.atomic import write_text_atomic
+    from checker.ci import workflow_yaml
+
+    try:
+        text = workflow_yaml(assignment=assignment, path=sub_path, package=package)
+    except ValueError as e:
+        raise Fail(str(e)) from None
+    if output == "-":
+        click.echo(text, nl=False)
+        return
+    if os.path.exists(output) and not force:
+        raise Fail(f"{output} already exists; use --force to overwrite it")
+    write_text_atomic(output, text)
+    click.echo(f"wrote {output}: commit and push it, and each push runs "
+               f"`hwcheck check {sub_path}{' -a ' + assignment if assignment else ''} --ci`.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""The command line's options, each defined once and shared by the commands that take it.
+
+What it is for: named, reusable click decorators in the manner of pip-tools'
+`options.py`, so that `-a/--assignment` (say) reads and validates the same
+way in `check`, `grade` and `init-ci`, and a command's signature is a list of
+decorators. Callbacks here only validate and normalise values (a device
+choice becomes a tuple of devices, `-j 0` becomes the CPU count).
+
+What it is not: a place for behaviour. Commands live in `checker.cli`, their
+logic in `checker.batch`, `checker.runner`, `checker.report` and `checker.ci`.
+"""
+
+import os
+
+import click
+
+from checker.spec import assignment_ids
+
+__all__ = [
+    "DEVICE_CHOICES", "devices_of", "use_color",
+    "assignment_option", "required_assignment_option", "json_option", "device_option",
+    "output_dir_option", "jobs_option", "resume_option", "timeout_option", "public_option",
+    "seed_option", "ci_option", "junit_option", "min_score_option", "keep_raw_option",
+    "color_option", "force_option", "all_option",
+]
+
+DEVICE_CHOICES = {"cpu": ("cpu",), "cuda": ("cuda",), "all": ("cpu", "cuda")}
+
+
+def devices_of(choice):
+    """'cpu' -> ('cpu',), 'cuda' -> ('cuda',), 'all' -> ('cpu', 'cuda')."""
+    return DEVICE_CHOICES[choice]
+
+
+def use_color(flag, stream_isatty, environ=None):
+    """Colour or not: an explicit --color/--no-color wins; else only on a terminal without NO_COLOR.
+
+    NO_COLOR (https://no-color.org) counts when it is set to a non-empty value.
+    """
+    environ = os.environ if environ is None else environ
+    if flag is not None:
+        return bool(flag)
+    return bool(stream_isatty) and not environ.get("NO_COLOR")
+
+
+def _assignment(required):
+    return click.option(
+        "-a", "--assignment", "assignment",
+        type=click.Choice(assignment_ids()), required=required,
+        help=("The assignment." if required else
+              "The assignment (default: inferred from the names the submission defines)."))
+
+
+assignment_option = _assignment(required=False)
+required_assignment_option = _assignment(required=True)
+
+json_option = click.option(
+    "--json", "json_file", type=click.Path(dir_okay=False, writable=True, allow_dash=True),
+    default=None, metavar="FILE",
+    help="Also write the scorecard as JSON to FILE (written atomically); '-' prints only the JSON.")
+
+device_option = click.option(
+    "--device", "devices", type=click.Choice(sorted(DEVICE_CHOICES)), default="all",
+    show_default=True, callback=lambda ctx, param, value: devices_of(value),
+    help="Which device variants of the tests to run; CUDA variants are skipped, with a reason, "
+         "where CUDA is absent.")
+
+output_dir_option = click.option(
+    "-o", "--output-dir", "outdir", required=True,
+    type=click.Path(file_okay=False, writable=True), metavar="OUTDIR",
+    help="Folder for the scorecards, grades.csv and gradescope/<id>/results.json (created).")
+
+
+def _jobs(ctx, param, value):
+    return value if value > 0 else (os.cpu_count() or 1)
+
+
+jobs_option = click.option(
+    "-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True, callback=_jobs,
+    help="Submissions graded at once (0: one per CPU).")
+
+resume_option = click.option(
+    "--resume", is_flag=True, default=False,
+    help="Skip submissions whose scorecard in OUTDIR is complete and current (same submission "
+         "sha256, grader version, mode, assignment and spec sha256).")
+
+timeout_option = click.option(
+    "--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+    help="Time budget of one submission, loading and every call together "
+         "(default: the assignment's limit).")
+
+public_option = click.option(
+    "--public", "public", is_flag=True, default=False,
+    help="Run only the public tests with the fixed public seed (default: hidden mode, all tests).")
+
+seed_option = click.option(
+    "--seed", type=click.IntRange(min=0, max=2**31 - 1), default=None,
+    help="Run seed of the hidden tests, to reproduce a batch (default: a fresh random seed).")
+
+ci_option = click.option(
+    "--ci", is_flag=True, default=False,
+    help="For CI: print GitHub annotations for failed tests and append a Markdown summary to "
+         "$GITHUB_STEP_SUMMARY when it is set. No colour.")
+
+junit_option = click.option(
+    "--junit", "junit_file", type=click.Path(dir_okay=False, writable=True), default=None,
+    metavar="FILE", help="Write a JUnit XML report to FILE.")
+
+min_score_option = click.option(
+    "--min-score", type=click.FloatRange(min=0), default=None, metavar="POINTS",
+    help="Exit 0 when the score reaches POINTS, else 1 (instead of 'every test passed').")
+
+keep_raw_option = click.option(
+    "--keep-raw", is_flag=True, default=False,
+    help="Keep pytest-json-report's raw report as OUTDIR/<id>.raw.json.")
+
+color_option = click.option(
+    "--color/--no-color", "color", default=None,
+    help="Colour the report (default: only on a terminal, and never when NO_COLOR is set).")
+
+force_option = click.option(
+    "--force", is_flag=True, default=False, help="Overwrite the file if it exists.")
+
+all_option = click.option(
+    "--all", "show_all", is_flag=True, default=False,
+    help="Show everything (hidden tests, passed tests with points and times): the TA's view.")

@@ -1,0 +1,434 @@
+"""`hwcheck grade` over a folder of mixed submissions: files, formats, -j 2, crashes, kill and resume.
+
+One folder of 11 submissions (correct and broken .py files, notebooks, a
+folder, two hostile ones, a syntax error, an empty file) plus entries to skip
+is graded once with -j 1 and once with -j 2 (module fixtures); the other
+tests read those results. The kill test runs `python -m checker.cli grade` as
+a real process and SIGKILLs it.
+"""
+import csv
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+
+import checker.batch as batch
+from checker import __version__
+from checker.cli import main
+from checker.scorecard import validate
+from checker.spec import load_spec
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REFERENCE = os.path.join(ROOT, "reference", "attention.py")
+SPEC = load_spec("attention")
+AUTO_POINTS = sum(q["points"] for q in SPEC["questions"] if not q.get("manual"))
+TIMEOUT = "5"
+SEED = "4242"
+GRADESCOPE_TEST_KEYS = {"name", "number", "score", "max_score", "status", "output", "visibility"}
+
+
+def _notebook(*cells):
+    return json.dumps({
+        "cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# My homework\n"]}]
+        + [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+            "source": c.splitlines(True)} for c in cells],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+        "nbformat": 4, "nbformat_minor": 5})
+
+
+@pytest.fixture(scope="module")
+def subs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("class")
+    src = open(REFERENCE, encoding="utf-8").read()
+    good, bad = "return scores / math.sqrt(n)", "return scores / n"
+    assert good in src, "the reference changed: update the broken line"
+    q1_end = src.index("# --------------------------------------------------------------------------- Q2")
+    (d / "alice.py").write_text(src)                                         # correct
+    (d / "bob.py").write_text(src.replace(good, bad))                        # broken scaling
+    (d / "erin.py").write_text(src.replace("keepdims=True)  # (..., T), rows", "keepdims=False)  # (..., T), rows")
+                               if "keepdims=True)  # (..., T), rows" in src else src.replace(good, bad))
+    (d / "carol").mkdir()                                                    # a folder
+    (d / "carol" / "attention.py").write_text(src)
+    (d / "carol" / "NOTES.md").write_text("my notes\n")
+    (d / "dave.ipynb").write_text(_notebook(src[:q1_end], src[q1_end:]))     # a notebook, 2 cells
+    (d / "frank.ipynb").write_text(_notebook(src[:q1_end]))                  # a notebook with Q1 only
+    (d / "hostile.py").write_text("while True:\n    pass\n")                # loops while loading
+    (d / "grace.py").write_text(src + "\n\ndef get_scores(matrix, vector):\n    while True:\n        pass\n")
+    (d / "syntax.py").write_text(src + "\ndef oops(:\n")                     # a syntax error
+    (d / "empty.py").write_text("")                                          # nothing
+    (d / "notes.txt").write_text("not a submission\n")                       # skipped
+    (d / ".hidden.py").write_text(src)                                       # skipped
+    (d / ".git").mkdir()                                                     # skipped
+    (d / "__pycache__").mkdir()                                              # skipped
+    return d
+
+
+IDS = ["alice", "bob", "carol", "dave", "empty", "erin", "frank", "grace", "hostile", "syntax"]
+
+
+def _grade(subs, out, *extra):
+    r = CliRunner().invoke(main, ["grade", str(subs), "-a", "attention", "-o", str(out),
+                                  "--timeout", TIMEOUT, "--seed", SEED, *extra])
+    return r
+
+
+@pytest.fixture(scope="module")
+def j1(subs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out-j1")
+    r = _grade(subs, out, "--keep-raw")
+    assert r.exit_code == 0, r.output
+    return out, r
+
+
+@pytest.fixture(scope="module")
+def j2(subs, tmp_path_factory):
+    """The same class with -j 2, and stderr taken for a terminal: the progress bar."""
+    import checker.cli
+    out = tmp_path_factory.mktemp("out-j2")
+    t0 = time.monotonic()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(checker.cli, "_isatty", lambda name: name == "stderr")
+        r = _grade(subs, out, "-j", "2")
+    assert r.exit_code == 0, r.output
+    return out, r, time.monotonic() - t0
+
+
+def _card(out, sid):
+    with open(os.path.join(out, f"{sid}.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _scorecard_names(out):
+    return sorted(n for n in os.listdir(out) if n.endswith(".json") and not n.startswith(".")
+                  and not n.endswith(".raw.json"))
+
+
+# ---------------------------------------------------------------------------
+# entries
+# ---------------------------------------------------------------------------
+
+def test_list_entries_takes_files_and_folders_and_skips_the_rest(subs, tmp_path):
+    entries = batch.list_entries(str(subs))
+    assert [sid for sid, _ in entries] == IDS
+    assert dict(entries)["carol"] == os.path.join(str(subs), "carol")
+    (tmp_path / "bob.py").write_text("")
+    (tmp_path / "bob.ipynb").write_text("{}")
+    with pytest.raises(batch.HwcheckError, match="bob"):
+        batch.list_entries(str(tmp_path))
+
+
+def test_grade_usage_errors_exit_2(subs, tmp_path):
+    run = CliRunner().invoke
+    assert run(main, ["grade", str(subs), "-o", str(tmp_path / "o")]).exit_code == 2         # no -a
+    assert run(main, ["grade", str(subs), "-a", "attention"]).exit_code == 2                 # no -o
+    assert run(main, ["grade", str(tmp_path / "nope"), "-a", "attention", "-o", "o"]).exit_code == 2
+    assert run(main, ["grade", str(subs), "-a", "attention", "-o", "o", "-j", "-1"]).exit_code == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "readme.txt").write_text("")
+    r = run(main, ["grade", str(empty), "-a", "attention", "-o", str(tmp_path / "o")])
+    assert r.exit_code == 2 and "no submissions" in r.stderr
+    clash = tmp_path / "clash"
+    clash.mkdir()
+    (clash / "x.py").write_text("")
+    (clash / "x.ipynb").write_text("{}")
+    r = run(main, ["grade", str(clash), "-a", "attention", "-o", str(tmp_path / "o")])
+    assert r.exit_code == 2 and r.stderr.startswith("hwcheck: error: two submissions")
+
+
+# ---------------------------------------------------------------------------
+# the -j 1 batch: scorecards, results.json, grades.csv, raw reports, progress
+# ---------------------------------------------------------------------------
+
+def test_every_submission_gets_a_valid_scorecard(j1):
+    out, _ = j1
+    assert _scorecard_names(out) == [f"{sid}.json" for sid in IDS]
+    for sid in IDS:
+        card = _card(out, sid)
+        validate(card)
+        assert card["submission"]["id"] == sid and card["assignment"] == "attention"
+        assert card["grader"]["mode"] == "hidden" and card["grader"]["version"] == __version__
+        assert card["grader"]["seed"] == int(SEED)
+        assert not card["grader"].get("internal_error"), card["load"]
+    assert not any(n.endswith(".tmp") for n in os.listdir(out))
+
+
+def test_verdicts_of_the_mixed_submissions(j1):
+    out, _ = j1
+    cards = {sid: _card(out, sid) for sid in IDS}
+    for sid in ("alice", "carol", "dave"):
+        assert cards[sid]["score"] == AUTO_POINTS and cards[sid]["status"] == "graded", sid
+    for sid in ("bob", "erin", "frank"):
+        assert 0 < cards[sid]["score"] < AUTO_POINTS, sid
+    assert cards["frank"]["questions"][0]["score"] == cards["frank"]["questions"][0]["max_score"]
+    assert cards["hostile"]["status"] == "timeout" and cards["hostile"]["score"] == 0
+    assert cards["hostile"]["duration_s"] < 30
+    assert cards["grace"]["score"] < AUTO_POINTS
+    assert any(t["outcome"] == "timeout" for q in cards["grace"]["questions"] for t in q["tests"])
+    assert cards["empty"]["score"] == 0
+    assert cards["syntax"]["load"]["ok"] is False
+    assert any("SyntaxError" in m for m in cards["syntax"]["load"]["messages"])
+    # hidden tests ran (hidden mode) and are marked so
+    assert any(t["visibility"] == "hidden" for q in cards["alice"]["questions"] for t in q["tests"])
+
+
+def test_gradescope_results_follow_the_format(j1):
+    out, _ = j1
+    for sid in IDS:
+        path = os.path.join(out, "gradescope", sid, "results.json")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        results = json.loads(text)  # the whole file is one JSON object: no stray output
+        card = _card(out, sid)
+        assert isinstance(results["score"], (int, float)) and results["score"] == pytest.approx(card["score"])
+        assert isinstance(results["execution_time"], (int, float)) and results["execution_time"] >= 0
+        assert isinstance(results.get("output", ""), str)
+        assert results["tests"], sid
+        numbers = set()
+        for t in results["tests"]:
+            assert GRADESCOPE_TEST_KEYS <= set(t), t
+            assert isinstance(t["name"], str) and t["name"]
+            assert re.fullmatch(r"\d+\.\d+", t["number"]) and t["number"] not in numbers
+            numbers.add(t["number"])
+            assert 0 <= t["score"] <= t["max_score"] + 1e-9
+            assert t["status"] in ("passed", "failed")
+            assert t["visibility"] in ("visible", "after_published")
+            assert isinstance(t["output"], str)
+        hidden = {f"{q['id']} \u203a {t['name']}" for q in card["questions"] for t in q["tests"]
+                  if t["visibility"] == "hidden"}
+        assert hidden
+        for t in results["tests"]:
+            assert (t["visibility"] == "after_published") == (t["name"] in hidden)
+        assert sum(t["score"] for t in results["tests"]) == pytest.approx(results["score"], abs=1e-3)
+
+
+def test_gradebook_csv_opens_with_one_row_per_submission(j1):
+    out, _ = j1
+    with open(os.path.join(out, "grades.csv"), newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["id", "total"] + [q["id"] for q in SPEC["questions"]] + ["max_total", "status"]
+    assert [r[0] for r in rows[1:]] == IDS
+    for row in rows[1:]:
+        card = _card(out, row[0])
+        assert float(row[1]) == pytest.approx(card["score"]) and row[-1] == card["status"]
+        assert len(row) == len(rows[0])
+
+
+def test_keep_raw_writes_the_pytest_json_report_beside(j1):
+    out, _ = j1
+    for sid in IDS:
+        with open(os.path.join(out, f"{sid}.raw.json"), encoding="utf-8") as f:
+            raw = json.load(f)
+        assert "tests" in raw and "summary" in raw
+        assert "_raw_report" not in _card(out, sid)
+
+
+def test_plain_progress_lines_and_summary(j1):
+    _, r = j1
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("[")]
+    assert len(lines) == len(IDS)
+    assert re.fullmatch(r"\[ ?\d+/10\] \w+: [\d.]+/100 (graded|timeout|load_failed|crashed) \d+\.\ds", lines[0])
+    assert {ln.split("]")[1].split(":")[0].strip() for ln in lines} == set(IDS)
+    assert "\r" not in r.output
+    assert f"attention: 10/10 submissions" in r.stdout and "grades.csv" in r.stdout
+
+
+def test_progress_bar_text():
+    event = {"id": "alice", "done": 3, "total": 12, "failed": 1, "eta": 75.0, "status": "graded",
+             "score": 72.5, "max_score": 100, "seconds": 1.2, "resumed": False, "internal": None}
+    bar = batch.progress_bar(event, 100)
+    assert "3/12" in bar and "failed 1" in bar and "ETA 1:15" in bar and len(bar) < 100
+    assert batch.progress_line(event) == "[ 3/12] alice: 72.5/100 graded 1.2s"
+
+
+# ---------------------------------------------------------------------------
+# -j 2
+# ---------------------------------------------------------------------------
+
+def test_progress_bar_on_a_terminal(j2):
+    _, r, _ = j2
+    bars = [part for part in r.stderr.split("\r") if part.startswith("[")]
+    assert len(bars) == len(IDS)
+    assert bars[-1].split("]")[1].split()[0] == f"{len(IDS)}/{len(IDS)}"
+    assert all("failed" in b and "ETA" in b for b in bars)
+    assert "\n[" not in r.stderr  # no plain per-submission lines on a terminal
+
+def test_two_jobs_give_the_same_scores(j1, j2):
+    out1, _ = j1
+    out2, r2, _ = j2
+    assert "-j 2" in r2.stdout
+    for sid in IDS:
+        a, b = _card(out1, sid), _card(out2, sid)
+        validate(b)
+        assert (b["score"], b["status"]) == (a["score"], a["status"]), sid
+        assert [q["score"] for q in b["questions"]] == [q["score"] for q in a["questions"]], sid
+        assert not os.path.exists(os.path.join(out2, f"{sid}.raw.json"))  # no --keep-raw
+    with open(os.path.join(out1, "grades.csv")) as f1, open(os.path.join(out2, "grades.csv")) as f2:
+        assert f1.read() == f2.read()
+
+
+def test_a_dying_trusted_worker_loses_nothing_else(subs, tmp_path, monkeypatch):
+    """A forked grading process that dies: its submission is crashed, the rest are graded, resume fixes it."""
+    real = batch.grade_one
+
+    def dies_on_bob(grader, sid, *args, **kwargs):
+        if sid == "bob":
+            os._exit(7)
+        return real(grader, sid, *args, **kwargs)
+    monkeypatch.setattr(batch, "grade_one", dies_on_bob)  # inherited by the forked workers
+    entries = [e for e in batch.list_entries(str(subs)) if e[0] in ("alice", "bob", "carol", "dave")]
+    events = []
+    result = batch.grade_batch(entries, "attention", str(tmp_path), jobs=2, mode="public",
+                               on_progress=events.append)
+    assert [e["done"] for e in events] == [1, 2, 3, 4]
+    assert [r["id"] for r in result.internal] == ["bob"]
+    assert "died" in result.internal[0]["internal"] and "exit status 7" in result.internal[0]["internal"]
+    bob = _card(tmp_path, "bob")
+    validate(bob)
+    assert bob["status"] == "crashed" and bob["score"] == 0 and bob["grader"]["internal_error"]
+    with open(tmp_path / "gradescope" / "bob" / "results.json") as f:
+        assert json.load(f) == {"score": 0, "execution_time": pytest.approx(bob["duration_s"], abs=0.01),
+                                "output": f"hwcheck could not grade this submission: "
+                                          f"{bob['grader']['internal_error']}", "tests": []}
+    for sid in ("alice", "carol", "dave"):
+        assert _card(tmp_path, sid)["score"] == AUTO_POINTS
+
+    monkeypatch.setattr(batch, "grade_one", real)
+    again = batch.grade_batch(entries, "attention", str(tmp_path), jobs=2, mode="public", resume=True)
+    assert sorted(r["id"] for r in again.resumed) == ["alice", "carol", "dave"]
+    assert [r["id"] for r in again.graded] == ["bob"] and not again.internal
+    assert _card(tmp_path, "bob")["status"] == "graded"
+
+
+def test_grade_options_reach_the_batch(subs, tmp_path, monkeypatch):
+    """The CLI passes its options through, and exits 1 when hwcheck could not grade some submission."""
+    seen = {}
+
+    def fake(entries, assignment, outdir, **kwargs):
+        seen.update(entries=entries, assignment=assignment, outdir=outdir, **kwargs)
+        result = batch.BatchResult(assignment, outdir, len(entries), kwargs["jobs"])
+        result.results.append({"id": "bob", "status": "crashed", "score": 0, "max_score": 100,
+                               "seconds": 0.1, "internal": "the grading process died", "resumed": False})
+        return result
+    monkeypatch.setattr(batch, "grade_batch", fake)
+    out = subs / "out-inside"  # an OUTDIR inside DIR is not a submission
+    out.mkdir()
+    try:
+        r = CliRunner().invoke(main, ["grade", str(subs), "-a", "vit", "-o", str(out), "-j", "0", "--resume",
+                                      "--public", "--keep-raw", "--timeout", "7.5", "--device", "cpu"])
+    finally:
+        out.rmdir()
+    assert r.exit_code == 1, r.output
+    assert [sid for sid, _ in seen["entries"]] == IDS
+    assert seen["assignment"] == "vit" and seen["outdir"] == str(out)
+    assert seen["jobs"] == (os.cpu_count() or 1) and seen["resume"] and seen["keep_raw"]
+    assert seen["mode"] == "public" and seen["timeout"] == 7.5 and seen["devices"] == ("cpu",)
+    assert seen["seed"] is None
+    assert "not graded: bob: the grading process died" in r.stdout and "--resume" in r.stdout
+
+
+def test_is_current_checks_hash_version_mode_and_status(j1, subs, tmp_path):
+    out, _ = j1
+    shutil.copy(os.path.join(out, "alice.json"), tmp_path / "alice.json")
+    alice = os.path.join(str(subs), "alice.py")
+    assert batch.is_current(str(tmp_path), "alice", alice, "attention", "hidden")
+    assert not batch.is_current(str(tmp_path), "alice", alice, "attention", "public")
+    assert not batch.is_current(str(tmp_path), "alice", alice, "vit", "hidden")
+    assert not batch.is_current(str(tmp_path), "alice", alice, "attention", "hidden", keep_raw=True)
+    assert not batch.is_current(str(tmp_path), "alice", os.path.join(str(subs), "bob.py"), "attention", "hidden")
+    card = _card(tmp_path, "alice")
+    for key, value in (("version", "0.0.0"), ("spec_sha256", "0" * 64), ("internal_error", "x")):
+        changed = json.loads(json.dumps(card))
+        changed["grader"][key] = value
+        (tmp_path / "alice.json").write_text(json.dumps(changed))
+        assert not batch.is_current(str(tmp_path), "alice", alice, "attention", "hidden"), key
+    (tmp_path / "alice.json").write_text(json.dumps(card)[:-20])  # cut short
+    assert not batch.is_current(str(tmp_path), "alice", alice, "attention", "hidden")
+
+
+# ---------------------------------------------------------------------------
+# kill midway, then --resume
+# ---------------------------------------------------------------------------
+
+def _snapshot(out):
+    snap = {}
+    for name in _scorecard_names(out):
+        path = os.path.join(out, name)
+        with open(path, "rb") as f:
+            snap[name] = (os.stat(path).st_mtime_ns, f.read())
+    return snap
+
+
+def _processes_mentioning(text):
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state != "Z":
+            found.append((int(pid), cmdline))
+    return found
+
+
+def test_kill_midway_then_resume_loses_nothing_and_grades_nothing_twice(subs, tmp_path):
+    folder = tmp_path / "class"  # the class without its two slow hostile submissions
+    shutil.copytree(subs, folder, ignore=shutil.ignore_patterns("hostile.py", "grace.py"))
+    ids = [sid for sid in IDS if sid not in ("hostile", "grace")]
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "checker.cli", "grade", str(folder), "-a", "attention", "-o", str(out),
+           "--timeout", TIMEOUT, "-j", "2"]  # no --seed: the resumed run must keep the first one
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.is_dir() and _scorecard_names(out):
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, proc.stdout.read().decode()
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+        proc.stdout.close()
+    time.sleep(1.0)  # the forked graders die with their parent (PDEATHSIG)
+    assert not _processes_mentioning(str(out)), "grading processes outlived the kill"
+    before = _snapshot(out)
+    assert before and len(before) < len(ids), "the kill came too late to test anything"
+    time.sleep(0.5)
+    assert _snapshot(out) == before, "something went on writing after the kill"
+    for name in os.listdir(out):  # what is there is complete; leftovers are only hidden temp files
+        path = os.path.join(out, name)
+        if name.endswith(".json") and not name.startswith("."):
+            validate(json.loads(open(path, encoding="utf-8").read()))
+        elif os.path.isfile(path):
+            assert name.startswith(".") and name.endswith(".tmp") or name == "grades.csv", name
+
+    r = subprocess.run(cmd + ["--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    after = _snapshot(out)
+    assert sorted(after) == [f"{sid}.json" for sid in ids]
+    lines = {ln.split("] ", 1)[1].split(":")[0]: ln for ln in r.stderr.splitlines() if ln.startswith("[")}
+    assert sorted(lines) == ids
+    for name, (mtime, content) in before.items():
+        assert after[name] == (mtime, content), f"{name} was graded again"
+        assert lines[name[:-5]].endswith("(up to date, not regraded)")
+    resumed = [ln for ln in r.stderr.splitlines() if "(up to date, not regraded)" in ln]
+    assert len(resumed) == len(before)
+    assert not [n for n in os.listdir(out) if n.endswith(".tmp")]
+    with open(out / "grades.csv", newline="") as f:
+        assert [row[0] for row in list(csv.reader(f))[1:]] == ids
+    for sid in ids:
+        validate(_card(out, sid))
+        assert os.path.isfile(out / "gradescope" / sid / "results.json")
+    assert len({_card(out, sid)["grader"]["seed"] for sid in ids}) == 1  # one seed for the class

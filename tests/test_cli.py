@@ -1,0 +1,417 @@
+"""The `hwcheck` command line through click's CliRunner: every command, option and exit status.
+
+Grading is real (real grading tests, real workers); to keep the file fast,
+most `check` runs build their Grader on one warm zygote shared by the module
+(`warm`), and one run (`test_check_correct_end_to_end`) goes through the
+Grader exactly as a student's would.
+"""
+import functools
+import json
+import os
+import shutil
+import xml.etree.ElementTree as ET
+
+import pytest
+from click.testing import CliRunner
+
+import checker.runner
+from checker import __version__
+from checker.cli import main
+from checker.options import use_color
+from checker.scorecard import validate
+from checker.spec import assignment_ids, load_spec
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REFERENCE = os.path.join(ROOT, "reference", "attention.py")
+GOOD_LINE = "return scores / math.sqrt(n)"
+BAD_LINE = "return scores / n"
+AUTO_POINTS = sum(q["points"] for q in load_spec("attention")["questions"] if not q.get("manual"))
+ESC = "\x1b["
+
+
+def _points(x):
+    return str(int(x)) if float(x) == int(x) else str(x)
+
+
+@pytest.fixture(scope="module")
+def subs(tmp_path_factory):
+    """A correct and a broken `attention` submission, and one that is no assignment at all."""
+    d = tmp_path_factory.mktemp("subs")
+    src = open(REFERENCE, encoding="utf-8").read()
+    assert GOOD_LINE in src, "the reference changed: update GOOD_LINE"
+    (d / "good.py").write_text(src)
+    (d / "broken.py").write_text(src.replace(GOOD_LINE, BAD_LINE))
+    (d / "nothing.py").write_text("x = 1\n")
+    return d
+
+
+@pytest.fixture(scope="module")
+def zygote():
+    from checker.sandbox import Zygote
+    z = Zygote()
+    yield z
+    z.close()
+
+
+@pytest.fixture
+def warm(monkeypatch, zygote):
+    """Make the CLI's Grader use the module's warm zygote; record how it was built."""
+    calls = []
+    real = checker.runner.Grader
+
+    def factory(**kwargs):
+        calls.append(kwargs)
+        return real(zygote=zygote, **kwargs)
+    monkeypatch.setattr(checker.runner, "Grader", factory)
+    return calls
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(main, [str(a) for a in args], env=env)
+
+
+# ---------------------------------------------------------------------------
+# --version, --help, list
+# ---------------------------------------------------------------------------
+
+def test_version():
+    for flag in ("--version", "-V"):
+        r = run(flag)
+        assert r.exit_code == 0
+        assert r.output.strip() == f"hwcheck {__version__}"
+
+
+def test_help_lists_every_command():
+    r = run("--help")
+    assert r.exit_code == 0
+    for command in ("check", "grade", "show", "list", "init-ci"):
+        assert command in r.output
+
+
+def test_no_command_and_unknown_command_are_usage_errors():
+    assert run("frobnicate").exit_code == 2
+    r = run()
+    assert r.exit_code in (0, 2)  # click prints the help; its status depends on click's version
+    assert "Commands:" in r.output
+
+
+def test_list_shows_assignments_questions_titles_points():
+    r = run("list")
+    assert r.exit_code == 0, r.output
+    for aid in assignment_ids():
+        spec = load_spec(aid)
+        assert f"{aid}  {spec['title']}" in r.output
+        block = r.output.split(f"{aid}  {spec['title']}", 1)[1].split("\n\n", 1)[0]
+        for q in spec["questions"]:
+            line = next(ln for ln in block.splitlines() if ln.startswith(f"  {q['id']} "))
+            assert _points(q["points"]) in line and q["title"] in line
+    assert "graded by a person" in r.output  # attention's manual question
+
+
+# ---------------------------------------------------------------------------
+# check
+# ---------------------------------------------------------------------------
+
+def test_check_correct_end_to_end(subs):
+    """No warm zygote here: the whole path a student's `hwcheck check` takes."""
+    r = run("check", subs / "good.py", "-a", "attention")
+    assert r.exit_code == 0, r.output
+    assert f"Total: {_points(AUTO_POINTS)}/100" in r.output
+    assert "FAILED" not in r.output and ESC not in r.output
+    assert "Traceback" not in r.output
+
+
+def test_check_infers_the_assignment_and_says_so(warm, subs, tmp_path):
+    out = tmp_path / "card.json"
+    r = run("check", subs / "good.py", "--json", out)
+    assert r.exit_code == 0, r.output
+    assert "assignment inferred from the names defined: attention" in r.output
+    card = json.loads(out.read_text())
+    validate(card)
+    assert card["assignment"] == "attention"
+    assert card["grader"]["mode"] == "public"
+    assert "seed" not in card["grader"]  # the student view
+    assert all(t["visibility"] == "visible" for q in card["questions"] for t in q["tests"])
+    assert warm[-1]["mode"] == "public"
+
+
+def test_check_broken_exits_1_and_explains(warm, subs, tmp_path):
+    out = tmp_path / "sub" / "dir" / "card.json"  # parent folders are created
+    r = run("check", subs / "broken.py", "-a", "attention", "--json", out)
+    assert r.exit_code == 1, r.output
+    assert "FAILED" in r.output and "sqrt" in r.output  # the hint about dividing by n
+    assert "assignment inferred" not in r.output
+    card = json.loads(out.read_text())
+    validate(card)
+    assert 0 < card["score"] < AUTO_POINTS
+    assert not any(p.name.endswith(".tmp") for p in out.parent.iterdir())
+
+
+def test_check_json_dash_prints_only_json(warm, subs):
+    r = run("check", subs / "broken.py", "-a", "attention", "--json", "-")
+    assert r.exit_code == 1
+    validate(json.loads(r.stdout))
+
+
+def test_check_ci_annotations_summary_and_junit(warm, subs, tmp_path):
+    summary = tmp_path / "summary.md"
+    summary.write_text("# earlier step\n")
+    junit = tmp_path / "junit.xml"
+    r = run("check", subs / "broken.py", "-a", "attention", "--ci", "--junit", junit,
+            env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert r.exit_code == 1, r.output
+    annotations = [ln for ln in r.stdout.splitlines() if ln.startswith("::error ")]
+    assert annotations and all("::" in ln[2:] for ln in annotations)
+    assert any("test_scale_scores" in ln for ln in annotations)
+    assert all("\n" not in ln for ln in annotations)
+    text = summary.read_text()
+    assert text.startswith("# earlier step\n")  # appended, not replaced
+    assert "## hwcheck: attention - broken" in text and "### Failures" in text
+    root = ET.parse(junit).getroot()
+    assert root.tag == "testsuites"
+    assert int(root.get("failures")) + int(root.get("errors")) >= 1
+    assert {s.get("name") for s in root.iter("testsuite")} == {
+        q["id"] for q in load_spec("attention")["questions"]}
+    assert ESC not in r.output
+
+
+def test_check_ci_without_step_summary_env(warm, subs, tmp_path, monkeypatch):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    r = run("check", subs / "good.py", "-a", "attention", "--ci")
+    assert r.exit_code == 0, r.output
+    assert "::error" not in r.output
+
+
+def test_check_junit_alone_on_a_correct_submission(warm, subs, tmp_path):
+    junit = tmp_path / "j.xml"
+    r = run("check", subs / "good.py", "-a", "attention", "--junit", junit)
+    assert r.exit_code == 0
+    root = ET.parse(junit).getroot()
+    assert root.get("failures") == "0" and root.get("errors") == "0"
+    assert int(root.get("tests")) > 0
+
+
+def test_check_min_score_decides_the_exit_status(warm, subs, tmp_path):
+    card = tmp_path / "c.json"
+    r = run("check", subs / "broken.py", "-a", "attention", "--json", card, "--min-score", "10")
+    assert r.exit_code == 0, r.output  # some tests failed, but the score is above 10
+    score = json.loads(card.read_text())["score"]
+    assert run("check", subs / "broken.py", "-a", "attention", "--min-score", score).exit_code == 0
+    assert run("check", subs / "broken.py", "-a", "attention", "--min-score", score + 0.01).exit_code == 1
+    assert run("check", subs / "good.py", "-a", "attention", "--min-score", 100).exit_code == 1
+    assert run("check", subs / "good.py", "-a", "attention", "--min-score", "-1").exit_code == 2
+
+
+def test_check_device_and_timeout_reach_the_grader(warm, subs):
+    for choice, devices in (("cpu", ("cpu",)), ("cuda", ("cuda",)), ("all", ("cpu", "cuda"))):
+        r = run("check", subs / "good.py", "-a", "attention", "--device", choice, "--timeout", 30)
+        assert r.exit_code == 0, r.output
+        assert warm[-1]["devices"] == devices and warm[-1]["timeout"] == 30
+    assert run("check", subs / "good.py", "--device", "tpu").exit_code == 2
+    assert run("check", subs / "good.py", "--timeout", 0).exit_code == 2
+
+
+def test_check_verbose_lists_passed_tests(warm, subs):
+    r = run("check", subs / "good.py", "-a", "attention", "-v")
+    assert r.exit_code == 0
+    assert "passed test_" in r.output
+
+
+def test_check_colour_only_when_asked_or_on_a_terminal(warm, subs, monkeypatch):
+    r = run("check", subs / "broken.py", "-a", "attention")
+    assert ESC not in r.output  # CliRunner's stdout is not a terminal
+    r = run("check", subs / "broken.py", "-a", "attention", "--color")
+    assert r.exit_code == 1 and ESC in r.stdout
+    r = run("check", subs / "broken.py", "-a", "attention", "--color", "--ci")
+    assert ESC in r.stdout  # explicit --color wins even in CI mode
+    r = run("check", subs / "broken.py", "-a", "attention", "--ci")
+    assert ESC not in r.stdout
+
+
+def test_use_color_rules():
+    assert use_color(None, True, {}) is True
+    assert use_color(None, True, {"NO_COLOR": "1"}) is False
+    assert use_color(None, True, {"NO_COLOR": ""}) is True  # no-color.org: set *and* non-empty
+    assert use_color(None, False, {}) is False
+    assert use_color(True, False, {"NO_COLOR": "1"}) is True
+    assert use_color(False, True, {}) is False
+
+
+def test_no_color_on_a_fake_terminal(subs, tmp_path, monkeypatch, warm):
+    """With stdout a terminal, colour appears unless NO_COLOR is set."""
+    import checker.cli as cli
+
+    card = tmp_path / "c.json"
+    assert run("check", subs / "broken.py", "-a", "attention", "--json", card).exit_code == 1
+    monkeypatch.setattr(cli, "_isatty", lambda name: name == "stdout")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert ESC in run("show", card).stdout
+    assert ESC not in run("show", card, env={"NO_COLOR": "1"}).stdout
+    assert ESC not in run("show", card, "--no-color").stdout
+
+
+def test_check_usage_and_internal_errors_exit_2(warm, subs, tmp_path, monkeypatch):
+    r = run("check", tmp_path / "missing.py")
+    assert r.exit_code == 2 and "does not exist" in r.output
+    assert run("check", subs / "good.py", "-a", "nope").exit_code == 2
+    assert run("check").exit_code == 2
+    assert run("check", subs / "good.py", "--bogus").exit_code == 2
+    r = run("check", subs / "nothing.py")  # no assignment can be inferred: HwcheckError
+    assert r.exit_code == 2
+    assert r.stderr.startswith("hwcheck: error: could not tell which assignment")
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = run("check", subs / "good.py", "-a", "attention", "--json", blocker / "x.json")
+    assert r.exit_code == 2 and r.stderr.startswith("hwcheck: error:")
+
+    def boom(**kwargs):
+        raise RuntimeError("a bug")
+    monkeypatch.setattr(checker.runner, "Grader", boom)
+    r = run("check", subs / "good.py", "-a", "attention")
+    assert r.exit_code == 2
+    assert "internal error (RuntimeError: a bug)" in r.stderr and "Traceback" not in r.output
+
+
+def test_check_hostile_timeout_exits_1(warm, tmp_path):
+    hostile = tmp_path / "spin.py"
+    hostile.write_text("def get_scores(matrix, vector):\n    pass\n\nwhile True:\n    pass\n")
+    r = run("check", hostile, "-a", "attention", "--timeout", 1)
+    assert r.exit_code == 1, r.output
+    assert "Status: timeout" in r.output and "Traceback" not in r.output
+
+
+def test_check_folder_submission(warm, subs, tmp_path):
+    folder = tmp_path / "mywork"
+    folder.mkdir()
+    shutil.copy(subs / "good.py", folder / "attention.py")
+    r = run("check", folder)
+    assert r.exit_code == 0, r.output
+    assert "submission mywork" in r.output
+
+
+# ---------------------------------------------------------------------------
+# show
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ta_card(zygote, subs, tmp_path_factory):
+    """A full (hidden-mode) scorecard of the broken submission, as `grade` writes it."""
+    from checker.atomic import write_json_atomic
+    with checker.runner.Grader(mode="hidden", seed=99, zygote=zygote) as g:
+        card = g.grade(str(subs / "broken.py"), "attention")
+    path = tmp_path_factory.mktemp("cards") / "broken.json"
+    write_json_atomic(path, card)
+    return path
+
+
+def test_show_student_view_and_all(ta_card):
+    card = json.loads(ta_card.read_text())
+    hidden = [t["name"] for q in card["questions"] for t in q["tests"] if t["visibility"] == "hidden"]
+    assert hidden
+    r = run("show", ta_card)
+    assert r.exit_code == 0, r.output
+    assert "hwcheck: attention - submission broken" in r.output
+    assert "[hidden]" not in r.output and "hidden tests (not shown" in r.output
+    assert f"Total: {_points(card['score'])}/100" in r.output
+    r = run("show", ta_card, "--all")
+    assert r.exit_code == 0
+    assert "[hidden]" in r.output and "passed test_" in r.output
+
+
+def test_show_matches_check(warm, subs, tmp_path):
+    card = tmp_path / "c.json"
+    checked = run("check", subs / "broken.py", "-a", "attention", "--json", card)
+    shown = run("show", card)
+    assert shown.exit_code == 0
+    assert shown.stdout == checked.stdout
+
+
+def test_show_errors_exit_2(tmp_path):
+    assert run("show", tmp_path / "nope.json").exit_code == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    r = run("show", bad)
+    assert r.exit_code == 2 and "is not JSON" in r.stderr
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"hello": 1}))
+    r = run("show", other)
+    assert r.exit_code == 2 and "not a hwcheck scorecard" in r.stderr
+    invalid = tmp_path / "invalid.json"
+    invalid.write_text(json.dumps({"assignment": "attention", "questions": [], "score": -3}))
+    r = run("show", invalid)
+    assert r.exit_code == 2 and "not a valid scorecard" in r.stderr
+    assert "Traceback" not in r.output
+
+
+# ---------------------------------------------------------------------------
+# init-ci
+# ---------------------------------------------------------------------------
+
+def _check_workflow(text, path, assignment, package="hwcheck"):
+    try:
+        import yaml
+    except ImportError:
+        yaml = None
+    if yaml is not None:
+        doc = yaml.safe_load(text)
+        steps = doc["jobs"]["check"]["steps"]
+        runs = "\n".join(s.get("run", "") for s in steps)
+        uses = [s.get("uses", "").split("@")[0] for s in steps]
+        assert uses[:2] == ["actions/checkout", "actions/setup-python"]
+        assert steps[1]["with"]["python-version"] == "3.11"
+    else:
+        # No YAML parser here: check the structure line by line.
+        lines = text.splitlines()
+        assert "\t" not in text
+        assert lines[lines.index("jobs:") + 1] == "  check:"
+        assert "    steps:" in lines
+        step_lines = [ln for ln in lines if ln.startswith("      - ")]
+        assert step_lines and all(ln.startswith("      - name: ") for ln in step_lines)
+        for ln in lines:  # every non-empty line is a comment, a key, a list item or a block line
+            stripped = ln.strip()
+            assert (not stripped or stripped.startswith(("#", "- ")) or ":" in stripped
+                    or ln.startswith(" " * 10)), ln
+        uses = [ln.split("uses:", 1)[1].strip().split("@")[0] for ln in lines if "uses:" in ln]
+        assert uses[:2] == ["actions/checkout", "actions/setup-python"]
+        assert 'python-version: "3.11"' in text
+        runs = "\n".join(ln.strip() for ln in lines if ln.startswith(" " * 10) and ":" not in ln.split()[0])
+    order = [runs.index("pip install torch --index-url https://download.pytorch.org/whl/cpu"),
+             runs.index(f"pip install {package}"),
+             runs.index(f"hwcheck check {path}" + (f" -a {assignment}" if assignment else "")
+                        + " --ci --junit hwcheck-junit.xml")]
+    assert order == sorted(order)
+
+
+def test_init_ci_writes_a_workflow_and_refuses_to_overwrite(tmp_path):
+    out = tmp_path / "repo" / ".github" / "workflows" / "hwcheck.yml"
+    r = run("init-ci", "--assignment", "attention", "--path", "attention.ipynb", "-o", out)
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    _check_workflow(text, "attention.ipynb", "attention")
+    out.write_text("mine\n")
+    r = run("init-ci", "-a", "attention", "-o", out)
+    assert r.exit_code == 2 and "already exists" in r.stderr
+    assert out.read_text() == "mine\n"
+    r = run("init-ci", "-a", "vit", "--path", "vit work.ipynb", "-o", out, "--force",
+            "--package", "hwcheck==0.1.0")
+    assert r.exit_code == 0
+    _check_workflow(out.read_text(), "'vit work.ipynb'", "vit", package="hwcheck==0.1.0")
+
+
+def test_init_ci_default_location_and_stdout(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = run("init-ci")
+    assert r.exit_code == 0, r.output
+    text = (tmp_path / ".github" / "workflows" / "hwcheck.yml").read_text()
+    _check_workflow(text, ".", None)
+    assert run("init-ci").exit_code == 2
+    r = run("init-ci", "-a", "charlm", "-o", "-")
+    assert r.exit_code == 0
+    _check_workflow(r.stdout, ".", "charlm")
+
+
+def test_init_ci_rejects_bad_values():
+    assert run("init-ci", "-a", "nope", "-o", "-").exit_code == 2
+    r = run("init-ci", "--path", "a\nb: c", "-o", "-")
+    assert r.exit_code == 2 and "one line" in r.stderr

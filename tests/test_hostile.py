@@ -1,0 +1,831 @@
+"""Hostile submissions, run for real: the trust boundary holds and hwcheck keeps going.
+
+Every submission here is a small numpy-only `.py` file for the `attention`
+assignment, written into tmp_path and run in a real worker forked by a real
+zygote (or graded end to end by `Grader.grade`). Each test checks that
+  - hwcheck keeps running: the zygote is alive and a fresh handle answers;
+  - the result is right: the hostile part scores nothing, the rest still works;
+  - nothing is forged: no file the grader reads changes, the trusted side's
+    numpy is untouched;
+  - no process is left behind: nothing remains under the zygote once the
+    handles are closed (its orphan sweep runs every 0.2 s).
+"""
+import builtins
+import json
+import os
+import resource
+import textwrap
+import time
+
+import numpy as np
+import numpy.testing
+import pytest
+
+from checker.errors import BadReturn, StudentError, StudentTimeout, WorkerCrashed
+from checker.isolation import landlock_abi
+from checker.sandbox import Limits, SubmissionHandle, Zygote, sha256_of
+from sandbox_helpers import (CONTEXT_D1, GOOD, H_D1, H_E, WRONG, cmdline, descendants, wait_until,
+                             with_marker, write)
+
+FAST = dict(call_s=2, cell_s=2, submission_s=30)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ABI = landlock_abi()
+needs_landlock = pytest.mark.skipif(ABI == 0, reason="Landlock is not available on this kernel: a worker can "
+                                                       "read and write every file its user can")
+
+
+@pytest.fixture(scope="module")
+def zyg():
+    with Zygote() as z:
+        yield z
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind(request):
+    """After each test: every zygote used is alive and has no process under it any more."""
+    zygotes = []
+    request.node.zygotes = zygotes
+    yield
+    for z in zygotes:
+        assert z.alive(), "the zygote died"
+        assert_no_workers(z)
+
+
+def assert_no_workers(z):
+    left = wait_until(lambda: not descendants(z.pid), timeout=1.5)
+    assert left, f"processes left under the zygote: {[(p, cmdline(p)) for p in descendants(z.pid)]}"
+
+
+def use(request, z):
+    request.node.zygotes.append(z)
+    return z
+
+
+def open_sub(z, path, **limits):
+    h = SubmissionHandle(str(path), z, Limits(**{**FAST, **limits}))
+    return h, h.load()
+
+
+def assert_healthy(z, tmp_path):
+    """A fresh handle on a correct submission loads and answers correctly."""
+    h, report = open_sub(z, write(tmp_path, "healthy/good.py", GOOD))
+    try:
+        assert report["ok"], report["messages"]
+        got = h.call("context_vector", np.array(H_E), np.array(H_D1))
+        np.testing.assert_allclose(got, CONTEXT_D1, atol=1e-6)
+    finally:
+        h.close()
+
+
+def line_of(src, text):
+    return src.splitlines().index(text) + 1
+
+
+def auto_scores(card):
+    return {q["id"]: q["score"] for q in card["questions"] if not q["manual"]}
+
+
+def assert_no_better_than(card, control):
+    """The hostile submission earns nothing its plain-wrong twin (the control) does not."""
+    got, base = auto_scores(card), auto_scores(control)
+    for qid, score in got.items():
+        assert score <= base[qid], f"{qid}: {score} > control {base[qid]}"
+    assert sum(got.values()) < sum(q["max_score"] for q in card["questions"] if not q["manual"])
+    assert card["status"] == "graded"
+
+
+@pytest.fixture(scope="module")
+def control_card(grader, tmp_path_factory):
+    return grader.grade(write(tmp_path_factory.mktemp("control"), "wrong.py", WRONG), "attention")
+
+
+# --------------------------------------------------------------------------- exits
+
+EXIT_AT_IMPORT = GOOD + textwrap.dedent('''
+    import os
+    import sys
+    sys.exit(0)
+    def after_sys_exit():
+        return 1
+    os._exit(0)
+    def after_os_exit():
+        return 2
+''')
+
+
+def test_exit_at_import(request, zyg, tmp_path):
+    use(request, zyg)
+    path = write(tmp_path, "exits.py", EXIT_AT_IMPORT)
+    h, report = open_sub(zyg, path)
+    try:
+        text = "\n".join(report["messages"])
+        assert f"exits.py, line {line_of(EXIT_AT_IMPORT, 'sys.exit(0)')}" in text and "sys.exit(0)" in text
+        assert f"exits.py, line {line_of(EXIT_AT_IMPORT, 'os._exit(0)')}" in text and "os._exit(0)" in text
+        assert "skipped" in text
+        assert not report["ok"]
+        assert h.call("after_sys_exit") == 1 and h.call("after_os_exit") == 2
+        np.testing.assert_allclose(h.call("context_vector", np.array(H_E), np.array(H_D1)), CONTEXT_D1, atol=1e-6)
+    finally:
+        h.close()
+    assert_healthy(zyg, tmp_path)
+
+
+EXIT_IN_CALL = GOOD + textwrap.dedent('''
+    def leave():
+        import sys
+        sys.exit(3)
+
+    def vanish():
+        import os
+        os._exit(0)
+''')
+
+
+def test_exit_in_call(request, zyg, tmp_path):
+    use(request, zyg)
+    h, report = open_sub(zyg, write(tmp_path, "exits_call.py", EXIT_IN_CALL))
+    try:
+        assert report["ok"], report["messages"]
+        with pytest.raises(StudentError, match=r"sys\.exit\(3\)"):
+            h.call("leave")
+        assert h.restarts == 0  # sys.exit is just an exception: the same worker goes on
+        assert h.call("head_weight_shape", 8, 2) == (8, 4)
+        with pytest.raises(WorkerCrashed, match=r"os\._exit\(0\)") as e:
+            h.call("vanish")
+        assert "restarted" in str(e.value)
+        assert h.call("head_weight_shape", 8, 2) == (8, 4)
+        assert h.restarts == 1
+    finally:
+        h.close()
+    assert_healthy(zyg, tmp_path)
+
+
+# --------------------------------------------------------------------------- loops
+
+LOOP_AT_IMPORT = GOOD + textwrap.dedent('''
+    while True:
+        pass
+    def after_loop():
+        return 3
+''')
+
+
+def test_infinite_loop_at_import(request, zyg, tmp_path):
+    use(request, zyg)
+    t0 = time.monotonic()
+    h, report = open_sub(zyg, write(tmp_path, "loop.py", LOOP_AT_IMPORT))
+    try:
+        assert time.monotonic() - t0 < 6
+        text = "\n".join(report["messages"])
+        assert f"loop.py, line {line_of(LOOP_AT_IMPORT, 'while True:')}" in text and "longer than 2 s" in text
+        assert h.call("after_loop") == 3
+    finally:
+        h.close()
+
+
+STUBBORN_LOOP = GOOD + textwrap.dedent('''
+    while True:
+        try:
+            while True:
+                pass
+        except BaseException:
+            pass
+    def after_stubborn_loop():
+        return 3
+''')
+
+
+@pytest.mark.slow
+def test_loop_that_swallows_the_alarm_at_import(request, zyg, tmp_path):
+    use(request, zyg)
+    t0 = time.monotonic()
+    h, report = open_sub(zyg, write(tmp_path, "stubborn.py", STUBBORN_LOOP))
+    try:
+        assert time.monotonic() - t0 < 8
+        text = "\n".join(report["messages"])
+        assert f"stubborn.py, line {line_of(STUBBORN_LOOP, 'while True:')}" in text
+        assert "did not stop" in text and "skipped" in text
+        assert h.call("after_stubborn_loop") == 3
+    finally:
+        h.close()
+
+
+LOOP_IN_CALL = GOOD + textwrap.dedent('''
+    def spin():
+        while True:
+            pass
+''')
+
+
+def test_infinite_loop_in_call(request, zyg, tmp_path):
+    use(request, zyg)
+    h, report = open_sub(zyg, write(tmp_path, "spin.py", LOOP_IN_CALL))
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(StudentTimeout, match="did not finish within 2 s"):
+            h.call("spin")
+        assert time.monotonic() - t0 < 4
+        np.testing.assert_allclose(h.call("context_vector", np.array(H_E), np.array(H_D1)), CONTEXT_D1, atol=1e-6)
+    finally:
+        h.close()
+
+
+# --------------------------------------------------------------------------- memory
+
+MEMORY_BOMB = GOOD + textwrap.dedent('''
+    def bomb():
+        hog = []
+        while True:
+            hog.append(np.ones(2**21))  # 16 MiB, every page written
+
+    bomb()
+    def after_bomb():
+        return 4
+''')
+
+
+@pytest.mark.slow
+def test_memory_bomb(request, zyg, tmp_path):
+    use(request, zyg)
+    h, report = open_sub(zyg, write(tmp_path, "bomb.py", MEMORY_BOMB), memory_mb=512, cell_s=15, call_s=15)
+    try:
+        text = "\n".join(report["messages"])
+        # the statement that failed and the innermost line of the student's code, with their source
+        hog_line = "        hog.append(np.ones(2**21))  # 16 MiB, every page written"
+        assert f"bomb.py, line {line_of(MEMORY_BOMB, 'bomb()')} raised MemoryError" in text, text
+        assert f"in bomb.py, line {line_of(MEMORY_BOMB, hog_line)}\n    {hog_line.strip()}" in text, text
+        assert "ran out of the memory" in text
+        assert h.call("after_bomb") == 4
+        with pytest.raises(StudentError, match=r"ran out of memory \(the limit is 512 MiB\)"):
+            h.call("bomb")
+        # the hog was freed with the call's frame: the same worker goes on
+        assert h.restarts == 0
+        np.testing.assert_allclose(h.call("context_vector", np.array(H_E), np.array(H_D1)), CONTEXT_D1, atol=1e-6)
+    finally:
+        h.close()
+    assert_healthy(zyg, tmp_path)
+
+
+# --------------------------------------------------------------------------- output
+
+CHATTY = GOOD + textwrap.dedent('''
+    def chatty(x):
+        line = "y" * 999 + "\\n"
+        for _ in range(200_000):          # 200 MB through print
+            print(line, end="")
+        import os, sys
+        for _ in range(20):               # 20 MB straight to the file descriptors
+            os.write(1, b"z" * 1_000_000)
+            os.write(2, b"z" * 1_000_000)
+        sys.__stdout__.write("w" * 100_000)
+        return x * 2
+
+    def chatty_unlimited(x):
+        import gc
+        import checker.worker
+        checker.worker.KEEP = 10**9      # lift the worker-side cap: the trusted side caps again
+        for o in gc.get_objects():
+            if type(o).__name__ == "CappedWriter":
+                o.kept = -10**9
+                o.dropped = -5
+        print("x" * 3_000_000)
+        return x
+''')
+
+
+def test_200mb_of_printing(request, zyg, tmp_path):
+    use(request, zyg)
+    h, report = open_sub(zyg, write(tmp_path, "chatty.py", CHATTY), call_s=20)
+    try:
+        x = np.arange(5.0)
+        np.testing.assert_array_equal(h.call("chatty", x), 2 * x)
+        assert 0 < len(h.last_stdout) <= 64 * 1024
+        assert set(h.last_stdout) <= {"y", "\n"}
+        assert h.last_stdout_dropped >= 200_000_000 - 64 * 1024
+        assert h.call("head_weight_shape", 8, 2) == (8, 4)
+        assert h.last_stdout == "" and h.last_stdout_dropped == 0
+        np.testing.assert_array_equal(h.call("chatty_unlimited", x), x)
+        assert len(h.last_stdout) <= 64 * 1024 and h.last_stdout_dropped >= 3_000_000 - 64 * 1024
+    finally:
+        h.close()
+
+
+# --------------------------------------------------------------------------- crashes
+
+SEGFAULT = GOOD + textwrap.dedent('''
+    import ctypes
+    ctypes.string_at(0)
+    def after_segfault():
+        return 5
+
+    def crash():
+        ctypes.string_at(0)
+''')
+
+
+def test_segfault_at_import_and_in_call(request, zyg, tmp_path):
+    use(request, zyg)
+    h, report = open_sub(zyg, write(tmp_path, "segv.py", SEGFAULT))
+    try:
+        text = "\n".join(report["messages"])
+        assert f"segv.py, line {line_of(SEGFAULT, 'ctypes.string_at(0)')}" in text
+        assert "segmentation fault" in text and "skipped" in text
+        assert h.call("after_segfault") == 5
+        with pytest.raises(WorkerCrashed, match="segmentation fault"):
+            h.call("crash")
+        assert h.call("after_segfault") == 5
+    finally:
+        h.close()
+    assert_healthy(zyg, tmp_path)
+
+
+KEYBOARD_INTERRUPT = GOOD + textwrap.dedent('''
+    raise KeyboardInterrupt
+    def after_interrupt():
+        return 6
+
+    def ctrl_c():
+        raise KeyboardInterrupt("stop!")
+''')
+
+
+def test_keyboard_interrupt(request, zyg, tmp_path):
+    use(request, zyg)
+    h, report = open_sub(zyg, write(tmp_path, "ki.py", KEYBOARD_INTERRUPT))
+    try:
+        text = "\n".join(report["messages"])
+        assert f"ki.py, line {line_of(KEYBOARD_INTERRUPT, 'raise KeyboardInterrupt')}" in text
+        assert "KeyboardInterrupt" in text
+        assert h.call("after_interrupt") == 6
+        with pytest.raises(StudentError, match="KeyboardInterrupt: stop!"):
+            h.call("ctrl_c")
+        assert h.call("after_interrupt") == 6 and h.restarts == 0
+    finally:
+        h.close()
+
+
+# --------------------------------------------------------------------------- tampering
+
+MONKEYPATCH = WRONG + textwrap.dedent('''
+    import builtins
+    import math
+    import numpy
+    import numpy.testing
+    numpy.allclose = lambda *a, **k: True
+    numpy.isclose = lambda a, b, *x, **k: numpy.ones(numpy.shape(a), bool)
+    numpy.array_equal = lambda *a, **k: True
+    numpy.testing.assert_allclose = lambda *a, **k: None
+    numpy.testing.assert_array_equal = lambda *a, **k: None
+    numpy.testing.assert_array_almost_equal = lambda *a, **k: None
+    math.isclose = lambda *a, **k: True
+    builtins.abs = lambda x: 0
+    builtins.all = lambda x: True
+    builtins.max = lambda *a, **k: 0
+    builtins.AssertionError = type("AssertionError", (Exception,), {})
+    try:
+        import checker.compare
+        checker.compare.compare = lambda *a, **k: None
+        checker.compare._matches = lambda *a, **k: True
+    except Exception:
+        pass
+''')
+
+
+def test_monkeypatching_numpy_and_builtins(request, grader, control_card, tmp_path):
+    use(request, grader.zygote)
+    real = (np.allclose, np.isclose, np.array_equal, numpy.testing.assert_allclose, builtins.abs,
+            builtins.all, builtins.max, builtins.AssertionError)
+    card = grader.grade(write(tmp_path, "patcher.py", MONKEYPATCH), "attention")
+    assert_no_better_than(card, control_card)
+    assert (np.allclose, np.isclose, np.array_equal, numpy.testing.assert_allclose, builtins.abs,
+            builtins.all, builtins.max, builtins.AssertionError) == real
+    assert not np.allclose([1.0], [2.0]) and abs(-3) == 3 and max(1, 2) == 2
+    with pytest.raises(AssertionError):
+        numpy.testing.assert_allclose([1.0], [2.0])
+    failed = [t for q in card["questions"] if q["id"] in ("Q1", "Q2") for t in q["tests"]]
+    assert failed and all(t["outcome"] != "passed" for t in failed)
+    assert any("differ" in t["message"] for t in failed)
+
+
+def _fake_files_source(outdir):
+    return WRONG + textwrap.dedent(f'''
+        import json
+        import os
+        OUTDIR = {outdir!r}
+        FAKE = json.dumps({{"score": 100.0, "tests": [], "output": "forged by the submission"}})
+        ATTEMPTS = {{}}
+
+        def _write(path):
+            try:
+                with open(path, "w") as f:
+                    f.write(FAKE)
+                ATTEMPTS[path] = "written"
+            except Exception as e:
+                ATTEMPTS[path] = type(e).__name__
+
+        def _targets():
+            out, d = [], os.getcwd()
+            while True:
+                out += [os.path.join(d, n) for n in ("results.json", "grades.csv", "scorecard.json")]
+                if d == "/":
+                    break
+                d = os.path.dirname(d)
+            out += [os.path.join(OUTDIR, n) for n in ("results.json", "grades.csv", "scorecard.json", "new.json")]
+            out += ["/autograder/results/results.json", "/tmp/results.json"]
+            zyg = os.getppid()
+            with open(f"/proc/{{zyg}}/stat") as f:
+                grader = int(f.read().rsplit(")", 1)[1].split()[1])
+            for pid in (zyg, grader):
+                try:
+                    out.append(os.path.join(os.readlink(f"/proc/{{pid}}/cwd"), "results.json"))
+                except OSError as e:
+                    ATTEMPTS[f"/proc/{{pid}}/cwd"] = type(e).__name__
+                try:
+                    with open(f"/proc/{{pid}}/cmdline", "rb") as f:
+                        args = f.read().split(b"\\0")
+                except OSError:
+                    args = []
+                for a in args:
+                    a = a.decode(errors="replace")
+                    if a.startswith("/") and os.path.isdir(a):
+                        out.append(os.path.join(a, "results.json"))
+            return out
+
+        for _t in _targets():
+            _write(_t)
+
+        def attempts():
+            return dict(ATTEMPTS)
+    ''')
+
+
+@needs_landlock
+def test_fake_result_files(request, zyg, grader, control_card, tmp_path):
+    use(request, zyg)
+    use(request, grader.zygote)
+    outdir = tmp_path / "grader-output"
+    outdir.mkdir()
+    for name in ("results.json", "grades.csv", "scorecard.json"):
+        (outdir / name).write_text(json.dumps({"score": 0, "name": name}))
+    path = write(tmp_path, "sub/forger.py", _fake_files_source(str(outdir)))
+    watched = [str(outdir / n) for n in ("results.json", "grades.csv", "scorecard.json", "new.json")]
+    watched += [os.path.join(d, "results.json") for d in ("/", "/tmp", str(tmp_path), os.getcwd(), REPO)]
+    before = {p: (sha256_of(p) if os.path.exists(p) else None) for p in watched}
+    original = sha256_of(path)
+
+    h, report = open_sub(zyg, path)
+    try:
+        attempts = h.call("attempts")
+        workdir = h.workdir
+    finally:
+        h.close()
+    assert attempts, "the submission tried nothing"
+    assert any(p.startswith(str(outdir)) for p in attempts)
+    for p, outcome in attempts.items():
+        inside = os.path.realpath(p).startswith(os.path.realpath(workdir) + os.sep)
+        assert inside or outcome != "written", f"the worker wrote {p} outside its temp dir"
+    assert not os.path.exists(workdir), "the worker's temp dir outlived its handle"
+
+    card = grader.grade(path, "attention")
+    assert_no_better_than(card, control_card)
+    assert "forged" not in json.dumps(card)
+    assert {p: (sha256_of(p) if os.path.exists(p) else None) for p in watched} == before
+    assert sha256_of(path) == original
+
+
+def _reference_search_source(repo):
+    names = ["get_scores", "scale_scores", "get_attention_weights", "get_context_vector", "context_vector",
+             "self_attention", "self_attention_token", "split_heads", "head_weight_shape", "head_output_shape",
+             "concat_shape", "w_o_shape", "multi_head_attention"]
+    return WRONG + textwrap.dedent(f'''
+        import importlib.util
+        import os
+        import sys
+        import time
+        REPO = {repo!r}
+        READ, ERRORS, REF = [], {{}}, None
+
+        def _candidates():
+            t0, seen = time.monotonic(), []
+            for root in ["/", REPO] + [p for p in sys.path if p]:
+                for dirpath, dirs, files in os.walk(root):
+                    if time.monotonic() - t0 > 5:
+                        break
+                    if dirpath == "/":
+                        dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
+                    if os.path.basename(dirpath) == "reference" and "attention.py" in files:
+                        seen.append(os.path.join(dirpath, "attention.py"))
+            guesses = [os.path.join(p, "reference", "attention.py") for p in [REPO] + sys.path if p]
+            return seen + guesses
+
+        for _c in _candidates():
+            try:
+                with open(_c) as _f:
+                    _f.read(10)
+                READ.append(_c)
+                _spec = importlib.util.spec_from_file_location("stolen_reference", _c)
+                _mod = importlib.util.module_from_spec(_spec)
+                _spec.loader.exec_module(_mod)
+                REF = _mod
+                break
+            except Exception as e:
+                ERRORS[_c] = type(e).__name__
+        try:
+            import reference.attention as _imported
+            REF = REF or _imported
+        except Exception as e:
+            ERRORS["import reference.attention"] = type(e).__name__
+        if REF is not None:
+            for _n in {names!r}:
+                globals()[_n] = getattr(REF, _n)
+
+        def search_report():
+            return {{"read": READ, "errors": ERRORS, "have_reference": REF is not None}}
+    ''')
+
+
+@pytest.mark.slow
+@needs_landlock
+def test_search_the_disk_for_the_reference(request, zyg, grader, control_card, tmp_path):
+    use(request, zyg)
+    use(request, grader.zygote)
+    path = write(tmp_path, "thief.py", _reference_search_source(REPO))
+    h, report = open_sub(zyg, path, cell_s=30)
+    try:
+        found = h.call("search_report")
+    finally:
+        h.close()
+    assert found["read"] == [] and not found["have_reference"], found
+    assert os.path.join(REPO, "reference", "attention.py") in found["errors"]
+    assert found["errors"]["import reference.attention"] in ("PermissionError", "ModuleNotFoundError",
+                                                             "ImportError")
+    card = grader.grade(path, "attention")
+    assert_no_better_than(card, control_card)
+
+
+ATTACK_PARENT = GOOD + textwrap.dedent('''
+    import os
+    import signal
+
+    def _family():
+        zyg = os.getppid()
+        with open(f"/proc/{zyg}/stat") as f:
+            grader = int(f.read().rsplit(")", 1)[1].split()[1])
+        return zyg, grader
+
+    def _try(out, name, fn):
+        try:
+            fn()
+            out[name] = "done"
+        except Exception as e:
+            out[name] = type(e).__name__
+
+    def _read(path):
+        with open(path, "rb") as f:
+            return f.read(64)
+
+    def _write(path):
+        with open(path, "w") as f:
+            f.write("forged output\\n")
+
+    def attack(victim=0):
+        out = {}
+        zyg, grader = _family()
+        _try(out, "read zygote environ", lambda: _read(f"/proc/{zyg}/environ"))
+        _try(out, "read grader environ", lambda: _read(f"/proc/{grader}/environ"))
+        _try(out, "read zygote mem", lambda: _read(f"/proc/{zyg}/mem"))
+        _try(out, "read grader mem", lambda: _read(f"/proc/{grader}/mem"))
+        _try(out, "write zygote stderr", lambda: _write(f"/proc/{zyg}/fd/2"))
+        _try(out, "write grader stdout", lambda: _write(f"/proc/{grader}/fd/1"))
+        _try(out, "kill zygote", lambda: os.kill(zyg, signal.SIGKILL))
+        _try(out, "killpg zygote", lambda: os.killpg(os.getpgid(zyg), signal.SIGKILL))
+        _try(out, "kill grader", lambda: os.kill(grader, signal.SIGKILL))
+        _try(out, "killpg grader", lambda: os.killpg(os.getpgid(grader), signal.SIGKILL))
+        _try(out, "stop grader", lambda: os.kill(grader, signal.SIGSTOP))
+        if victim:
+            _try(out, "kill sibling worker", lambda: os.kill(victim, signal.SIGKILL))
+        return out
+
+    ATTACK_AT_IMPORT = attack()
+
+    def import_attack():
+        return ATTACK_AT_IMPORT
+
+    def kill_everything():
+        os.kill(-1, signal.SIGKILL)
+        return "still here"
+''')
+
+
+@pytest.mark.skipif(ABI < 6, reason="without Landlock signal scoping (ABI 6, Linux 6.12) a worker running as "
+                                    "the grader's user could signal the grader, which would end this test run")
+def test_attack_the_parent_and_the_grader(request, zyg, tmp_path):
+    use(request, zyg)
+    victim, _ = open_sub(zyg, write(tmp_path, "victim/good.py", GOOD))
+    h, report = open_sub(zyg, write(tmp_path, "attacker.py", ATTACK_PARENT))
+    try:
+        assert any("signals" in w for w in h.isolation), h.isolation
+        for result in (h.call("import_attack"), h.call("attack", victim.pid)):
+            assert result and set(result.values()) == {"PermissionError"}, result
+        assert zyg.alive()
+        assert h.call("head_weight_shape", 8, 2) == (8, 4)
+        # kill(-1): every process this worker may signal, which is only its own descendants
+        assert h.call("kill_everything") == "still here"
+        assert zyg.alive() and h.restarts == 0
+        np.testing.assert_allclose(victim.call("context_vector", np.array(H_E), np.array(H_D1)), CONTEXT_D1,
+                                   atol=1e-6)
+        assert victim.restarts == 0
+    finally:
+        h.close()
+        victim.close()
+    assert_healthy(zyg, tmp_path)
+
+
+BACKGROUND = GOOD + textwrap.dedent('''
+    import os
+    import shutil
+    import subprocess
+    SLEEP = shutil.which("sleep") or "/bin/sleep"
+
+    def spawn(tag):
+        p = subprocess.Popen([SLEEP, tag + ".5"], start_new_session=True, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pid = os.fork()
+        if pid == 0:  # a classic double-forked daemon
+            try:
+                os.setsid()
+                if os.fork() == 0:
+                    os.execv(SLEEP, [SLEEP, tag + ".6"])
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        return p.pid
+
+    AT_IMPORT = spawn("302")
+''')
+
+
+def test_background_processes_do_not_outlive_the_handle(request, zyg, tmp_path):
+    use(request, zyg)
+    h, report = open_sub(zyg, write(tmp_path, "daemon.py", BACKGROUND))
+    try:
+        assert report["ok"], report["messages"]
+        child = h.call("spawn", "301")
+        assert child in with_marker("sleep 301.5"), "the background process did not start"
+        assert with_marker("sleep 302.5"), "the background process started at import did not start"
+        # the double-forked daemon is re-parented to the zygote and swept at once
+        assert wait_until(lambda: not with_marker("sleep 301.6"), timeout=1.0)
+    finally:
+        h.close()
+    for tag in ("301.5", "301.6", "302.5", "302.6"):
+        assert wait_until(lambda: not with_marker(f"sleep {tag}"), timeout=1.0), f"`sleep {tag}` survived"
+
+
+# --------------------------------------------------------------------------- lying values
+
+ALWAYS_EQUAL = textwrap.dedent('''
+    import numpy as np
+
+    class AlwaysEqual(np.ndarray):
+        def __eq__(self, other):
+            return True
+
+        def __ne__(self, other):
+            return False
+
+        def __array__(self, dtype=None, copy=None):
+            return np.array([0.095787, 0.149822, 0.246732, 0.38855])
+
+        __hash__ = None
+
+    def _ae(shape):
+        return np.zeros(shape).view(AlwaysEqual)
+
+    class Liar:
+        def __array__(self, dtype=None, copy=None):
+            return np.zeros(4)
+
+        def __len__(self):
+            return 4
+
+        def __float__(self):
+            return 0.0
+
+        def __eq__(self, other):
+            return True
+
+        def __iter__(self):
+            return iter([0.0] * 4)
+
+        def __getitem__(self, i):
+            return 0.0
+
+    class LyingTuple(tuple):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = tuple.__hash__
+
+    class LyingFloat(float):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = float.__hash__
+
+    def get_scores(matrix, vector):
+        return _ae(len(matrix))
+
+    def scale_scores(scores, n):
+        return _ae(np.shape(scores))
+
+    def get_attention_weights(scores):
+        return _ae(np.shape(scores))
+
+    def get_context_vector(attention_weights, hidden_encoder_matrix):
+        return _ae(np.shape(hidden_encoder_matrix)[-1])
+
+    def context_vector(encoder_states, decoder_state):
+        return _ae(np.shape(encoder_states)[-1])
+
+    def self_attention(X, W_Q, W_K, W_V):
+        return Liar()
+
+    def self_attention_token(X, W_Q, W_K, W_V, i):
+        return LyingFloat(0.0)
+
+    def split_heads(W, num_heads):
+        return [Liar() for _ in range(num_heads)]
+
+    def head_weight_shape(d_model, num_heads):
+        return LyingTuple((0, 0))
+
+    head_output_shape = concat_shape = lambda *a: LyingTuple((0, 0))
+    w_o_shape = head_weight_shape
+
+    def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads):
+        return _ae((len(X), np.shape(W_O)[-1]))
+''')
+
+
+def test_always_equal_and_lying_objects(request, zyg, grader, tmp_path):
+    use(request, zyg)
+    use(request, grader.zygote)
+    path = write(tmp_path, "liar.py", ALWAYS_EQUAL)
+    h, report = open_sub(zyg, path)
+    try:
+        got = h.call("context_vector", np.array(H_E), np.array(H_D1))
+        assert type(got) is np.ndarray and got.tolist() == [0.0] * 4
+        assert not np.allclose(got, CONTEXT_D1)
+        for name, args in (("self_attention", (np.eye(3),) * 4), ("self_attention_token", (np.eye(3),) * 4 + (0,)),
+                           ("head_weight_shape", (8, 2)), ("split_heads", (np.eye(4), 2))):
+            with pytest.raises(BadReturn, match="not plain data"):
+                h.call(name, *args)
+        assert h.restarts == 0
+    finally:
+        h.close()
+    card = grader.grade(path, "attention")
+    assert card["status"] == "graded"
+    by_id = {q["id"]: q for q in card["questions"]}
+    for qid in ("Q1", "Q2"):
+        assert by_id[qid]["score"] == 0
+        assert by_id[qid]["tests"] and all(t["outcome"] != "passed" for t in by_id[qid]["tests"])
+    q1 = " ".join(t["message"] for t in by_id["Q1"]["tests"])
+    q2 = " ".join(t["message"] for t in by_id["Q2"]["tests"])
+    assert "differ" in q1, q1
+    assert "not plain data" in q2, q2
+
+
+HUGE = GOOD + textwrap.dedent('''
+    def big():
+        return np.ones(2**21)            # 16 MiB
+
+    def enormous():
+        return np.broadcast_to(np.zeros(1), (2**28,))   # 2 GiB of values, 8 bytes of memory
+
+    def lying_frame():
+        import gc, socket, struct
+        for s in gc.get_objects():
+            if isinstance(s, socket.socket) and s.fileno() >= 0:
+                # a frame that declares a 1 TiB buffer, then nothing
+                s.sendall(b"HWC1" + struct.pack("!II", 2, 1) + b"{}" + struct.pack("!Q", 2**40))
+        return 1
+''')
+
+
+def test_huge_answers(request, zyg, tmp_path):
+    use(request, zyg)
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    h, report = open_sub(zyg, write(tmp_path, "huge.py", HUGE), reply_mb=8, memory_mb=1024)
+    try:
+        with pytest.raises(BadReturn, match="more data than the grader accepts"):
+            h.call("big")
+        with pytest.raises(BadReturn, match="more data than the grader accepts"):
+            h.call("enormous")
+        assert h.restarts == 0
+        with pytest.raises(BadReturn, match="larger than"):
+            h.call("lying_frame")
+        assert h.call("head_weight_shape", 8, 2) == (8, 4)
+    finally:
+        h.close()
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0 < 200 * 1024  # KiB: nothing big was allocated
+    assert_healthy(zyg, tmp_path)

@@ -1,0 +1,307 @@
+"""Loading student code in a real worker: .py files, notebooks, folders, and what goes wrong in them.
+
+Every submission is written into tmp_path and loaded by a real worker
+(`SubmissionHandle` on a real `Zygote`); names are then called for real.
+"""
+import os
+import textwrap
+
+import numpy as np
+import pytest
+
+from checker.errors import MissingName
+from checker.isolation import landlock_abi
+from checker.sandbox import Limits, SubmissionHandle, Zygote, sha256_of
+from sandbox_helpers import CONTEXT_D1, GOOD, H_D1, H_E, descendants, notebook, wait_until, write
+
+FAST = dict(call_s=5, cell_s=2, submission_s=60)
+SECRET = "hwcheck-test-secret-8d1f"
+
+
+@pytest.fixture(scope="module")
+def zyg():
+    """A zygote started while the grading process holds secrets in its environment."""
+    saved = {k: os.environ.get(k) for k in ("HWCHECK_SECRET_TOKEN", "HOME")}
+    os.environ["HWCHECK_SECRET_TOKEN"] = SECRET
+    os.environ.setdefault("HOME", "/root")
+    try:
+        with Zygote() as z:
+            yield z
+            assert wait_until(lambda: not descendants(z.pid), timeout=1.5), "workers left behind"
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def load(z, path, **limits):
+    h = SubmissionHandle(str(path), z, Limits(**{**FAST, **limits}))
+    return h, h.load()
+
+
+def context_ok(h):
+    np.testing.assert_allclose(h.call("context_vector", np.array(H_E), np.array(H_D1)), CONTEXT_D1, atol=1e-6)
+
+
+def body_of_good():
+    """GOOD without its import lines (a notebook imports in an earlier cell)."""
+    return "\n".join(line for line in GOOD.splitlines() if not line.startswith("import "))
+
+
+NAMES = ["get_scores", "scale_scores", "get_attention_weights", "get_context_vector", "context_vector",
+         "self_attention", "self_attention_token", "split_heads", "head_weight_shape", "head_output_shape",
+         "concat_shape", "w_o_shape", "multi_head_attention"]
+
+
+# --------------------------------------------------------------------------- what loads
+
+def test_correct_py_file(zyg, tmp_path):
+    path = write(tmp_path, "hw.py", GOOD)
+    h, report = load(zyg, path)
+    try:
+        assert report["ok"] and report["messages"] == []
+        assert set(NAMES) <= set(report["names"])
+        context_ok(h)
+        assert h.call("head_weight_shape", 512, 8) == (512, 64)
+        blocks = h.call("split_heads", np.arange(12.0).reshape(2, 6), 3)
+        assert isinstance(blocks, list) and [b.shape for b in blocks] == [(2, 2)] * 3
+        lines = GOOD.splitlines()
+        assert report["origins"]["get_scores"] == f"hw.py, line {lines.index('def get_scores(matrix, vector):') + 1}"
+        assert report["origins"]["np"] == "hw.py, line 2"
+    finally:
+        h.close()
+
+
+NOTEBOOK_CELLS = [
+    ("markdown", "# Attention homework\nRun every cell."),                        # 1
+    "%matplotlib inline\nimport math\nimport numpy as np",                       # 2
+    "!pip install einops\nfiles = !ls\nnp.mean?",                                # 3
+    "%%time\ndef get_scores(matrix, vector):\n    return matrix @ vector",      # 4
+    "print('loading the weights')\ndata = np.load('weights.npy')",               # 5
+    None,                                                                        # 6: the rest of GOOD
+    "%%bash\necho this is not python",                                           # 7
+    "def load_images():\n    return open('cats/1.png', 'rb').read()",            # 8
+    "images = load_images()",                                                    # 9
+    "%%writefile tools.py\ndef triple(x):\n    return 3 * x",                    # 10
+    "from tools import triple\ncontext_vector(H_e, H_d[1])",                     # 11
+]
+
+
+def test_notebook_with_failing_cells_and_magics(zyg, tmp_path):
+    rest = body_of_good().replace("def get_scores(", "def _earlier_get_scores(")  # get_scores is in cell 4
+    cells = [rest if c is None else c for c in NOTEBOOK_CELLS]
+    path = write(tmp_path, "homework.ipynb", notebook(cells))
+    h, report = load(zyg, path)
+    try:
+        assert set(NAMES) <= set(report["names"]) and "triple" in report["names"]
+        context_ok(h)
+        assert h.call("triple", 2) == 6
+        o = report["origins"]
+        assert o["np"] == "homework.ipynb, cell 2"
+        assert o["get_scores"] == "homework.ipynb, cell 4"        # the %%time cell's body ran
+        assert o["context_vector"] == "homework.ipynb, cell 6"
+        assert o["triple"] == "homework.ipynb, cell 11"
+        text = "\n".join(report["messages"])
+        for magic in ("%matplotlib inline", "!pip install einops", "files = !ls", "%%bash"):
+            assert magic in text, (magic, text)
+        assert "homework.ipynb, cell 5, line 2 raised FileNotFoundError" in text
+        assert "data = np.load('weights.npy')" in text
+        # an error inside a function from another cell names both places, with the student's code
+        assert "homework.ipynb, cell 9, line 1 raised FileNotFoundError" in text
+        assert "in homework.ipynb, cell 8, line 2\n    return open('cats/1.png', 'rb').read()" in text
+        assert "homework.ipynb, cell 11, line 2 raised NameError" in text and "H_e" in text
+        assert not report["ok"]
+    finally:
+        h.close()
+
+
+def test_folder_submission(zyg, tmp_path):
+    folder = tmp_path / "alice"
+    write(folder, "helpers.py", "import numpy as np\n\n\ndef softmax(x):\n"
+                                "    e = np.exp(x - x.max(-1, keepdims=True))\n    return e / e.sum(-1, keepdims=True)\n")
+    write(folder, "attention.py", GOOD.replace(
+        "def get_attention_weights(scores):", "from helpers import softmax\n\n\ndef _unused(scores):") +
+        "\n\ndef get_attention_weights(scores):\n    return softmax(np.asarray(scores))\n")
+    write(folder, "questions.ipynb", notebook([
+        "import helpers",
+        "def head_weight_shape(d_model, num_heads):\n    return (d_model, d_model // num_heads)\n\n"
+        "def uses_helpers(x):\n    return helpers.softmax(x)",
+    ]))
+    write(folder, ".ipynb_checkpoints/questions-checkpoint.ipynb", notebook(["raise SystemExit('stale copy')"]))
+    h, report = load(zyg, folder)
+    try:
+        assert report["ok"], report["messages"]
+        assert set(NAMES) <= set(report["names"]) and {"softmax", "uses_helpers"} <= set(report["names"])
+        context_ok(h)
+        np.testing.assert_allclose(h.call("uses_helpers", np.zeros(4)), [0.25] * 4)
+        o = report["origins"]
+        assert o["softmax"].startswith("helpers.py, line ")
+        assert o["get_attention_weights"].startswith("attention.py, line ")
+        assert o["head_weight_shape"] == "questions.ipynb, cell 2"
+    finally:
+        h.close()
+
+
+# --------------------------------------------------------------------------- what goes wrong
+
+BROKEN = textwrap.dedent('''\
+    import math
+    import numpy as np
+
+
+    def get_scores(matrix, vector):
+        return matrix @ vector
+
+
+    def scale_scores(scores, n)
+        return scores / math.sqrt(n)
+
+
+    def get_attention_weights(scores):
+        e = np.exp(scores - np.max(scores, axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+''')
+
+
+def test_syntax_error_loses_only_the_broken_def(zyg, tmp_path):
+    h, report = load(zyg, write(tmp_path, "broken.py", BROKEN))
+    try:
+        text = "\n".join(report["messages"])
+        assert "SyntaxError in broken.py, line 9" in text and "def scale_scores(scores, n)" in text
+        assert {"get_scores", "get_attention_weights", "np", "math"} <= set(report["names"])
+        assert "scale_scores" not in report["names"]
+        np.testing.assert_allclose(h.call("get_attention_weights", np.zeros(2)), [0.5, 0.5])
+        with pytest.raises(MissingName, match="scale_scores"):
+            h.call("scale_scores", np.ones(2), 4)
+        assert not report["ok"]
+    finally:
+        h.close()
+
+
+def test_missing_names_suggest_close_spellings(zyg, tmp_path):
+    src = GOOD.replace("def get_context_vector(", "def get_context(").replace(
+        "get_context_vector(w, encoder_states)", "get_context(w, encoder_states)").replace(
+        "def get_scores(", "def getScores(").replace("get_scores(encoder_states", "getScores(encoder_states")
+    h, report = load(zyg, write(tmp_path, "names.py", src))
+    try:
+        context_ok(h)
+        with pytest.raises(MissingName, match="`get_context_vector` is not defined.*get_context") as e:
+            h.call("get_context_vector", np.ones(2), np.eye(2))
+        assert e.value.missing_names == ["get_context_vector"]
+        with pytest.raises(MissingName, match="`get_scores` is not defined.*getScores"):
+            h.call("get_scores", np.eye(2), np.ones(2))
+    finally:
+        h.close()
+
+
+def test_hanging_cell_is_stopped_and_the_rest_loads(zyg, tmp_path):
+    cells = ["import math\nimport numpy as np", "import time\nprint('training...')\ntime.sleep(100)",
+             body_of_good()]
+    h, report = load(zyg, write(tmp_path, "slow.ipynb", notebook(cells)), cell_s=1)
+    try:
+        text = "\n".join(report["messages"])
+        assert "slow.ipynb, cell 2" in text and "longer than 1 s" in text
+        context_ok(h)
+        assert report["origins"]["context_vector"] == "slow.ipynb, cell 3"
+    finally:
+        h.close()
+
+
+def test_cells_that_kill_the_worker_are_skipped(zyg, tmp_path):
+    cells = ["import math\nimport numpy as np",
+             "import os\nprint('bye')\nos._exit(1)",
+             "def get_scores(matrix, vector):\n    return matrix @ vector",
+             "import ctypes\nctypes.string_at(0)",
+             body_of_good().replace("def get_scores(", "def _old_get_scores(")]
+    h, report = load(zyg, write(tmp_path, "crashy.ipynb", notebook(cells)))
+    try:
+        text = "\n".join(report["messages"])
+        assert "crashy.ipynb, cell 2: your code ended the process that runs it with os._exit(1)" in text
+        assert "crashy.ipynb, cell 4: your code crashed with a segmentation fault" in text
+        assert text.count("skipped this cell") == 2
+        assert h.respawns == 2
+        context_ok(h)
+        assert report["origins"]["get_scores"] == "crashy.ipynb, cell 3"
+        assert not report["ok"]
+    finally:
+        h.close()
+
+
+# --------------------------------------------------------------------------- the worker's world
+
+WORLD = GOOD + textwrap.dedent('''
+    import os
+    import sys
+
+    def modules():
+        return sorted(sys.modules)
+
+    def world():
+        with open("/proc/self/environ", "rb") as f:
+            raw = f.read().decode(errors="replace")
+        return {"cwd": os.getcwd(), "env": dict(os.environ), "proc_environ": raw, "uid": os.getuid(),
+                "listing": sorted(os.listdir("."))}
+
+    def scribble(original):
+        with open("world.py", "a") as f:
+            f.write("\\n# changed by the student\\n")
+        with open("world.py") as f:
+            copy_changed = f.read().endswith("# changed by the student\\n")
+        try:
+            with open(original, "a") as f:
+                f.write("\\n# changed through the absolute path\\n")
+            wrote_original = True
+        except OSError:
+            wrote_original = False
+        return copy_changed, wrote_original
+''')
+
+
+def test_worker_never_imports_the_secret_side(zyg, tmp_path):
+    h, report = load(zyg, write(tmp_path, "world.py", WORLD))
+    try:
+        mods = h.call("modules")
+        for secret in ("reference", "assignments", "checker.plugin", "checker.scorecard", "checker.runner",
+                       "checker.compare", "pytest"):
+            assert secret not in mods
+        assert not [m for m in mods if m.startswith(("reference.", "assignments."))]
+        assert {"checker.worker", "checker.loader", "checker.wire", "numpy", "torch"} <= set(mods)
+    finally:
+        h.close()
+
+
+def test_worker_cwd_and_environment(zyg, tmp_path):
+    path = write(tmp_path, "world.py", WORLD)
+    h, report = load(zyg, path)
+    try:
+        w = h.call("world")
+        workdir = os.path.realpath(h.workdir)
+        assert os.path.realpath(w["cwd"]).startswith(workdir + os.sep)
+        assert os.path.realpath(w["cwd"]) != os.path.realpath(str(tmp_path))
+        assert w["listing"] == ["world.py"]
+        assert oct(os.stat(h.workdir).st_mode & 0o777) == "0o700"
+        env = w["env"]
+        assert set(env) <= {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL"}, env
+        assert env["HOME"] == env["TMPDIR"] == h.workdir
+        assert SECRET not in repr(env) and SECRET not in w["proc_environ"]
+        assert "HOME=/root" not in w["proc_environ"] and os.path.expanduser("~") not in env.values()
+    finally:
+        h.close()
+    assert not os.path.exists(workdir), "the private temp dir outlived its handle"
+
+
+def test_submission_is_a_copy(zyg, tmp_path):
+    path = write(tmp_path, "world.py", WORLD)
+    before = sha256_of(path)
+    h, report = load(zyg, path)
+    try:
+        copy_changed, wrote_original = h.call("scribble", path)
+        assert copy_changed
+        if landlock_abi():
+            assert not wrote_original
+    finally:
+        h.close()
+    if landlock_abi():
+        assert sha256_of(path) == before

@@ -1,0 +1,71 @@
+"""The grading pipeline end to end: references score full marks, devices, visibility, seeds."""
+import os
+
+import pytest
+
+from checker.plugin import cuda_available
+from checker.scorecard import student_view, validate
+from checker.spec import assignment_ids, load_spec
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def ref_path(aid):
+    return os.path.join(ROOT, "reference", f"{aid}.py")
+
+
+@pytest.mark.parametrize("aid", assignment_ids())
+@pytest.mark.parametrize("mode", ["public", "hidden"])
+def test_reference_scores_full_marks(request, aid, mode):
+    grader = request.getfixturevalue("grader" if mode == "public" else "hidden_grader")
+    card = grader.grade(ref_path(aid), aid)
+    validate(card)
+    for q in card["questions"]:
+        failures = [f"{t['name']}: {t['message']}" for t in q["tests"] if t["outcome"] not in ("passed", "skipped")]
+        if q["manual"]:
+            assert q.get("pending") and q["score"] == 0
+        else:
+            assert q["score"] == q["max_score"], f"{aid} {q['id']} ({mode}):\n" + "\n".join(failures)
+            assert q["tests"], f"{aid} {q['id']} has no tests"
+    manual = sum(q["max_score"] for q in card["questions"] if q["manual"])
+    assert card["score"] == card["max_score"] - manual
+
+
+@pytest.mark.parametrize("aid", ["vit", "charlm"])
+def test_cuda_items_are_collected_and_skipped_with_a_reason(grader, aid):
+    card = grader.grade(ref_path(aid), aid)
+    cuda = [t for q in card["questions"] for t in q["tests"] if t["device"] == "cuda"]
+    assert cuda, "no CUDA variants were collected"
+    if cuda_available():
+        assert all(t["outcome"] == "passed" for t in cuda)
+    else:
+        assert all(t["outcome"] == "skipped" and "CUDA is not available" in t["message"] for t in cuda)
+        assert all(t["max_points"] == 0 for t in cuda)
+    lowp = [t for q in card["questions"] for t in q["tests"] if t["dtype"] in ("float16", "bfloat16")]
+    assert all(t["device"] == "cuda" or t["outcome"] == "skipped" for t in lowp)
+
+
+@pytest.mark.parametrize("aid", assignment_ids())
+def test_public_mode_runs_no_hidden_test_but_counts_them(grader, aid):
+    spec = load_spec(aid)
+    card = grader.grade(ref_path(aid), aid)
+    for q, qs in zip(card["questions"], spec["questions"]):
+        assert all(t["visibility"] == "visible" for t in q["tests"])
+        if qs["hidden_tests"]:
+            assert q["hidden_tests"] > 0, f"{aid} {q['id']}: hidden tests not counted"
+
+
+def test_hidden_mode_seed_is_kept_for_the_ta_and_not_shown_to_students(hidden_grader):
+    card = hidden_grader.grade(ref_path("attention"), "attention")
+    assert card["grader"]["seed"] == 20261122 and card["grader"]["mode"] == "hidden"
+    assert "seed" not in repr(student_view(card))
+    assert any(t["visibility"] == "hidden" for q in card["questions"] for t in q["tests"])
+    assert not any(t["visibility"] == "hidden" for q in student_view(card)["questions"] for t in q["tests"])
+
+
+def test_starters_load_and_score_zero_without_crashing(grader):
+    for aid in assignment_ids():
+        card = grader.grade(os.path.join(ROOT, "assignments", aid, "starter.ipynb"), aid)
+        validate(card)
+        assert card["status"] == "graded" and card["score"] == 0
+        assert any("NotImplementedError" in t["message"] for q in card["questions"] for t in q["tests"])
