@@ -14,7 +14,9 @@ import io
 import os
 import platform
 import secrets
+import shutil
 import sys
+import tempfile
 import time
 
 import pytest
@@ -64,12 +66,19 @@ class Grader:
         self.timeout = timeout
         self.keep_raw = keep_raw
         self.secrets = secret_paths(extra_secrets)
+        self._scratch = tempfile.mkdtemp(prefix="hwcheck-grader-")
+        try:  # hypothesis would otherwise write .hypothesis/ into the user's current directory
+            from hypothesis.configuration import set_hypothesis_home_dir
+            set_hypothesis_home_dir(os.path.join(self._scratch, ".hypothesis"))
+        except ImportError:
+            pass
         self._own_zygote = zygote is None
         self.zygote = zygote or Zygote()
 
     def close(self):
         if self._own_zygote:
             self.zygote.close()
+        shutil.rmtree(self._scratch, ignore_errors=True)
 
     def __enter__(self):
         return self

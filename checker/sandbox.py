@@ -97,7 +97,7 @@ def close_names(name, names, n=3):
     """Names that look like `name`: same letters ignoring case and underscores first, then difflib."""
     norm = lambda s: re.sub(r"[_\W]", "", s).lower()  # noqa: E731
     same = [x for x in names if norm(x) == norm(name) and x != name]
-    near = difflib.get_close_matches(name, names, n=n, cutoff=0.6)
+    near = difflib.get_close_matches(name, names, n=n, cutoff=0.75)
     prefix = [x for x in names if len(name) > 5 and (x.startswith(name[:6]) or name.startswith(x)) and len(x) > 3]
     out = []
     for x in same + near + prefix:

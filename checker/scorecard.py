@@ -261,11 +261,11 @@ def make_question(qspec, entries, *, mode="public"):
             question["message"] = "No test of this question ran."
     elif all(tests[i]["outcome"] != "passed" and entries[i][2] for i in runnable):
         # Every runnable test failed for want of a name: say it once.
-        first = tests[runnable[0]]["message"]
-        if not first:
+        messages = _unique(tests[i]["message"] for i in runnable if tests[i]["message"])
+        if not messages:
             names = _unique(n for i in runnable for n in entries[i][2])
-            first = f"Not found in your submission: {', '.join(names)}."
-        question["message"] = first
+            messages = [f"Not found in your submission: {', '.join(names)}."]
+        question["message"] = "\n".join(messages)
         for i in runnable:
             tests[i]["message"] = SEE_QUESTION_MESSAGE
 

@@ -334,6 +334,16 @@ def test_grade_options_reach_the_batch(subs, tmp_path, monkeypatch):
     assert "not graded: bob: the grading process died" in r.stdout and "--resume" in r.stdout
 
 
+def test_one_batch_at_a_time_per_outdir(subs, tmp_path):
+    fd = batch._lock(str(tmp_path))  # another batch holds OUTDIR
+    try:
+        r = CliRunner().invoke(main, ["grade", str(subs), "-a", "attention", "-o", str(tmp_path)])
+    finally:
+        os.close(fd)
+    assert r.exit_code == 2 and "another `hwcheck grade` is writing" in r.stderr
+    assert not _scorecard_names(tmp_path)
+
+
 def test_is_current_checks_hash_version_mode_and_status(j1, subs, tmp_path):
     out, _ = j1
     shutil.copy(os.path.join(out, "alice.json"), tmp_path / "alice.json")
@@ -412,7 +422,7 @@ def test_kill_midway_then_resume_loses_nothing_and_grades_nothing_twice(subs, tm
         if name.endswith(".json") and not name.startswith("."):
             validate(json.loads(open(path, encoding="utf-8").read()))
         elif os.path.isfile(path):
-            assert name.startswith(".") and name.endswith(".tmp") or name == "grades.csv", name
+            assert name.startswith(".") and name.endswith(".tmp") or name in ("grades.csv", ".hwcheck.lock"), name
 
     r = subprocess.run(cmd + ["--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
