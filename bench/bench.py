@@ -52,7 +52,8 @@ def make_batch(aid, n, dest):
         src = f.read()
     with open(os.path.join(dest, "slow.py"), "w") as f:
         f.write("import time\ntime.sleep(2.0)  # a slow cell: loads data, trains, ...\n" + src)
-    return sorted(os.path.join(dest, e) for e in os.listdir(dest))
+    return [(os.path.splitext(e)[0] if e.endswith((".py", ".ipynb")) else e, os.path.join(dest, e))
+            for e in sorted(os.listdir(dest))]
 
 
 def timed_batch(entries, aid, jobs, out):
@@ -107,7 +108,7 @@ def inprocess_call_time(aid):
 
 def naive(entries, aid):
     t0 = time.perf_counter()
-    for e in entries:
+    for _, e in entries:
         subprocess.run([sys.executable, "-m", "pytest", tests_path(load_spec(aid)), "-q", "-p", "no:cacheprovider",
                         "-p", "checker.plugin", "--hwcheck-submission", e, "--hwcheck-assignment", aid,
                         "--hwcheck-mode", "hidden"], cwd=ROOT, stdout=subprocess.DEVNULL,
@@ -135,20 +136,31 @@ def main():
     try:
         for aid in a.assignments:
             entries = make_batch(aid, a.n, os.path.join(work, aid, "in"))
-            refs = [e for e in entries if os.path.basename(e).startswith("ref_")]
+            refs = [e for e in entries if e[0].startswith("ref_")]
             r = {"submissions": len(entries)}
             for jobs in (1, 2):
                 secs = timed_batch(entries, aid, jobs, os.path.join(work, aid, f"out{jobs}"))
                 r[f"j{jobs}_seconds"] = round(secs, 2)
                 r[f"j{jobs}_per_min"] = round(60 * len(entries) / secs, 1)
             r["speedup_j2"] = round(r["j1_seconds"] / r["j2_seconds"], 2)
+            # per-submission cost as a slope: (T(2k refs) - T(k refs)) / k, so batch start-up is left out
+            half = refs[: len(refs) // 2]
+            t_half = timed_batch(half, aid, 1, os.path.join(work, aid, "refs_half"))
             secs = timed_batch(refs, aid, 1, os.path.join(work, aid, "refs"))
-            cards = [json.load(open(os.path.join(work, aid, "refs", os.path.basename(e)[:-3] + ".json")))
-                     for e in refs]
+            per_sub = (secs - t_half) / (len(refs) - len(half))
+            cards = []
+            for sid, _ in refs:
+                with open(os.path.join(work, aid, "refs", sid + ".json")) as f:
+                    cards.append(json.load(f))
+            inprocess_call_time(aid)  # once to warm lazy imports (meta kernels), as the zygote does
             calls = inprocess_call_time(aid)
-            r["reference_seconds_per_submission"] = round(secs / len(refs), 3)
+            n_tests = sum(1 for q in cards[0]["questions"] for t in q["tests"] if t["outcome"] != "skipped")
+            r["batch_startup_seconds"] = round(t_half - per_sub * len(half), 2)
+            r["reference_seconds_per_submission"] = round(per_sub, 3)
             r["inprocess_call_seconds"] = round(calls, 3)
-            r["fixed_overhead_seconds"] = round(secs / len(refs) - calls, 3)
+            r["fixed_overhead_seconds"] = round(per_sub - calls, 3)
+            r["tests_run_per_submission"] = n_tests
+            r["overhead_per_test_ms"] = round(1000 * (per_sub - calls) / max(n_tests, 1), 2)
             r["slowest_test_on_reference_s"] = max(t["duration_s"] for c in cards for q in c["questions"]
                                                    for t in q["tests"])
             r["reference_score"] = f"{cards[0]['score']}/{cards[0]['max_score']}"

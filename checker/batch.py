@@ -392,7 +392,9 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         known = [x for x in seeds if isinstance(x, int) and not isinstance(x, bool)]
         seed = known[0] if known else secrets.randbits(31)
 
-    options = {"assignment": assignment, "outdir": outdir, "mode": mode, "seed": seed,
+    # Workers may read neither the output folder nor the folders holding the other submissions.
+    secrets_ = sorted({os.path.abspath(outdir)} | {os.path.dirname(os.path.abspath(p)) for _, p in entries})
+    options = {"assignment": assignment, "outdir": outdir, "mode": mode, "seed": seed, "secrets": secrets_,
                "timeout": timeout, "keep_raw": keep_raw, "devices": tuple(devices)}
     try:
         if todo and (jobs <= 1 or len(todo) == 1):
@@ -406,6 +408,10 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         batch.elapsed = time.monotonic() - batch.started
         batch.gradebook = write_gradebook(gradebook_path(outdir), collect_scorecards(outdir, assignment), spec)
     return batch
+
+
+def _uses_torch(assignment):
+    return load_spec(assignment).get("framework") == "torch"
 
 
 def _warm_up(assignment):
@@ -439,12 +445,13 @@ def _warm_up(assignment):
 def _new_grader(options, zygote=None):
     from checker.runner import Grader
     return Grader(mode=options["mode"], seed=options["seed"], devices=options["devices"],
-                  timeout=options["timeout"], keep_raw=options["keep_raw"], zygote=zygote)
+                  timeout=options["timeout"], keep_raw=options["keep_raw"], zygote=zygote,
+                  extra_secrets=options.get("secrets", ()), warm_meta=_uses_torch(options["assignment"]))
 
 
 def _run_in_process(todo, options, report):
+    grader = _new_grader(options)  # its zygote imports torch while this process warms up
     _warm_up(options["assignment"])
-    grader = None
     try:
         for sid, path in todo:
             if grader is not None and not grader.zygote.alive():
@@ -487,6 +494,11 @@ def _worker_main(index, zygote, conn, options, parent_pid):
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:  # several graders share the CPUs; torch's pool must not be used across the fork either
+        import torch
+        torch.set_num_threads(1)
+    except Exception:  # noqa: BLE001
+        pass
     try:
         grader = _new_grader(options, zygote=zygote.channel(index))
     except Exception:  # noqa: BLE001 - the parent sees the exit and replaces this worker
@@ -527,7 +539,7 @@ class _Pool:
         _warm_up(options["assignment"])  # once, before forking (no torch op runs in this process)
         self.options = options
         self.ctx = multiprocessing.get_context("fork")
-        self.zygote = Zygote(channels=n)
+        self.zygote = Zygote(channels=n, warm_meta=_uses_torch(options["assignment"]))
         self.slots = [None] * n
         for i in range(n):
             self.start(i)

@@ -152,7 +152,9 @@ def check(submission, assignment, json_file, devices, timeout, ci, junit_file, m
     from checker.runner import Grader
     from checker.scorecard import student_view
 
-    with Grader(mode="public", devices=devices, timeout=timeout) as grader:
+    from checker.spec import load_spec
+    warm = bool(assignment) and load_spec(assignment).get("framework") == "torch"
+    with Grader(mode="public", devices=devices, timeout=timeout, warm_meta=warm) as grader:
         card = grader.grade(submission, assignment)
     view = student_view(card)
 

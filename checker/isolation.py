@@ -1,17 +1,24 @@
 """Walls put around a worker process before it runs student code (Linux).
 
 What it is for: called once in a freshly forked worker. It applies, in order,
-resource limits (memory, file size, no core dumps, process count), a Landlock
-ruleset (read-only access to the Python installation minus the secret trees
-such as `reference/` and `assignments/`, read-write access to the worker's
-own temp dir only, no TCP, no signals or abstract sockets outside the
-worker), and, when running as root, a switch to the `nobody` user. Each
-layer that the kernel does not offer is skipped and named in the result,
-so the scorecard says what protected the run.
+resource limits (memory, file size, no core dumps), a Landlock ruleset
+(read-only access to the Python installation minus the secret trees such as
+`reference/` and `assignments/`, read-write access to the worker's own temp
+dir only, plus reading and writing existing files under /dev: null, zero,
+random, shm and the GPU devices; no TCP, no signals or abstract sockets
+outside the worker's own domain), and, when running as root, either a
+switch to the `nobody` user (with a process-count limit) or, where `nobody`
+could not reach this Python, dropping every capability while keeping uid 0.
+Each layer that the kernel does not offer is skipped and named in the
+result, so the scorecard says what protected the run.
 
 What it is not: a container. Where Landlock is missing (old kernels, macOS)
-a submission can read files the user can read; process isolation, limits
-and the plain-data protocol still hold.
+a submission can read and write files the user can, and without Landlock
+signal scoping (ABI 6) it can signal the user's other processes; process
+isolation, limits, the zygote's orphan sweep and the plain-data protocol
+still hold. Not covered even with Landlock: UDP and connecting to existing
+pathname unix sockets, disk use inside the temp dir, and the number of
+processes of a worker still running as uid 0.
 """
 
 import ctypes

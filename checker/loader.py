@@ -133,8 +133,9 @@ class Loader:
                     self._load_notebook(f, shown)
                 else:
                     self._load_py(f, shown)
-            except (OSError, ValueError, UnicodeDecodeError) as e:
-                self._msg("unreadable", shown, None, None, f"could not read {shown}: {e}")
+            except Exception as e:  # noqa: BLE001 - a malformed file costs only itself
+                self._msg("unreadable", shown, None, None,
+                          f"could not read {shown}: {type(e).__name__}: {str(e)[:300]}")
         return self
 
     # -- helpers
@@ -282,8 +283,8 @@ def _alarm(seconds):
 def _hint(e):
     """A short explanation of exceptions that mean "this does not work in the grader"."""
     if isinstance(e, (FileNotFoundError, PermissionError)):
-        return ("\n  (the grader runs your code in a private folder that holds only your submission, "
-                "without network access: data files and downloads your notebook used are not there)")
+        return ("\n  (the grader runs your code in a private folder that holds only your submission: "
+                "data files and downloads your notebook used are not there)")
     if isinstance(e, MemoryError):
         return "\n  (it ran out of the memory the grader allows)"
     if isinstance(e, ModuleNotFoundError):

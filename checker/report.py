@@ -98,6 +98,9 @@ def _where(test):
     return f"  ({', '.join(bits)})" if bits else ""
 
 
+_DROP = object()
+
+
 def format_scorecard(scorecard, *, color=False, verbose=False):
     """The text `hwcheck check` prints for one scorecard (no trailing newline)."""
     submission = scorecard.get("submission") or {}
@@ -131,10 +134,18 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
         lines.append(f"{_paint(qid, _BOLD, color)}  {_paint(score, code, color)}  {title}".rstrip())
         if question.get("message"):
             lines.append(_indent(_safe(question["message"]), "    "))
+        shown = {}  # base test name -> the variants not printed in full
+        placeholders = []
         for test in tests:
             outcome = test.get("outcome")
             if outcome == "skipped" or (outcome == "passed" and not verbose):
                 continue
+            base = str(test.get("name", "")).split("[")[0]
+            if not verbose and outcome != "passed" and base in shown:
+                shown[base].append(str(test.get("name", ""))[len(base):] or base)
+                continue
+            if outcome != "passed":
+                shown[base] = []
             hidden = " [hidden]" if test.get("visibility") == "hidden" else ""
             label = _paint(_LABEL.get(outcome, str(outcome)),
                            _GREEN if outcome == "passed" else _RED, color)
@@ -146,6 +157,14 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
             lines.append(f"    {label} {_safe(test.get('name'))}{hidden}{_where(test)}{extra}")
             if outcome != "passed" and test.get("message"):
                 lines.append(_indent(_safe(test["message"]), "        "))
+            if outcome != "passed":
+                lines.append(_DROP)  # placeholder: the other failing variants of this test go here
+                placeholders.append((len(lines) - 1, base))
+        for index, base in placeholders:
+            rest = shown.get(base) or []
+            lines[index] = (f"        (also failed, same test with other inputs: {_safe(', '.join(rest[:8]))}"
+                            f"{f' and {len(rest) - 8} more' if len(rest) > 8 else ''}; -v shows each)"
+                            if rest else _DROP)
         skipped = _skip_summary(tests)
         if skipped:
             lines.append("    " + _paint(_safe(skipped), _YELLOW, color))
@@ -161,7 +180,7 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
             lines.append(f"    {_safe(item.get('nodeid'))} ({_safe(item.get('why', ''))})")
     lines.append("")
     lines.append(_paint(_total_line(scorecard), _BOLD, color))
-    return "\n".join(lines)
+    return "\n".join(line for line in lines if line is not _DROP)
 
 
 # ---------------------------------------------------------------------------

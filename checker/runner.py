@@ -30,7 +30,7 @@ from checker.spec import infer_assignment, load_spec, spec_sha256, tests_path
 
 __all__ = ["Grader", "environment", "submission_id"]
 
-PYTEST_ARGS = ["-q", "--tb=no", "-p", "no:cacheprovider", "-p", "no:benchmark",
+PYTEST_ARGS = ["-q", "--tb=no", "-s", "-p", "no:logging", "-p", "no:warnings", "-p", "no:stepwise", "-p", "no:cacheprovider", "-p", "no:benchmark",
                "-p", "no:randomly", "-p", "no:xdist", "-p", "no:hypothesispytest",
                "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:doctest", "-p", "no:pastebin",
                "-p", "no:junitxml", "-p", "no:faulthandler", "-p", "no:metadata", "--json-report-file=none",
@@ -55,11 +55,21 @@ def environment(cuda_names=None):
             "platform": platform.platform(), "cuda": cuda_names or None}
 
 
+def _status(handle, spec):
+    """graded, or why not: the worker's own verdict, else load_failed when nothing of the assignment loaded."""
+    if handle.status != "graded":
+        return handle.status
+    wanted = {n for q in spec["questions"] for n in q["names"]}
+    if not handle.load_ok or (wanted and not wanted & set(handle.names)):
+        return "load_failed"
+    return "graded"
+
+
 class Grader:
     """Grades submissions one after another with one warm zygote."""
 
     def __init__(self, *, mode="public", seed=None, devices=("cpu", "cuda"), timeout=None,
-                 extra_secrets=(), zygote=None, keep_raw=False):
+                 extra_secrets=(), zygote=None, keep_raw=False, warm_meta=False):
         self.mode = mode
         self.seed = seed if seed is not None else (1234 if mode == "public" else secrets.randbits(31))
         self.devices = devices
@@ -73,7 +83,7 @@ class Grader:
         except ImportError:
             pass
         self._own_zygote = zygote is None
-        self.zygote = zygote or Zygote()
+        self.zygote = zygote or Zygote(warm_meta=warm_meta)
 
     def close(self):
         if self._own_zygote:
@@ -134,7 +144,7 @@ class Grader:
             environment=environment(load.get("cuda")),
             grader={"version": __version__, "mode": self.mode, "spec_sha256": spec_sha256(assignment),
                     "seed": self.seed, "isolation": load["isolation"]},
-            duration_s=time.perf_counter() - t0, status=handle.status)
+            duration_s=time.perf_counter() - t0, status=_status(handle, spec))
         for q in scorecard["questions"]:
             q["hidden_tests"] = plugin.hidden_counts.get(q["id"], q.get("hidden_tests", 0))
         if self.keep_raw:

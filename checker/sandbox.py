@@ -7,6 +7,12 @@ dies, hangs or exceeds its memory is killed with its whole process group
 and replaced; the call that broke it raises `StudentTimeout` or
 `WorkerCrashed`, and later calls work again. A unit (cell or top-level
 statement) that kills the worker while loading is skipped on the next try.
+Everything a worker sends is checked here: an answer larger than
+`Limits.reply_mb` is refused without being read, captured output is capped
+at 64 KiB (`last_stdout`, with `last_stdout_dropped` counting the rest), and
+the isolation report kept is the one sent before any student code ran.
+Messages say what happened in a student's words ("your code crashed with a
+segmentation fault", "... ended the process with os._exit(0)").
 
 What it is not: a judge or a place that runs student code. It only moves
 plain data (`wire`) and turns the worker's answers into values or
@@ -77,19 +83,34 @@ def secret_paths(extra=()):
 
 
 def sha256_of(path):
-    """A hash of a file, or of a folder's relevant files (names and contents)."""
+    """A hash of a file, or of a folder's relevant files (names and contents).
+
+    In a folder, a link counts by where it points and a pipe or device by its
+    name only: neither is opened (a pipe would block the grader for ever).
+    """
+    import stat
     h = hashlib.sha256()
+
+    def feed(p):
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+
     if os.path.isfile(path):
-        with open(path, "rb") as f:
-            h.update(f.read())
+        feed(path)
         return h.hexdigest()
     for root, dirs, files in os.walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for n in sorted(files):
             p = os.path.join(root, n)
             h.update(os.path.relpath(p, path).encode() + b"\0")
-            with open(p, "rb") as f:
-                h.update(f.read())
+            mode = os.lstat(p).st_mode
+            if stat.S_ISLNK(mode):
+                h.update(b"\0link\0" + os.fsencode(os.readlink(p)))
+            elif stat.S_ISREG(mode):
+                feed(p)
+            else:
+                h.update(b"\0special\0")
     return h.hexdigest()
 
 
@@ -109,33 +130,44 @@ def close_names(name, names, n=3):
 class Zygote:
     """The warm forking parent of workers. One per trusted process (or shared via `ctrl_fds`)."""
 
-    def __init__(self, channels=1):
+    def __init__(self, channels=1, warm_meta=False):
         pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(channels)]
         env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", HWCHECK_THREADS="1",
                    PYTHONPATH=_import_root(), PYTHONDONTWRITEBYTECODE="1",
-                   PYTHONHASHSEED="0", TORCHINDUCTOR_CACHE_DIR="/nonexistent")
+                   PYTHONHASHSEED="0", TORCHINDUCTOR_CACHE_DIR="/nonexistent",
+                   **({"HWCHECK_WARM_META": "1"} if warm_meta else {}))
         self._dir = tempfile.mkdtemp(prefix="hwcheck-zygote-")
+        self._stderr = open(os.path.join(self._dir, "stderr"), "w+b")  # a pipe nobody reads could block it
         self.proc = subprocess.Popen(
             [sys.executable, "-s", "-m", "checker.zygote", *[str(b.fileno()) for _, b in pairs]],
             pass_fds=[b.fileno() for _, b in pairs], env=env, cwd=self._dir,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
             start_new_session=True)
         for _, b in pairs:
             b.close()
         self.channels = [a for a, _ in pairs]
-        for ch in self.channels:
-            ch.settimeout(120)
-            try:
-                msg = json.loads(ch.recv(65536) or b"null")
-            except (OSError, ValueError):
-                msg = None
-            if not msg or not msg.get("ready"):
-                err = self.proc.stderr.read().decode(errors="replace")[-2000:] if self.proc.poll() is not None else ""
-                self.close()
-                raise SandboxError(f"the worker zygote did not start: {err or 'no answer'}")
         self.pid = self.proc.pid
         self.ctrl = self.channels[0]
+        self._ready = set()  # channels whose "ready" message was read: the zygote starts in the background
+
+    def _wait_ready(self):
+        """Read this channel's "ready" message once (the zygote imports torch while the caller works)."""
+        fd = self.ctrl.fileno()
+        if fd in self._ready:
+            return
+        self.ctrl.settimeout(120)
+        try:
+            msg = json.loads(self.ctrl.recv(65536) or b"null")
+        except (OSError, ValueError):
+            msg = None
+        if not isinstance(msg, dict) or not msg.get("ready"):
+            err = ""
+            if self.proc.poll() is not None:
+                self._stderr.seek(0)
+                err = self._stderr.read().decode(errors="replace")[-2000:]
+            raise SandboxError(f"the worker zygote did not start: {err or 'no answer'}")
+        self._ready.add(fd)
 
     def channel(self, i):
         """A view of this zygote bound to control channel i (one per trusted process)."""
@@ -145,6 +177,7 @@ class Zygote:
         return view
 
     def _ask(self, obj, fds=()):
+        self._wait_ready()
         try:
             socket.send_fds(self.ctrl, [json.dumps(obj).encode()], list(fds))
             self.ctrl.settimeout(30)
@@ -171,7 +204,16 @@ class Zygote:
             return None
 
     def alive(self):
-        return self.proc.poll() is None
+        """Is the zygote running? (Works from forked trusted processes too, where it is no child.)"""
+        try:
+            os.kill(self.pid, 0)
+        except OSError:
+            return False
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return True
 
     def close(self):
         for ch in getattr(self, "channels", []):
@@ -185,6 +227,7 @@ class Zygote:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        self._stderr.close()
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def __enter__(self):
@@ -227,6 +270,61 @@ def _describe_status(status, memory_mb=None):
         return (f"your code ended the process that runs it with os._exit({code}) (or another hard exit); "
                 "use `return` or raise an exception instead")
     return "the process running your code died"
+
+
+def _inside(path, root):
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _copy_submission(src, dest):
+    """Copy a submission into a worker's temp dir without following links out of it.
+
+    The copy is made by the trusted side, before any wall is up, so a link to
+    `reference/attention.py` (or any file of the grading machine) must not be
+    followed. A link is followed only to a regular file inside the submission
+    (a single file: inside the folder that holds it); links to folders, links
+    that leave, pipes and devices are left out. Returns [(name, why)] of what
+    was left out.
+    """
+    left_out = []
+    if not os.path.isdir(src):
+        os.makedirs(dest)
+        name = os.path.basename(src)
+        real = os.path.realpath(src)
+        if os.path.islink(src) and not _inside(real, os.path.realpath(os.path.dirname(src))):
+            left_out.append((name, "it is a link to a file outside the folder that holds it"))
+        elif not os.path.isfile(real):
+            left_out.append((name, "it is not a regular file"))
+        else:
+            shutil.copyfile(real, os.path.join(dest, name))
+        return left_out
+    root = os.path.realpath(src)
+    for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
+        rel = os.path.relpath(dirpath, src)
+        os.makedirs(os.path.normpath(os.path.join(dest, rel)), exist_ok=True)
+        keep = []
+        for d in sorted(dirnames):
+            if d in (".git", "__pycache__"):
+                continue
+            if os.path.islink(os.path.join(dirpath, d)):
+                left_out.append((os.path.normpath(os.path.join(rel, d)), "links to folders are not followed"))
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        for n in sorted(filenames):
+            p = os.path.join(dirpath, n)
+            name = os.path.normpath(os.path.join(rel, n))
+            real = os.path.realpath(p)
+            if os.path.islink(p) and not _inside(real, root):
+                left_out.append((name, "it is a link to a file outside the submission"))
+            elif not os.path.isfile(real):
+                left_out.append((name, "it is not a regular file"))
+            else:
+                try:
+                    shutil.copyfile(real, os.path.join(dest, name))
+                except OSError as e:
+                    left_out.append((name, f"it could not be read ({e.strerror or e})"))
+    return left_out
 
 
 def _unit(header):
@@ -291,12 +389,11 @@ class SubmissionHandle:
         self.workdir = tempfile.mkdtemp(prefix="hwcheck-w-")
         os.chmod(self.workdir, 0o700)
         dest = os.path.join(self.workdir, "submission")
-        if os.path.isdir(self.path):
-            shutil.copytree(self.path, dest, ignore=shutil.ignore_patterns(".git", "__pycache__"),
-                            symlinks=False, ignore_dangling_symlinks=True)
-        else:
-            os.makedirs(dest)
-            shutil.copy(self.path, os.path.join(dest, os.path.basename(self.path)))
+        left_out = _copy_submission(self.path, dest)
+        if self.generation == 0:
+            for name, why in left_out:
+                self.load_messages.append({"kind": "link", "file": name, "cell": None, "line": None,
+                                           "text": f"{name} was not given to your code: {why}"})
         target = dest if os.path.isdir(self.path) else os.path.join(dest, os.path.basename(self.path))
         self.pid, self.sock = self.zygote.fork({
             "workdir": self.workdir, "secrets": self.secrets + [self.path],
@@ -489,6 +586,10 @@ class SubmissionHandle:
             reason = self._death_reason()
             self._kill()
             raise WorkerCrashed(f"{what}: {reason}. The grader restarted your code for the next tests.") from None
+        except wire.FrameTooLarge:
+            self._kill()
+            raise BadReturn(f"{what} returned more data than the grader accepts in one answer (at most "
+                            f"{self.limits.reply_mb:g} MiB); it was not read") from None
         except wire.WireError as e:
             self._kill()
             raise BadReturn(f"{what} sent back something the grader cannot read: {e}") from None

@@ -31,7 +31,7 @@ import numpy as np
 from checker.errors import WireError
 
 __all__ = [
-    "MAX_HEADER", "MAX_TOTAL", "EncodeError", "send_msg", "recv_msg",
+    "MAX_HEADER", "MAX_TOTAL", "EncodeError", "FrameTooLarge", "send_msg", "recv_msg",
     "encode", "decode_trusted", "decode_worker", "DTYPES",
 ]
 
@@ -41,7 +41,7 @@ MAX_TOTAL = 1024 * 1024 * 1024
 MAX_DEPTH = 32
 MAX_ITEMS = 1_000_000
 
-# dtype name -> (numpy dtype used on the wire, itemsize)
+# dtype name -> the numpy dtype of its bytes on the wire (bfloat16 travels as raw uint16 bit patterns)
 DTYPES = {
     "bool": np.dtype(np.bool_), "uint8": np.dtype(np.uint8), "int8": np.dtype(np.int8),
     "int16": np.dtype(np.int16), "int32": np.dtype(np.int32), "int64": np.dtype(np.int64),
@@ -52,6 +52,10 @@ DTYPES = {
 
 class EncodeError(ValueError):
     """A value cannot be sent as plain data."""
+
+
+class FrameTooLarge(WireError):
+    """A frame declares more bytes than the receiver accepts (nothing of it was read)."""
 
 
 # ---------------------------------------------------------------- framing
@@ -112,7 +116,7 @@ def recv_msg(sock, timeout=None, max_total=MAX_TOTAL):
         (blen,) = struct.unpack("!Q", _recv_exact(sock, 8, deadline))
         total += blen
         if total > max_total:
-            raise WireError(f"the answer is larger than the {_size(max_total)} one answer may be")
+            raise FrameTooLarge(f"the answer is larger than the {_size(max_total)} one answer may be")
         buffers.append(_recv_exact(sock, blen, deadline))
     if not isinstance(header, dict):
         raise WireError("frame header is not an object")

@@ -127,7 +127,8 @@ def _load(sock, header, state, isolation):
                     skip=header.get("skip", ()))
     loader.load(path)
     state["loader"], state["probes"] = loader, Probes(loader.ns)
-    names = sorted(n for n in loader.ns if not n.startswith("_") and n not in ("display", "get_ipython"))
+    names = sorted(n for n in list(loader.ns) if type(n) is str and not n.startswith("_")
+                   and n not in ("display", "get_ipython"))
     return {"ok": True, "messages": loader.messages, "names": names,
             "origins": loader.origins, "isolation": isolation}, []
 

@@ -7,7 +7,9 @@ grading plugin), then waits on its control socket. For each request it
 receives a socket end (SCM_RIGHTS), forks, and the child becomes a worker in
 its own session. The zygote is a child subreaper: any process a worker
 leaves behind (daemonised or in a new session) is re-parented here and
-killed. When the control socket closes, every worker and leftover dies.
+killed within 0.2 s. When the control socket closes, or the trusted process
+dies (even by SIGKILL: the zygote gets SIGTERM), every worker and leftover
+dies and the workers' temp dirs are removed.
 
 What it is not: a place student code ever runs; it runs only in the children.
 """
@@ -16,9 +18,12 @@ import ctypes
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import sys
+import tempfile
+import time
 
 __all__ = ["main"]
 
@@ -57,20 +62,52 @@ def _kill_tree(pid):
             pass
 
 
+def _sweep_until_childless(deadline):
+    """Kill and reap children until none is left.
+
+    A dying worker's own children (daemons, new sessions) are re-parented to
+    this subreaper only as it dies, so one pass is not enough: go on until
+    waitpid says there is no child at all (or the deadline passes).
+    """
+    while time.monotonic() < deadline:
+        for pid in _children_of(os.getpid()):
+            _kill_tree(pid)
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            return
+        time.sleep(0.01)
+
+
+def _remove_dir(path, prefix):
+    """Remove a temp dir the trusted side made for us, and nothing else."""
+    if (isinstance(path, str) and os.path.basename(path.rstrip("/")).startswith(prefix)
+            and os.path.dirname(os.path.realpath(path)) == os.path.realpath(tempfile.gettempdir())):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _terminate(signum, frame):
+    raise SystemExit(0)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     ctrls = [socket.socket(fileno=int(a)) for a in argv]
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    signal.signal(signal.SIGTERM, _terminate)
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)  # the trusted process died: clean up, then go
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     import numpy  # noqa: F401  - warm imports shared by every worker
     import torch  # noqa: F401
     from checker import worker  # noqa: F401
 
     torch.set_num_threads(int(os.environ.get("HWCHECK_THREADS", "1")))
-    with torch.device("meta"):  # warm the lazy imports of meta kernels once, not in every worker
-        torch.nn.functional.layer_norm(torch.empty(1, 2), (2,))
-        torch.nn.functional.scaled_dot_product_attention(*[torch.empty(1, 1, 2, 2)] * 3)
-    workers, statuses = set(), {}
+    if os.environ.get("HWCHECK_WARM_META"):
+        # ~1 s of lazy imports behind the first meta-device op: pay it once here, not in every worker
+        with torch.device("meta"):
+            torch.nn.functional.layer_norm(torch.empty(1, 2), (2,))
+            torch.nn.functional.scaled_dot_product_attention(*[torch.empty(1, 1, 2, 2)] * 3)
+    workers, statuses, workdirs = set(), {}, {}
     for ctrl in ctrls:
         _reply(ctrl, {"ready": True, "pid": os.getpid()})
 
@@ -86,6 +123,7 @@ def main(argv=None):
                 workers.discard(pid)
                 statuses[pid] = status
                 _kill_tree(pid)  # its process group may still hold children
+                _remove_dir(workdirs.pop(pid, None), "hwcheck-w-")
 
     def sweep():
         for pid in _children_of(os.getpid()):
@@ -114,6 +152,7 @@ def main(argv=None):
                         _child(ctrls, fds[0], header)
                     os.close(fds[0])
                     workers.add(pid)
+                    workdirs[pid] = header.get("workdir")
                     _reply(ctrl, {"pid": pid})
                 elif op == "status":
                     reap()
@@ -121,11 +160,13 @@ def main(argv=None):
                 else:
                     _reply(ctrl, {"error": f"unknown op {op!r}"})
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         for pid in list(workers):
             _kill_tree(pid)
-        for pid in _children_of(os.getpid()):
-            _kill_tree(pid)
-        reap()
+        _sweep_until_childless(deadline=time.monotonic() + 3)
+        for path in workdirs.values():
+            _remove_dir(path, "hwcheck-w-")
+        _remove_dir(os.getcwd(), "hwcheck-zygote-")
     os._exit(0)
 
 

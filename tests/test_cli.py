@@ -5,7 +5,6 @@ most `check` runs build their Grader on one warm zygote shared by the module
 (`warm`), and one run (`test_check_correct_end_to_end`) goes through the
 Grader exactly as a student's would.
 """
-import functools
 import json
 import os
 import shutil

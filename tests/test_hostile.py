@@ -1,9 +1,10 @@
 """Hostile submissions, run for real: the trust boundary holds and hwcheck keeps going.
 
-Every submission here is a small numpy-only `.py` file for the `attention`
-assignment, written into tmp_path and run in a real worker forked by a real
-zygote (or graded end to end by `Grader.grade`). Each test checks that
-  - hwcheck keeps running: the zygote is alive and a fresh handle answers;
+Every submission here is a small numpy-only `.py` file (or folder) for the
+`attention` assignment, written into tmp_path and run in a real worker forked
+by a real zygote (or graded end to end by `Grader.grade`). Each test checks that
+  - hwcheck keeps running: the zygote is alive and a fresh handle answers
+    (checked after every test by the autouse fixture);
   - the result is right: the hostile part scores nothing, the rest still works;
   - nothing is forged: no file the grader reads changes, the trusted side's
     numpy is untouched;
@@ -41,13 +42,16 @@ def zyg():
 
 
 @pytest.fixture(autouse=True)
-def nothing_left_behind(request):
-    """After each test: every zygote used is alive and has no process under it any more."""
+def nothing_left_behind(request, tmp_path_factory):
+    """After each test: every zygote used is alive, has no process under it any more, and a fresh
+    handle on a correct submission works."""
     zygotes = []
     request.node.zygotes = zygotes
     yield
     for z in zygotes:
         assert z.alive(), "the zygote died"
+        assert_no_workers(z)
+        assert_healthy(z, tmp_path_factory.mktemp("healthy"))
         assert_no_workers(z)
 
 
@@ -127,7 +131,6 @@ def test_exit_at_import(request, zyg, tmp_path):
         np.testing.assert_allclose(h.call("context_vector", np.array(H_E), np.array(H_D1)), CONTEXT_D1, atol=1e-6)
     finally:
         h.close()
-    assert_healthy(zyg, tmp_path)
 
 
 EXIT_IN_CALL = GOOD + textwrap.dedent('''
@@ -157,7 +160,6 @@ def test_exit_in_call(request, zyg, tmp_path):
         assert h.restarts == 1
     finally:
         h.close()
-    assert_healthy(zyg, tmp_path)
 
 
 # --------------------------------------------------------------------------- loops
@@ -263,7 +265,6 @@ def test_memory_bomb(request, zyg, tmp_path):
         np.testing.assert_allclose(h.call("context_vector", np.array(H_E), np.array(H_D1)), CONTEXT_D1, atol=1e-6)
     finally:
         h.close()
-    assert_healthy(zyg, tmp_path)
 
 
 # --------------------------------------------------------------------------- output
@@ -336,7 +337,6 @@ def test_segfault_at_import_and_in_call(request, zyg, tmp_path):
         assert h.call("after_segfault") == 5
     finally:
         h.close()
-    assert_healthy(zyg, tmp_path)
 
 
 KEYBOARD_INTERRUPT = GOOD + textwrap.dedent('''
@@ -563,6 +563,47 @@ def test_search_the_disk_for_the_reference(request, zyg, grader, control_card, t
     assert_no_better_than(card, control_card)
 
 
+LINK_MAIN = textwrap.dedent('''
+    from alias import triple
+    for _m in ("stolen", "stolen_rel", "refdir.attention", "checker_link"):
+        try:
+            _mod = __import__(_m, fromlist=["*"])
+            globals().update({k: v for k, v in vars(_mod).items() if not k.startswith("_")})
+        except Exception:
+            pass
+''')
+
+
+def test_links_out_of_a_folder_submission(request, zyg, grader, control_card, tmp_path):
+    """Links in a folder are resolved by the trusted side's copy, before any wall is up: they must not leak."""
+    use(request, zyg)
+    use(request, grader.zygote)
+    folder = tmp_path / "linky"
+    folder.mkdir()
+    secret = os.path.join(REPO, "reference", "attention.py")
+    write(folder, "a_wrong.py", WRONG)                  # loads first; the links would override it
+    write(folder, "helpers.py", "def triple(x):\n    return 3 * x\n")
+    write(folder, "main.py", LINK_MAIN)
+    os.symlink(secret, folder / "stolen.py")
+    os.symlink(os.path.relpath(secret, folder), folder / "stolen_rel.py")
+    os.symlink(os.path.join(REPO, "reference"), folder / "refdir")
+    os.symlink("helpers.py", folder / "alias.py")      # a link inside the submission is fine
+    os.mkfifo(folder / "pipe.py")                      # copying a pipe would hang the grader
+    h, report = open_sub(zyg, folder)
+    try:
+        text = "\n".join(report["messages"])
+        for name in ("stolen.py", "stolen_rel.py", "refdir", "pipe.py"):
+            assert f"{name} was not given to your code" in text, text
+        assert "alias.py" not in text
+        assert h.call("triple", 2) == 6
+        assert not np.allclose(h.call("context_vector", np.array(H_E), np.array(H_D1)), CONTEXT_D1)
+    finally:
+        h.close()
+    card = grader.grade(str(folder), "attention")
+    assert_no_better_than(card, control_card)
+    assert auto_scores(card) == auto_scores(control_card)
+
+
 ATTACK_PARENT = GOOD + textwrap.dedent('''
     import os
     import signal
@@ -588,7 +629,7 @@ ATTACK_PARENT = GOOD + textwrap.dedent('''
         with open(path, "w") as f:
             f.write("forged output\\n")
 
-    def attack(victim=0):
+    def attack(victim=0, grader_too=True):
         out = {}
         zyg, grader = _family()
         _try(out, "read zygote environ", lambda: _read(f"/proc/{zyg}/environ"))
@@ -599,14 +640,15 @@ ATTACK_PARENT = GOOD + textwrap.dedent('''
         _try(out, "write grader stdout", lambda: _write(f"/proc/{grader}/fd/1"))
         _try(out, "kill zygote", lambda: os.kill(zyg, signal.SIGKILL))
         _try(out, "killpg zygote", lambda: os.killpg(os.getpgid(zyg), signal.SIGKILL))
-        _try(out, "kill grader", lambda: os.kill(grader, signal.SIGKILL))
-        _try(out, "killpg grader", lambda: os.killpg(os.getpgid(grader), signal.SIGKILL))
-        _try(out, "stop grader", lambda: os.kill(grader, signal.SIGSTOP))
+        if grader_too:
+            _try(out, "kill grader", lambda: os.kill(grader, signal.SIGKILL))
+            _try(out, "killpg grader", lambda: os.killpg(os.getpgid(grader), signal.SIGKILL))
+            _try(out, "stop grader", lambda: os.kill(grader, signal.SIGSTOP))
         if victim:
             _try(out, "kill sibling worker", lambda: os.kill(victim, signal.SIGKILL))
         return out
 
-    ATTACK_AT_IMPORT = attack()
+    ATTACK_AT_IMPORT = attack(grader_too=False)  # the grader itself is attacked once the walls are seen
 
     def import_attack():
         return ATTACK_AT_IMPORT
@@ -638,7 +680,6 @@ def test_attack_the_parent_and_the_grader(request, zyg, tmp_path):
     finally:
         h.close()
         victim.close()
-    assert_healthy(zyg, tmp_path)
 
 
 BACKGROUND = GOOD + textwrap.dedent('''
@@ -679,6 +720,42 @@ def test_background_processes_do_not_outlive_the_handle(request, zyg, tmp_path):
         h.close()
     for tag in ("301.5", "301.6", "302.5", "302.6"):
         assert wait_until(lambda: not with_marker(f"sleep {tag}"), timeout=1.0), f"`sleep {tag}` survived"
+
+
+KILLED_GRADER = textwrap.dedent('''
+    import json, sys, time
+    from checker.sandbox import Limits, SubmissionHandle, Zygote
+    z = Zygote()
+    h = SubmissionHandle(sys.argv[1], z, Limits(call_s=5, cell_s=5, submission_s=60))
+    h.load()
+    h.call("spawn", "303")
+    print(json.dumps({"zygote": z.pid, "zygote_dir": z._dir, "worker": h.pid, "workdir": h.workdir}), flush=True)
+    time.sleep(60)
+''')
+
+
+@pytest.mark.slow
+def test_a_grader_killed_by_sigkill_leaves_nothing(tmp_path):
+    """The trusted process dies without any cleanup: the zygote (PDEATHSIG) kills every worker and
+    leftover and removes the temp dirs."""
+    import subprocess
+    import sys
+    sub = write(tmp_path, "daemon.py", BACKGROUND.replace('AT_IMPORT = spawn("302")', ""))
+    script = write(tmp_path, "grader.py", KILLED_GRADER)
+    proc = subprocess.Popen([sys.executable, script, sub], cwd=REPO, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": REPO})
+    try:
+        info = json.loads(proc.stdout.readline())
+        assert with_marker("sleep 303.5") and os.path.isdir(info["workdir"])
+    finally:
+        proc.kill()  # SIGKILL: no finally, no atexit in the grader
+        proc.wait()
+        proc.stdout.close()
+    gone = lambda pid: not os.path.exists(f"/proc/{pid}") or cmdline(pid) == ""  # noqa: E731
+    assert wait_until(lambda: gone(info["zygote"]) and gone(info["worker"]), timeout=3)
+    assert wait_until(lambda: not with_marker("sleep 303."), timeout=1)
+    assert wait_until(lambda: not os.path.exists(info["workdir"]) and not os.path.exists(info["zygote_dir"]),
+                      timeout=2), "temp dirs outlived the grader"
 
 
 # --------------------------------------------------------------------------- lying values
@@ -822,10 +899,9 @@ def test_huge_answers(request, zyg, tmp_path):
         with pytest.raises(BadReturn, match="more data than the grader accepts"):
             h.call("enormous")
         assert h.restarts == 0
-        with pytest.raises(BadReturn, match="larger than"):
+        with pytest.raises(BadReturn, match=r"more data than the grader accepts in one answer \(at most 8 MiB\)"):
             h.call("lying_frame")
         assert h.call("head_weight_shape", 8, 2) == (8, 4)
     finally:
         h.close()
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0 < 200 * 1024  # KiB: nothing big was allocated
-    assert_healthy(zyg, tmp_path)

@@ -289,6 +289,11 @@ def test_truncated_frames_raise_eof(raw):
         _recv(raw)
 
 
+def test_oversized_frames_are_refused_before_reading():
+    with pytest.raises(wire.FrameTooLarge):
+        _recv(_frame(b"{}", [(2**20 + 1, b"")]), close=False, max_total=2**20)
+
+
 def test_declared_sizes_are_never_allocated():
     """A frame that declares 900 MB (under the cap) and sends 10 bytes costs about 10 bytes."""
     tracemalloc.start()
