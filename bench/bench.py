@@ -56,10 +56,11 @@ def make_batch(aid, n, dest):
             for e in sorted(os.listdir(dest))]
 
 
-def timed_batch(entries, aid, jobs, out):
+def timed_batch(entries, aid, jobs, out, stamps=None):
     t0 = time.perf_counter()
+    on_progress = (lambda event: stamps.append(time.perf_counter() - t0)) if stamps is not None else None
     grade_batch(entries, aid, out, jobs=jobs, resume=False, timeout=None, mode="hidden", keep_raw=False,
-                on_progress=None)
+                on_progress=on_progress)
     return time.perf_counter() - t0
 
 
@@ -125,9 +126,33 @@ def median_time(cmd, k=3):
     return statistics.median(times)
 
 
+def per_submission(refs, aid, jobs, out):
+    """Steady-state seconds per submission, from the finish times of one batch: start-up left out.
+
+    Returns (seconds per submission, start-up seconds before the first result).
+    """
+    stamps = []
+    timed_batch(refs, aid, jobs, out, stamps)
+    # skip the first `jobs` results (each process's first submission) and time the rest
+    done = stamps[jobs - 1:]
+    return (done[-1] - done[0]) / (len(done) - 1), stamps[0]
+
+
+def fixed_cost(aid, k=8):
+    """Worker start, load, pytest session with collection, scorecard: a grade with every test deselected."""
+    from checker.runner import Grader
+    ref = os.path.join(ROOT, "reference", f"{aid}.py")
+    with Grader(mode="hidden", seed=1, pytest_args=["-k", "not test_"]) as g:
+        g.grade(ref, aid)
+        t0 = time.perf_counter()
+        for _ in range(k):
+            g.grade(ref, aid)
+        return (time.perf_counter() - t0) / k
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("-n", type=int, default=10, help="reference copies per assignment")
+    ap.add_argument("-n", type=int, default=16, help="reference copies per assignment")
     ap.add_argument("--assignments", nargs="+", default=["attention", "vit", "charlm"])
     ap.add_argument("--naive", type=int, default=6, help="submissions graded the naive way (0: skip)")
     a = ap.parse_args()
@@ -137,46 +162,45 @@ def main():
         for aid in a.assignments:
             entries = make_batch(aid, a.n, os.path.join(work, aid, "in"))
             refs = [e for e in entries if e[0].startswith("ref_")]
-            r = {"submissions": len(entries)}
-            for jobs in (1, 2):
-                secs = timed_batch(entries, aid, jobs, os.path.join(work, aid, f"out{jobs}"))
-                r[f"j{jobs}_seconds"] = round(secs, 2)
-                r[f"j{jobs}_per_min"] = round(60 * len(entries) / secs, 1)
-            r["speedup_j2"] = round(r["j1_seconds"] / r["j2_seconds"], 2)
-            # per-submission cost as a slope: (T(2k refs) - T(k refs)) / k, so batch start-up is left out
-            half = refs[: len(refs) // 2]
-            t_half = timed_batch(half, aid, 1, os.path.join(work, aid, "refs_half"))
-            secs = timed_batch(refs, aid, 1, os.path.join(work, aid, "refs"))
-            per_sub = (secs - t_half) / (len(refs) - len(half))
+            r = {"mixed_batch": len(entries)}
+            for jobs in (1, 2):  # the whole mixed batch, start-up included
+                secs = timed_batch(entries, aid, jobs, os.path.join(work, aid, f"mixed{jobs}"))
+                r[f"mixed_j{jobs}_per_min"] = round(60 * len(entries) / secs, 1)
+            r["mixed_speedup_j2"] = round(r["mixed_j2_per_min"] / r["mixed_j1_per_min"], 2)
+            per1, first1 = per_submission(refs, aid, 1, os.path.join(work, aid, "refs1"))
+            per2, _ = per_submission(refs, aid, 2, os.path.join(work, aid, "refs2"))
+            r["steady_j1_per_min"] = round(60 / per1, 1)
+            r["steady_j2_per_min"] = round(60 / per2, 1)
+            r["steady_speedup_j2"] = round(per1 / per2, 2)
+            r["batch_startup_s"] = round(first1 - per1, 2)
             cards = []
             for sid, _ in refs:
-                with open(os.path.join(work, aid, "refs", sid + ".json")) as f:
+                with open(os.path.join(work, aid, "refs1", sid + ".json")) as f:
                     cards.append(json.load(f))
             inprocess_call_time(aid)  # once to warm lazy imports (meta kernels), as the zygote does
             calls = inprocess_call_time(aid)
             n_tests = sum(1 for q in cards[0]["questions"] for t in q["tests"] if t["outcome"] != "skipped")
-            r["batch_startup_seconds"] = round(t_half - per_sub * len(half), 2)
-            r["reference_seconds_per_submission"] = round(per_sub, 3)
-            r["inprocess_call_seconds"] = round(calls, 3)
-            r["fixed_overhead_seconds"] = round(per_sub - calls, 3)
-            r["tests_run_per_submission"] = n_tests
-            r["overhead_per_test_ms"] = round(1000 * (per_sub - calls) / max(n_tests, 1), 2)
+            r["reference_s_per_submission"] = round(per1, 3)
+            r["inprocess_call_s"] = round(calls, 3)
+            r["overhead_s"] = round(per1 - calls, 3)
+            r["fixed_cost_s"] = round(fixed_cost(aid), 3)
+            r["tests_run"] = n_tests
+            r["harness_ms_per_test"] = round(1000 * (per1 - calls - r["fixed_cost_s"]) / max(n_tests, 1), 2)
             r["slowest_test_on_reference_s"] = max(t["duration_s"] for c in cards for q in c["questions"]
                                                    for t in q["tests"])
             r["reference_score"] = f"{cards[0]['score']}/{cards[0]['max_score']}"
             if a.naive:
-                sample = entries[: a.naive]
+                sample = refs[: a.naive]
                 naive_s = naive(sample, aid)
                 ours = timed_batch(sample, aid, 1, os.path.join(work, aid, "naive_ours"))
-                r["naive_seconds_per_submission"] = round(naive_s / len(sample), 2)
+                r["naive_s_per_submission"] = round(naive_s / len(sample), 2)
+                r["ours_s_per_submission_same_batch"] = round(ours / len(sample), 2)
                 r["naive_over_ours"] = round(naive_s / ours, 2)
             results["assignments"][aid] = r
             print(aid, json.dumps(r), flush=True)
         correct = os.path.join(ROOT, "submissions", "attention", "correct.py")
-        if not os.path.exists(correct):
-            correct = os.path.join(ROOT, "reference", "attention.py")
-        t_torch = median_time([sys.executable, "-c", "import torch"])
-        t_check = median_time([sys.executable, "-m", "checker.cli", "check", correct, "-a", "attention"])
+        t_torch = median_time([sys.executable, "-c", "import torch"], k=5)
+        t_check = median_time([sys.executable, "-m", "checker.cli", "check", correct, "-a", "attention"], k=5)
         results["check_vs_import_torch"] = {"import_torch_s": round(t_torch, 2), "check_s": round(t_check, 2),
                                             "ratio": round(t_check / t_torch, 2)}
         print("check", json.dumps(results["check_vs_import_torch"]))

@@ -536,10 +536,12 @@ class _Pool:
 
     def __init__(self, n, options):
         from checker.sandbox import Zygote
-        _warm_up(options["assignment"])  # once, before forking (no torch op runs in this process)
+        # the zygote imports torch in the background while this process warms up, once, before forking
+        # (no torch op runs in this process)
+        self.zygote = Zygote(channels=n, warm_meta=_uses_torch(options["assignment"]))
+        _warm_up(options["assignment"])
         self.options = options
         self.ctx = multiprocessing.get_context("fork")
-        self.zygote = Zygote(channels=n, warm_meta=_uses_torch(options["assignment"]))
         self.slots = [None] * n
         for i in range(n):
             self.start(i)
