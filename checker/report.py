@@ -38,11 +38,11 @@ _XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff
 
 
 def format_points(x):
-    """22.5 -> '22.5', 30.0 -> '30', 4.28571 -> '4.2857'."""
+    """22.5 -> '22.5', 30.0 -> '30', 4.28571 -> '4.29' (the scorecard keeps 4 decimals)."""
     x = float(x or 0)
     if x == int(x):
         return str(int(x))
-    return f"{x:.4f}".rstrip("0").rstrip(".")
+    return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
 def _safe(text):
@@ -114,7 +114,8 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
     load = scorecard.get("load") or {}
     if load.get("messages"):
         lines.append("Loading your submission:" if load.get("ok", True)
-                     else _paint("Loading your submission failed:", _RED, color))
+                     else _paint("Loading your submission: some parts failed (whatever they would have "
+                                 "defined is missing; the rest was graded):", _YELLOW, color))
         for message in load["messages"]:
             lines.append(_indent(_safe(message), "    "))
     lines.append("")

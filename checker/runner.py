@@ -33,7 +33,8 @@ __all__ = ["Grader", "environment", "submission_id"]
 PYTEST_ARGS = ["-q", "--tb=no", "-s", "-p", "no:logging", "-p", "no:warnings", "-p", "no:stepwise", "-p", "no:cacheprovider", "-p", "no:benchmark",
                "-p", "no:randomly", "-p", "no:xdist", "-p", "no:hypothesispytest",
                "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:doctest", "-p", "no:pastebin",
-               "-p", "no:junitxml", "-p", "no:faulthandler", "-p", "no:metadata", "--json-report-file=none",
+               "-p", "no:junitxml", "-p", "no:faulthandler", "-p", "no:metadata", "-p", "no:unittest",
+               "-p", "no:python_path", "-p", "no:setuponly", "-p", "no:setupplan", "--json-report-file=none",
                "--json-report-omit=collectors,keywords,log,streams,warnings"]
 
 

@@ -377,12 +377,22 @@ class SubmissionHandle:
         self.isolation = []
         self.loaded = False
         self.load_ok = False
-        self.started = time.monotonic()
+        self.used = 0.0      # seconds spent waiting on the worker: only the student's time is budgeted
+        self._since = None   # when the current wait on the worker began
         self.status = "graded"
 
     # ------------------------------------------------------------ lifecycle
     def time_left(self):
-        return self.limits.submission_s - (time.monotonic() - self.started)
+        """The submission's budget minus the time spent waiting on its worker (the grader's own work is free)."""
+        running = time.monotonic() - self._since if self._since is not None else 0.0
+        return self.limits.submission_s - self.used - running
+
+    def _clock(self, on):
+        """Start (on=True) or stop counting the time spent waiting on the worker."""
+        now = time.monotonic()
+        if self._since is not None:
+            self.used += now - self._since
+        self._since = now if on else None
 
     def _spawn(self):
         self._kill()
@@ -453,6 +463,13 @@ class SubmissionHandle:
     # ------------------------------------------------------------ loading
     def load(self):
         """Load the submission (once); return a dict {ok, messages, names, origins, isolation}."""
+        try:
+            self._clock(True)
+            return self._load()
+        finally:
+            self._clock(False)
+
+    def _load(self):
         while True:
             target = self._spawn()
             self.loaded = True
@@ -575,9 +592,13 @@ class SubmissionHandle:
         obj, bufs = wire.encode(args)
         self.last_stdout, self.last_stdout_dropped, self.last_dtypes = "", 0, []
         try:
-            wire.send_msg(self.sock, {"op": op, "args": obj}, bufs)
-            header, rbufs = wire.recv_msg(self.sock, timeout=timeout,
-                                          max_total=self.limits.reply_bytes + wire.MAX_HEADER)
+            self._clock(True)
+            try:
+                wire.send_msg(self.sock, {"op": op, "args": obj}, bufs)
+                header, rbufs = wire.recv_msg(self.sock, timeout=timeout,
+                                              max_total=self.limits.reply_bytes + wire.MAX_HEADER)
+            finally:
+                self._clock(False)
         except TimeoutError:
             self._kill()
             raise StudentTimeout(f"{what} did not finish within {timeout:g} s (an infinite loop, or far too slow); "

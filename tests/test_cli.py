@@ -29,7 +29,8 @@ ESC = "\x1b["
 
 
 def _points(x):
-    return str(int(x)) if float(x) == int(x) else str(x)
+    from checker.report import format_points
+    return format_points(x)
 
 
 @pytest.fixture(scope="module")

@@ -64,7 +64,7 @@ def card(mode="hidden", tests=None, **kw):
 
 def test_format_points():
     assert [format_points(x) for x in (30, 30.0, 22.5, 4.28571, 0)] == [
-        "30", "30", "22.5", "4.2857", "0"]
+        "30", "30", "22.5", "4.29", "0"]
 
 
 def test_format_scorecard_text():
