@@ -128,6 +128,20 @@ def list_command():
 # check
 # ---------------------------------------------------------------------------
 
+def _repo_relative(view, submission):
+    """Annotation paths relative to the current directory (the repository root in CI), not the submission."""
+    import copy
+    base = submission if os.path.isdir(submission) else os.path.dirname(submission)
+    base = os.path.relpath(os.path.abspath(base)) if base else ""
+    view = copy.deepcopy(view)
+    for q in view.get("questions", []):
+        for t in q.get("tests", []):
+            where = t.get("where")
+            if isinstance(where, dict) and where.get("file") and base not in ("", "."):
+                where["file"] = os.path.join(base, where["file"])
+    return view
+
+
 @main.command()
 @click.argument("submission", type=click.Path(exists=True, readable=True))
 @assignment_option
@@ -166,7 +180,7 @@ def check(submission, assignment, json_file, devices, timeout, ci, junit_file, m
         if json_file:
             write_json_atomic(json_file, view)
     if ci:
-        for line in github_annotations(view):
+        for line in github_annotations(_repo_relative(view, submission)):
             click.echo(line)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:

@@ -14,6 +14,7 @@ What it is not: trusted. It runs in the worker, next to student code, and
 never in the grading process. It judges nothing.
 """
 
+import __future__
 import ast
 import json
 import linecache
@@ -120,6 +121,7 @@ class Loader:
         self.skip = {tuple(s) for s in skip}
         self.display_root = display_root
         self.files = {}  # compiled filename -> (display file, cell or None)
+        self.future = {}  # display file -> compiler flags of its `from __future__` imports
 
     # -- public
     def load(self, path):
@@ -162,7 +164,13 @@ class Loader:
                                          filename)
         self.on_unit({"file": shown, "cell": cell, "line": line0})
         try:
-            code = compile(tree, filename, "exec")
+            for node in tree.body:  # `from __future__ import ...` holds for the rest of the file, as in IPython
+                if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+                    for alias in node.names:
+                        feature = getattr(__future__, alias.name, None)
+                        if feature is not None:
+                            self.future[shown] = self.future.get(shown, 0) | feature.compiler_flag
+            code = compile(tree, filename, "exec", flags=self.future.get(shown, 0), dont_inherit=True)
             _alarm(self.unit_s)
             try:
                 exec(code, self.ns)

@@ -98,6 +98,9 @@ class HwcheckPlugin:
             meta["outcome"] = exc.outcome
             meta["message"] = exc.message
             meta["missing_names"] = exc.missing_names
+            where = _where_of(exc)  # the student's own file and line, for CI annotations
+            if isinstance(where, dict) and where.get("file"):
+                meta["where"] = {"file": where["file"], "line": where.get("line")}
             rep.longrepr = exc.message
         elif call.when == "call" and isinstance(exc, AssertionError):
             meta["outcome"] = "failed"
@@ -165,6 +168,17 @@ class HwcheckPlugin:
 
 
 _META = pytest.StashKey()
+
+
+def _where_of(exc):
+    """The student's file/line of a failure, also when a test re-raised it with more words."""
+    seen = 0
+    while exc is not None and seen < 5:
+        where = getattr(exc, "where", None)
+        if isinstance(where, dict):
+            return where
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
 
 
 # ---------------------------------------------------------------- standalone use

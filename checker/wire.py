@@ -255,7 +255,9 @@ def _array_from(spec, bufs):
 
 def bf16_to_float32(raw_uint16):
     """Exact widening of bfloat16 bit patterns (as uint16) to float32."""
-    return (raw_uint16.astype(np.uint32) << 16).view(np.float32)
+    wide = np.array(raw_uint16, dtype=np.uint32)  # an array even when 0-d (a shift would give a scalar)
+    wide <<= 16
+    return wide.view(np.float32)
 
 
 class _Counter:

@@ -415,3 +415,18 @@ def test_init_ci_rejects_bad_values():
     assert run("init-ci", "-a", "nope", "-o", "-").exit_code == 2
     r = run("init-ci", "--path", "a\nb: c", "-o", "-")
     assert r.exit_code == 2 and "one line" in r.stderr
+
+
+def test_check_ci_annotations_point_at_the_students_file_and_line(warm, tmp_path, monkeypatch):
+    # a student repository with the homework in a subfolder, checked from the repository root
+    repo = tmp_path / "repo"
+    (repo / "hw").mkdir(parents=True)
+    (repo / "hw" / "q1.py").write_text(
+        "import numpy as np\n"
+        "def get_context_vector(attention_weights, hidden_encoder_matrix):\n"
+        "    return (hidden_encoder_matrix * attention_weights).sum(axis=0)\n")
+    monkeypatch.chdir(repo)
+    r = run("check", "hw/q1.py", "-a", "attention", "--ci")
+    assert r.exit_code == 1
+    located = [ln for ln in r.stdout.splitlines() if ln.startswith("::error file=")]
+    assert located and all(ln.startswith("::error file=hw/q1.py,line=3,") for ln in located), located[:3]

@@ -398,3 +398,10 @@ def test_random_bytes_never_parse_into_anything_else(raw):
     except (WireError, EOFError):
         return
     assert type(header) is dict
+
+
+def test_zero_dim_bfloat16_decodes_to_a_plain_array():
+    # found by the property test above: a 0-d bfloat16 array came back as a numpy scalar
+    value, dtypes = wire.decode_trusted({"$array": 0, "dtype": "bfloat16", "shape": [], "kind": "torch",
+                                    "device": "cpu"}, [b"\x80\x3f"])
+    assert type(value) is np.ndarray and value.shape == () and value == 1.0 and dtypes == ["bfloat16"]
