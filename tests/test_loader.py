@@ -305,3 +305,45 @@ def test_submission_is_a_copy(zyg, tmp_path):
         h.close()
     if landlock_abi():
         assert sha256_of(path) == before
+
+
+def test_a_failing_statement_in_a_cell_does_not_take_the_rest_of_the_cell_down(zyg, tmp_path):
+    # the usual first cell: an import the grader lacks, then imports the functions need
+    path = write(tmp_path, "hw.ipynb", notebook([
+        "import numpy as np\nimport not_a_real_package_xyz\nimport math\nx = 1; y = 2",
+        "undefined_helper()\n" + body_of_good(),
+    ]))
+    h, report = load(zyg, path)
+    try:
+        context_ok(h)  # defined after the failing line of cell 2
+        assert h.call("get_scores", np.eye(2), np.ones(2)).tolist() == [1.0, 1.0]
+        text = "\n".join(report["messages"])
+        assert "hw.ipynb, cell 1, line 2 raised ModuleNotFoundError" in text
+        assert "hw.ipynb, cell 2, line 1 raised NameError" in text
+        assert {"math", "x", "y", "get_scores"} <= set(report["names"])
+    finally:
+        h.close()
+
+
+def test_missing_display_packages_are_stood_in_for(zyg, tmp_path):
+    import importlib.util
+    absent = [m for m in ("matplotlib", "seaborn", "tqdm") if importlib.util.find_spec(m) is None]
+    if not absent:
+        pytest.skip("matplotlib, seaborn and tqdm are all installed here: nothing to stand in for")
+    path = write(tmp_path, "hw.ipynb", notebook([
+        "import numpy as np\nimport math\nimport matplotlib.pyplot as plt\nimport seaborn as sns\nfrom tqdm.auto import tqdm",
+        "fig, ax = plt.subplots(1, 2)\nax[0].imshow(np.eye(3)); plt.show()\nsns.heatmap(np.eye(2))\n"
+        "total = sum(i for i in tqdm(range(4)))",
+        body_of_good(),
+    ]))
+    h, report = load(zyg, path)
+    try:
+        context_ok(h)
+        assert h.call("get_scores", np.eye(2), np.ones(2)).tolist() == [1.0, 1.0]
+        text = "\n".join(report["messages"])
+        for name in absent:
+            assert f"`{name}` is not installed where the grader runs" in text
+        assert "raised" not in text, text  # no cell failed
+        assert "total" in report["names"]
+    finally:
+        h.close()
