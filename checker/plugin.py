@@ -159,7 +159,9 @@ class HwcheckPlugin:
     def close(self, request):
         marks = list(request.node.iter_markers("question"))
         q = self.questions.get(marks[0].args[0]) if marks else None
-        overrides = (q or {}).get("tolerances", {})
+        # per-dtype tolerances: the question's, then the test's own (spec table `test_tolerances`)
+        overrides = dict((q or {}).get("tolerances", {}))
+        overrides.update(self._spec.get("test_tolerances", {}).get(request.node.originalname, {}))
 
         def _close(got, expected, **kw):
             kw.setdefault("overrides", overrides)

@@ -69,3 +69,35 @@ def test_starters_load_and_score_zero_without_crashing(grader):
         validate(card)
         assert card["status"] == "graded" and card["score"] == 0
         assert any("NotImplementedError" in t["message"] for q in card["questions"] for t in q["tests"])
+
+
+def test_tolerances_can_be_overridden_per_question_and_per_test(tmp_path):
+    import contextlib
+    import io
+
+    import pytest as _pytest
+    from pytest_jsonreport.plugin import JSONReport
+
+    from checker.plugin import HwcheckPlugin
+    from checker.runner import PYTEST_ARGS
+
+    tests = tmp_path / "test_tol.py"
+    tests.write_text(
+        "import pytest\n"
+        "@pytest.mark.question('Q')\n"
+        "def test_loose(close):\n    close([1.001], [1.0], dtype='float32')\n"
+        "@pytest.mark.question('Q')\n"
+        "def test_strict(close):\n    close([1.001], [1.0], dtype='float32')\n"
+        "@pytest.mark.question('R')\n"
+        "def test_question_wide(close):\n    close([1.0 + 2e-5], [1.0], dtype='float32')\n")
+    spec = {"id": "tol", "reference": "math",
+            "questions": [{"id": "Q", "title": "q", "points": 10, "names": [], "tolerances": {}},
+                          {"id": "R", "title": "r", "points": 10, "names": [],
+                           "tolerances": {"float32": {"rtol": 1e-4, "atol": 1e-5}}}],
+            "test_tolerances": {"test_loose": {"float32": {"rtol": 1e-2, "atol": 0.0}}}}
+    report = JSONReport()
+    with contextlib.redirect_stdout(io.StringIO()):
+        _pytest.main([str(tests), *PYTEST_ARGS, "--rootdir", str(tmp_path)],
+                     plugins=[HwcheckPlugin(None, spec), report])
+    outcomes = {t["nodeid"].split("::")[-1]: t["outcome"] for t in report.report["tests"]}
+    assert outcomes == {"test_loose": "passed", "test_strict": "failed", "test_question_wide": "passed"}
