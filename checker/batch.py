@@ -520,6 +520,7 @@ def _worker_main(index, zygote, conn, options, parent_pid):
             conn.send(result)
         except (OSError, ValueError):
             break
+    grader.close()  # its scratch dir (the zygote is the parent's to close)
     os._exit(0)
 
 
