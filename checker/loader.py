@@ -179,7 +179,7 @@ def _chunks(src):
 class Loader:
     """Runs a submission's units into `self.ns`, recording messages and origins."""
 
-    def __init__(self, display_root, unit_s=30.0, on_unit=None, skip=()):
+    def __init__(self, unit_s=30.0, on_unit=None, skip=()):
         self.ns = {"__name__": "submission", "__builtins__": __builtins__,
                    "display": _display, "get_ipython": lambda: _IPythonStub()}
         self.messages = []
@@ -187,7 +187,6 @@ class Loader:
         self.unit_s = unit_s
         self.on_unit = on_unit or (lambda unit: None)
         self.skip = {tuple(s) for s in skip}
-        self.display_root = display_root
         self.files = {}  # compiled filename -> (display file, cell or None)
         self.future = {}  # display file -> compiler flags of its `from __future__` imports
 

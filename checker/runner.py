@@ -14,6 +14,7 @@ import io
 import os
 import platform
 import secrets
+import subprocess
 import shutil
 import sys
 import tempfile
@@ -43,8 +44,27 @@ def submission_id(path):
     return os.path.splitext(base)[0] if os.path.isfile(path) else base
 
 
-def environment(cuda_names=None):
-    """Versions of the grading side, read without importing torch (the worker reports CUDA devices)."""
+def cuda_names():
+    """The GPUs' names from nvidia-smi (never initialises CUDA here: forked graders may need it), or None."""
+    global _CUDA_NAMES
+    if _CUDA_NAMES is False:
+        names = None
+        if shutil.which("nvidia-smi") and os.environ.get("CUDA_VISIBLE_DEVICES", "x") != "":
+            try:
+                out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                                     capture_output=True, text=True, timeout=20, check=False).stdout
+                names = [line.strip() for line in out.splitlines() if line.strip()] or None
+            except (OSError, subprocess.SubprocessError):
+                names = None
+        _CUDA_NAMES = names
+    return _CUDA_NAMES
+
+
+_CUDA_NAMES = False
+
+
+def environment():
+    """Versions of the grading side, read without importing torch, and the GPUs present."""
     from importlib.metadata import PackageNotFoundError, version
 
     def ver(pkg):
@@ -53,7 +73,7 @@ def environment(cuda_names=None):
         except PackageNotFoundError:
             return None
     return {"python": platform.python_version(), "torch": ver("torch"), "numpy": ver("numpy"),
-            "platform": platform.platform(), "cuda": cuda_names or None}
+            "platform": platform.platform(), "cuda": cuda_names()}
 
 
 def _status(handle, spec):
@@ -143,7 +163,7 @@ class Grader:
             report, spec,
             submission={"id": handle.id, "path": handle.path, "sha256": sha256_of(handle.path)},
             load={"ok": load["ok"], "messages": messages},
-            environment=environment(load.get("cuda")),
+            environment=environment(),
             grader={"version": __version__, "mode": self.mode, "spec_sha256": spec_sha256(assignment),
                     "seed": self.seed, "isolation": load["isolation"]},
             duration_s=time.perf_counter() - t0, status=_status(handle, spec))

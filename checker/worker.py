@@ -123,7 +123,7 @@ def _load(sock, header, state, isolation):
 
     path = header["path"]
     os.chdir(path if os.path.isdir(path) else os.path.dirname(path))
-    loader = Loader(path, unit_s=header.get("unit_s", 30), on_unit=on_unit,
+    loader = Loader(unit_s=header.get("unit_s", 30), on_unit=on_unit,
                     skip=header.get("skip", ()))
     loader.load(path)
     state["loader"], state["probes"] = loader, Probes(loader.ns)

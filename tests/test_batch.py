@@ -237,7 +237,7 @@ def test_plain_progress_lines_and_summary(j1):
     assert re.fullmatch(r"\[ ?\d+/10\] \w+: [\d.]+/100 (graded|timeout|load_failed|crashed) \d+\.\ds", lines[0])
     assert {ln.split("]")[1].split(":")[0].strip() for ln in lines} == set(IDS)
     assert "\r" not in r.output
-    assert f"attention: 10/10 submissions" in r.stdout and "grades.csv" in r.stdout
+    assert "attention: 10/10 submissions" in r.stdout and "grades.csv" in r.stdout
 
 
 def test_progress_bar_text():
