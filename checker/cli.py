@@ -322,5 +322,32 @@ def init_ci(assignment, sub_path, package, output, force):
                f"`hwcheck check {sub_path}{' -a ' + assignment if assignment else ''} --ci`.")
 
 
+
+# ---------------------------------------------------------------------------
+# kit
+# ---------------------------------------------------------------------------
+
+@main.command()
+@click.option("-o", "--output", "outdir", required=True, type=click.Path(file_okay=False),
+              help="An empty or new folder for the kit.")
+@_guarded
+def kit(outdir):
+    """Write a student kit: hwcheck without the reference solutions and the hidden tests.
+
+    The kit answers the public checks from the reference's recorded answers.
+    Students install it with `pip install OUTDIR` (or from a repository you
+    publish it in); point `init-ci --package` at it.
+    """
+    from checker.kit import build_kit, record_public
+    from checker.runner import Grader
+
+    if os.path.exists(outdir) and os.listdir(outdir):
+        raise Fail(f"{outdir} exists and is not empty")
+    with Grader(mode="public") as grader:
+        build_kit(outdir, lambda aid: record_public(aid, grader))
+    click.echo(f"wrote the student kit to {outdir} (no reference solutions, no hidden tests); "
+               f"students install it with `pip install {outdir}`")
+
+
 if __name__ == "__main__":
     main()

@@ -10,6 +10,7 @@ What it is not: a batch scheduler (`batch`) or a CLI (`cli`).
 """
 
 import contextlib
+import importlib.util
 import io
 import os
 import platform
@@ -76,6 +77,21 @@ def environment():
             "platform": platform.platform(), "cuda": cuda_names()}
 
 
+def _replay_for(spec):
+    """The recorded reference answers when this is a student kit (no reference package), else None."""
+    try:
+        if importlib.util.find_spec(spec["reference"]) is not None:
+            return None
+    except ModuleNotFoundError:
+        pass
+    from checker.kit import load_recording
+    recording = load_recording(spec)
+    if recording is None:
+        raise HwcheckError(f"neither the reference solutions ({spec['reference']}) nor their recorded answers "
+                           f"are installed: this hwcheck cannot check {spec['id']}")
+    return recording
+
+
 def _status(handle, spec):
     """graded, or why not: the worker's own verdict, else load_failed when nothing of the assignment loaded."""
     if handle.status != "graded":
@@ -97,6 +113,7 @@ class Grader:
         self.timeout = timeout
         self.keep_raw = keep_raw
         self.pytest_args = list(pytest_args)  # e.g. ["-k", "patchify"] to run a subset (benchmarks, debugging)
+        self.record = None  # a dict to record the reference's answers into (checker.kit)
         self.secrets = secret_paths(extra_secrets)
         self._scratch = tempfile.mkdtemp(prefix="hwcheck-grader-")
         try:  # hypothesis would otherwise write .hypothesis/ into the user's current directory
@@ -146,7 +163,8 @@ class Grader:
 
     def _grade_loaded(self, handle, assignment, note, t0):
         spec = load_spec(assignment)
-        plugin = HwcheckPlugin(handle, spec, mode=self.mode, seed=self.seed, devices=self.devices)
+        plugin = HwcheckPlugin(handle, spec, mode=self.mode, seed=self.seed, devices=self.devices,
+                               record=self.record, replay=_replay_for(spec))
         from pytest_jsonreport.plugin import JSONReport
         report_plugin = JSONReport()
         args = [tests_path(spec), *PYTEST_ARGS, "--rootdir", os.path.dirname(tests_path(spec)), *self.pytest_args]

@@ -1,0 +1,153 @@
+"""The student kit: hwcheck without the reference solutions and without the hidden tests.
+
+What it is for: `hwcheck check` computes expected values by calling the
+reference solutions, so the full package cannot be given to students.
+`build_kit(outdir)` writes a source tree students can `pip install` instead:
+the `reference/` package is left out; in its place each assignment carries
+`recorded.json`, the reference's answers to the public tests, recorded by
+running those tests once with the public seed (`RecordingRef`). Hidden test
+functions are cut out of the test files. In the kit the `ref` fixture is a
+`ReplayRef` that hands back the recorded answer of each call, in order; a
+check whose answers were not recorded (a CUDA variant, say) is skipped with
+the reason.
+
+What it is not: a secret keeper for the public answers (they are in the kit
+in plain sight, as public test expectations are) or a grader: grading with
+hidden tests needs the full package.
+"""
+
+import ast
+import base64
+import json
+import os
+import shutil
+
+import pytest
+
+from checker import wire
+
+__all__ = ["RecordingRef", "ReplayRef", "recorded_path", "load_recording", "build_kit", "record_public"]
+
+RECORDED = "recorded.json"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def recorded_path(spec):
+    from checker.spec import ASSIGNMENTS_DIR
+    return os.path.join(ASSIGNMENTS_DIR, spec["id"], RECORDED)
+
+
+def _pack(name, value):
+    obj, bufs = wire.encode(value)
+    return {"name": name, "value": obj, "bufs": [base64.b64encode(bytes(b)).decode() for b in bufs]}
+
+
+def _unpack(entry):
+    return wire.decode_worker(entry["value"], [base64.b64decode(b) for b in entry["bufs"]])
+
+
+class RecordingRef:
+    """Calls the reference module and records each answer under the test's key."""
+
+    def __init__(self, module, store, key):
+        self._module, self._store, self._key = module, store, key
+
+    def __getattr__(self, name):
+        target = getattr(self._module, name)
+        if not callable(target):
+            return target
+
+        def call(*args, **kwargs):
+            value = target(*args, **kwargs)
+            try:
+                self._store.setdefault(self._key, []).append(_pack(name, value))
+            except wire.EncodeError:
+                self._store.setdefault(self._key, []).append({"name": name, "unrecordable": True})
+            return value
+        return call
+
+
+class ReplayRef:
+    """Hands back the recorded answers of one test, call by call."""
+
+    def __init__(self, store, key):
+        self._calls = list(store.get(key, []))
+        self._key = key
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def call(*args, **kwargs):
+            if not self._calls or self._calls[0].get("name") != name or self._calls[0].get("unrecordable"):
+                pytest.skip("this check needs the reference solutions, which the student kit does not "
+                            "include; it runs when your work is graded")
+            return _unpack(self._calls.pop(0))
+        return call
+
+
+def load_recording(spec):
+    path = recorded_path(spec)
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _strip_hidden(source, hidden):
+    """The test file's source without the hidden test functions (and their decorators)."""
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    cut = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in hidden:
+            start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            cut.update(range(start - 1, node.end_lineno))
+    return "".join(line for i, line in enumerate(lines) if i not in cut)
+
+
+def build_kit(outdir, record):
+    """Write the student kit into `outdir`; `record(aid)` returns the recorded answers of an assignment."""
+    from checker.spec import ASSIGNMENTS_DIR, assignment_ids, load_spec, tests_path
+    if os.path.exists(outdir) and os.listdir(outdir):
+        raise FileExistsError(f"{outdir} exists and is not empty")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", RECORDED)
+    shutil.copytree(os.path.join(ROOT, "checker"), os.path.join(outdir, "checker"), ignore=ignore,
+                    dirs_exist_ok=True)
+    shutil.copytree(ASSIGNMENTS_DIR, os.path.join(outdir, "assignments"), ignore=ignore)
+    for aid in assignment_ids():
+        spec = load_spec(aid)
+        hidden = {t for q in spec["questions"] for t in q.get("hidden_tests", [])}
+        with open(tests_path(spec), encoding="utf-8") as f:
+            source = f.read()
+        target = os.path.join(outdir, "assignments", aid, os.path.basename(tests_path(spec)))
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(_strip_hidden(source, hidden))
+        with open(os.path.join(outdir, "assignments", aid, RECORDED), "w", encoding="utf-8") as f:
+            json.dump(record(aid), f)
+    with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
+        pyproject = f.read()
+    pyproject = pyproject.replace('"reference", ', "")
+    with open(os.path.join(outdir, "pyproject.toml"), "w", encoding="utf-8") as f:
+        f.write(pyproject)
+    shutil.copy(os.path.join(ROOT, "README.md"), os.path.join(outdir, "README.md"))
+    return outdir
+
+
+def record_public(aid, grader):
+    """Grade the reference on the public tests, recording every answer the tests ask of it."""
+    import importlib.util
+
+    from checker.errors import HwcheckError
+    from checker.spec import load_spec
+    spec = load_spec(aid)
+    store = {}
+    grader.record = store
+    try:
+        card = grader.grade(importlib.util.find_spec(spec["reference"]).origin, aid)
+    finally:
+        grader.record = None
+    manual = sum(q["max_score"] for q in card["questions"] if q["manual"])
+    if card["score"] != card["max_score"] - manual:
+        raise HwcheckError(f"the reference of {aid} does not pass its own public tests; no kit written")
+    return store

@@ -1,0 +1,85 @@
+"""The student kit: no reference solutions, no hidden tests, same public verdicts."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from checker.cli import main
+from checker.spec import assignment_ids, load_spec
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Run hwcheck from the kit alone: the editable install of the full package is hidden from the import system.
+RUN_FROM_KIT = """
+import sys
+kit = sys.argv[1]
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f) and "editable" not in str(type(f))]
+sys.path.insert(0, kit)
+import checker, checker.cli
+assert checker.__file__.startswith(kit), checker.__file__
+try:
+    import reference
+except ImportError:
+    pass
+else:
+    raise SystemExit("the reference solutions are importable from the kit: " + str(reference.__path__))
+sys.argv = ["hwcheck"] + sys.argv[2:]
+checker.cli.main()
+"""
+
+
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory):
+    out = tmp_path_factory.mktemp("kit") / "hwcheck-student"
+    r = CliRunner().invoke(main, ["kit", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def check_from_kit(kit, submission, aid, tmp_path):
+    card = tmp_path / f"{aid}-{os.path.basename(submission)}.json"
+    p = subprocess.run([sys.executable, "-c", RUN_FROM_KIT, str(kit), "check", submission, "-a", aid,
+                        "--json", str(card)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode in (0, 1) and card.exists(), p.stdout + p.stderr
+    return json.loads(card.read_text()), p
+
+
+def test_kit_holds_no_reference_and_no_hidden_test(kit):
+    assert not (kit / "reference").exists()
+    assert '"reference"' not in (kit / "pyproject.toml").read_text()
+    for aid in assignment_ids():
+        spec = load_spec(aid)
+        source = (kit / "assignments" / aid / spec["tests"]).read_text()
+        for name in (t for q in spec["questions"] for t in q["hidden_tests"]):
+            assert f"def {name}(" not in source, name
+        assert (kit / "assignments" / aid / "recorded.json").is_file()
+    # no reference function body travelled inside the recordings or elsewhere
+    for root, _dirs, files in os.walk(kit):
+        for f in files:
+            if f.endswith(".py"):
+                text = open(os.path.join(root, f), encoding="utf-8").read()
+                assert "def multi_head_attention(" not in text or "assignments" in root, f
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("aid,sub", [("attention", "correct.py"), ("attention", "feature_axis.py"),
+                                     ("charlm", "layernorm_unbiased.py")])
+def test_kit_gives_the_public_verdicts_of_the_full_package(kit, grader, tmp_path, aid, sub):
+    path = os.path.join(ROOT, "submissions", aid, sub)
+    full = grader.grade(path, aid)
+    from_kit, p = check_from_kit(kit, path, aid, tmp_path)
+    assert from_kit["score"] == full["score"], p.stdout
+    assert [q["score"] for q in from_kit["questions"]] == [q["score"] for q in full["questions"]]
+    hints = [t["message"] for q in full["questions"] for t in q["tests"] if t["outcome"] == "failed"]
+    kit_msgs = "\n".join(t["message"] for q in from_kit["questions"] for t in q["tests"])
+    assert all(h in kit_msgs for h in hints)
+
+
+def test_kit_refuses_a_folder_that_is_not_empty(tmp_path):
+    (tmp_path / "something.txt").write_text("x")
+    r = CliRunner().invoke(main, ["kit", "-o", str(tmp_path)])
+    assert r.exit_code == 2 and "not empty" in r.output
+    assert sorted(os.listdir(tmp_path)) == ["something.txt"]
