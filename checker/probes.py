@@ -124,6 +124,19 @@ class Probes:
             return {"shape": list(v.shape), "is_parameter": isinstance(v, torch.nn.Parameter)}
         return {"shape": None, "is_parameter": False}
 
+    def swap_rows(self, handle, name, i, j):
+        """Swap rows i and j (along the token axis, -2) of a tensor attribute, e.g. the positional embedding."""
+        torch = _torch()
+        v = getattr(self._module(handle), name, None)
+        if not isinstance(v, torch.Tensor) or v.dim() < 2 or max(i, j) >= v.shape[-2]:
+            raise ProbeError(f"`{name}` is not a tensor with at least {max(i, j) + 1} rows along its "
+                             "second-to-last axis")
+        with torch.no_grad():
+            a, b = v[..., i, :].clone(), v[..., j, :].clone()
+            v[..., i, :] = b
+            v[..., j, :] = a
+        return {"shape": list(v.shape)}
+
     def meta_forward(self, cls, args, kwargs, input_shape, input_dtype, vocab):
         """Build and run on the meta device (shapes only); fall back to a small real run if data-dependent."""
         torch = _torch()

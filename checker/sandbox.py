@@ -716,3 +716,7 @@ class ModuleHandle:
 
     def attr_shape(self, name):
         return self._req("attr_shape", {"name": name}, f"{self.cls}.{name}")
+
+    def swap_rows(self, name, i, j):
+        """Swap rows i and j (token axis) of the module's tensor attribute `name`, in the worker."""
+        return self._req("swap_rows", {"name": name, "i": int(i), "j": int(j)}, f"{self.cls}.{name}")

@@ -141,7 +141,7 @@ def _dispatch(header, bufs, state):
     op = header.get("op")
     if op == "call":
         value = probes.call(args["name"], args.get("args", []), args.get("kwargs", {}))
-    elif op in ("new", "forward", "grads", "to", "attr_shape", "meta_forward"):
+    elif op in ("new", "forward", "grads", "to", "attr_shape", "swap_rows", "meta_forward"):
         value = getattr(probes, op)(**args)
     else:
         return {"ok": False, "error": {"type": "UnknownOp", "message": f"unknown op {op!r}"}}, []

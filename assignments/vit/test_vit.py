@@ -574,3 +574,32 @@ def test_vit_to_cuda(sub, rng, seed, device):
     check_shape(r.outputs[0], (2, out), "VisionTransformer moved to cuda: the output")
     if not str(r.devices[0]).startswith(device):
         raise GradingFailure(f"VisionTransformer moved to cuda returned its output on {r.devices[0]}")
+
+
+@pytest.mark.question("vit")
+def test_vit_classifies_from_the_class_token(sub, close, rng, seed):
+    # On a constant one-channel image every patch token has the same content, however the patches are
+    # cut. Swapping two rows of the positional embedding then only swaps two tokens, and attention does
+    # not care about order: the class token, and the logits, must stay the same. A ViT that reads a patch
+    # token (x[:, 1], x[:, -1]) instead of the class token x[:, 0] changes its answer.
+    img, patch, D, h, out, blocks = (1, 8, 8), 4, 16, 2, 10, 2
+    name = _vit_name(img, patch, D, h, out, blocks)
+    m = _vit(sub, seed, img, patch, D, h, out, blocks)
+    shape = m.attr_shape("positional_embedding")
+    if not shape.get("shape") or shape["shape"][-2] != 5:
+        raise GradingFailure(f"{name}.positional_embedding should have N+1 = 5 rows (one per patch and one for "
+                             f"the class token), got shape {shape.get('shape')}")
+    x = torch.full((1, *img), 0.7)
+    before = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
+    with explained():
+        m.swap_rows("positional_embedding", 1, 4)  # rows of the first and last patch (row 0: the class token)
+    after = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
+    try:
+        close(after, before, dtype="float32",
+              what=f"{name} on a constant image: the logits after swapping the positional embeddings of two "
+                   "patches with the same content (the class token sees the same tokens, so its logits must "
+                   "not change)")
+    except GradingFailure as e:
+        raise GradingFailure(e.message + "\nLikely mistake: the classifier reads a patch token instead of the "
+                             "class token (use the output at position 0, where the class embedding was "
+                             "prepended).") from e
