@@ -18,7 +18,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 
-from .scorecard import test_message
+from .scorecard import SEE_QUESTION_MESSAGE, test_message
 
 __all__ = [
     "format_points", "format_scorecard", "format_markdown",
@@ -137,6 +137,10 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
             lines.append(_indent(_safe(question["message"]), "    "))
         shown = {}  # base test name -> the variants not printed in full
         placeholders = []
+        covered = [t for t in tests if t.get("outcome") != "passed" and t.get("message") == SEE_QUESTION_MESSAGE]
+        if covered and not verbose:  # the question's message says it once for all of them
+            lines.append(f"    ({len(covered)} test{'s' if len(covered) != 1 else ''} could not run because of this)")
+            tests = [t for t in tests if t not in covered]
         for test in tests:
             outcome = test.get("outcome")
             if outcome == "skipped" or (outcome == "passed" and not verbose):

@@ -373,6 +373,7 @@ class SubmissionHandle:
         self.skip = []
         self.load_messages = []
         self.names = []
+        self.classes = []  # the classes the student wrote (not imported)
         self.origins = {}
         self.isolation = []
         self.loaded = False
@@ -536,6 +537,8 @@ class SubmissionHandle:
             self.load_messages.extend(_message(m) for m in msgs[:500] if isinstance(m, dict))
             names = header.get("names") if isinstance(header.get("names"), list) else []
             self.names = [n for n in names if isinstance(n, str)]
+            classes = header.get("classes") if isinstance(header.get("classes"), list) else []
+            self.classes = [n for n in classes if isinstance(n, str) and n in self.names]
             origins = header.get("origins") if isinstance(header.get("origins"), dict) else {}
             self.origins = {k: v[:200] for k, v in origins.items() if isinstance(k, str) and isinstance(v, str)}
             self.load_ok = True
@@ -577,6 +580,12 @@ class SubmissionHandle:
     def missing(self, name):
         close = close_names(name, self.names)
         hint = f" Close spellings that exist: {', '.join(close)}." if close else ""
+        own = [n for n in self.classes if n != name]
+        if not close and name[:1].isupper() and own:
+            # a class under another name (ViT for VisionTransformer): name the classes the student wrote
+            likely = difflib.get_close_matches(name, own, n=1, cutoff=0.0)[0]
+            hint = (f" Classes your submission defines: {', '.join(sorted(own)[:8])}. If one of them is the "
+                    f"`{name}` the handout asks for, rename it, or add a line `{name} = {likely}` after it.")
         return MissingName(f"`{name}` is not defined in your submission.{hint}", missing_names=[name])
 
     def request(self, op, args, timeout=None, what=None):

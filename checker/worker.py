@@ -129,8 +129,19 @@ def _load(sock, header, state, isolation):
     state["loader"], state["probes"] = loader, Probes(loader.ns)
     names = sorted(n for n in list(loader.ns) if type(n) is str and not n.startswith("_")
                    and n not in ("display", "get_ipython"))
-    return {"ok": True, "messages": loader.messages, "names": names,
+    base = os.path.realpath(path if os.path.isdir(path) else os.path.dirname(path))
+    classes = [n for n in names if isinstance(loader.ns.get(n), type) and _written_here(loader.ns[n], base)]
+    return {"ok": True, "messages": loader.messages, "names": names, "classes": classes,
             "origins": loader.origins, "isolation": isolation}, []
+
+
+def _written_here(cls, base):
+    """Was this class written in the submission (not imported from a library)?"""
+    module = getattr(cls, "__module__", None)
+    if module == "submission":
+        return True
+    path = getattr(sys.modules.get(module), "__file__", None) or ""
+    return os.path.realpath(path).startswith(base + os.sep)
 
 
 def _dispatch(header, bufs, state):

@@ -347,3 +347,17 @@ def test_missing_display_packages_are_stood_in_for(zyg, tmp_path):
         assert "total" in report["names"]
     finally:
         h.close()
+
+
+def test_a_class_under_another_name_is_pointed_out(zyg, tmp_path):
+    path = write(tmp_path, "vit.py", "import torch.nn as nn\nfrom torch import Tensor\n\n\n"
+                                     "class ViT(nn.Module):\n    pass\n\n\nclass Block(nn.Module):\n    pass\n")
+    h, _report = load(zyg, path)
+    try:
+        with pytest.raises(MissingName) as e:
+            h.new("VisionTransformer", (3, 8, 8), 4, 16, 2, 10)
+        text = str(e.value)
+        assert "Classes your submission defines: Block, ViT." in text  # not Tensor: it is imported
+        assert "`VisionTransformer = ViT`" in text
+    finally:
+        h.close()
