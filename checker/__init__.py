@@ -1,8 +1,10 @@
 """hwcheck: an auto-grader and test harness for a transformer homework.
 
-This package is the library and CLI. It holds no logic here: see the modules
-(`wire`, `zygote`, `worker`, `sandbox`, `loader`, `probes`, `compare`,
-`plugin`, `scorecard`, `gradescope`, `gradebook`, `cli`, ...).
+This package is the library and CLI. It holds no logic here: see the modules.
+Worker side: `zygote`, `worker`, `isolation`, `loader`, `probes`, `wire`.
+Trusted side: `sandbox`, `plugin`, `compare`, `runner`, `batch`, `kit`, `spec`.
+Pure output: `scorecard`, `gradescope`, `gradebook`, `report`, `ci`, `atomic`.
+Command line: `cli` over `options`. Exceptions: `errors`.
 """
 
 __version__ = "0.1.0"

@@ -128,7 +128,8 @@ def close_names(name, names, n=3):
 
 
 class Zygote:
-    """The warm forking parent of workers. One per trusted process (or shared via `ctrl_fds`)."""
+    """The warm forking parent of workers: one per batch, with one control channel per trusted
+    process (`channel(i)`). It imports torch in the background; the first request waits for it."""
 
     def __init__(self, channels=1, warm_meta=False):
         pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(channels)]
