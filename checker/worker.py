@@ -16,6 +16,7 @@ once it has run; the trusted side validates every byte it receives.
 import io
 import os
 import sys
+import tempfile
 import time
 
 from checker import wire
@@ -78,6 +79,7 @@ def serve(sock, params):
     os.environ.clear()
     os.environ.update(params.get("env", {}))
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir
+    tempfile.tempdir = workdir  # the zygote's cached temp dir (/tmp) is one the walls forbid
     state = {"loader": None, "probes": None, "max_reply": params.get("max_reply")}
     while True:
         try:

@@ -722,6 +722,31 @@ def test_background_processes_do_not_outlive_the_handle(request, zyg, tmp_path):
         assert wait_until(lambda: not with_marker(f"sleep {tag}"), timeout=1.0), f"`sleep {tag}` survived"
 
 
+TEMP_USER = GOOD + textwrap.dedent('''
+    import tempfile
+    _fd, _path = tempfile.mkstemp()  # at import, as a notebook cell saving a figure would
+    def where_temp_files_go():
+        return tempfile.gettempdir()
+''')
+
+
+def test_temp_files_go_to_the_workers_own_dir_whatever_came_before(tmp_path):
+    """Python caches the temp dir on first use; the zygote uses it when it reaps a worker, so a
+    worker forked after that must still put temp files (the student's, torch's caches) in its own
+    private dir, not in /tmp, which its walls forbid: a correct submission must not fail for
+    being second in a batch."""
+    with Zygote() as z:
+        for i in range(3):
+            h, report = open_sub(z, write(tmp_path, f"s{i}/temp_user.py", TEMP_USER))
+            try:
+                assert report["ok"], report["messages"]
+                assert h.call("where_temp_files_go") == h.workdir
+            finally:
+                h.close()
+            assert wait_until(lambda: not descendants(z.pid), timeout=1.5)
+            time.sleep(0.3)  # the zygote reaps within 0.2 s: the next worker is forked after that
+
+
 KILLED_GRADER = textwrap.dedent('''
     import json, sys, time
     from checker.sandbox import Limits, SubmissionHandle, Zygote
