@@ -51,9 +51,13 @@ class Limits:
     """Per-call, per-submission and per-unit wall-clock limits (s), the worker's memory cap (MiB)
     and the most data one answer may carry (MiB)."""
 
-    def __init__(self, call_s=10.0, submission_s=120.0, cell_s=30.0, memory_mb=4096, reply_mb=256):
+    def __init__(self, call_s=10.0, submission_s=120.0, cell_s=30.0, memory_mb=4096, reply_mb=256,
+                 retry_call_s=2.0):
         self.call_s, self.submission_s, self.cell_s, self.memory_mb = call_s, submission_s, cell_s, memory_mb
         self.reply_mb = reply_mb
+        # a call that already failed to finish once gets this much the next times, so one hanging
+        # function cannot spend the whole submission's budget and cost the other questions their tests
+        self.retry_call_s = min(retry_call_s, call_s)
 
     @property
     def reply_bytes(self):
@@ -380,6 +384,7 @@ class SubmissionHandle:
         self.loaded = False
         self.load_ok = False
         self.used = 0.0      # seconds spent waiting on the worker: only the student's time is budgeted
+        self.timeouts = {}   # what (e.g. "get_scores(...)") -> how many of its calls did not finish
         self._since = None   # when the current wait on the worker began
         self.status = "graded"
 
@@ -593,12 +598,15 @@ class SubmissionHandle:
         """Send one request; return the decoded value. Raises GradingFailure subclasses."""
         if not self.loaded:
             self.load()
+        what = what or op
         if self.time_left() <= 0:
-            raise StudentTimeout(f"the submission used up its total time budget of {self.limits.submission_s:g} s")
+            raise StudentTimeout(self._budget_message())
         if self.sock is None:
             self._respawn()
-        timeout = min(timeout or self.limits.call_s, max(self.time_left(), 0.1))
-        what = what or op
+        limit = timeout or self.limits.call_s
+        if self.timeouts.get(what):
+            limit = min(limit, self.limits.retry_call_s)
+        timeout = min(limit, max(self.time_left(), 0.1))
         obj, bufs = wire.encode(args)
         self.last_stdout, self.last_stdout_dropped, self.last_dtypes = "", 0, []
         try:
@@ -611,8 +619,13 @@ class SubmissionHandle:
                 self._clock(False)
         except TimeoutError:
             self._kill()
+            before = self.timeouts.get(what, 0)
+            self.timeouts[what] = before + 1
+            again = (f" It had already not finished {before} time{'s' if before > 1 else ''}, so it now gets "
+                     f"{self.limits.retry_call_s:g} s a call, to leave time for your other functions."
+                     if before else "")
             raise StudentTimeout(f"{what} did not finish within {timeout:g} s (an infinite loop, or far too slow); "
-                                 "it was stopped. The grader restarted your code for the next tests.") from None
+                                 f"it was stopped.{again} The grader restarted your code for the next tests.") from None
         except (EOFError, OSError):
             reason = self._death_reason()
             self._kill()
@@ -638,6 +651,15 @@ class SubmissionHandle:
             self.last_dtypes = dtypes
             return value
         raise self._failure(header.get("error") or {}, what)
+
+    def _budget_message(self):
+        text = f"the submission used up its total time budget of {self.limits.submission_s:g} s"
+        if self.timeouts:
+            worst = sorted(self.timeouts.items(), key=lambda kv: -kv[1])[:3]
+            text += ("; calls that did not finish: "
+                     + ", ".join(f"{w} ({n} time{'s' if n > 1 else ''})" for w, n in worst)
+                     + ". Fix those first: the tests after them did not get to run")
+        return text
 
     def _failure(self, err, what):
         if not isinstance(err, dict):

@@ -232,6 +232,45 @@ def test_infinite_loop_in_call(request, zyg, tmp_path):
         h.close()
 
 
+HANGS_ON_2D = GOOD + textwrap.dedent('''
+    _good_weights = get_attention_weights
+    def get_attention_weights(scores):
+        while np.ndim(scores) == 2:
+            pass
+        return _good_weights(scores)
+''')
+
+
+def test_a_function_that_hangs_cannot_spend_the_other_questions_time(request, zyg, tmp_path):
+    """After one timeout, the same call gets the short retry limit: the function's other inputs and
+    the other functions still run, and when the budget does run out the message names the culprit."""
+    use(request, zyg)
+    h, report = open_sub(zyg, write(tmp_path, "hangs.py", HANGS_ON_2D),
+                         call_s=1.5, submission_s=30, retry_call_s=0.3)
+    try:
+        with pytest.raises(StudentTimeout, match=r"get_attention_weights\(\.\.\.\) did not finish within 1.5 s"):
+            h.call("get_attention_weights", np.zeros((2, 3)))
+        with pytest.raises(StudentTimeout, match="within 0.3 s .*already not finished 1 time, so it now gets 0.3 s"):
+            h.call("get_attention_weights", np.ones((3, 3)))
+        np.testing.assert_allclose(h.call("get_attention_weights", np.zeros(4)), np.full(4, 0.25))
+        np.testing.assert_allclose(h.call("context_vector", np.array(H_E), np.array(H_D1)), CONTEXT_D1, atol=1e-6)
+        assert h.timeouts == {"get_attention_weights(...)": 2}
+    finally:
+        h.close()
+
+    h, report = open_sub(zyg, write(tmp_path, "hangs2.py", HANGS_ON_2D), call_s=1, submission_s=2.5, retry_call_s=1)
+    try:
+        for _ in range(6):
+            with pytest.raises(StudentTimeout) as e:
+                h.call("get_attention_weights", np.zeros((2, 3)))
+            if "budget" in str(e.value):
+                break
+        assert "used up its total time budget of 2.5 s; calls that did not finish: get_attention_weights(...) (" \
+            in str(e.value)
+    finally:
+        h.close()
+
+
 # --------------------------------------------------------------------------- memory
 
 MEMORY_BOMB = GOOD + textwrap.dedent('''
