@@ -52,6 +52,22 @@ def test_float32_tolerance_is_looser_than_float64():
     fails(np.array([1.0 + 5e-6]), exp, dtype="float64")
 
 
+def test_a_float32_answer_to_a_float64_test_is_judged_with_float32_tolerances():
+    exp = np.array([1.0, 2.0, 3.0])
+    got32 = (exp * (1 + 4e-7)).astype(np.float32)  # accumulated float32 rounding: 4e-7 relative
+    compare(got32, exp, dtype="float64")
+    fails(got32.astype(np.float64), exp, dtype="float64")  # the same numbers claimed as float64 are judged as such
+    msg = fails(got32 + np.float32(1e-3), exp, dtype="float64")
+    assert "came back as float32, so it was judged with float32 tolerances; the inputs were float64" in msg
+
+
+def test_expected_and_got_show_enough_digits_to_differ():
+    msg = fails(np.array([1234.56789]), np.array([1234.5670]), dtype="float64")
+    exp_line = next(line for line in msg.splitlines() if line.startswith("expected"))
+    got_line = next(line for line in msg.splitlines() if line.strip().startswith("got"))
+    assert exp_line.split(" ", 1)[1] != got_line.strip().split(" ", 1)[1], msg
+
+
 def test_hint_names_the_mistake_only_when_it_matches():
     exp = np.array([1.0, 2.0])
     mistaken = np.array([2.0, 4.0])
