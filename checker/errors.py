@@ -59,6 +59,7 @@ class MissingName(GradingFailure):
 
 class StudentError(GradingFailure):
     outcome = "error"
+    exc_types = ()  # the names of the student's exception class and its bases ("HeadError", "ValueError", ...)
 
 
 class StudentTimeout(GradingFailure):

@@ -690,6 +690,8 @@ class SubmissionHandle:
             text = f"{what} raised {etype}: {msg}{loc}" if msg else f"{what} raised {etype}{loc}"
         failure = StudentError(text)
         failure.where = where
+        bases = err.get("bases")
+        failure.exc_types = [str(b)[:100] for b in bases[:20]] if isinstance(bases, list) else [etype]
         return failure
 
     def call(self, name, *args, **kwargs):

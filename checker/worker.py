@@ -176,7 +176,8 @@ def _error_reply(e, state):
         text = str(e)[:2000]
     except BaseException:  # noqa: BLE001
         text = "<unprintable exception>"
-    err = {"type": type(e).__name__, "message": text, "where": student_where(e, files),
+    err = {"type": type(e).__name__, "bases": [c.__name__ for c in type(e).__mro__][:20],
+           "message": text, "where": student_where(e, files),
            "traceback": format_student_tb(e, files)[:8000],
            "timeout": isinstance(e, UnitTimeout)}
     return {"ok": False, "error": err}
