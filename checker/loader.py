@@ -16,12 +16,14 @@ never in the grading process. It judges nothing.
 
 import __future__
 import ast
+import io
 import json
 import linecache
 import os
 import re
 import signal
 import sys
+import tokenize
 import traceback
 
 __all__ = ["Loader", "UnitTimeout", "student_where", "format_student_tb", "list_units"]
@@ -113,6 +115,21 @@ class _IPythonStub:
 
 def _display(*objs, **kwargs):
     return None
+
+
+def read_source(path):
+    """A .py file's text as Python reads it: the encoding its coding line declares (PEP 263), else UTF-8."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    advice = "save the file as UTF-8, or declare its encoding in a first line such as `# -*- coding: cp1252 -*-`"
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        text = raw.decode(encoding)
+    except SyntaxError as e:  # undeclared non-UTF-8 bytes in the first two lines, or an unknown codec
+        raise UnicodeError(f"{e.msg}; {advice}") from None
+    except UnicodeDecodeError as e:
+        raise UnicodeError(f"byte {e.start} is not {e.encoding}; {advice}") from None
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 def list_units(path):
@@ -317,8 +334,7 @@ class Loader:
         return True
 
     def _load_py(self, f, shown):
-        with open(f, encoding="utf-8-sig") as fh:
-            src = fh.read()
+        src = read_source(f)
         # the whole file, so tracebacks show the student's line wherever it is
         linecache.cache[f] = (len(src), None, src.splitlines(True), f)
         try:

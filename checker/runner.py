@@ -146,8 +146,10 @@ class Grader:
             assignment, share = infer_assignment(handle.names)
             if assignment is None:
                 handle.close()
+                why = [m["text"] for m in handle.load_messages if m.get("kind") in ("unreadable", "crash")][:3]
                 raise HwcheckError("could not tell which assignment this is: it defines none of the names of "
-                                   "any assignment. Name it with -a (attention, vit or charlm).")
+                                   "any assignment. Name it with -a (attention, vit or charlm)."
+                                   + "".join(f"\nLoading it said: {w}" for w in why))
             note = f"assignment inferred from the names defined: {assignment} ({share:.0%} of its names found)"
             handle.limits = Limits.from_spec(load_spec(assignment), self.timeout)
         return handle, assignment, note

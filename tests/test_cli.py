@@ -260,6 +260,9 @@ def test_check_usage_and_internal_errors_exit_2(warm, subs, tmp_path, monkeypatc
     assert r.exit_code == 2
     assert r.stderr.startswith("hwcheck: error: could not tell which assignment")
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output
+    (tmp_path / "cut.ipynb").write_text('{"cells": [')  # unreadable: the reason is said, not only "no names"
+    r = run("check", tmp_path / "cut.ipynb")
+    assert r.exit_code == 2 and "could not read cut.ipynb: JSONDecodeError" in r.stderr
     blocker = tmp_path / "file"
     blocker.write_text("")
     r = run("check", subs / "good.py", "-a", "attention", "--json", blocker / "x.json")

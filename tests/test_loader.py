@@ -180,6 +180,30 @@ def test_syntax_error_loses_only_the_broken_def(zyg, tmp_path):
         h.close()
 
 
+def test_source_encodings_as_python_reads_them(zyg, tmp_path):
+    """A coding line (PEP 263) is honoured and CRLF line ends are fine; a file that is neither UTF-8
+    nor declared costs only itself, with a message that says how to fix it."""
+    declared = ("# -*- coding: cp1252 -*-\n# \u2013 saved on Windows\n" + GOOD).replace("\n", "\r\n")
+    (tmp_path / "declared.py").write_bytes(declared.encode("cp1252"))
+    (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbf" + GOOD.encode())
+    for name in ("declared.py", "bom.py"):
+        h, report = load(zyg, tmp_path / name)
+        try:
+            assert report["ok"], report["messages"]
+            context_ok(h)
+        finally:
+            h.close()
+    for where, body in (("first line", b"# caf\xe9\n" + GOOD.encode()), ("later", GOOD.encode() + b"# caf\xe9\n")):
+        (tmp_path / "latin.py").write_bytes(body)
+        h, report = load(zyg, tmp_path / "latin.py")
+        try:
+            text = "\n".join(report["messages"])
+            assert "could not read latin.py: UnicodeError" in text and "save the file as UTF-8" in text, where
+            assert not report["names"], where
+        finally:
+            h.close()
+
+
 def test_missing_names_suggest_close_spellings(zyg, tmp_path):
     src = GOOD.replace("def get_context_vector(", "def get_context(").replace(
         "get_context_vector(w, encoder_states)", "get_context(w, encoder_states)").replace(
