@@ -83,6 +83,14 @@ def _hidden_note(scorecard, question):
     return f"+ {not_shown} hidden {plural} (not shown; counted in the score)"
 
 
+def _failure_kind(message):
+    """What a failure says, numbers left out: its first line and its likely mistake, if any."""
+    lines = str(message or "").splitlines()
+    first = lines[0].split(": ", 1)[-1] if lines else ""
+    likely = next((line for line in lines if line.startswith("Likely mistake")), "")
+    return re.sub(r"\d+(\.\d+)?(e-?\d+)?", "#", first + "|" + likely)
+
+
 def _skip_summary(tests):
     skipped = [t for t in tests if t.get("outcome") == "skipped"]
     if not skipped:
@@ -146,11 +154,12 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
             if outcome == "skipped" or (outcome == "passed" and not verbose):
                 continue
             base = str(test.get("name", "")).split("[")[0]
-            if not verbose and outcome != "passed" and base in shown:
-                shown[base].append(str(test.get("name", ""))[len(base):] or base)
+            key = (base, outcome, _failure_kind(test.get("message")))  # variants that failed the same way
+            if not verbose and outcome != "passed" and key in shown:
+                shown[key].append(str(test.get("name", ""))[len(base):] or base)
                 continue
             if outcome != "passed":
-                shown[base] = []
+                shown[key] = []
             hidden = " [hidden]" if test.get("visibility") == "hidden" else ""
             label = _paint(_LABEL.get(outcome, str(outcome)),
                            _GREEN if outcome == "passed" else _RED, color)
@@ -164,10 +173,11 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
                 lines.append(_indent(_safe(test["message"]), "        "))
             if outcome != "passed":
                 lines.append(_DROP)  # placeholder: the other failing variants of this test go here
-                placeholders.append((len(lines) - 1, base))
-        for index, base in placeholders:
-            rest = shown.get(base) or []
-            lines[index] = (f"        (also failed, same test with other inputs: {_safe(', '.join(rest[:8]))}"
+                placeholders.append((len(lines) - 1, key))
+        for index, key in placeholders:
+            rest = shown.get(key) or []
+            lines[index] = (f"        (also failed the same way, same test with other inputs: "
+                            f"{_safe(', '.join(rest[:8]))}"
                             f"{f' and {len(rest) - 8} more' if len(rest) > 8 else ''}; -v shows each)"
                             if rest else _DROP)
         skipped = _skip_summary(tests)

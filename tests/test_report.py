@@ -91,6 +91,23 @@ def test_format_scorecard_text():
     assert "\x1b[" not in text
 
 
+def test_variants_are_grouped_only_when_they_failed_the_same_way():
+    def variant(params, **meta):
+        return rtest(f"test_softmax[{params}]", "failed", "Q1", **meta)
+    text = format_scorecard(card(tests=[
+        variant("1d", message="f(1-d, T=3): values differ\nexpected [1]\n     got [2]"),
+        variant("1d-big", message="f(1-d, T=9): values differ\nexpected [3]\n     got [4]"),
+        variant("2d", outcome="timeout", message="f(...) did not finish within 10 s"),
+        variant("2d-big", outcome="timeout", message="f(...) did not finish within 2 s"),
+        variant("2d-t", message="f(2-d, T=4): values differ\nexpected [1]\n     got [2]\nLikely mistake: wrong axis."),
+    ]))
+    lines = text.splitlines()
+    assert sum("test_softmax[" in line for line in lines) == 3, text  # three ways of failing, each shown
+    assert "(also failed the same way, same test with other inputs: [1d-big]; -v shows each)" in lines[
+        next(i for i, line in enumerate(lines) if "test_softmax[1d]" in line) + 4]
+    assert "did not finish" in text and "[2d-big]" in text and "Likely mistake: wrong axis." in text
+
+
 def test_format_scorecard_public_mode_and_verbose():
     sc = card(mode="public", tests=[rtest("test_heads", "passed", "Q3")])
     text = format_scorecard(sc, verbose=True)
