@@ -37,7 +37,10 @@ SUFFIXES = (".py", ".ipynb")
 # Packages that only show things (plots, progress bars, notebook widgets, experiment loggers). When one is
 # not installed where the grader runs, importing it gives a stand-in whose every call does nothing, so a
 # notebook's plotting lines cost nothing. Only used after the real import has failed.
-DISPLAY_ONLY = {"matplotlib", "seaborn", "tqdm", "IPython", "ipywidgets", "plotly", "wandb", "google"}
+# packages a notebook uses only around the graded work -> what they do there (none of it is graded)
+DISPLAY_ONLY = {"matplotlib": "plots", "seaborn": "plots", "plotly": "plots", "tqdm": "progress bars",
+                "IPython": "notebook display", "ipywidgets": "notebook widgets", "wandb": "experiment logging",
+                "google": "Colab's own tools, such as mounting Google Drive"}
 
 
 class _Dummy:
@@ -217,7 +220,7 @@ class Loader:
             for name in sorted(stubs.used):
                 self._msg("stub", None, None, None,
                           f"`{name}` is not installed where the grader runs: its calls did nothing "
-                          "(plots and progress bars are not graded)")
+                          f"({DISPLAY_ONLY[name]}: not graded)")
         return self
 
     def _load_all(self, path):
