@@ -681,17 +681,21 @@ class SubmissionHandle:
                 loc += f":\n    {str(where['code'])[:200]}"
         if err.get("timeout"):
             return StudentTimeout(f"{what} was stopped by the time limit{loc}")
+        bases = err.get("bases") if isinstance(err.get("bases"), list) else [etype]
         if etype == "SystemExit":
-            text = (f"{what} called sys.exit({msg}){loc}; a function should return its result "
-                    "(the grader ignored the exit)")
+            text = (f"{what} called sys.exit({msg}) (a function should return its result; "
+                    f"the grader ignored the exit){loc}")
         elif etype == "MemoryError":
             text = (f"{what} ran out of memory (the limit is {self.limits.memory_mb:g} MiB){loc}")
         else:
             text = f"{what} raised {etype}: {msg}{loc}" if msg else f"{what} raised {etype}{loc}"
+            if "PermissionError" in bases:
+                text += ("\n(the grader runs your code in a sandbox: it may read your submission and the "
+                         "Python installation and write only its own temporary folder; no network, no "
+                         "other processes)")
         failure = StudentError(text)
         failure.where = where
-        bases = err.get("bases")
-        failure.exc_types = [str(b)[:100] for b in bases[:20]] if isinstance(bases, list) else [etype]
+        failure.exc_types = [str(b)[:100] for b in bases[:20]]
         return failure
 
     def call(self, name, *args, **kwargs):

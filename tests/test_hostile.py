@@ -141,6 +141,9 @@ EXIT_IN_CALL = GOOD + textwrap.dedent('''
     def vanish():
         import os
         os._exit(0)
+
+    def denied():
+        raise PermissionError(13, "Permission denied", "/somewhere")
 ''')
 
 
@@ -149,8 +152,12 @@ def test_exit_in_call(request, zyg, tmp_path):
     h, report = open_sub(zyg, write(tmp_path, "exits_call.py", EXIT_IN_CALL))
     try:
         assert report["ok"], report["messages"]
-        with pytest.raises(StudentError, match=r"sys\.exit\(3\)"):
+        with pytest.raises(StudentError, match=r"sys\.exit\(3\)") as e:
             h.call("leave")
+        assert str(e.value).endswith("\n    sys.exit(3)"), "the quoted line of code comes last, alone"
+        with pytest.raises(StudentError, match="PermissionError") as e:
+            h.call("denied")
+        assert "runs your code in a sandbox" in str(e.value)
         assert h.restarts == 0  # sys.exit is just an exception: the same worker goes on
         assert h.call("head_weight_shape", 8, 2) == (8, 4)
         with pytest.raises(WorkerCrashed, match=r"os\._exit\(0\)") as e:
