@@ -209,6 +209,16 @@ def _mha_hints(X, Wq, Wk, Wv, Wo, h):
             ("the concatenated heads were not multiplied by W_O", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, apply_wo=False))]
 
 
+def _close_shape(close, got, expected, what, hints=()):
+    """Compare a shape answer; an array returned instead of a shape is named as such."""
+    if isinstance(got, np.ndarray) and got.shape != (len(expected),):
+        advice = ("an array of that shape: return its `.shape`, not the array" if got.shape == tuple(expected)
+                  else f"an array of shape {got.shape}: return the shape itself (a tuple), not an array")
+        raise GradingFailure(f"{what}: expected the shape {tuple(expected)}, a tuple of {len(expected)} ints, "
+                             f"but got {advice}")
+    close(got, expected, what=what, hints=hints)
+
+
 def _expect_value_error(sub, what, name, *args):
     """Call `name(*args)` and pass only if the student's code raised ValueError."""
     try:
@@ -515,36 +525,39 @@ def test_head_weight_shape(sub, ref, close, d, h):
     hints = [(HEAD_WEIGHT_IS_OUTPUT, (t, d // h)) for t in range(1, 1025) if t != d]
     hints.append(("the shape is transposed: with row vectors (X @ W) a weight is (d_in, d_out) = "
                   "(d_model, d_model // num_heads)", (d // h, d) if h > 1 else None))
-    close(got, ref.head_weight_shape(d, h), what=f"head_weight_shape(d_model={d}, num_heads={h})", hints=hints)
+    _close_shape(close, got, ref.head_weight_shape(d, h), what=f"head_weight_shape(d_model={d}, num_heads={h})",
+                 hints=hints)
 
 
 @pytest.mark.question("Q3")
 @pytest.mark.parametrize("T,d,h", SHAPE_CASES)
 def test_head_output_shape(sub, ref, close, T, d, h):
     got = sub.call("head_output_shape", T, d, h)
-    close(got, ref.head_output_shape(T, d, h), what=f"head_output_shape(seq_len={T}, d_model={d}, num_heads={h})",
-          hints=[("that is the shape of one head's weight (d_model, d_model // num_heads), not of its output",
-                  (d, d // h) if T != d else None),
-                 ("the shape is transposed: one row per token, (seq_len, d_model // num_heads)",
-                  (d // h, T) if T != d // h else None)])
+    _close_shape(close, got, ref.head_output_shape(T, d, h),
+                 what=f"head_output_shape(seq_len={T}, d_model={d}, num_heads={h})",
+                 hints=[("that is the shape of one head's weight (d_model, d_model // num_heads), not of its output",
+                         (d, d // h) if T != d else None),
+                        ("the shape is transposed: one row per token, (seq_len, d_model // num_heads)",
+                         (d // h, T) if T != d // h else None)])
 
 
 @pytest.mark.question("Q3")
 @pytest.mark.parametrize("T,d,h", SHAPE_CASES)
 def test_concat_shape(sub, ref, close, T, d, h):
     got = sub.call("concat_shape", T, d, h)
-    close(got, ref.concat_shape(T, d, h), what=f"concat_shape(seq_len={T}, d_model={d}, num_heads={h})",
-          hints=[("that is the shape of one head's output; the concatenation puts all num_heads heads side by side",
-                  (T, d // h) if h > 1 else None)])
+    _close_shape(close, got, ref.concat_shape(T, d, h), what=f"concat_shape(seq_len={T}, d_model={d}, num_heads={h})",
+                 hints=[("that is the shape of one head's output; the concatenation puts all num_heads heads side by side",
+                         (T, d // h) if h > 1 else None)])
 
 
 @pytest.mark.question("Q3")
 @pytest.mark.parametrize("d,h", WEIGHT_CASES)
 def test_w_o_shape(sub, ref, close, d, h):
     got = sub.call("w_o_shape", d, h)
-    close(got, ref.w_o_shape(d, h), what=f"w_o_shape(d_model={d}, num_heads={h})",
-          hints=[("that is the shape of one head's weight; W^O maps the concatenated heads "
-                  "(num_heads * d_model // num_heads features) back to d_model", (d, d // h) if h > 1 else None)])
+    _close_shape(close, got, ref.w_o_shape(d, h), what=f"w_o_shape(d_model={d}, num_heads={h})",
+                 hints=[("that is the shape of one head's weight; W^O maps the concatenated heads "
+                         "(num_heads * d_model // num_heads features) back to d_model",
+                         (d, d // h) if h > 1 else None)])
 
 
 def _mha_case(rng, T, d, dtype):
