@@ -704,6 +704,15 @@ class SubmissionHandle:
         return self.request("call", {"name": name, "args": list(args), "kwargs": kwargs},
                             what=f"{name}(...)")
 
+    def torch_calls(self, name, *args, **kwargs):
+        """Call `name`; return (its value, the names of the torch functions it called): Probes.torch_calls."""
+        if self.loaded and name not in self.names and self.load_ok:
+            raise self.missing(name)
+        r = self.request("torch_calls", {"name": name, "args": list(args), "kwargs": kwargs}, what=f"{name}(...)")
+        calls = r.get("calls") if isinstance(r, dict) else None
+        return (r.get("value") if isinstance(r, dict) else None,
+                [c for c in calls if isinstance(c, str)] if isinstance(calls, list) else [])
+
     def call_info(self, name, *args, **kwargs):
         value = self.call(name, *args, **kwargs)
         return value, {"dtypes": list(self.last_dtypes)}

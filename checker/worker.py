@@ -152,8 +152,8 @@ def _dispatch(header, bufs, state):
         return {"ok": False, "error": {"type": "NotLoaded", "message": "no submission loaded"}}, []
     args = wire.decode_worker(header.get("args", {}), bufs)
     op = header.get("op")
-    if op == "call":
-        value = probes.call(args["name"], args.get("args", []), args.get("kwargs", {}))
+    if op in ("call", "torch_calls"):
+        value = getattr(probes, op)(args["name"], args.get("args", []), args.get("kwargs", {}))
     elif op in ("new", "forward", "grads", "to", "attr_shape", "swap_rows", "meta_forward"):
         value = getattr(probes, op)(**args)
     else:

@@ -43,7 +43,15 @@ INT_KINDS = ("int64", "int32", "int16", "int8", "uint8")
 MODEL = (11, 8, 16, 2, 2)
 MODEL_MORE = [(5, 12, 24, 3, 1), (30, 4, 8, 4, 3)]
 CAUSAL_HINT = ("logits at position t depend on later tokens: the mask is missing or on the wrong triangle "
-               "(key j > query i must be masked)")
+               "(key j > query i must be masked), or a layer mixes positions (nn.LayerNorm([block_size, d_model]) "
+               "normalizes over time too: build it as nn.LayerNorm(d_model))")
+DIAGONAL_MASK_HINT = ("the mask also hides the diagonal (torch.triu(..., diagonal=0) or ~tril(-1)): position i "
+                      "must see itself, so only j > i is masked (triu with diagonal=1)")
+DIAGONAL_HINT = DIAGONAL_MASK_HINT + "; row 0 then has no key left at all, which gives NaN"
+# torch functions the handout forbids inside the functions written by hand
+NOT_BY_HAND = {"masked_attention": {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
+                                    "multi_head_attention_forward": "nn.MultiheadAttention"},
+               "layer_norm": {"layer_norm": "F.layer_norm / nn.LayerNorm"}}
 
 
 # ---------------------------------------------------------------- helpers
@@ -172,6 +180,7 @@ def _attention_hints(Q, K, V):
     hints = [
         ("softmax over the query axis (dim=-2); it must run over the keys, the last axis",
          _attend(Q, K, V, sc, upper, -2)),
+        (DIAGONAL_HINT, _attend(Q, K, V, sc, torch.ones(T, T, dtype=torch.bool).triu(0), -1)),
         ("your mask lets position i see j > i (the mask is on the wrong triangle)", _attend(Q, K, V, sc, upper.T, -1)),
         ("your mask lets position i see j > i (True must mark the future keys j > i, the ones to hide)",
          _attend(Q, K, V, sc, ~upper, -1)),
@@ -283,7 +292,12 @@ def _ids(rng, B, T, V, device="cpu"):
 
 
 def _logits(out, B, T, V, what):
-    """The logits array of one forward output, or a teaching failure."""
+    """The logits array of one forward output, or a teaching failure.
+
+    A nanoGPT-style `(logits, loss)` is judged by its logits here; test_model_returns_the_logits_tensor
+    is the one test that costs it points."""
+    if isinstance(out, (tuple, list)) and out and isinstance(out[0], np.ndarray):
+        out = out[0]
     if isinstance(out, (tuple, list)):
         _fail(f"{what}: forward returned a {type(out).__name__} of {len(out)} items; "
               "it must return only the logits tensor (B, T, vocab_size)")
@@ -372,6 +386,7 @@ def _check_mask(sub, close, T):
     got, info = sub.call_info("causal_mask", T)
     what = f"causal_mask({T})"
     close(got, want, what=what, hints=[
+        (DIAGONAL_MASK_HINT, np.triu(np.ones((T, T), dtype=bool), 0)),
         ("your mask lets position i see j > i (True must be on the strict upper triangle, key j > query i)", want.T),
         ("your mask lets position i see j > i: True must mark the positions NOT allowed (j > i), "
          "you marked the allowed ones", ~want)])
@@ -391,6 +406,24 @@ def test_causal_mask(sub, close, T):
 @pytest.mark.parametrize("T", [16])
 def test_causal_mask_more_sizes(sub, close, T):
     _check_mask(sub, close, T)
+
+
+def _check_by_hand(sub, close, expected, name, *args):
+    """Right values, written by hand: a call that went through a forbidden torch function fails."""
+    got, calls = sub.torch_calls(name, *args)
+    what = f"{name} on float32 input of shape {_shape(args[0].shape)}"
+    close(got, _np64(expected), dtype="float32", what=what)
+    used = [shown for fn, shown in NOT_BY_HAND[name].items() if fn in calls]
+    if used:
+        _fail(f"{name} calls {' and '.join(used)}: its values are right, but the handout asks you to write it "
+              "by hand (matmul, masked_fill, softmax, mean, var and sqrt are fine)")
+
+
+@pytest.mark.question("attention")
+@pytest.mark.weight(8)
+def test_masked_attention_by_hand(sub, ref, close, rng):
+    Q, K, V = (_tensor(rng.standard_normal((2, 5, 4)), "float32") for _ in range(3))
+    _check_by_hand(sub, close, ref.masked_attention(Q, K, V), "masked_attention", Q, K, V)
 
 
 @pytest.mark.question("attention")
@@ -416,6 +449,13 @@ def test_masked_attention_large_scores(sub, ref, close, rng, device):
 
 
 # ---------------------------------------------------------------- layer norm
+
+
+@pytest.mark.question("layernorm")
+@pytest.mark.weight(10)
+def test_layer_norm_by_hand(sub, ref, close, rng):
+    x = _tensor(_ln_input(rng, (3, 16)), "float32")  # small spreads: eps and n-1 mistakes show
+    _check_by_hand(sub, close, ref.layer_norm(x), "layer_norm", x)
 
 
 @pytest.mark.question("layernorm")
@@ -470,6 +510,7 @@ def test_model_output_shape(sub, rng, seed, device):
 
 
 @pytest.mark.question("model")
+@pytest.mark.weight(6)  # the point of the model: a causal LM that sees the future learns nothing usable
 def test_model_causality(sub, close, rng, seed, device):
     _check_causal(sub, close, rng, seed, MODEL, device)
 
@@ -556,6 +597,18 @@ def test_model_more_configs(sub, close, rng, seed, cfg):
 
 
 @pytest.mark.question("model")
+def test_model_returns_the_logits_tensor(sub, rng, seed):
+    V, bs = MODEL[0], MODEL[1]
+    out = _new(sub, MODEL, seed).forward([_ids(rng, 2, bs, V)], seed=seed).outputs[0]
+    _logits(out, 2, bs, V, _cfg_text(MODEL))  # the logits themselves must be right
+    if isinstance(out, (tuple, list)):
+        _fail(f"{_cfg_text(MODEL)}: forward(idx) returned a {type(out).__name__} of {len(out)} items (nanoGPT's "
+              "(logits, loss)?); the handout asks for the logits tensor itself (B, T, vocab_size). The other "
+              "model tests judged its first item")
+
+
+@pytest.mark.question("model")
+@pytest.mark.weight(6)  # a per-token model (no attention) is not a transformer
 def test_model_uses_context(sub, rng, seed):
     V, bs = MODEL[0], MODEL[1]
     m = _new(sub, MODEL, seed)
