@@ -338,6 +338,7 @@ class Loader:
 
     def _load_py(self, f, shown):
         src = read_source(f)
+        self.ns["__file__"] = f  # as `python file.py` has it (the path of the grader's copy)
         # the whole file, so tracebacks show the student's line wherever it is
         linecache.cache[f] = (len(src), None, src.splitlines(True), f)
         try:

@@ -28,7 +28,7 @@ from checker.errors import HwcheckError
 from checker.plugin import HwcheckPlugin
 from checker.sandbox import Limits, SubmissionHandle, Zygote, secret_paths, sha256_of
 from checker.scorecard import build_scorecard
-from checker.spec import infer_assignment, load_spec, spec_sha256, tests_path
+from checker.spec import assignment_ids, infer_assignment, load_spec, spec_sha256, tests_path
 
 __all__ = ["Grader", "environment", "submission_id"]
 
@@ -102,6 +102,14 @@ def _status(handle, spec):
     return "graded"
 
 
+def _loosest_limits(timeout=None):
+    """Limits for loading before the assignment is known: the most generous of every assignment's, so
+    that inferring the assignment never makes `check` stricter than `check -a` or `grade`."""
+    specs = [Limits.from_spec(load_spec(aid), timeout) for aid in assignment_ids()]
+    fields = ("call_s", "submission_s", "cell_s", "memory_mb", "reply_mb")
+    return Limits(**{f: max(getattr(lim, f) for lim in specs) for f in fields})
+
+
 class Grader:
     """Grades submissions one after another with one warm zygote."""
 
@@ -138,7 +146,7 @@ class Grader:
     def open(self, path, assignment=None):
         """Load a submission; return (handle, assignment id, note about inference or None)."""
         spec = load_spec(assignment) if assignment else None
-        limits = Limits.from_spec(spec, self.timeout) if spec else Limits(submission_s=self.timeout or 240)
+        limits = Limits.from_spec(spec, self.timeout) if spec else _loosest_limits(self.timeout)
         handle = SubmissionHandle(path, self.zygote, limits, secrets=self.secrets, sub_id=submission_id(path))
         handle.load()
         note = None

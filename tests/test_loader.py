@@ -204,6 +204,16 @@ def test_source_encodings_as_python_reads_them(zyg, tmp_path):
             h.close()
 
 
+def test_a_py_file_has_its___file__(zyg, tmp_path):
+    h, report = load(zyg, write(tmp_path, "uses_file.py", GOOD + "\nimport os\nHERE = os.path.basename(__file__)\n"
+                                                             "def here():\n    return HERE\n"))
+    try:
+        assert report["ok"], report["messages"]
+        assert h.call("here") == "uses_file.py"
+    finally:
+        h.close()
+
+
 def test_missing_names_suggest_close_spellings(zyg, tmp_path):
     src = GOOD.replace("def get_context_vector(", "def get_context(").replace(
         "get_context_vector(w, encoder_states)", "get_context(w, encoder_states)").replace(
