@@ -145,7 +145,8 @@ def compare(got, expected, *, what="the result", dtype=None, rtol=None, atol=Non
             first = tuple(int(x) for x in np.argwhere(new)[0]) if new.ndim else ()
             kind = "NaN" if np.isnan(got_arr[new]).any() else "Inf"
             hint = _hint_text(got_arr, hints, rtol, atol) or (
-                "\nA softmax of large scores overflows unless the maximum is subtracted first.")
+                "\nNaN or Inf usually comes from a softmax of large scores (subtract each row's maximum before "
+                "exp), a row whose scores are all masked to -inf, or a division by zero.")
             raise GradingFailure(
                 f"{what}: contains {kind} at {int(new.sum())} of {new.size} positions (first at {first}) "
                 f"where the expected values are finite" + hint)
