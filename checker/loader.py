@@ -245,7 +245,9 @@ class Loader:
 
     def _run_unit(self, code_src, filename, shown, cell, line0, cache=True):
         key = (shown, cell if cell is not None else line0)
-        if key in self.skip:  # it crashed or hung an earlier worker; the trusted side has said so
+        # it crashed or hung an earlier worker (the whole cell), or the cell limit stopped this very
+        # statement on an earlier load (only the statement): the trusted side has said so
+        if key in self.skip or (shown, cell, line0) in self.skip:
             return
         try:
             tree = ast.parse(code_src, filename)

@@ -469,19 +469,30 @@ class SubmissionHandle:
 
     # ------------------------------------------------------------ loading
     def load(self):
-        """Load the submission (once); return a dict {ok, messages, names, origins, isolation}."""
+        """Load the submission (once); return a dict {ok, messages, names, origins, isolation}.
+
+        The first load has a budget of its own (a notebook's training cells must not spend the time of
+        the tests); a reload after a call crashed the worker counts against the submission's budget."""
+        first = self.generation == 0
         try:
-            self._clock(True)
-            return self._load()
+            self._clock(not first)
+            return self._load(first)
         finally:
             self._clock(False)
 
-    def _load(self):
+    def _load(self, first=False):
+        start = time.monotonic()
+        cap = max(self.limits.cell_s * 50, 60)
+
+        def load_left():
+            return cap - (time.monotonic() - start) if first else min(cap, self.time_left())
+
         while True:
             target = self._spawn()
             self.loaded = True
-            budget = min(self.time_left(), max(self.limits.cell_s * 50, 60))
+            budget = load_left()
             deadline = time.monotonic() + max(budget, 1)
+            unit_deadline = False  # whether the deadline is one unit's (cell_s) rather than the whole load's
             grace = min(5.0, 1.0 + self.limits.cell_s / 4)  # the worker's own alarm fires at cell_s
             last_unit, walls = None, None
             try:
@@ -498,8 +509,8 @@ class SubmissionHandle:
                         continue
                     if event == "unit":
                         last_unit = _unit(header)
-                        deadline = min(time.monotonic() + self.limits.cell_s + grace,
-                                       time.monotonic() + self.time_left())
+                        unit_deadline = self.limits.cell_s + grace <= load_left()
+                        deadline = time.monotonic() + min(self.limits.cell_s + grace, max(load_left(), 0.01))
                         continue
                     if event is not None:
                         continue
@@ -507,7 +518,8 @@ class SubmissionHandle:
             except (TimeoutError, EOFError, OSError, wire.WireError) as e:
                 if isinstance(e, TimeoutError):
                     why = (f"ran longer than {self.limits.cell_s:g} s and did not stop when interrupted, "
-                           "so the grader stopped the process" if last_unit else
+                           "so the grader stopped the process" if last_unit and unit_deadline else
+                           f"loading took longer than {cap:g} s in all, and was stopped here" if last_unit else
                            f"loading took longer than {max(budget, 1):g} s")
                 elif isinstance(e, wire.WireError):
                     why = f"the process running your code sent the grader garbage ({e})"
@@ -515,7 +527,7 @@ class SubmissionHandle:
                     why = self._death_reason()
                 self._kill()
                 self.isolation = walls or self.isolation
-                if last_unit and self.respawns < MAX_RESPAWNS and self.time_left() > 1:
+                if last_unit and self.respawns < MAX_RESPAWNS and load_left() > 1:
                     self.respawns += 1
                     key = [last_unit["file"], last_unit["cell"] if last_unit["cell"] is not None else last_unit["line"]]
                     self.skip.append(key)
@@ -541,6 +553,11 @@ class SubmissionHandle:
                 return self.load_report()
             msgs = header.get("messages") if isinstance(header.get("messages"), list) else []
             self.load_messages.extend(_message(m) for m in msgs[:500] if isinstance(m, dict))
+            for m in self.load_messages:  # a unit stopped by the cell limit is not run again on a reload
+                if m.get("kind") == "timeout" and isinstance(m.get("file"), str):
+                    key = [m["file"], m.get("cell"), m.get("line")]  # that statement alone
+                    if key not in self.skip:
+                        self.skip.append(key)
             names = header.get("names") if isinstance(header.get("names"), list) else []
             self.names = [n for n in names if isinstance(n, str)]
             classes = header.get("classes") if isinstance(header.get("classes"), list) else []

@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from checker.errors import MissingName
+from checker.errors import MissingName, WorkerCrashed
 from checker.isolation import landlock_abi
 from checker.sandbox import Limits, SubmissionHandle, Zygote, sha256_of
 from sandbox_helpers import CONTEXT_D1, GOOD, H_D1, H_E, descendants, notebook, wait_until, write
@@ -239,6 +239,30 @@ def test_hanging_cell_is_stopped_and_the_rest_loads(zyg, tmp_path):
         assert "slow.ipynb, cell 2" in text and "longer than 1 s" in text
         context_ok(h)
         assert report["origins"]["context_vector"] == "slow.ipynb, cell 3"
+    finally:
+        h.close()
+
+
+def test_slow_training_cells_spend_neither_the_tests_time_nor_run_again(zyg, tmp_path):
+    """A notebook whose training cells each run to the cell limit: loading does not spend the budget
+    of the calls, and the reload after a crashed call skips the stopped statements (only those: the
+    class defined before the training loop in the same cell is still there)."""
+    cells = ["import math\nimport numpy as np\nimport time", body_of_good(),
+             "class Model:\n    pass\nfor epoch in range(1000):\n    time.sleep(0.1)",
+             "while True:\n    time.sleep(0.1)",
+             "def vanish():\n    import os\n    os._exit(0)\ndef has_model():\n    return 'Model' in globals()"]
+    h, report = load(zyg, write(tmp_path, "train.ipynb", notebook(cells)), cell_s=1, submission_s=1.5)
+    try:
+        text = "\n".join(report["messages"])
+        assert "train.ipynb, cell 3" in text and "train.ipynb, cell 4" in text, text
+        assert h.time_left() > 1.4, "loading spent the calls' budget"
+        context_ok(h)
+        with pytest.raises(WorkerCrashed):
+            h.call("vanish")
+        assert ["train.ipynb", 3, 3] in h.skip and ["train.ipynb", 4, 1] in h.skip, h.skip
+        assert h.call("has_model") is True  # reloaded without the two stopped statements, in time
+        context_ok(h)
+        assert h.restarts == 1
     finally:
         h.close()
 
