@@ -86,7 +86,7 @@ resume_option = click.option(
 
 timeout_option = click.option(
     "--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
-    help="Time budget of one submission, loading and every call together "
+    help="Time budget of one submission's calls; its first load may take up to twice this on top "
          "(default: the assignment's limit).")
 
 public_option = click.option(

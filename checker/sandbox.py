@@ -482,7 +482,7 @@ class SubmissionHandle:
 
     def _load(self, first=False):
         start = time.monotonic()
-        cap = max(self.limits.cell_s * 50, 60)
+        cap = min(max(self.limits.cell_s * 50, 60), 2 * self.limits.submission_s)  # --timeout bounds it too
 
         def load_left():
             return cap - (time.monotonic() - start) if first else min(cap, self.time_left())
