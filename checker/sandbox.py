@@ -156,24 +156,6 @@ class Zygote:
         self.ctrl = self.channels[0]
         self._ready = set()  # channels whose "ready" message was read: the zygote starts in the background
 
-    def _wait_ready(self):
-        """Read this channel's "ready" message once (the zygote imports torch while the caller works)."""
-        fd = self.ctrl.fileno()
-        if fd in self._ready:
-            return
-        self.ctrl.settimeout(120)
-        try:
-            msg = json.loads(self.ctrl.recv(65536) or b"null")
-        except (OSError, ValueError):
-            msg = None
-        if not isinstance(msg, dict) or not msg.get("ready"):
-            err = ""
-            if self.proc.poll() is not None:
-                self._stderr.seek(0)
-                err = self._stderr.read().decode(errors="replace")[-2000:]
-            raise SandboxError(f"the worker zygote did not start: {err or 'no answer'}")
-        self._ready.add(fd)
-
     def channel(self, i):
         """A view of this zygote bound to control channel i (one per trusted process)."""
         view = object.__new__(Zygote)
@@ -182,13 +164,30 @@ class Zygote:
         return view
 
     def _ask(self, obj, fds=()):
-        self._wait_ready()
+        """Send one request on this channel and return its reply.
+
+        The zygote starts in the background and says "ready" once on every channel. Whoever reads
+        that message skips it; no one waits for it first, because a trusted process that replaced a
+        dead one cannot know whether the dead one (or `_Pool.drain`) already read it. Until this
+        process has seen the zygote answer, the first reply may take as long as importing torch."""
+        fd = self.ctrl.fileno()
+        deadline = time.monotonic() + (30 if fd in self._ready else 120)
         try:
             socket.send_fds(self.ctrl, [json.dumps(obj).encode()], list(fds))
-            self.ctrl.settimeout(30)
-            msg = self.ctrl.recv(65536)
-            return json.loads(msg)
+            while True:
+                self.ctrl.settimeout(max(0.05, deadline - time.monotonic()))
+                msg = json.loads(self.ctrl.recv(65536) or b"null")
+                self._ready.add(fd)
+                if isinstance(msg, dict) and msg.get("ready") and len(msg) <= 2:
+                    continue  # the start-up message, not a reply
+                return msg
         except (OSError, ValueError) as e:
+            if fd not in self._ready:
+                err = ""
+                if not self.alive():  # (not proc.poll(): a forked trusted process is not its parent)
+                    self._stderr.seek(0)
+                    err = self._stderr.read().decode(errors="replace")[-2000:]
+                raise SandboxError(f"the worker zygote did not start: {err or e}") from None
             raise SandboxError(f"the worker zygote stopped answering ({e})") from None
 
     def fork(self, params):

@@ -442,3 +442,23 @@ def test_kill_midway_then_resume_loses_nothing_and_grades_nothing_twice(subs, tm
         validate(_card(out, sid))
         assert os.path.isfile(out / "gradescope" / sid / "results.json")
     assert len({_card(out, sid)["grader"]["seed"] for sid in ids}) == 1  # one seed for the class
+
+
+def test_a_replacement_worker_reaches_the_zygote_whoever_read_its_ready_message():
+    """The zygote says "ready" once per channel. A trusted worker forked to replace a dead one
+    cannot know whether the dead one, or the pool's drain, read that message: its first request
+    must be answered at once either way, not wait two minutes for a message that never comes."""
+    from checker.sandbox import Zygote
+    with Zygote(channels=2) as z:
+        assert z.channel(0)._ask({"op": "status", "pid": 1}) == {"status": None}  # reads "ready" first
+        replacement = z.channel(0)
+        replacement._ready = set()  # what a process forked before that read knows
+        start = time.monotonic()
+        assert replacement._ask({"op": "status", "pid": 1}) == {"status": None}
+        assert time.monotonic() - start < 5
+
+        z.channels[1].settimeout(120)
+        assert json.loads(z.channels[1].recv(65536))["ready"]  # the drain of a dead worker's channel
+        start = time.monotonic()
+        assert z.channel(1)._ask({"op": "status", "pid": 1}) == {"status": None}
+        assert time.monotonic() - start < 5
