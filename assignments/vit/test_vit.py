@@ -6,9 +6,10 @@ pure data movement, so the answer is exact), and the student's
 every correct design has, whatever its parameter layout (fused or per-head
 projections, `nn.MultiheadAttention`, a `Conv2d` patch embedding, dropout):
 output shape, registered parameters that follow `.to(...)` and take part in
-the graph, permutation equivariance and token mixing (MHSA only), batch
-independence, dependence on every patch (ViT only), dtype and device of the
-output, and the full ViT-B/16 size on the meta device.
+the graph, permutation equivariance, token mixing and weights that average
+over the keys (MHSA only), batch independence, determinism in eval mode,
+dependence on every patch and a class-token readout (ViT only), dtype and
+device of the output, and the full ViT-B/16 size on the meta device.
 
 What it is not: a comparison of module outputs with the reference (the
 student's weights are not ours), or a place that runs student code; every
@@ -273,6 +274,7 @@ def _mhsa_equivariant(sub, close, rng, seed, B, N, D, h):
         perm = rng.permutation(N)
     m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
     x = randn(rng, (B, N, D))
+    check_deterministic(m, x, f"MultiHeadSelfAttention({D}, {h})")
     r = forward(m, [x, x[:, torch.from_numpy(perm)]])
     what = f"MultiHeadSelfAttention({D}, {h})"
     out = check_shape(r.outputs[0], (B, N, D), f"{what} output")
@@ -313,6 +315,71 @@ def test_mhsa_mixes_tokens(sub, rng, seed):
             f"{what}: changing token {j} did not change the output of any other token, so the module treats "
             "each token on its own. In self-attention every token's output is a weighted sum over the values "
             "of all tokens (keys and values from every token, softmax over the keys, the last axis).")
+
+
+RANDOM_IN_EVAL_HINT = (
+    "the module gives different outputs for the same input in eval mode: dropout that ignores "
+    "`self.training` (`F.dropout(x, p)` is on by default; use an nn.Dropout layer or pass "
+    "`training=self.training`), or random numbers drawn in forward")
+
+
+def check_deterministic(m, x, what):
+    """Eval mode is deterministic: the same input with a different random seed gives the same output."""
+    a = forward(m, [x]).outputs[0]
+    b = m.forward([x], seed=1).outputs[0]  # (not `forward`: the error hints are the same)
+    a, b = as_plain_array(a, what), as_plain_array(b, what)
+    if a.shape == b.shape and a.dtype.kind == "f" and changed(a.astype(np.float64), b.astype(np.float64),
+                                                              float(np.max(np.abs(a), initial=0.0))):
+        raise GradingFailure(f"{what}: {RANDOM_IN_EVAL_HINT}.")
+
+
+SOFTMAX_HINT = ("the attention weights of a query must be a softmax over the keys: the last axis of the "
+                "(B, heads, N, N) scores, `softmax(scores, dim=-1)`")
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.weight(6)  # the point of attention: each token's output is a weighted average of the values
+def test_mhsa_averages_the_values_over_the_keys(sub, rng, seed):
+    # With one head, the output of token i is sum_j a_ij g(x_j): a per-token map g (value and output
+    # projections, with their biases) averaged with weights a_ij >= 0 that sum to 1 over the keys j.
+    # g(x_j) is the output for token j alone (any softmax of a single score is 1), so a least-squares fit of
+    # each output row on the single-token outputs (N <= D: a unique fit) must be exact, with weights >= 0
+    # summing to 1. Softmax over the queries, or no softmax, leaves weights that do not sum to 1 over the
+    # keys (and, with biases, an inexact fit). Any projection layout passes; float64 makes the fit exact.
+    B, N, D, h = 1, 4, 8, 1
+    what = f"MultiHeadSelfAttention({D}, {h}) in float64"
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed, dtype="float64")
+    x = randn(rng, (B, N, D), "float64") * 2
+    check_deterministic(m, x, what)
+    r = forward(m, [x] + [x[:, j:j + 1] for j in range(N)])
+    out = check_shape(r.outputs[0], (B, N, D), f"{what} output")[0]                    # (N, D)
+    single = np.stack([check_shape(o, (B, 1, D), f"{what} output for one token")[0, 0]
+                       for o in r.outputs[1:]])                                      # (N, D): g(x_j)
+    fit = np.linalg.lstsq(single.T, out.T, rcond=None)[0].T                          # (N, N): a_ij
+    scale = max(float(np.max(np.abs(out))), 1e-12)
+    misfit = float(np.max(np.abs(fit @ single - out))) / scale
+    rows, cols = fit.sum(axis=1), fit.sum(axis=0)                                  # (N,), (N,)
+    tol = 1e-5
+    if misfit <= tol and np.all(np.abs(rows - 1) <= tol) and fit.min() >= -tol:
+        return
+    found = (f"the output of each token, written as a weighted sum of the outputs of the tokens alone, has "
+             f"weights over the keys that sum to {np.round(rows, 4).tolist()} (they must sum to 1 and be >= 0)"
+             + (f", and even that sum misses the output by {misfit:.2g} of its size" if misfit > tol else ""))
+    xs = x[0].numpy()                                                                  # (N, D)
+    fit_res = np.linalg.lstsq((single - xs).T, (out - xs).T, rcond=None)[0].T         # (N, N)
+    if (np.max(np.abs(fit_res @ (single - xs) - (out - xs))) / scale <= tol
+            and np.all(np.abs(fit_res.sum(axis=1) - 1) <= tol)):
+        mistake = ("the module adds its input to the attention output (a residual connection inside "
+                   "MultiHeadSelfAttention). The encoder block adds the residual (Z = Z + MHSA(LN(Z))); the "
+                   "module is the attention alone, or the block adds its input twice")
+    elif np.all(np.abs(cols - 1) <= 1e-4):
+        mistake = ("softmax over the queries (dim=-2) instead of the keys: the weights sum to 1 down each "
+                   "column of the attention matrix, not along each row; " + SOFTMAX_HINT)
+    else:
+        mistake = (f"no softmax, or a softmax over the wrong axis; {SOFTMAX_HINT}. (A residual connection or "
+                   "a normalization inside the module has the same effect: the encoder block adds the "
+                   "residual, MHSA is the attention alone.)")
+    raise GradingFailure(f"{what} on {N} tokens with one head: {found}.\nLikely mistake: {mistake}")
 
 
 def _mhsa_batch_independent(sub, close, rng, seed, N, D, h):
@@ -577,14 +644,17 @@ def test_vit_to_cuda(sub, rng, seed, device):
 
 
 @pytest.mark.question("vit")
+@pytest.mark.weight(3)  # what the class token is for; a mean-pooling model passes every other test
 def test_vit_classifies_from_the_class_token(sub, close, rng, seed):
     # On a constant one-channel image every patch token has the same content, however the patches are
     # cut. Swapping two rows of the positional embedding then only swaps two tokens, and attention does
     # not care about order: the class token, and the logits, must stay the same. A ViT that reads a patch
     # token (x[:, 1], x[:, -1]) instead of the class token x[:, 0] changes its answer.
     img, patch, D, h, out, blocks = (1, 8, 8), 4, 16, 2, 10, 2
+    _class_token_without_blocks(sub, close, rng, seed, img, patch, D, h, out)
     name = _vit_name(img, patch, D, h, out, blocks)
     m = _vit(sub, seed, img, patch, D, h, out, blocks)
+    check_deterministic(m, randn(rng, (1, *img)), name)
     shape = m.attr_shape("positional_embedding")
     if not shape.get("shape") or shape["shape"][-2] != 5:
         raise GradingFailure(f"{name}.positional_embedding should have N+1 = 5 rows (one per patch and one for "
@@ -603,3 +673,25 @@ def test_vit_classifies_from_the_class_token(sub, close, rng, seed):
         raise GradingFailure(e.message + "\nLikely mistake: the classifier reads a patch token instead of the "
                              "class token (use the output at position 0, where the class embedding was "
                              "prepended).") from e
+
+
+def _class_token_without_blocks(sub, close, rng, seed, img, patch, D, h, out):
+    """With no encoder block the class token never meets the image, so the logits of a ViT that
+    classifies from it are the same for every image; a mean over the tokens (or a patch token) is not.
+    A model that cannot be built with zero blocks is not judged here (the handout does not ask for it)."""
+    name = _vit_name(img, patch, D, h, out, 0)
+    try:
+        m = _vit(sub, seed, img, patch, D, h, out, 0)
+        r = forward(m, [randn(rng, (1, *img)), randn(rng, (1, *img))])
+    except StudentError:
+        return
+    a = check_shape(r.outputs[0], (1, out), f"{name} output")
+    b = check_shape(r.outputs[1], (1, out), f"{name} output")
+    if changed(a, b, float(np.max(np.abs(a)))):
+        check_deterministic(m, randn(rng, (1, *img)), name)
+        raise GradingFailure(
+            f"{name}: with no encoder block the class token never sees the image, so the logits must be the "
+            f"same for every image; two random images gave {np.round(a[0, :4], 4).tolist()}... and "
+            f"{np.round(b[0, :4], 4).tolist()}...\nLikely mistake: the classifier reads a patch token instead of "
+            "the class token, or a mean over the tokens; it must read the class token alone (the output at "
+            "position 0, where the class embedding was prepended).")
