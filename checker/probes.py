@@ -161,6 +161,33 @@ class Probes:
             v[..., j, :] = a
         return {"shape": list(v.shape)}
 
+    def on_meta(self, handle, input_shape, input_dtype, vocab):
+        """Move a built module to the meta device and run it there, outside any device context: the
+        stand-in for a GPU on a machine without one. A tensor that forward makes without `device=`, or
+        keeps in a plain attribute, stays on the CPU and meets the meta weights, as it would meet CUDA
+        weights. Returns the output's shape and device; the student's exception goes to the trusted side."""
+        torch = _torch()
+        m = self._module(handle)
+        m.to("meta")
+        x = (torch.zeros(input_shape, dtype=torch.int64, device="meta") if vocab
+             else torch.empty(input_shape, dtype=_dtype(input_dtype), device="meta"))
+        with torch.no_grad():
+            y = m(x)
+        if isinstance(y, (tuple, list)) and y and isinstance(y[0], torch.Tensor):
+            y = y[0]  # nanoGPT's (logits, loss)
+        if not isinstance(y, torch.Tensor):
+            raise ProbeError(f"forward returned {type(y).__name__}, not a tensor")
+        return {"shape": list(y.shape), "device": str(y.device), "dtype": str(y.dtype).replace("torch.", "")}
+
+    def call_on_meta(self, name, shapes, dtype):
+        """Call `name` with one meta tensor of each shape in `shapes` (the function-level on_meta)."""
+        torch = _torch()
+        args = [torch.empty(shape, dtype=_dtype(dtype), device="meta") for shape in shapes]
+        y = self.lookup(name)(*args)
+        if not isinstance(y, torch.Tensor):
+            raise ProbeError(f"{name} returned {type(y).__name__}, not a tensor")
+        return {"shape": list(y.shape), "device": str(y.device), "dtype": str(y.dtype).replace("torch.", "")}
+
     def meta_forward(self, cls, args, kwargs, input_shape, input_dtype, vocab):
         """Build and run on the meta device (shapes only); fall back to a small real run if data-dependent."""
         torch = _torch()
@@ -174,6 +201,10 @@ class Probes:
                 y = m(x)
             if y is None:
                 raise ProbeError("forward returned None: does forward end with `return ...`?")
+            if isinstance(y, (tuple, list)) and y and isinstance(y[0], torch.Tensor):
+                y = y[0]  # nanoGPT's (logits, loss)
+            if not isinstance(y, torch.Tensor):
+                raise ProbeError(f"forward returned {type(y).__name__}, not a tensor")
             return {"shape": list(y.shape), "fallback": None,
                     "n_params": sum(p.numel() for p in m.parameters())}
         except (NotImplementedError, RuntimeError) as e:

@@ -729,6 +729,13 @@ class SubmissionHandle:
         return (r.get("value") if isinstance(r, dict) else None,
                 [c for c in calls if isinstance(c, str)] if isinstance(calls, list) else [])
 
+    def call_on_meta(self, name, shapes, dtype="float32"):
+        """Call `name` with meta tensors of these shapes, in the worker (see Probes.call_on_meta)."""
+        if self.loaded and name not in self.names and self.load_ok:
+            raise self.missing(name)
+        return self.request("call_on_meta", {"name": name, "shapes": [list(s) for s in shapes], "dtype": dtype},
+                            what=f"{name}(...) on another device")
+
     def call_info(self, name, *args, **kwargs):
         value = self.call(name, *args, **kwargs)
         return value, {"dtypes": list(self.last_dtypes)}
@@ -779,6 +786,11 @@ class ModuleHandle:
 
     def attr_shape(self, name):
         return self._req("attr_shape", {"name": name}, f"{self.cls}.{name}")
+
+    def on_meta(self, input_shape, input_dtype="float32", vocab=None):
+        """Move the module to the meta device and run forward on a meta input there (see Probes.on_meta)."""
+        return self._req("on_meta", {"input_shape": list(input_shape), "input_dtype": input_dtype,
+                                     "vocab": vocab}, f"{self.cls} moved to another device")
 
     def swap_rows(self, name, i, j):
         """Swap rows i and j (token axis) of the module's tensor attribute `name`, in the worker."""

@@ -152,9 +152,11 @@ def _dispatch(header, bufs, state):
         return {"ok": False, "error": {"type": "NotLoaded", "message": "no submission loaded"}}, []
     args = wire.decode_worker(header.get("args", {}), bufs)
     op = header.get("op")
-    if op in ("call", "torch_calls"):
+    if op == "call_on_meta":
+        value = probes.call_on_meta(args["name"], args.get("shapes", []), args.get("dtype", "float32"))
+    elif op in ("call", "torch_calls"):
         value = getattr(probes, op)(args["name"], args.get("args", []), args.get("kwargs", {}))
-    elif op in ("new", "forward", "grads", "to", "attr_shape", "swap_rows", "meta_forward"):
+    elif op in ("new", "forward", "grads", "to", "attr_shape", "swap_rows", "meta_forward", "on_meta"):
         value = getattr(probes, op)(**args)
     else:
         return {"ok": False, "error": {"type": "UnknownOp", "message": f"unknown op {op!r}"}}, []

@@ -36,6 +36,7 @@ import torch.nn.functional as F
 
 from checker.compare import compare_lowp
 from checker.errors import GradingFailure
+from checker.portability import check_call_on_another_device, check_runs_on_another_device
 
 LOWP = ("float16", "bfloat16")
 INT_KINDS = ("int64", "int32", "int16", "int8", "uint8")
@@ -448,6 +449,16 @@ def test_masked_attention_large_scores(sub, ref, close, rng, device):
     _check_attention(sub, ref, close, rng, (2, 6, 4), 3, device, "float64", scale=40.0, same_qk=True)
 
 
+@pytest.mark.question("attention")
+def test_masked_attention_runs_on_another_device(sub):
+    # causal_mask(T) makes its mask on the CPU (the handout gives it no device argument): masked_attention
+    # must move it to the scores' device, or it fails on every GPU
+    shape = check_call_on_another_device(sub, "masked_attention", [(2, 5, 4), (2, 5, 4), (2, 5, 3)],
+                                         "masked_attention(Q, K, V)")
+    if shape is not None and list(shape) != [2, 5, 3]:
+        _fail(f"masked_attention(Q, K, V) on another device returned shape {_shape(shape)}; expected (2, 5, 3)")
+
+
 # ---------------------------------------------------------------- layer norm
 
 
@@ -571,6 +582,16 @@ def test_model_every_parameter_gets_a_gradient(sub, rng, seed, device):
     bad = [p["name"] for p in rows if p.get("has_grad") and p.get("finite") is False]
     if bad:
         _fail(f"{_cfg_text(MODEL)}: NaN or Inf gradients in {', '.join(bad[:8])}")
+
+
+@pytest.mark.question("model")
+def test_model_runs_on_another_device(sub, seed):
+    V, bs = MODEL[0], MODEL[1]
+    m = _new(sub, MODEL, seed)
+    what = _cfg_text(MODEL)
+    shape = check_runs_on_another_device(m, (2, bs), what, vocab=V)
+    if shape is not None and list(shape) != [2, bs, V]:
+        _fail(f"{what} on another device returned shape {_shape(shape)}; expected {_shape((2, bs, V))}")
 
 
 @pytest.mark.question("model")

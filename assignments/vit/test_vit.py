@@ -30,6 +30,7 @@ import torch
 
 from checker.compare import as_plain_array
 from checker.errors import GradingFailure, StudentError
+from checker.portability import check_runs_on_another_device, meta_only
 
 LIST_HINT = "per-head layers kept in a plain Python list are not registered: use nn.ModuleList"
 RESHAPE_HINT = "patches cut by reshape, not tiles"
@@ -61,10 +62,6 @@ _ERROR_HINTS = [
 _NOT_MODULES = {"Tensor", "Parameter", "NoneType", "tuple", "list", "dict", "int", "float", "str", "Size",
                 "ndarray", "function", "method", "module", "generator"}
 
-# What a module that fails on the meta device only because it looks at values raises there.
-_META_ONLY = ("cannot be called on meta tensors", "data-dependent", "data dependent", "register_meta",
-              "meta_nonzero", "on meta tensors", "meta tensors do not", "is not supported on the meta",
-              "meta device is not supported")
 
 
 # ---------------------------------------------------------------- helpers
@@ -418,6 +415,15 @@ def test_mhsa_dtype_and_device(sub, rng, seed, device, float_dtype):
 
 
 @pytest.mark.question("mhsa")
+def test_mhsa_runs_on_another_device(sub, seed):
+    m = new(sub, "MultiHeadSelfAttention", 12, 3, seed=seed)
+    shape = check_runs_on_another_device(m, (2, 5, 12), "MultiHeadSelfAttention(12, 3)")
+    if shape is not None and list(shape) != [2, 5, 12]:
+        raise GradingFailure(f"MultiHeadSelfAttention(12, 3) on another device returned shape {tuple(shape)}; "
+                             "expected (2, 5, 12)")
+
+
+@pytest.mark.question("mhsa")
 @pytest.mark.parametrize("device", ["cuda"], indirect=True)
 def test_mhsa_to_cuda(sub, rng, seed, device):
     B, N, D, h = 2, 5, 12, 3
@@ -592,8 +598,7 @@ def test_vit_b16_on_meta(sub, rng, seed):
             r = sub.meta_forward("VisionTransformer", args, kwargs, (2, 3, 224, 224))
         fallback = r.get("fallback") if isinstance(r, dict) else None
     except StudentError as e:
-        said = e.message.split(" raised ", 1)[-1].lower()
-        if not any(s in said for s in _META_ONLY):
+        if not meta_only(e.message):
             raise
         fallback = e.message
     if fallback:
@@ -623,6 +628,16 @@ def test_vit_dtype_and_device(sub, rng, seed, device, float_dtype):
         raise GradingFailure(f"{what}: the output is {r.dtypes[0]} on {r.devices[0]}; it must have the "
                              "input's dtype and device (create new tensors with the input's dtype and device, "
                              "no hard-coded .float(), float32 or device inside forward)")
+
+
+@pytest.mark.question("vit")
+def test_vit_runs_on_another_device(sub, seed):
+    img, patch, D, h, out, blocks = (3, 8, 12), 4, 16, 2, 10, 2
+    m = _vit(sub, seed, img, patch, D, h, out, blocks)
+    name = _vit_name(img, patch, D, h, out, blocks)
+    shape = check_runs_on_another_device(m, (2, *img), name)
+    if shape is not None and list(shape) != [2, out]:
+        raise GradingFailure(f"{name} on another device returned shape {tuple(shape)}; expected (2, {out})")
 
 
 @pytest.mark.question("vit")

@@ -1,0 +1,84 @@
+"""Would a student's module run on a GPU? Checked on any machine, with PyTorch's meta device.
+
+What it is for: the grading tests of the torch assignments run on the CPU
+everywhere and on CUDA only where a GPU exists, but the classic device bugs
+(`torch.zeros(...)` or `torch.tril(...)` made in `forward` without
+`device=`, a mask kept in a plain attribute instead of a buffer, an output
+sent back with `.cpu()`) only show on another device. Moving the student's
+module to the meta device and running it on a meta input, outside any device
+context, makes every such tensor meet a tensor on another device, as it would
+on CUDA. This module judges what that run gave (trusted side) and words the
+message; `Probes.on_meta` does the run in the worker.
+
+What it is not: a shape check of full-size models (that is
+`Probes.meta_forward`, which builds inside a meta device context and so
+cannot see these bugs), and not proof that CUDA works: an `nn.Embedding`
+fed CPU indices passes here and fails on CUDA.
+"""
+
+from checker.errors import GradingFailure, StudentError
+
+__all__ = ["META_ONLY", "MOVE_HINT", "meta_only", "check_runs_on_another_device", "check_call_on_another_device"]
+
+# What a module that fails on the meta device only because it looks at values raises there.
+META_ONLY = ("cannot be called on meta tensors", "data-dependent", "data dependent", "register_meta",
+             "meta_nonzero", "on meta tensors", "meta tensors do not", "is not supported on the meta",
+             "meta device is not supported")
+
+MOVE_HINT = ("a tensor made on the CPU inside the code (torch.zeros, torch.ones, torch.tril, torch.arange, "
+             "torch.tensor, a helper such as causal_mask(T), ...) and not created with `device=x.device` or "
+             "moved with `.to(x.device)`; or a tensor kept in a plain attribute instead of "
+             "`self.register_buffer(...)` (`.to(device)` moves parameters and buffers only)")
+
+_ELSEWHERE = ("PyTorch's `meta` device, which stands in for a GPU on this machine: a tensor on the CPU "
+              "meets it the way it would meet a tensor on CUDA")
+
+
+_TO_CPU = "`.cpu()`, `.numpy()`, `.tolist()` or `torch.tensor(...)` of values"
+
+
+def meta_only(message):
+    """Is this error of the student's code only the meta device's limit (it cannot look at values)?"""
+    said = message.split(" raised ", 1)[-1].lower()
+    return any(s in said for s in META_ONLY)
+
+
+def check_runs_on_another_device(module, input_shape, what, *, input_dtype="float32", vocab=None):
+    """Move `module` (a ModuleHandle) to the meta device and run it on a meta input of `input_shape`
+    (token ids below `vocab` when given). Returns the output's shape, or None when the module looks at
+    values, which the meta device cannot do (not the student's mistake: the check is then not made).
+    Raises a GradingFailure that names the likely cause when it fails there or answers on the CPU."""
+    return _judge(lambda: module.on_meta(input_shape, input_dtype, vocab),
+                  f"The grader moved {what} to {_ELSEWHERE}", what)
+
+
+def check_call_on_another_device(sub, name, shapes, what, *, dtype="float32"):
+    """Call the student's function `name` with meta tensors of `shapes` (one per argument); the same
+    judgement as check_runs_on_another_device."""
+    return _judge(lambda: sub.call_on_meta(name, shapes, dtype),
+                  f"The grader called {what} with tensors on {_ELSEWHERE}", what)
+
+
+def _judge(run, done, what):
+    try:
+        r = run()
+    except StudentError as e:
+        if meta_only(e.message):
+            return None
+        text = f"{e.message}\n({done}.)"
+        said = e.message.split(" raised ", 1)[-1].lower()
+        if "copy out of meta" in said:
+            text += f"\nLikely mistake: the code copies a tensor to the CPU ({_TO_CPU}); keep the work on the input's device."
+        elif "device" in said:
+            text += f"\nLikely mistake: {MOVE_HINT}."
+        err = type(e)(text, missing_names=e.missing_names)
+        for key, value in vars(e).items():
+            if key not in ("message", "missing_names"):
+                setattr(err, key, value)
+        raise err from None
+    device = r.get("device") if isinstance(r, dict) else None
+    if device != "meta":
+        raise GradingFailure(
+            f"{what} returned its result on {device} for inputs on another device ({done}): the result must "
+            f"be on the input's device.\nLikely mistake: {_TO_CPU} on the result, or {MOVE_HINT}.")
+    return r.get("shape")

@@ -1,0 +1,120 @@
+"""Tests of checker/portability.py: a student's torch code run on the meta device, in a real worker.
+
+The submission below defines one module or function per way of handling devices; each test builds it
+in a real worker and asks whether it would run on another device. No GPU is needed, which is the point.
+"""
+import textwrap
+
+import pytest
+
+from checker.errors import GradingFailure, StudentError
+from checker.portability import MOVE_HINT, check_call_on_another_device, check_runs_on_another_device, meta_only
+from checker.sandbox import Limits, SubmissionHandle, Zygote
+from sandbox_helpers import write
+
+SUB = textwrap.dedent('''\
+    import torch
+    import torch.nn as nn
+
+
+    class Good(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.lin = nn.Linear(d, d)
+            self.register_buffer("mask", torch.ones(d, dtype=torch.bool))
+
+        def forward(self, x):
+            return self.lin(x).masked_fill(~self.mask, 0.0) + torch.zeros(x.shape, device=x.device)
+
+
+    class ZerosOnCpu(Good):
+        def forward(self, x):
+            return self.lin(x) + torch.zeros(x.shape)
+
+
+    class PlainAttribute(Good):
+        def __init__(self, d):
+            super().__init__(d)
+            self.plain = torch.ones(d, dtype=torch.bool)
+
+        def forward(self, x):
+            return self.lin(x).masked_fill(~self.plain, 0.0)
+
+
+    class BackToCpu(Good):
+        def forward(self, x):
+            return self.lin(x).cpu()
+
+
+    class FreshOutput(Good):
+        def forward(self, x):
+            return torch.zeros(x.shape)  # never meets a tensor on x's device
+
+
+    class LooksAtValues(Good):
+        def forward(self, x):
+            if x.abs().max().item() > 1e6:
+                x = x / 1e6
+            return self.lin(x)
+
+
+    def masked(q, k):
+        scores = q @ k.transpose(-2, -1)
+        return scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+
+
+    def masked_moved(q, k):
+        scores = q @ k.transpose(-2, -1)
+        return scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1).to(q.device), 0.0)
+''')
+
+
+@pytest.fixture(scope="module")
+def sub(tmp_path_factory):
+    path = write(tmp_path_factory.mktemp("portability"), "devices.py", SUB)
+    with Zygote() as z:
+        h = SubmissionHandle(path, z, Limits(call_s=20, cell_s=20, submission_s=120))
+        assert h.load()["ok"]
+        yield h
+        h.close()
+
+
+def test_a_module_that_follows_its_input_runs_on_another_device(sub):
+    assert check_runs_on_another_device(sub.new("Good", 4), (2, 3, 4), "Good(4)") == [2, 3, 4]
+
+
+@pytest.mark.parametrize("cls", ["ZerosOnCpu", "PlainAttribute"])
+def test_a_tensor_left_on_the_cpu_fails_with_the_reason(sub, cls):
+    with pytest.raises(StudentError) as info:
+        check_runs_on_another_device(sub.new(cls, 4), (2, 3, 4), f"{cls}(4)")
+    text = info.value.message
+    assert "is not on the expected device" in text and f"The grader moved {cls}(4)" in text
+    assert MOVE_HINT in text and info.value.where["line"]  # where in the student's file it happened
+
+
+def test_an_output_copied_to_the_cpu_is_named(sub):
+    with pytest.raises(StudentError, match=r"copies a tensor to the CPU \(`\.cpu\(\)`"):
+        check_runs_on_another_device(sub.new("BackToCpu", 4), (2, 3, 4), "BackToCpu(4)")
+
+
+def test_an_output_made_on_the_cpu_is_caught_even_without_an_error(sub):
+    with pytest.raises(GradingFailure, match="returned its result on cpu") as info:
+        check_runs_on_another_device(sub.new("FreshOutput", 4), (2, 3, 4), "FreshOutput(4)")
+    assert not isinstance(info.value, StudentError) and MOVE_HINT in info.value.message
+
+
+def test_looking_at_values_is_not_held_against_the_student(sub):
+    # .item() cannot run on the meta device; on a GPU it is legal: the check is not made
+    assert check_runs_on_another_device(sub.new("LooksAtValues", 4), (2, 3, 4), "LooksAtValues(4)") is None
+
+
+def test_functions_are_called_with_tensors_on_another_device(sub):
+    assert check_call_on_another_device(sub, "masked_moved", [(2, 5, 4), (2, 5, 4)], "masked_moved") == [2, 5, 5]
+    with pytest.raises(StudentError, match="moved with `.to"):
+        check_call_on_another_device(sub, "masked", [(2, 5, 4), (2, 5, 4)], "masked(q, k)")
+
+
+def test_meta_only_reads_the_students_exception_not_the_callers_words():
+    assert meta_only("Net.forward raised RuntimeError: Tensor.item() cannot be called on meta tensors")
+    assert not meta_only("Net on meta tensors raised RuntimeError: Tensor on device cpu is not on the expected "
+                         "device meta!")
