@@ -34,6 +34,10 @@ from checker.portability import check_runs_on_another_device, meta_only
 
 LIST_HINT = "per-head layers kept in a plain Python list are not registered: use nn.ModuleList"
 RESHAPE_HINT = "patches cut by reshape, not tiles"
+CHANNEL_LAST_HINT = ("the tiles are right but each patch is flattened channel-last (P_h, P_w, C); flatten it "
+                     "channel-first (C, P_h, P_w), as F.unfold does")
+COLUMN_MAJOR_HINT = ("the tiles are right but in column-major order: number the patches row by row over the "
+                     "grid (left to right, then top to bottom)")
 DTYPE_HINT = ("a tensor in forward is not in the input's dtype: either weights that did not follow `.to(dtype)` "
               f"({LIST_HINT}), or a tensor made or cast inside forward (`.float()`, `torch.zeros(...)` "
               "without `dtype=x.dtype`)")
@@ -168,8 +172,13 @@ def _check_patchify(sub, ref, close, images, patch, dtype="float64", got=None):
             got = sub.call("patchify", images, patch)
     expected = as_np(ref.patchify(images.cpu(), patch))
     reshaped = as_np(images.cpu().reshape(B, N, C * P_h * P_w))
+    tiles = images.cpu().unfold(2, P_h, P_h).unfold(3, P_w, P_w)                 # (B, C, gh, gw, P_h, P_w)
+    channel_last = as_np(tiles.permute(0, 2, 3, 4, 5, 1).reshape(B, N, -1))      # each patch (P_h, P_w, C)
+    column_major = as_np(tiles.permute(0, 3, 2, 1, 4, 5).reshape(B, N, -1))      # grid read column by column
     close(got, expected, what=f"patchify(images of shape {tuple(images.shape)}, {patch!r})", dtype=dtype,
-          hints=[(RESHAPE_HINT, reshaped)])
+          hints=[(RESHAPE_HINT, reshaped),
+                 (CHANNEL_LAST_HINT, channel_last),
+                 (COLUMN_MAJOR_HINT, column_major)])
 
 
 @pytest.mark.question("patchify")
