@@ -45,6 +45,12 @@ def as_plain_array(value, what="the value"):
         raise GradingFailure(f"{what} returned None: does the function end with `return ...`?")
     if isinstance(value, (str, bytes, dict)):
         raise GradingFailure(f"{what} returned a {type(value).__name__} ({_short(value)}), not numbers")
+    if isinstance(value, (tuple, list)) and 1 < len(value) <= 4 and all(isinstance(v, np.ndarray) for v in value) \
+            and len({v.shape for v in value}) > 1:
+        shapes = " and ".join(_shape(v) for v in value)
+        raise GradingFailure(
+            f"{what} returned a {type(value).__name__} of {len(value)} arrays (shapes {shapes}), not one array: "
+            "return only the result (nn.MultiheadAttention, for one, returns (output, weights): take its [0])")
     try:
         arr = np.array(value, copy=True, subok=False)
     except (ValueError, TypeError) as e:

@@ -39,7 +39,7 @@ _TO_CPU = "`.cpu()`, `.numpy()`, `.tolist()` or `torch.tensor(...)` of values"
 
 def meta_only(message):
     """Is this error of the student's code only the meta device's limit (it cannot look at values)?"""
-    said = message.split(" raised ", 1)[-1].lower()
+    said = message.split(" raised ", 1)[1].lower() if " raised " in message else ""
     return any(s in said for s in META_ONLY)
 
 
@@ -66,7 +66,7 @@ def _judge(run, done, what):
         if meta_only(e.message):
             return None
         text = f"{e.message}\n({done}.)"
-        said = e.message.split(" raised ", 1)[-1].lower()
+        said = e.message.split(" raised ", 1)[1].lower() if " raised " in e.message else ""  # the student's words
         if "copy out of meta" in said:
             text += f"\nLikely mistake: the code copies a tensor to the CPU ({_TO_CPU}); keep the work on the input's device."
         elif "device" in said:

@@ -173,20 +173,13 @@ class Probes:
              else torch.empty(input_shape, dtype=_dtype(input_dtype), device="meta"))
         with torch.no_grad():
             y = m(x)
-        if isinstance(y, (tuple, list)) and y and isinstance(y[0], torch.Tensor):
-            y = y[0]  # nanoGPT's (logits, loss)
-        if not isinstance(y, torch.Tensor):
-            raise ProbeError(f"forward returned {type(y).__name__}, not a tensor")
-        return {"shape": list(y.shape), "device": str(y.device), "dtype": str(y.dtype).replace("torch.", "")}
+        return _meta_result(y, "forward")
 
     def call_on_meta(self, name, shapes, dtype):
         """Call `name` with one meta tensor of each shape in `shapes` (the function-level on_meta)."""
         torch = _torch()
         args = [torch.empty(shape, dtype=_dtype(dtype), device="meta") for shape in shapes]
-        y = self.lookup(name)(*args)
-        if not isinstance(y, torch.Tensor):
-            raise ProbeError(f"{name} returned {type(y).__name__}, not a tensor")
-        return {"shape": list(y.shape), "device": str(y.device), "dtype": str(y.dtype).replace("torch.", "")}
+        return _meta_result(self.lookup(name)(*args), name)
 
     def meta_forward(self, cls, args, kwargs, input_shape, input_dtype, vocab):
         """Build and run on the meta device (shapes only); fall back to a small real run if data-dependent."""
@@ -211,6 +204,18 @@ class Probes:
             if "meta" not in str(e).lower() and "data-dependent" not in str(e).lower():
                 raise
             return {"shape": None, "fallback": f"{type(e).__name__}: {str(e)[:200]}"}
+
+
+def _meta_result(y, what):
+    """Shape, device and dtype of what a run on the meta device returned (the first tensor of a tuple)."""
+    torch = _torch()
+    if y is None:
+        raise ProbeError(f"{what} returned None: does it end with `return ...`?")
+    if isinstance(y, (tuple, list)) and y and isinstance(y[0], torch.Tensor):
+        y = y[0]  # nanoGPT's (logits, loss)
+    if not isinstance(y, torch.Tensor):
+        raise ProbeError(f"{what} returned {type(y).__name__}, not a tensor")
+    return {"shape": list(y.shape), "device": str(y.device), "dtype": str(y.dtype).replace("torch.", "")}
 
 
 def numel(shape):

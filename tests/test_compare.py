@@ -103,3 +103,12 @@ def test_lowp_rule_accepts_errors_within_k_times_the_reference_error():
     compare_lowp(ref16, gold, ref16, dtype="float16")
     with pytest.raises(GradingFailure, match="more than 5 x"):
         compare_lowp(gold + 0.05, gold, ref16, dtype="float16")
+
+
+def test_a_tuple_of_arrays_is_named_as_such_not_as_a_ragged_value():
+    """nn.MultiheadAttention's (output, weights) passed on as the module's output: say what came back."""
+    out, weights = np.zeros((2, 5, 8)), np.zeros((2, 2, 5, 5))
+    msg = fails((out, weights), np.zeros((2, 5, 8)), what="MultiHeadSelfAttention(8, 2)")
+    assert "returned a tuple of 2 arrays (shapes (2, 5, 8) and (2, 2, 5, 5)), not one array" in msg
+    assert "take its [0]" in msg and "ragged" not in msg
+    compare([np.ones(2), np.ones(2)], np.ones((2, 2)))  # same shapes: a list of rows is still an answer

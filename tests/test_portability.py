@@ -51,6 +51,11 @@ SUB = textwrap.dedent('''\
             return torch.zeros(x.shape)  # never meets a tensor on x's device
 
 
+    class ReturnsNothing(Good):
+        def forward(self, x):
+            self.lin(x)
+
+
     class LooksAtValues(Good):
         def forward(self, x):
             if x.abs().max().item() > 1e6:
@@ -101,6 +106,13 @@ def test_an_output_made_on_the_cpu_is_caught_even_without_an_error(sub):
     with pytest.raises(GradingFailure, match="returned its result on cpu") as info:
         check_runs_on_another_device(sub.new("FreshOutput", 4), (2, 3, 4), "FreshOutput(4)")
     assert not isinstance(info.value, StudentError) and MOVE_HINT in info.value.message
+
+
+def test_a_forward_that_returns_nothing_gets_no_device_hint(sub):
+    # the words "moved to another device" are the grader's, not the student's error: no device hint
+    with pytest.raises(StudentError, match="returned None: does it end with `return") as info:
+        check_runs_on_another_device(sub.new("ReturnsNothing", 4), (2, 3, 4), "ReturnsNothing(4)")
+    assert MOVE_HINT not in info.value.message
 
 
 def test_looking_at_values_is_not_held_against_the_student(sub):

@@ -285,20 +285,27 @@ def _mhsa_equivariant(sub, close, rng, seed, B, N, D, h):
     what = f"MultiHeadSelfAttention({D}, {h})"
     out = check_shape(r.outputs[0], (B, N, D), f"{what} output")
     out_p = check_shape(r.outputs[1], (B, N, D), f"{what} output for the permuted tokens")
-    close(out_p, out[:, perm], dtype="float32",
-          what=f"{what}: the output for the tokens in the order {perm.tolist()} compared with the output for "
-               "the original order, permuted the same way (self-attention without positions must move each "
-               "token's output along with the token)",
-          hints=[("the output does not follow the tokens: something depends on the position of a token "
-                  "(a fixed positional term, or a softmax/mean over the wrong axis)", out)])
+    try:
+        close(out_p, out[:, perm], dtype="float32",
+              what=f"{what}: the output for the tokens in the order {perm.tolist()} compared with the output for "
+                   "the original order, permuted the same way (self-attention without positions must move each "
+                   "token's output along with the token)",
+              hints=[("the output does not follow the tokens: something depends on the position of a token "
+                      "(a fixed positional term, or a softmax/mean over the wrong axis)", out)])
+    except GradingFailure as e:
+        if "Likely mistake" in e.message:
+            raise
+        raise GradingFailure(f"{e.message}\nLikely mistake: {HEAD_SPLIT_HINT}.") from None
 
 
 @pytest.mark.question("mhsa")
+@pytest.mark.weight(3)  # what self-attention is; a head split that mixes tokens fails only here
 def test_mhsa_permutation_equivariant(sub, close, rng, seed):
     _mhsa_equivariant(sub, close, rng, seed, 2, 6, 12, 3)
 
 
 @pytest.mark.question("mhsa")
+@pytest.mark.weight(3)
 def test_mhsa_permutation_equivariant_odd_heads(sub, close, rng, seed):
     _mhsa_equivariant(sub, close, rng, seed, 3, 7, 10, 5)
 
@@ -320,7 +327,8 @@ def test_mhsa_mixes_tokens(sub, rng, seed):
         raise GradingFailure(
             f"{what}: changing token {j} did not change the output of any other token, so the module treats "
             "each token on its own. In self-attention every token's output is a weighted sum over the values "
-            "of all tokens (keys and values from every token, softmax over the keys, the last axis).")
+            "of all tokens (keys and values from every token, softmax over the keys, the last axis). "
+            "nn.MultiheadAttention built without batch_first=True reads (N, B, D) and attends over the batch.")
 
 
 RANDOM_IN_EVAL_HINT = (
@@ -338,6 +346,11 @@ def check_deterministic(m, x, what):
                                                               float(np.max(np.abs(a), initial=0.0))):
         raise GradingFailure(f"{what}: {RANDOM_IN_EVAL_HINT}.")
 
+
+HEAD_SPLIT_HINT = ("the heads are split or merged with reshape/view alone: (B, N, D) -> (B, h, N, D/h) needs "
+                   "`.view(B, N, h, D // h).transpose(1, 2)`, and back `.transpose(1, 2).reshape(B, N, D)`; a "
+                   "plain reshape across the token and head axes mixes the tokens, so the output no longer "
+                   "moves with its token (or something else in forward depends on where a token is)")
 
 SOFTMAX_HINT = ("the attention weights of a query must be a softmax over the keys: the last axis of the "
                 "(B, heads, N, N) scores, `softmax(scores, dim=-1)`")
@@ -398,7 +411,8 @@ def _mhsa_batch_independent(sub, close, rng, seed, N, D, h):
     close(b[0], a[0], dtype="float32",
           what=f"{what}: the output for the first sequence of a batch, when only the second sequence "
                "changes (sequences of a batch must not see each other: is attention, a softmax or a mean "
-               "taken over the batch axis?)")
+               "taken over the batch axis? nn.MultiheadAttention reads (N, B, D) unless built with "
+               "batch_first=True)")
 
 
 @pytest.mark.question("mhsa")
@@ -675,7 +689,7 @@ def test_vit_classifies_from_the_class_token(sub, close, rng, seed):
     # not care about order: the class token, and the logits, must stay the same. A ViT that reads a patch
     # token (x[:, 1], x[:, -1]) instead of the class token x[:, 0] changes its answer.
     img, patch, D, h, out, blocks = (1, 8, 8), 4, 16, 2, 10, 2
-    _class_token_without_blocks(sub, close, rng, seed, img, patch, D, h, out)
+    zero_blocks_checked = _class_token_without_blocks(sub, close, rng, seed, img, patch, D, h, out)
     name = _vit_name(img, patch, D, h, out, blocks)
     m = _vit(sub, seed, img, patch, D, h, out, blocks)
     check_deterministic(m, randn(rng, (1, *img)), name)
@@ -694,21 +708,28 @@ def test_vit_classifies_from_the_class_token(sub, close, rng, seed):
                    "patches with the same content (the class token sees the same tokens, so its logits must "
                    "not change)")
     except GradingFailure as e:
-        raise GradingFailure(e.message + "\nLikely mistake: the classifier reads a patch token instead of the "
-                             "class token (use the output at position 0, where the class embedding was "
-                             "prepended).") from e
+        if zero_blocks_checked:  # the readout is the class token's: the tokens themselves are not what they should be
+            hint = ("patches with the same content do not give the same tokens, or the encoder is not equivariant "
+                    "to their order: a patch embedding that scrambles the tokens (e.g. a Conv2d output reshaped "
+                    "to (B, N, D) instead of `.flatten(2).transpose(1, 2)`), a positional term other than "
+                    "`positional_embedding`, or an attention that fails its own permutation test (see mhsa)")
+        else:
+            hint = ("the classifier reads a patch token instead of the class token (use the output at position "
+                    "0, where the class embedding was prepended)")
+        raise GradingFailure(f"{e.message}\nLikely mistake: {hint}.") from e
 
 
 def _class_token_without_blocks(sub, close, rng, seed, img, patch, D, h, out):
     """With no encoder block the class token never meets the image, so the logits of a ViT that
     classifies from it are the same for every image; a mean over the tokens (or a patch token) is not.
-    A model that cannot be built with zero blocks is not judged here (the handout does not ask for it)."""
+    A model that cannot be built with zero blocks is not judged here (the handout does not ask for it):
+    returns whether the check was made."""
     name = _vit_name(img, patch, D, h, out, 0)
     try:
         m = _vit(sub, seed, img, patch, D, h, out, 0)
         r = forward(m, [randn(rng, (1, *img)), randn(rng, (1, *img))])
     except StudentError:
-        return
+        return False
     a = check_shape(r.outputs[0], (1, out), f"{name} output")
     b = check_shape(r.outputs[1], (1, out), f"{name} output")
     if changed(a, b, float(np.max(np.abs(a)))):
@@ -717,5 +738,7 @@ def _class_token_without_blocks(sub, close, rng, seed, img, patch, D, h, out):
             f"{name}: with no encoder block the class token never sees the image, so the logits must be the "
             f"same for every image; two random images gave {np.round(a[0, :4], 4).tolist()}... and "
             f"{np.round(b[0, :4], 4).tolist()}...\nLikely mistake: the classifier reads a patch token instead of "
-            "the class token, or a mean over the tokens; it must read the class token alone (the output at "
-            "position 0, where the class embedding was prepended).")
+            "the class token, or a mean over the tokens (it must read the class token alone: the output at "
+            "position 0, where the class embedding was prepended); or a layer mixes the tokens outside the "
+            "attention (e.g. a LayerNorm over (N+1, D) instead of D).")
+    return True
