@@ -186,6 +186,20 @@ def _enc(v, bufs, depth, budget=None):
             return str(v).replace("torch.", "")
     if isinstance(v, (list, tuple)) and t.__module__ == "torch.return_types":
         return {"$tuple": [_enc(x, bufs, depth + 1, budget) for x in v]}
+    # Subclasses of the plain types (OrderedDict, defaultdict, Counter, a namedtuple, np.str_, an IntEnum) are
+    # answers too: read through the base class's own methods, so no override of the subclass takes part.
+    if isinstance(v, str):
+        return str.__str__(v)
+    if isinstance(v, int):
+        return _enc(int.__int__(v), bufs, depth, budget)
+    if isinstance(v, float):
+        return float.__float__(v)
+    if isinstance(v, dict):
+        return _enc(dict(dict.items(v)), bufs, depth, budget)
+    if isinstance(v, list):
+        return _enc(list(list.__iter__(v)), bufs, depth, budget)
+    if isinstance(v, tuple):
+        return _enc(tuple(tuple.__iter__(v)), bufs, depth, budget)
     raise EncodeError(f"a value of type {t.__module__}.{t.__qualname__} is not plain data "
                       "(expected a number, a numpy array, a torch tensor or a nested list)")
 
@@ -199,6 +213,10 @@ def _enc_array(a, bufs, kind, device, budget=None):
     # the base-class view of the same memory: no method of a subclass takes part from here on
     base = np.ndarray.view(a, np.ndarray) if isinstance(a, np.ndarray) else np.asarray(a)
     name = base.dtype.name
+    if base.dtype.kind == "U":  # characters (np.unique of a text): a nested list of str, as .tolist() gives
+        if budget is not None:
+            budget.take(int(base.nbytes))
+        return _enc(np.array(base, copy=True, subok=False).tolist(), [], 0, budget)
     if name not in DTYPES or name == "bfloat16":
         if base.dtype.kind in "fc":
             raise EncodeError(f"arrays of dtype {name} are not supported")

@@ -924,10 +924,14 @@ def test_always_equal_and_lying_objects(request, zyg, grader, tmp_path):
         got = h.call("context_vector", np.array(H_E), np.array(H_D1))
         assert type(got) is np.ndarray and got.tolist() == [0.0] * 4
         assert not np.allclose(got, CONTEXT_D1)
-        for name, args in (("self_attention", (np.eye(3),) * 4), ("self_attention_token", (np.eye(3),) * 4 + (0,)),
-                           ("head_weight_shape", (8, 2)), ("split_heads", (np.eye(4), 2))):
+        for name, args in (("self_attention", (np.eye(3),) * 4), ("split_heads", (np.eye(4), 2))):
             with pytest.raises(BadReturn, match="not plain data"):
                 h.call(name, *args)
+        # subclasses of plain types arrive as their base-class data: the overridden __eq__ is gone
+        token = h.call("self_attention_token", *(np.eye(3),) * 4, 0)
+        shape = h.call("head_weight_shape", 8, 2)
+        assert (type(token), token, type(shape), shape) == (float, 0.0, tuple, (0, 0))
+        assert shape != (8, 4)
         assert h.restarts == 0
     finally:
         h.close()
