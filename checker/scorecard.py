@@ -15,7 +15,10 @@ Points: a question's points are spread over its tests that ran (not skipped)
 in proportion to their `weight` (default 1); each test's share is rounded to
 4 decimals and the last runnable test gets the remainder, so a question with
 every test passed scores exactly its points. A test that passed earns its
-share; any other outcome earns 0. Sums are done in `decimal.Decimal`; numbers
+share; any other outcome earns 0. The question's score is its points times
+the passed share of the weight, rounded once (5 of 9 equal tests of 36
+points score 20, where the rounded shares would add up to 19.9999); it may
+differ from the sum of the shown test points in the last decimal. Sums are done in `decimal.Decimal`; numbers
 come out as `int` when whole, else `float`.
 """
 
@@ -220,6 +223,18 @@ def _spread(points, weights):
     return shares
 
 
+def _earned(points, weights, passed):
+    """A question's score: its points times the passed share of the weight, rounded once to 4 decimals
+    (adding up rounded test shares gave 84.9999 for 85)."""
+    if not weights:
+        return Decimal(0)
+    total = sum(weights)
+    if total == 0:
+        weights, total = [Decimal(1)] * len(weights), Decimal(len(weights))
+    got = sum((w for w, p in zip(weights, passed) if p), Decimal(0))
+    return (points * got / total).quantize(_QUANTUM, rounding=ROUND_HALF_UP)
+
+
 def make_question(qspec, entries, *, mode="public"):
     """One scorecard question from its spec table and its (test, weight, missing) entries.
 
@@ -242,13 +257,13 @@ def make_question(qspec, entries, *, mode="public"):
 
     tests = [e[0] for e in entries]
     runnable = [i for i, t in enumerate(tests) if t["outcome"] != "skipped"]
-    shares = _spread(points, [entries[i][1] for i in runnable])
-    score = Decimal(0)
+    weights = [entries[i][1] for i in runnable]
+    shares = _spread(points, weights)
     for i, share in zip(runnable, shares):
         tests[i]["max_points"] = _num(share)
         if tests[i]["outcome"] == "passed":
             tests[i]["points"] = _num(share)
-            score += share
+    score = _earned(points, weights, [tests[i]["outcome"] == "passed" for i in runnable])
     question["score"] = _num(score)
     question["tests"] = tests
 

@@ -72,4 +72,4 @@ def test_fractional_points_are_written_plainly(tmp_path):
         row = list(csv.reader(f))[1]
     assert row[:4] == ["c", "40", "10", "30"]
     card = scorecard("d", [("Q1", "passed")] * 6 + [("Q1", "failed")])
-    assert csv_row(card)[2] == 25.7142
+    assert csv_row(card)[2] == 25.7143  # 30 * 6/7, rounded once

@@ -217,6 +217,16 @@ def test_points_spread_evenly_and_sum_exactly():
     assert all(t["points"] == t["max_points"] for t in q["tests"])
 
 
+def test_a_question_score_is_rounded_once_not_summed_from_rounded_shares():
+    """Half of 6 equal tests of 10 points is 5, whichever half passed; adding up the rounded shares
+    (1.6667 x 5 and 1.6665) gave 5.0001 or 4.9999, and a total like 84.9999 can miss a grade cutoff."""
+    spec = {"id": "a", "questions": [{"id": "Q", "title": "t", "points": 10}]}
+    for passing in ({0, 1, 2}, {3, 4, 5}):
+        report = {"tests": [rtest(f"test_{i}", "passed" if i in passing else "failed", md("Q")) for i in range(6)]}
+        q = build(report, spec)["questions"][0]
+        assert q["score"] == 5 and type(q["score"]) is int, passing
+
+
 def test_points_follow_weights_and_skips_are_free():
     spec = {"id": "a", "questions": [{"id": "Q", "title": "t", "points": 10}]}
     report = {"tests": [
