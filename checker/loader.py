@@ -185,15 +185,37 @@ def _strip_magics(src):
     return "\n".join(lines), skipped
 
 
+_TOP_START = re.compile(r"[A-Za-z_@]")  # a top-level statement starts at column 0 with a name or decorator
+_NOT_A_START = re.compile(r"(else|elif|except|finally|case)\b")
+
+
 def _chunks(src):
-    """Split source at top-level def/class/decorator lines, for files with a syntax error."""
+    """Split a file with a syntax error into pieces that parse, losing as little as possible.
+
+    Candidate cuts are the lines that start a top-level statement (column 0, a name or a decorator, not
+    `else:`/`except:`); from each cut the smallest run of following cuts that parses is a piece (so a
+    multi-line string or call that crosses a cut stays whole). A piece that never parses is lost up to
+    the next cut only. Returns (first line, source, parses) in file order."""
     lines = src.splitlines(keepends=True)
-    starts = [0]
-    for i, line in enumerate(lines):
-        if i and re.match(r"(def |class |async def |@)", line) and not re.match(r"@", lines[i - 1]):
-            starts.append(i)
-    starts.append(len(lines))
-    return [(a + 1, "".join(lines[a:b])) for a, b in zip(starts, starts[1:]) if a < b]
+    cuts = [0] + [i for i, line in enumerate(lines) if i and _TOP_START.match(line)
+                  and not _NOT_A_START.match(line) and not lines[i - 1].startswith("@")]
+    cuts = sorted(set(cuts)) + [len(lines)]
+    out, k = [], 0
+    while k < len(cuts) - 1:
+        a = cuts[k]
+        for m in range(k + 1, min(len(cuts), k + 60)):
+            piece = "".join(lines[a:cuts[m]])
+            try:
+                ast.parse(piece)
+            except SyntaxError:
+                continue
+            out.append((a + 1, piece, True))
+            k = m
+            break
+        else:
+            out.append((a + 1, "".join(lines[a:cuts[k + 1]]), False))
+            k += 1
+    return out
 
 
 class Loader:
@@ -346,12 +368,28 @@ class Loader:
         try:
             tree = ast.parse(src, f)
         except SyntaxError as e:
-            good, lost = [], []
-            for line0, chunk in _chunks(src):
+            # A notebook saved as .py (Colab's "Download .py") keeps its `!pip` and `%magic` lines: skip them
+            # as a notebook would, and parse again.
+            stripped, skipped = _strip_magics(src)
+            if skipped:
                 try:
-                    ast.parse(chunk)
-                    good.append((line0, chunk))
+                    tree = ast.parse(stripped, f)
                 except SyntaxError:
+                    tree = None
+                if tree is not None:
+                    for line in skipped:
+                        self._msg("magic", shown, None, None,
+                                  f"{shown}: skipped IPython line `{line[:80]}` (magics and shell commands do "
+                                  "not run in the grader)")
+                    for start, chunk in _statements(stripped, tree):
+                        self._run_unit(chunk, f, shown, None, start, cache=False)
+                    return
+                src = stripped
+            good, lost = [], []
+            for line0, chunk, parses in _chunks(src):
+                if parses:
+                    good.append((line0, chunk))
+                else:
                     first = chunk.lstrip("\n").split("\n", 1)[0].strip()
                     last = line0 + chunk.rstrip("\n").count("\n")
                     lost.append(f"lines {line0}-{last} (`{first[:60]}`)")

@@ -180,6 +180,33 @@ def test_syntax_error_loses_only_the_broken_def(zyg, tmp_path):
         h.close()
 
 
+def test_a_notebook_saved_as_py_keeps_working_without_its_shell_lines(zyg, tmp_path):
+    """Colab's "Download .py" keeps `!pip` and `%matplotlib` lines, a SyntaxError for Python: they are
+    skipped as in a notebook, and nothing else is lost (the imports above the first def were)."""
+    src = "!pip install -q numpy\n%matplotlib inline\n" + GOOD
+    h, report = load(zyg, write(tmp_path, "colab.py", src))
+    try:
+        text = "\n".join(report["messages"])
+        assert "skipped IPython line `!pip install -q numpy`" in text and "SyntaxError" not in text
+        assert report["ok"], report["messages"]
+        context_ok(h)
+    finally:
+        h.close()
+
+
+def test_a_broken_statement_between_imports_loses_only_itself(zyg, tmp_path):
+    lines = GOOD.split("\n")
+    first_import = next(i for i, line in enumerate(lines) if line.startswith("import"))
+    lines.insert(first_import + 1, 'print("loaded"')  # an unclosed call, at the top, between imports
+    h, report = load(zyg, write(tmp_path, "typo.py", "\n".join(lines)))
+    try:
+        text = "\n".join(report["messages"])
+        assert f"left out lines {first_import + 2}-{first_import + 2} (`print(\"loaded\"`)" in text, text
+        context_ok(h)  # every import and def around it is there
+    finally:
+        h.close()
+
+
 def test_source_encodings_as_python_reads_them(zyg, tmp_path):
     """A coding line (PEP 263) is honoured and CRLF line ends are fine; a file that is neither UTF-8
     nor declared costs only itself, with a message that says how to fix it."""
