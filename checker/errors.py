@@ -52,6 +52,14 @@ class GradingFailure(AssertionError):
         self.message = message
         self.missing_names = list(missing_names)
 
+    def retold(self, message):
+        """The same failure (type and attributes, e.g. `where`) with another message: for hints."""
+        err = type(self)(message, missing_names=self.missing_names)
+        for key, value in vars(self).items():
+            if key not in ("message", "missing_names"):
+                setattr(err, key, value)
+        return err
+
 
 class MissingName(GradingFailure):
     outcome = "error"

@@ -68,14 +68,11 @@ def _judge(run, done, what):
         text = f"{e.message}\n({done}.)"
         said = e.message.split(" raised ", 1)[1].lower() if " raised " in e.message else ""  # the student's words
         if "copy out of meta" in said:
-            text += f"\nLikely mistake: the code copies a tensor to the CPU ({_TO_CPU}); keep the work on the input's device."
+            text += (f"\nLikely mistake: the code copies a tensor to the CPU ({_TO_CPU}); keep the work on the "
+                     "input's device.")
         elif "device" in said:
             text += f"\nLikely mistake: {MOVE_HINT}."
-        err = type(e)(text, missing_names=e.missing_names)
-        for key, value in vars(e).items():
-            if key not in ("message", "missing_names"):
-                setattr(err, key, value)
-        raise err from None
+        raise e.retold(text) from None
     device = r.get("device") if isinstance(r, dict) else None
     if device != "meta":
         raise GradingFailure(

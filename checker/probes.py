@@ -41,6 +41,17 @@ class Probes:
             raise ProbeError(f"missing:{name}")
         return self.ns[name]
 
+    def top_level_ints(self):
+        """The submission's top-level int variables ({name: value}, at most 200): the trusted side names
+        them when an error shows one of their values where a constructor argument belonged."""
+        out = {}
+        for name, value in list(self.ns.items()):
+            if type(value) is int and not name.startswith("_") and abs(value) < 2**31:
+                out[str(name)] = value
+                if len(out) >= 200:
+                    break
+        return out
+
     # -- plain calls
     def call(self, name, args, kwargs):
         return self.lookup(name)(*args, **(kwargs or {}))

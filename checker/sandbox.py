@@ -729,6 +729,13 @@ class SubmissionHandle:
         return (r.get("value") if isinstance(r, dict) else None,
                 [c for c in calls if isinstance(c, str)] if isinstance(calls, list) else [])
 
+    def top_level_ints(self):
+        """{name: value} of the submission's top-level int variables (Probes.top_level_ints); {} if unreadable."""
+        r = self.request("top_level_ints", {}, what="the submission's top-level numbers")
+        if not isinstance(r, dict):
+            return {}
+        return {k: v for k, v in r.items() if isinstance(k, str) and type(v) is int}
+
     def call_on_meta(self, name, shapes, dtype="float32"):
         """Call `name` with meta tensors of these shapes, in the worker (see Probes.call_on_meta)."""
         if self.loaded and name not in self.names and self.load_ok:

@@ -27,6 +27,7 @@ What it is not: a place that runs student code (everything goes through
 `sub`) or that decides points (the plugin and the scorecard do).
 """
 
+import functools
 import math
 
 import numpy as np
@@ -36,12 +37,13 @@ import torch.nn.functional as F
 
 from checker.compare import compare_lowp
 from checker.errors import GradingFailure
+from checker.notebook_globals import naming_globals
 from checker.portability import check_call_on_another_device, check_runs_on_another_device
 
 LOWP = ("float16", "bfloat16")
 INT_KINDS = ("int64", "int32", "int16", "int8", "uint8")
 # vocab_size, block_size, d_model, num_heads, num_layers
-MODEL = (11, 8, 16, 2, 2)
+MODEL = (11, 9, 20, 2, 2)  # no size a notebook is likely to hold in a global (8, 32, 64, 65, ...)
 MODEL_MORE = [(5, 12, 24, 3, 1), (30, 4, 8, 4, 3)]
 CAUSAL_HINT = ("logits at position t depend on later tokens: the mask is missing or on the wrong triangle "
                "(key j > query i must be masked), or a layer mixes positions (nn.LayerNorm([block_size, d_model]) "
@@ -154,7 +156,9 @@ def _check_blocks(sub, close, rng, L, bs):
     extra = np.arange(L - bs + 1)[:, None] + np.arange(bs)[None, :]
     close(got[0], x_want, what=f"{what}: x", hints=[
         ("one window too many: the last window needs a next token for y, so there are L - block_size windows",
-         data_np[extra])])
+         data_np[extra]),
+        ("one window too few: the windows start at 0, 1, ..., L - block_size - 1, so there are L - block_size "
+         "of them (range(len(data) - block_size))", x_want[:-1])])
     close(got[1], y_want, what=f"{what}: y", hints=[
         ("y is x itself: y must be the next token at every position (x shifted one ahead)", x_want)])
     kinds = list(info.get("dtypes", []))
@@ -190,6 +194,10 @@ def _attention_hints(Q, K, V):
     ]
     if d_v != d_k:
         hints.append(("scaled by 1/sqrt(d_v) instead of 1/sqrt(d_k)", _attend(Q, K, V, 1 / math.sqrt(d_v), upper, -1)))
+    for axis in range(Q.dim() - 2):  # a batch or heads axis: softmax(dim=1) written for (B, T, T) scores
+        hints.append((f"softmax over axis {axis} (dim={axis}), a batch or heads axis, instead of the keys (dim=-1): "
+                      "the masked -inf scores line up along that axis, and a softmax of only -inf is NaN",
+                      _attend(Q, K, V, sc, upper, axis)))
     return [(text, v.numpy()) for text, v in hints]
 
 
@@ -275,6 +283,9 @@ def _pe_variants(T, d):
          build(torch.sin(freq(i)), torch.cos(freq(i)[:, :n_cos]))),
         ("the cosine columns use their own index 2i+1 in the exponent; a pair (2i, 2i+1) shares 10000^(2i/d_model)",
          build(torch.sin(a), torch.cos(freq(two_i[:n_cos] + 1)))),
+        ("all the sines first and then all the cosines (torch.cat of two halves); they are interleaved: sin in "
+         "the even columns 2i, cos in the odd columns 2i+1",
+         torch.cat([torch.sin(a), torch.cos(a[:, :n_cos])], dim=1).numpy()),
     ]
 
 
@@ -312,8 +323,22 @@ def _logits(out, B, T, V, what):
     if out.dtype.kind != "f":
         _fail(f"{what}: logits should be floating point, got {out.dtype}")
     if not np.isfinite(out).all():
-        _fail(f"{what}: the logits contain NaN or Inf (a row of the attention fully masked?)")
+        _fail(f"{what}: the logits contain NaN or Inf (a row of the attention fully masked, "
+              "or a softmax over the wrong axis?)")
     return out
+
+
+CFG_NAMES = ("vocab_size", "block_size", "d_model", "num_heads", "num_layers")
+
+
+def _sizes_from_arguments(test):
+    """A model test whose failure names a notebook global (`block_size = 8`) that the model seems to read
+    instead of its constructor argument (checker.notebook_globals)."""
+    @functools.wraps(test)
+    def wrapper(*args, **kwargs):
+        with naming_globals(kwargs["sub"], dict(zip(CFG_NAMES, kwargs.get("cfg", MODEL)))):
+            return test(*args, **kwargs)
+    return wrapper
 
 
 def _new(sub, cfg, seed, device="cpu", dtype="float32"):
@@ -409,11 +434,11 @@ def test_causal_mask_more_sizes(sub, close, T):
     _check_mask(sub, close, T)
 
 
-def _check_by_hand(sub, close, expected, name, *args):
+def _check_by_hand(sub, close, expected, name, *args, hints=()):
     """Right values, written by hand: a call that went through a forbidden torch function fails."""
     got, calls = sub.torch_calls(name, *args)
     what = f"{name} on float32 input of shape {_shape(args[0].shape)}"
-    close(got, _np64(expected), dtype="float32", what=what)
+    close(got, _np64(expected), dtype="float32", what=what, hints=hints)
     used = [shown for fn, shown in NOT_BY_HAND[name].items() if fn in calls]
     if used:
         _fail(f"{name} calls {' and '.join(used)}: its values are right, but the handout asks you to write it "
@@ -424,7 +449,8 @@ def _check_by_hand(sub, close, expected, name, *args):
 @pytest.mark.weight(8)
 def test_masked_attention_by_hand(sub, ref, close, rng):
     Q, K, V = (_tensor(rng.standard_normal((2, 5, 4)), "float32") for _ in range(3))
-    _check_by_hand(sub, close, ref.masked_attention(Q, K, V), "masked_attention", Q, K, V)
+    _check_by_hand(sub, close, ref.masked_attention(Q, K, V), "masked_attention", Q, K, V,
+                   hints=_attention_hints(Q, K, V))
 
 
 @pytest.mark.question("attention")
@@ -450,6 +476,7 @@ def test_masked_attention_large_scores(sub, ref, close, rng, device):
 
 
 @pytest.mark.question("attention")
+@pytest.mark.weight(2)
 def test_masked_attention_runs_on_another_device(sub):
     # causal_mask(T) makes its mask on the CPU (the handout gives it no device argument): masked_attention
     # must move it to the scores' device, or it fails on every GPU
@@ -466,7 +493,7 @@ def test_masked_attention_runs_on_another_device(sub):
 @pytest.mark.weight(10)
 def test_layer_norm_by_hand(sub, ref, close, rng):
     x = _tensor(_ln_input(rng, (3, 16)), "float32")  # small spreads: eps and n-1 mistakes show
-    _check_by_hand(sub, close, ref.layer_norm(x), "layer_norm", x)
+    _check_by_hand(sub, close, ref.layer_norm(x), "layer_norm", x, hints=_ln_hints(x, 1e-5))
 
 
 @pytest.mark.question("layernorm")
@@ -506,6 +533,7 @@ def test_sinusoidal_positions_more_sizes(sub, ref, close, T, d):
 
 
 @pytest.mark.question("model")
+@_sizes_from_arguments
 def test_model_output_shape(sub, rng, seed, device):
     V, bs = MODEL[0], MODEL[1]
     m = _new(sub, MODEL, seed, device)
@@ -522,11 +550,13 @@ def test_model_output_shape(sub, rng, seed, device):
 
 @pytest.mark.question("model")
 @pytest.mark.weight(6)  # the point of the model: a causal LM that sees the future learns nothing usable
+@_sizes_from_arguments
 def test_model_causality(sub, close, rng, seed, device):
     _check_causal(sub, close, rng, seed, MODEL, device)
 
 
 @pytest.mark.question("model")
+@_sizes_from_arguments
 def test_model_batch_independent(sub, close, rng, seed):
     V, T, B = MODEL[0], 6, 3
     m = _new(sub, MODEL, seed)
@@ -546,6 +576,7 @@ def test_model_batch_independent(sub, close, rng, seed):
 
 
 @pytest.mark.question("model")
+@_sizes_from_arguments
 def test_model_parameters_registered(sub, seed):
     m = _new(sub, MODEL, seed)
     if not m.params:
@@ -564,6 +595,7 @@ def test_model_parameters_registered(sub, seed):
 
 
 @pytest.mark.question("model")
+@_sizes_from_arguments
 def test_model_every_parameter_gets_a_gradient(sub, rng, seed, device):
     V, bs = MODEL[0], MODEL[1]
     m = _new(sub, MODEL, seed, device)
@@ -585,6 +617,8 @@ def test_model_every_parameter_gets_a_gradient(sub, rng, seed, device):
 
 
 @pytest.mark.question("model")
+@pytest.mark.weight(3)  # a model that fails on every GPU
+@_sizes_from_arguments
 def test_model_runs_on_another_device(sub, seed):
     V, bs = MODEL[0], MODEL[1]
     m = _new(sub, MODEL, seed)
@@ -595,6 +629,7 @@ def test_model_runs_on_another_device(sub, seed):
 
 
 @pytest.mark.question("model")
+@_sizes_from_arguments
 def test_model_float64(sub, rng, seed):
     V, bs = MODEL[0], MODEL[1]
     m = _new(sub, MODEL, seed, dtype="float64")
@@ -608,6 +643,7 @@ def test_model_float64(sub, rng, seed):
 
 @pytest.mark.question("model")
 @pytest.mark.parametrize("cfg", MODEL_MORE, ids=["d24-h3-l1", "d8-h4-l3"])
+@_sizes_from_arguments
 def test_model_more_configs(sub, close, rng, seed, cfg):
     V, bs = cfg[0], cfg[1]
     m = _new(sub, cfg, seed)
@@ -618,6 +654,20 @@ def test_model_more_configs(sub, close, rng, seed, cfg):
 
 
 @pytest.mark.question("model")
+@pytest.mark.weight(3)  # a mistake seen in real work, and invisible whenever the notebook's sizes match
+@pytest.mark.parametrize("cfg", [(23, 37, 20, 4, 1)], ids=["v23-b37"])
+@_sizes_from_arguments
+def test_model_sizes_come_from_its_arguments(sub, close, rng, seed, cfg):
+    # sizes no notebook holds in a global: a model that reads `block_size` or `vocab_size` from the
+    # notebook instead of its arguments fails here even when the other tests happen to use the same sizes
+    V, bs = cfg[0], cfg[1]
+    m = _new(sub, cfg, seed)
+    r = m.forward([_ids(rng, 2, bs, V)], seed=seed)
+    _logits(r.outputs[0], 2, bs, V, f"{_cfg_text(cfg)} on ids {_shape((2, bs))}")
+
+
+@pytest.mark.question("model")
+@_sizes_from_arguments
 def test_model_returns_the_logits_tensor(sub, rng, seed):
     V, bs = MODEL[0], MODEL[1]
     out = _new(sub, MODEL, seed).forward([_ids(rng, 2, bs, V)], seed=seed).outputs[0]
@@ -630,6 +680,7 @@ def test_model_returns_the_logits_tensor(sub, rng, seed):
 
 @pytest.mark.question("model")
 @pytest.mark.weight(6)  # a per-token model (no attention) is not a transformer
+@_sizes_from_arguments
 def test_model_uses_context(sub, rng, seed):
     V, bs = MODEL[0], MODEL[1]
     m = _new(sub, MODEL, seed)

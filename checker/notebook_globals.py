@@ -1,0 +1,64 @@
+"""Name the notebook global that a student's class reads instead of its constructor argument.
+
+What it is for: a mistake seen in real student work (HOMEWORK.md) is code that
+reads a notebook global (`block_size = 8`, `vocab_size = 65`) instead of its
+argument. It passes every check built with the same sizes as the notebook and
+fails, with an error about sizes, when the grader builds other ones. Given
+that failure's text, the sizes the grader used and the submission's
+top-level ints (`SubmissionHandle.top_level_ints`), `globals_hint` finds the
+globals whose value appears in the text but is none of the sizes used, and
+words a hint; `naming_globals` adds it to a failing test's message.
+
+What it is not: proof. The hint is worded as a question, and it is only
+added to a failure that has no other "Likely mistake".
+"""
+
+import contextlib
+import re
+
+from checker.errors import GradingFailure, StudentTimeout, WorkerCrashed
+
+__all__ = ["globals_hint", "naming_globals"]
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
+# names of the sizes a model is built with, as notebooks spell them (nanoGPT's n_embd, n_head, ...)
+_SIZE_WORDS = re.compile(r"block|vocab|embd|embed|model|head|layer|ctx|context|seq|dim|hidden|patch|img|image"
+                         r"|class|token|width|depth", re.IGNORECASE)
+
+
+def globals_hint(top_level, message, sizes):
+    """The hint for `message`, or None. `top_level` {name: int} are the submission's globals, `sizes`
+    {argument: value} what the grader built the class with."""
+    used = {v for v in sizes.values() if type(v) is int}
+    seen = {int(x) for x in _NUMBER.findall(message)}
+    # the value itself, or its square (a (block_size, block_size) mask shows up as "input of size 1024")
+    suspects = [(n, v) for n, v in sorted(top_level.items())
+                if v >= 3 and (v in seen or v * v in seen) and v not in used]
+    if not suspects:
+        return None
+    sizes_like = [(n, v) for n, v in suspects if _SIZE_WORDS.search(n)]
+    suspects = sizes_like or suspects  # `block_size = 32` before `batch_size = 32`
+    shown = ", ".join(f"`{n} = {v}`" for n, v in suspects[:4])
+    built = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    return (f"your submission defines {shown} at the top level, and that number (or its square) appears in "
+            f"this error, though the grader built the model with {built}: does the class read the notebook's "
+            "global instead of its own argument? Keep the argument in __init__ (e.g. `self.block_size = "
+            "block_size`) and use that")
+
+
+@contextlib.contextmanager
+def naming_globals(sub, sizes):
+    """Re-raise a failure inside the block with globals_hint added, when there is one."""
+    try:
+        yield
+    except GradingFailure as e:
+        if isinstance(e, (StudentTimeout, WorkerCrashed)) or "Likely mistake" in e.message:
+            raise
+        try:
+            top = sub.top_level_ints()
+        except GradingFailure:
+            top = {}
+        hint = globals_hint(top, e.message, sizes)
+        if hint is None:
+            raise
+        raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None

@@ -1,0 +1,65 @@
+"""Tests of checker/notebook_globals.py: naming the notebook global a class reads instead of its argument."""
+import pytest
+
+from checker.errors import GradingFailure, StudentError, StudentTimeout
+from checker.notebook_globals import globals_hint, naming_globals
+
+SIZES = {"vocab_size": 23, "block_size": 37, "d_model": 20}
+ERROR = ("CharTransformer.forward raised RuntimeError: The size of tensor a (32) must match the size of "
+         "tensor b (37) at non-singleton dimension 2")
+
+
+def test_the_global_whose_value_shows_in_the_error_is_named():
+    hint = globals_hint({"block_size": 32, "batch_size": 32, "max_iters": 5000}, ERROR, SIZES)
+    assert "`block_size = 32`" in hint and "batch_size" not in hint  # a size's name wins over batch_size
+    assert "block_size=37" in hint and "instead of its own argument" in hint
+
+
+@pytest.mark.parametrize("top_level", [
+    {},                                  # no globals
+    {"block_size": 37},                  # the value the grader used: not a suspect
+    {"block_size": 64},                  # a value that is not in the error
+    {"n": 2},                            # too small to tell from any other number
+])
+def test_no_hint_without_a_suspect(top_level):
+    assert globals_hint(top_level, ERROR, SIZES) is None
+
+
+def test_a_square_mask_of_the_globals_size_counts():
+    message = "shape '[1, 1, 37, 37]' is invalid for input of size 1024"
+    assert "`block_size = 32`" in globals_hint({"block_size": 32}, message, SIZES)
+
+
+def test_numbers_inside_names_or_decimals_do_not_count():
+    assert globals_hint({"block_size": 32}, "layer32 failed at 0.32 and 1.32e5", SIZES) is None
+
+
+class FakeSub:
+    def __init__(self, top):
+        self.top, self.asked = top, 0
+
+    def top_level_ints(self):
+        self.asked += 1
+        return self.top
+
+
+def test_naming_globals_adds_the_hint_and_keeps_the_failure_type_and_place():
+    sub = FakeSub({"block_size": 32})
+    err = StudentError(ERROR)
+    err.where = {"file": "nb.ipynb", "cell": 9, "line": 14}
+    with pytest.raises(StudentError) as info:
+        with naming_globals(sub, SIZES):
+            raise err
+    assert info.value.message.startswith(ERROR) and "Likely mistake: your submission defines `block_size = 32`" \
+        in info.value.message
+    assert info.value.where == err.where
+
+
+def test_naming_globals_leaves_timeouts_and_explained_failures_alone():
+    sub = FakeSub({"block_size": 32})
+    for failure in (StudentTimeout(f"{ERROR} was stopped"), GradingFailure(f"{ERROR}\nLikely mistake: other.")):
+        with pytest.raises(type(failure)) as info:
+            with naming_globals(sub, SIZES):
+                raise failure
+        assert info.value is failure
+    assert sub.asked == 0
