@@ -132,6 +132,15 @@ def _size(n):
 class _Budget:
     def __init__(self, max_bytes):
         self.max = self.left = max_bytes
+        self.items = 0
+
+    def item(self, n=1):
+        """Count list/tuple entries and dict keys and values: the receiver reads at most MAX_ITEMS values
+        (these plus the outermost one), so stop before building an answer it would refuse."""
+        self.items += n
+        if self.items >= MAX_ITEMS:
+            raise EncodeError(f"the value holds more than {MAX_ITEMS:,} numbers in (nested) lists, more than "
+                              "the grader reads in one answer; return an array (np.array / torch.tensor) instead")
 
     def take(self, nbytes):
         if self.left is None:
@@ -165,10 +174,13 @@ def _enc(v, bufs, depth, budget=None):
     if t is float:
         return v
     if t is list:
+        budget.item(len(v))
         return [_enc(x, bufs, depth + 1, budget) for x in v]
     if t is tuple:
+        budget.item(len(v))
         return {"$tuple": [_enc(x, bufs, depth + 1, budget) for x in v]}
     if t is dict:
+        budget.item(2 * len(v))
         return {"$dict": [[_enc(k, bufs, depth + 1, budget), _enc(x, bufs, depth + 1, budget)]
                           for k, x in v.items()]}
     if isinstance(v, np.generic) and not isinstance(v, np.ndarray):

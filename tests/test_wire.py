@@ -247,6 +247,21 @@ def test_too_deep_values_are_refused():
         wire.encode(v)
 
 
+def test_lists_the_receiver_would_refuse_are_refused_by_the_sender():
+    # a huge nested list used to be built into one 16 MiB+ JSON header and rejected as "frame header too large"
+    n = wire.MAX_ITEMS
+    rows = [[0.5] * 1000 for _ in range(n // 1000)]  # n numbers + n/1000 rows: over the limit
+    with pytest.raises(wire.EncodeError, match="return an array"):
+        wire.encode(rows)
+    with pytest.raises(wire.EncodeError, match="return an array"):
+        wire.encode({i: i for i in range(n // 2)})
+    flat = [0.5] * (n - 1)  # the largest list both sides accept: n - 1 numbers and the list itself
+    obj, bufs = wire.encode(flat)
+    assert wire.decode_trusted(obj, bufs)[0] == flat
+    with pytest.raises(wire.EncodeError):
+        wire.encode(flat + [0.5])
+
+
 def test_max_bytes_refuses_before_copying():
     huge = np.broadcast_to(np.zeros(1), (2**31,))  # 16 GiB of values, 8 bytes of memory
     tracemalloc.start()
