@@ -226,6 +226,7 @@ class Loader:
                    "display": _display, "get_ipython": lambda: _IPythonStub()}
         self.messages = []
         self.origins = {}
+        self.defs = {}  # name -> {file, cell, line} of the def/class statement that made it
         self.unit_s = unit_s
         self.on_unit = on_unit or (lambda unit: None)
         self.skip = {tuple(s) for s in skip}
@@ -318,6 +319,9 @@ class Loader:
         for name in _assigned(tree):
             if name in self.ns and not name.startswith("_"):
                 self.origins[name] = _loc(shown, cell, None if cell is not None else line0)
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in self.ns:
+                self.defs[node.name] = {"file": shown, "cell": cell, "line": node.lineno}
 
     def _load_notebook(self, f, shown):
         for cell_no, src in _cells(f):

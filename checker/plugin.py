@@ -15,6 +15,7 @@ What it is not: a scorecard builder (`scorecard`), a runner of student code
 import hashlib
 import importlib
 import os
+import re
 
 import numpy as np
 import pytest
@@ -88,6 +89,12 @@ class HwcheckPlugin:
         config.addinivalue_line("markers", "weight(w): relative weight of a test within its question")
 
     # ------------------------------------------------------------ results
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        called = getattr(self._handle, "called", None)
+        if isinstance(called, list):
+            called.clear()
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
         outcome = yield
@@ -100,13 +107,17 @@ class HwcheckPlugin:
             meta["outcome"] = exc.outcome
             meta["message"] = exc.message
             meta["missing_names"] = exc.missing_names
-            where = _where_of(exc)  # the student's own file and line, for CI annotations
+            # the student's own file and line, for CI annotations: where it raised, else the def it is about
+            where = _where_of(exc) or _def_of(self._handle, exc.message, exc.missing_names)
             if isinstance(where, dict) and where.get("file"):
-                meta["where"] = {"file": where["file"], "line": where.get("line")}
+                meta["where"] = {k: where.get(k) for k in ("file", "cell", "line", "function")}
             rep.longrepr = exc.message
         elif call.when == "call" and isinstance(exc, AssertionError):
             meta["outcome"] = "failed"
             meta["message"] = str(exc).split("\nassert ")[0] or "a check of the result failed"
+            where = _def_of(self._handle, meta["message"], [])
+            if where:
+                meta["where"] = dict(where)
         elif call.when == "call":
             meta["outcome"] = "error"
             meta["message"] = (f"the grader could not check this result ({type(exc).__name__}: {exc}); "
@@ -180,6 +191,22 @@ class HwcheckPlugin:
 
 
 _META = pytest.StashKey()
+
+
+def _def_of(handle, message, missing):
+    """{file, cell, line} of the student's def/class this failure is about: the one the message names
+    first among those the test called, else the first the test called; None when unknown."""
+    defs = getattr(handle, "defs", None)
+    called = [n for n in getattr(handle, "called", None) or [] if n not in (missing or [])]
+    if not isinstance(defs, dict) or not called:
+        return None
+    named = []
+    for i, n in enumerate(called):
+        m = re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", message or "") if n in defs else None
+        if m:
+            named.append((m.start(), i, n))
+    name = min(named)[2] if named else called[0]
+    return {**defs[name], "function": name} if name in defs else None
 
 
 def _where_of(exc):

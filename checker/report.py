@@ -106,6 +106,16 @@ def _where(test):
     return f"  ({', '.join(bits)})" if bits else ""
 
 
+def _defined_at(test):
+    """'your `f` is in FILE, cell C, line L' when the failure's place is the student's def it is about."""
+    where = test.get("where")
+    if not (isinstance(where, dict) and where.get("function") and where.get("file")):
+        return ""
+    place = str(where["file"]) + (f", cell {where['cell']}" if where.get("cell") else "")
+    place += f", line {where['line']}" if where.get("line") else ""
+    return f"(your `{where['function']}` is in {place})"
+
+
 _DROP = object()
 
 
@@ -171,6 +181,8 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
             lines.append(f"    {label} {_safe(test.get('name'))}{hidden}{_where(test)}{extra}")
             if outcome != "passed" and test.get("message"):
                 lines.append(_indent(_safe(test["message"]), "        "))
+            if outcome != "passed" and _defined_at(test):
+                lines.append(f"        {_safe(_defined_at(test))}")
             if outcome != "passed":
                 lines.append(_DROP)  # placeholder: the other failing variants of this test go here
                 placeholders.append((len(lines) - 1, key))
@@ -279,7 +291,7 @@ def github_annotations(scorecard):
             where = test.get("where")
             if isinstance(where, dict) and where.get("file"):
                 props.append(f"file={_escape_property(where['file'])}")
-                if where.get("line"):
+                if where.get("line") and not where.get("cell"):  # a line within a notebook cell is no line of the file
                     props.append(f"line={_escape_property(where['line'])}")
             title = f"{question.get('id')} \u203a {test.get('name')} ({test.get('outcome')})"
             props.append(f"title={_escape_property(title)}")

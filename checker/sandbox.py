@@ -379,6 +379,8 @@ class SubmissionHandle:
         self.names = []
         self.classes = []  # the classes the student wrote (not imported)
         self.origins = {}
+        self.defs = {}     # name -> {"file", "cell", "line"} of the student's def/class (see _defs)
+        self.called = []   # the student's names the current test called (the plugin clears it per test)
         self.isolation = []
         self.loaded = False
         self.load_ok = False
@@ -563,6 +565,7 @@ class SubmissionHandle:
             self.classes = [n for n in classes if isinstance(n, str) and n in self.names]
             origins = header.get("origins") if isinstance(header.get("origins"), dict) else {}
             self.origins = {k: v[:200] for k, v in origins.items() if isinstance(k, str) and isinstance(v, str)}
+            self.defs = _defs(header.get("defs"))
             self.load_ok = True
             return self.load_report()
 
@@ -715,6 +718,7 @@ class SubmissionHandle:
         return failure
 
     def call(self, name, *args, **kwargs):
+        self.called.append(name)
         if self.loaded and name not in self.names and self.load_ok:
             raise self.missing(name)
         return self.request("call", {"name": name, "args": list(args), "kwargs": kwargs},
@@ -722,6 +726,7 @@ class SubmissionHandle:
 
     def torch_calls(self, name, *args, **kwargs):
         """Call `name`; return (its value, the names of the torch functions it called): Probes.torch_calls."""
+        self.called.append(name)
         if self.loaded and name not in self.names and self.load_ok:
             raise self.missing(name)
         r = self.request("torch_calls", {"name": name, "args": list(args), "kwargs": kwargs}, what=f"{name}(...)")
@@ -738,6 +743,7 @@ class SubmissionHandle:
 
     def call_on_meta(self, name, shapes, dtype="float32"):
         """Call `name` with meta tensors of these shapes, in the worker (see Probes.call_on_meta)."""
+        self.called.append(name)
         if self.loaded and name not in self.names and self.load_ok:
             raise self.missing(name)
         return self.request("call_on_meta", {"name": name, "shapes": [list(s) for s in shapes], "dtype": dtype},
@@ -748,6 +754,7 @@ class SubmissionHandle:
         return value, {"dtypes": list(self.last_dtypes)}
 
     def new(self, cls, *args, seed=0, device="cpu", dtype="float32", **kwargs):
+        self.called.append(cls)
         if self.loaded and cls not in self.names and self.load_ok:
             raise self.missing(cls)
         info = self.request("new", {"cls": cls, "args": list(args), "kwargs": kwargs, "seed": int(seed),
@@ -755,11 +762,27 @@ class SubmissionHandle:
         return ModuleHandle(self, cls, info, device, dtype)
 
     def meta_forward(self, cls, args, kwargs, input_shape, input_dtype="float32", vocab=None):
+        self.called.append(cls)
         if self.loaded and cls not in self.names and self.load_ok:
             raise self.missing(cls)
         return self.request("meta_forward", {"cls": cls, "args": list(args), "kwargs": kwargs,
                                              "input_shape": list(input_shape), "input_dtype": input_dtype,
                                              "vocab": vocab}, what=f"{cls} on the meta device")
+
+
+def _defs(raw):
+    """The worker's {name: {file, cell, line}} of def/class statements, kept only where well-formed."""
+    out = {}
+    if not isinstance(raw, dict):
+        return out
+    for name, d in list(raw.items())[:10000]:
+        if not (isinstance(name, str) and isinstance(d, dict) and isinstance(d.get("file"), str)):
+            continue
+        cell, line = d.get("cell"), d.get("line")
+        out[name[:200]] = {"file": d["file"][:200],
+                           "cell": cell if type(cell) is int and cell >= 1 else None,
+                           "line": line if type(line) is int and line >= 1 else None}
+    return out
 
 
 class ModuleHandle:

@@ -198,9 +198,12 @@ def make_test(test, md):
     where = md.get("where")
     if isinstance(where, dict) and where.get("file"):
         out["where"] = {"file": str(where["file"])}
-        line = where.get("line")
-        if isinstance(line, int) and not isinstance(line, bool) and line >= 1:
-            out["where"]["line"] = where["line"]
+        for key in ("cell", "line"):  # a notebook's line counts within its cell
+            n = where.get(key)
+            if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+                out["where"][key] = n
+        if isinstance(where.get("function"), str):  # not where it failed, but the def the failure is about
+            out["where"]["function"] = where["function"]
     missing = md.get("missing_names") or []
     return out, _weight(md, nodeid), [str(n) for n in missing]
 

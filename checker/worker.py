@@ -134,7 +134,7 @@ def _load(sock, header, state, isolation):
     base = os.path.realpath(path if os.path.isdir(path) else os.path.dirname(path))
     classes = [n for n in names if isinstance(loader.ns.get(n), type) and _written_here(loader.ns[n], base)]
     return {"ok": True, "messages": loader.messages, "names": names, "classes": classes,
-            "origins": loader.origins, "isolation": isolation}, []
+            "origins": loader.origins, "defs": loader.defs, "isolation": isolation}, []
 
 
 def _written_here(cls, base):

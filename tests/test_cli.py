@@ -432,4 +432,35 @@ def test_check_ci_annotations_point_at_the_students_file_and_line(warm, tmp_path
     r = run("check", "hw/q1.py", "-a", "attention", "--ci")
     assert r.exit_code == 1
     located = [ln for ln in r.stdout.splitlines() if ln.startswith("::error file=")]
-    assert located and all(ln.startswith("::error file=hw/q1.py,line=3,") for ln in located), located[:3]
+    raised = [ln for ln in located if "raised" in ln]  # the line that raised; a wrong value: the def line
+    assert raised and all(ln.startswith("::error file=hw/q1.py,line=3,") for ln in raised), raised[:3]
+    assert all(ln.startswith("::error file=hw/q1.py,line=2,") for ln in located if ln not in raised)
+
+
+def test_a_wrong_answer_is_located_at_the_students_def(warm, tmp_path, monkeypatch):
+    # no exception to take a line from: the annotation and the report point at the def the failure is about
+    repo = tmp_path / "repo"
+    (repo / "hw").mkdir(parents=True)
+    (repo / "hw" / "q1.py").write_text("import numpy as np\n")
+    (repo / "hw" / "q2.py").write_text(
+        "import numpy as np\n"
+        "\n"
+        "def scale_scores(scores, n):\n"
+        "    return np.asarray(scores) / n\n")
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "# Q1"},
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": "import numpy as np\n\n\ndef get_scores(matrix, vector):\n    return np.asarray(vector) @ np.asarray(matrix)\n"}]}
+    (repo / "hw" / "q3.ipynb").write_text(json.dumps(nb))
+    monkeypatch.chdir(repo)
+    r = run("check", "hw", "-a", "attention", "--ci")
+    assert r.exit_code == 1
+    scale = [ln for ln in r.stdout.splitlines() if ln.startswith("::error ") and "test_scale_scores" in ln]
+    assert scale and all(ln.startswith("::error file=hw/q2.py,line=3,") for ln in scale), scale[:2]
+    scores = [ln for ln in r.stdout.splitlines() if ln.startswith("::error ") and "test_get_scores" in ln]
+    # a line within a notebook cell is no line of the .ipynb file: the annotation names the file only
+    assert scores and all(ln.startswith("::error file=hw/q3.ipynb,title=") for ln in scores), scores[:2]
+    assert "(your `scale_scores` is in q2.py, line 3)" in r.stdout
+    assert "(your `get_scores` is in q3.ipynb, cell 2, line 4)" in r.stdout
+    missing = [ln for ln in r.stdout.splitlines() if ln.startswith("::error ") and "test_context_vector" in ln]
+    assert missing and not any("file=" in ln for ln in missing)  # a missing function has no place
