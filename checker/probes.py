@@ -172,6 +172,24 @@ class Probes:
             v[..., j, :] = a
         return {"shape": list(v.shape)}
 
+    def get_params(self, handle, names):
+        """{name: a copy of the parameter} for the named parameters the module has."""
+        params = dict(self._module(handle).named_parameters())
+        return {n: params[n].detach().clone() for n in names if isinstance(n, str) and n in params}
+
+    def set_params(self, handle, values):
+        """Overwrite named parameters in place with the given values (same shapes)."""
+        torch = _torch()
+        params = dict(self._module(handle).named_parameters())
+        with torch.no_grad():
+            for n, v in values.items():
+                p = params.get(n)
+                v = torch.as_tensor(v)
+                if p is None or tuple(p.shape) != tuple(v.shape):
+                    raise ProbeError(f"the module has no parameter `{n}` of shape {tuple(v.shape)}")
+                p.copy_(v.to(device=p.device, dtype=p.dtype))
+        return {"set": len(values)}
+
     def on_meta(self, handle, input_shape, input_dtype, vocab):
         """Move a built module to the meta device and run it there, outside any device context: the
         stand-in for a GPU on a machine without one. A tensor that forward makes without `device=`, or

@@ -825,3 +825,14 @@ class ModuleHandle:
     def swap_rows(self, name, i, j):
         """Swap rows i and j (token axis) of the module's tensor attribute `name`, in the worker."""
         return self._req("swap_rows", {"name": name, "i": int(i), "j": int(j)}, f"{self.cls}.{name}")
+
+    def get_params(self, names):
+        """{name: array} of these parameters (those the module has), read in the worker."""
+        r = self._req("get_params", {"names": list(names)}, f"{self.cls}.named_parameters()")
+        if not isinstance(r, dict):
+            raise BadReturn(f"{self.cls}.named_parameters(): malformed answer")
+        return r
+
+    def set_params(self, values):
+        """Overwrite the named parameters with these arrays, in the worker."""
+        return self._req("set_params", {"values": dict(values)}, f"{self.cls} (setting its parameters)")

@@ -158,7 +158,8 @@ def _dispatch(header, bufs, state):
         value = probes.top_level_ints()
     elif op in ("call", "torch_calls"):
         value = getattr(probes, op)(args["name"], args.get("args", []), args.get("kwargs", {}))
-    elif op in ("new", "forward", "grads", "to", "attr_shape", "swap_rows", "meta_forward", "on_meta"):
+    elif op in ("new", "forward", "grads", "to", "attr_shape", "swap_rows", "meta_forward", "on_meta",
+                "get_params", "set_params"):
         value = getattr(probes, op)(**args)
     else:
         return {"ok": False, "error": {"type": "UnknownOp", "message": f"unknown op {op!r}"}}, []

@@ -8,7 +8,8 @@ projections, `nn.MultiheadAttention`, a `Conv2d` patch embedding, dropout):
 output shape, registered parameters that follow `.to(...)` and take part in
 the graph, permutation equivariance, token mixing and weights that average
 over the keys (MHSA only), batch independence, determinism in eval mode,
-dependence on every patch and a class-token readout (ViT only), dtype and
+dependence on every patch, a class-token readout and pre-norm residual
+blocks (ViT only), dtype and
 device of the output, and the full ViT-B/16 size on the meta device.
 
 What it is not: a comparison of module outputs with the reference (the
@@ -740,3 +741,43 @@ def _class_token_without_blocks(sub, close, rng, seed, img, patch, D, h, out):
             "position 0, where the class embedding was prepended); or a layer mixes the tokens outside the "
             "attention (e.g. a LayerNorm over (N+1, D) instead of D).")
     return True
+
+
+PRE_NORM_HINT = ("an encoder block that is not `Z = Z + MHSA(LN(Z)); Z = Z + MLP(LN(Z))`: a missing residual "
+                 "connection (`Z = MHSA(LN(Z))`), a post-norm block (`Z = LN(Z + MHSA(Z))`, the original "
+                 "Transformer's order, or nn.TransformerEncoderLayer without norm_first=True), or a block that "
+                 "transforms Z outside its two residual branches")
+
+
+@pytest.mark.question("vit")
+@pytest.mark.weight(2)  # the handout's block; every other test passes without residuals or with post-norm
+def test_vit_blocks_are_pre_norm_residual(sub, close, rng, seed):
+    # Set every parameter of the second encoder block to zero: in a pre-norm block with residual connections
+    # both branches then add exactly zero (LN(Z) is 0, so MHSA and the MLP give 0), and the two-block model must
+    # give the logits of the same model with one block. The block's parameters are found by name: those a
+    # two-block model has and a one-block model lacks. No parameter name or layout is assumed.
+    img, patch, D, h, out = (3, 8, 12), 4, 16, 2, 10
+    two = _vit(sub, seed, img, patch, D, h, out, 2)
+    one = _vit(sub, seed + 1, img, patch, D, h, out, 1)
+    shapes_two = {p["name"]: tuple(p["shape"]) for p in two.params}
+    shapes_one = {p["name"]: tuple(p["shape"]) for p in one.params}
+    extra = sorted(set(shapes_two) - set(shapes_one))
+    if not extra or any(shapes_two.get(n) != s for n, s in shapes_one.items()):
+        pytest.skip("the parameters of a one-block and a two-block model do not line up by name "
+                    "(blocks sharing weights, or stacked in one tensor): the block structure was not checked")
+    with explained():
+        shared = two.get_params(sorted(shapes_one))
+        one.set_params({n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in shared.items()})
+        two.set_params({n: torch.zeros(shapes_two[n]) for n in extra})
+    x = randn(rng, (2, *img))
+    name = _vit_name(img, patch, D, h, out, 2)
+    check_deterministic(two, x, name)
+    want = check_shape(forward(one, [x]).outputs[0], (2, out), f"{_vit_name(img, patch, D, h, out, 1)} output")
+    got = check_shape(forward(two, [x]).outputs[0], (2, out), f"{name} output")
+    try:
+        close(got, want, dtype="float32",
+              what=f"{name} with every parameter of its second block ({', '.join(extra[:4])}"
+                   f"{', ...' if len(extra) > 4 else ''}) set to zero, against the same model with one block (a "
+                   "pre-norm residual block whose weights are all zero adds nothing, so the logits must be equal)")
+    except GradingFailure as e:
+        raise GradingFailure(f"{e.message}\nLikely mistake: {PRE_NORM_HINT}.") from e
