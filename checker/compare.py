@@ -116,7 +116,10 @@ def describe_mismatch(got, exp, rtol, atol):
     return "\n".join(lines)
 
 
-def _hint_text(got, hints, rtol, atol):
+def _hint_text(got, hints, rtol, atol, expected=None):
+    """The first hint whose mistaken answer `got` matches; a mistaken answer that also matches the
+    expected one (this input cannot tell the mistake from the right answer: T = 1, say) names nothing."""
+    rtol, atol = max(rtol, 1e-6), max(atol, 1e-6)
     for text, mistaken in hints or ():
         if mistaken is None:
             continue
@@ -124,7 +127,9 @@ def _hint_text(got, hints, rtol, atol):
             m = as_plain_array(mistaken)
         except GradingFailure:
             continue
-        if _matches(got, m, max(rtol, 1e-6), max(atol, 1e-6)):
+        if expected is not None and m.shape == expected.shape and _matches(expected, m, rtol, atol):
+            continue
+        if _matches(got, m, rtol, atol):
             return f"\nLikely mistake: {text}."
     return ""
 
@@ -142,7 +147,7 @@ def compare(got, expected, *, what="the result", dtype=None, rtol=None, atol=Non
         msg = f"{what}: expected shape {_shape(exp)}, got {_shape(got_arr)}"
         if got_arr.size == exp.size and got_arr.size:
             msg += " (same number of values: a reshape, transpose or missing/extra axis?)"
-        raise GradingFailure(msg + _hint_text(got_arr, hints, rtol, atol))
+        raise GradingFailure(msg + _hint_text(got_arr, hints, rtol, atol, exp))
     if got_arr.dtype.kind == "f":
         g_bad = ~np.isfinite(got_arr)
         e_bad = ~np.isfinite(exp.astype(np.float64)) if exp.dtype.kind == "f" else np.zeros(exp.shape, bool)
@@ -150,7 +155,7 @@ def compare(got, expected, *, what="the result", dtype=None, rtol=None, atol=Non
         if new.any():
             first = tuple(int(x) for x in np.argwhere(new)[0]) if new.ndim else ()
             kind = "NaN" if np.isnan(got_arr[new]).any() else "Inf"
-            hint = _hint_text(got_arr, hints, rtol, atol) or (
+            hint = _hint_text(got_arr, hints, rtol, atol, exp) or (
                 "\nNaN or Inf usually comes from a softmax of large scores (subtract each row's maximum before "
                 "exp), a row whose scores are all masked to -inf, or a division by zero.")
             raise GradingFailure(
@@ -165,15 +170,19 @@ def compare(got, expected, *, what="the result", dtype=None, rtol=None, atol=Non
             n_bad = int((got_arr.astype(bool) != exp).sum())
             raise GradingFailure(
                 f"{what}: {n_bad} of {exp.size} entries differ\nexpected {_excerpt(exp.astype(int))}\n"
-                f"     got {_excerpt(got_arr.astype(int))}" + _hint_text(got_arr, hints, rtol, atol))
+                f"     got {_excerpt(got_arr.astype(int))}" + _hint_text(got_arr, hints, rtol, atol, exp))
         return
     if not _matches(got_arr, exp, rtol, atol):
         note = ""
         if judged != dtype:
             note = (f"\n(your answer came back as {got_arr.dtype.name}, so it was judged with {judged} "
                     f"tolerances; the inputs were {dtype})")
+        elif judged == "float64" and _matches(got_arr, exp, *tolerance("float32")):
+            note = ("\nYour values agree with the expected ones to float32 precision only: was this float64 input "
+                    "computed in float32 somewhere (np.float32, a torch tensor made without dtype=, "
+                    ".float())? Keep the input's dtype all the way through.")
         raise GradingFailure(f"{what}: values differ\n" + describe_mismatch(got_arr, exp, rtol, atol)
-                             + note + _hint_text(got_arr, hints, rtol, atol))
+                             + note + _hint_text(got_arr, hints, rtol, atol, exp))
 
 
 def _judged_dtype(dtype, got_arr):
@@ -202,4 +211,4 @@ def compare_lowp(got, golden, ref_lowp, *, what="the result", dtype="float16", k
         raise GradingFailure(
             f"{what}: in {dtype} your error against a float64 answer is {err:.3g}, more than {k:g} x the "
             f"reference's own {dtype} error ({ref_err:.3g}); allowed {allowed:.3g}\n"
-            + describe_mismatch(got_arr, gold, 0.0, allowed) + _hint_text(got_arr, hints, 1e-2, allowed))
+            + describe_mismatch(got_arr, gold, 0.0, allowed) + _hint_text(got_arr, hints, 1e-2, allowed, gold))

@@ -75,6 +75,24 @@ def test_hint_names_the_mistake_only_when_it_matches():
     assert "Likely mistake" not in fails(np.array([9.0, 9.0]), exp, hints=[("no scaling", mistaken)])
 
 
+def test_a_mistake_this_input_cannot_tell_from_the_right_answer_is_not_named():
+    # for T = 1 "no scaling" gives the right answer: a near miss must not be told it forgot the scaling
+    exp = np.array([1.0, 2.0])
+    near_miss = exp + 1e-5
+    msg = fails(near_miss, exp, hints=[("no scaling", exp.copy()), ("scaled twice", exp / 2)])
+    assert "Likely mistake" not in msg
+    # the next hint that does tell them apart is still named
+    assert "Likely mistake: scaled twice" in fails(exp / 2, exp, hints=[("no scaling", exp.copy()),
+                                                                       ("scaled twice", exp / 2)])
+
+
+def test_float64_answers_computed_in_float32_are_told_so():
+    exp = np.linspace(0.5, 2.0, 12)
+    via32 = exp.astype(np.float32).astype(np.float64) * (1 + 3e-7)  # float32 maths, returned as float64
+    assert "agree with the expected ones to float32 precision only" in fails(via32, exp, dtype="float64")
+    assert "float32 precision" not in fails(exp + 1e-3, exp, dtype="float64")
+
+
 def test_booleans_compared_exactly():
     mask = np.triu(np.ones((3, 3), bool), 1)
     compare(mask, mask)
