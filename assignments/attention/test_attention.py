@@ -52,6 +52,8 @@ NO_SCALING = "no 1/sqrt(d_k) scaling: the scores must be divided by sqrt(d_k) be
 SCALED_BY_N = "the scores were divided by n (or d_k) instead of sqrt(n)"
 SCALED_BY_D_MODEL = ("the scores were scaled by sqrt(d) (the width of X) instead of sqrt(d_k) "
                      "(the width of the keys)")
+HEAD_SCALED_BY_D_K = ("each head's scores were divided by d_k = d_model / num_heads instead of sqrt(d_k) "
+                      "(a helper that divides by n, reused for the heads?)")
 HEAD_SCALED_BY_D_MODEL = ("each head was scaled by sqrt(d_model) instead of sqrt(d_model / num_heads), "
                           "the width of one head's keys")
 OVERFLOW = ("the softmax overflows or underflows (np.exp(1000) is inf and inf/inf is NaN; np.exp(-1000) is 0 "
@@ -200,7 +202,8 @@ def _mistaken_mha(X, Wq, Wk, Wv, Wo, h, *, scale=None, softmax=_softmax, interle
 
 def _mha_hints(X, Wq, Wk, Wv, Wo, h):
     d = Wq.shape[1]
-    return [(HEAD_SCALED_BY_D_MODEL, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=math.sqrt(d)) if h > 1 else None),
+    return [(HEAD_SCALED_BY_D_K, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=float(d // h)) if d // h > 1 else None),
+            (HEAD_SCALED_BY_D_MODEL, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=math.sqrt(d)) if h > 1 else None),
             (NO_SCALING, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=1.0)),
             (WRONG_AXIS, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, softmax=_softmax_axis0)),
             ("head i must use the i-th contiguous block of d/num_heads columns (columns i*d/h .. (i+1)*d/h - 1), "
