@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from checker.compare import compare_lowp
-from checker.errors import GradingFailure
+from checker.errors import GradingFailure, StudentError
 from checker.notebook_globals import naming_globals
 from checker.portability import check_call_on_another_device, check_runs_on_another_device
 
@@ -47,7 +47,17 @@ MODEL = (11, 9, 20, 2, 2)  # no size a notebook is likely to hold in a global (8
 MODEL_MORE = [(5, 12, 24, 3, 1), (30, 4, 8, 4, 3)]
 CAUSAL_HINT = ("logits at position t depend on later tokens: the mask is missing or on the wrong triangle "
                "(key j > query i must be masked), or a layer mixes positions (nn.LayerNorm([block_size, d_model]) "
-               "normalizes over time too: build it as nn.LayerNorm(d_model))")
+               "normalizes over time too: build it as nn.LayerNorm(d_model)), or the softmax runs over the "
+               "queries (dim=-2) instead of the keys (dim=-1)")
+SHORT_CAUSAL_HINT = ("the model is causal on a full block but not on this shorter input: for T < block_size the "
+                     "mask must be the top-left T x T corner of the block_size mask (self.tril[:T, :T]), or be "
+                     "built for T in forward")
+SHORT_INPUT_HINT = ("forward works on a full block but not on this shorter input: a language model must run on any "
+                    "T <= block_size (generation starts from one token), so index the positions with "
+                    "torch.arange(T) / pos_emb[:T] and slice any mask to [:T, :T]")
+RANDOM_HINT = ("forward gives different logits for the same input under another random seed, in eval mode: "
+               "F.dropout(x, p) drops even in eval mode (its training= defaults to True); use nn.Dropout(p) or "
+               "F.dropout(x, p, training=self.training)")
 DIAGONAL_MASK_HINT = ("the mask also hides the diagonal (torch.triu(..., diagonal=0) or ~tril(-1)): position i "
                       "must see itself, so only j > i is masked (triu with diagonal=1)")
 DIAGONAL_HINT = DIAGONAL_MASK_HINT + "; row 0 then has no key left at all, which gives NaN"
@@ -190,6 +200,7 @@ def _attention_hints(Q, K, V):
         ("your mask lets position i see j > i (True must mark the future keys j > i, the ones to hide)",
          _attend(Q, K, V, sc, ~upper, -1)),
         ("no 1/sqrt(d_k) scaling of the scores", _attend(Q, K, V, 1.0, upper, -1)),
+        ("the scores were divided by d_k instead of sqrt(d_k)", _attend(Q, K, V, 1 / d_k, upper, -1)),
         ("no causal mask: every position attends to all keys", _attend(Q, K, V, sc, None, -1)),
     ]
     if d_v != d_k:
@@ -224,7 +235,9 @@ def _ln_input(rng, shape):
     return rng.uniform(-0.1, 0.1, rows) + rng.uniform(0.02, 0.08, rows) * rng.standard_normal(shape)
 
 
-def _ln_hints(x, eps):
+def _ln_hints(x, eps, default=False):
+    """The known layer-norm mistakes on `x`; with `default`, the call used the default eps, so a
+    default other than the handout's 1e-5 is a mistake too."""
     x = x.detach().to("cpu", torch.float64)
     mean = x.mean(-1, keepdim=True)
     var_b = x.var(-1, unbiased=False, keepdim=True)
@@ -241,6 +254,9 @@ def _ln_hints(x, eps):
     ]
     if over_first is not None and x.shape[0] > 1:
         hints.append(("normalized over the first axis instead of the last one", over_first))
+    if default:
+        hints += [(f"the default eps is {e:g}: the handout's signature is layer_norm(x, eps=1e-5)",
+                   (x - mean) / torch.sqrt(var_b + e)) for e in (1e-6, 1e-8, 1e-3, 1e-4)]
     return [(text, v.numpy()) for text, v in hints]
 
 
@@ -257,7 +273,7 @@ def _check_layer_norm(sub, ref, close, rng, shape, eps, device, dtype):
     expected = (ref.layer_norm(x, eps_v) if dtype in LOWP or eps is None
                 else F.layer_norm(x, x.shape[-1:], eps=eps_v))
     _check_values(close, got, expected=expected, golden=golden, what=what, dtype=dtype,
-                  hints=_ln_hints(x, eps_v))
+                  hints=_ln_hints(x, eps_v, default=eps is None))
     _check_dtype(info, dtype, what)
 
 
@@ -349,8 +365,24 @@ def _cfg_text(cfg):
     return "CharTransformer(vocab_size={}, block_size={}, d_model={}, num_heads={}, num_layers={})".format(*cfg)
 
 
-def _check_causal(sub, close, rng, seed, cfg, device, B=2):
-    V, T = cfg[0], cfg[1]
+def _forward(m, cfg, inputs, seed):
+    """`m.forward(inputs)`; a model that raises on an input shorter than block_size but runs on a full
+    block is told to handle any T <= block_size."""
+    try:
+        return m.forward(inputs, seed=seed)
+    except StudentError as e:
+        if all(x.shape[-1] >= cfg[1] for x in inputs):
+            raise
+        try:
+            m.forward([torch.zeros((1, cfg[1]), dtype=torch.int64, device=inputs[0].device)], seed=seed)
+        except GradingFailure:
+            raise e from None
+        raise e.retold(f"{e.message}\nLikely mistake: {SHORT_INPUT_HINT}.") from None
+
+
+def _check_causal(sub, close, rng, seed, cfg, device, B=2, T=None):
+    """Changing the tokens after t leaves the logits up to t unchanged, on ids (B, T) (T: block_size)."""
+    V, T = cfg[0], (cfg[1] if T is None else T)
     m = _new(sub, cfg, seed, device)
     idx = _ids(rng, B, T, V, device)
     ts = sorted({0, T // 2, T - 2}) if T > 1 else []
@@ -360,7 +392,7 @@ def _check_causal(sub, close, rng, seed, cfg, device, B=2):
         shift = torch.tensor(rng.integers(1, V, size=(B, T - t - 1)), dtype=torch.int64, device=device)
         idx2[:, t + 1:] = (idx[:, t + 1:] + shift) % V  # every later token is different
         variants.append(idx2)
-    r = m.forward([idx] + variants, seed=seed)
+    r = _forward(m, cfg, [idx] + variants, seed)
     what = f"{_cfg_text(cfg)} on ids {_shape(idx.shape)}"
     base = _logits(r.outputs[0], B, T, V, what)
     for t, out in zip(ts, r.outputs[1:]):
@@ -369,7 +401,14 @@ def _check_causal(sub, close, rng, seed, cfg, device, B=2):
             close(out[:, : t + 1], base[:, : t + 1], dtype="float32",
                   what=f"{what}: logits at positions 0..{t} after changing the tokens after position {t}")
         except GradingFailure as e:
-            raise GradingFailure(f"{e.message}\nLikely mistake: {CAUSAL_HINT}.") from None
+            hint = CAUSAL_HINT
+            if T < cfg[1]:
+                try:
+                    _check_causal(sub, close, rng, seed, cfg, device, B)
+                    hint = SHORT_CAUSAL_HINT
+                except GradingFailure:
+                    pass
+            raise GradingFailure(f"{e.message}\nLikely mistake: {hint}.") from None
         if np.abs(out[:, t + 1] - base[:, t + 1]).max() <= 1e-6:
             _fail(f"{what}: the logits at position {t + 1} did not change when the token at position {t + 1} "
                   "changed: does forward use its `idx` argument?")
@@ -493,7 +532,7 @@ def test_masked_attention_runs_on_another_device(sub):
 @pytest.mark.weight(10)
 def test_layer_norm_by_hand(sub, ref, close, rng):
     x = _tensor(_ln_input(rng, (3, 16)), "float32")  # small spreads: eps and n-1 mistakes show
-    _check_by_hand(sub, close, ref.layer_norm(x), "layer_norm", x, hints=_ln_hints(x, 1e-5))
+    _check_by_hand(sub, close, ref.layer_norm(x), "layer_norm", x, hints=_ln_hints(x, 1e-5, default=True))
 
 
 @pytest.mark.question("layernorm")
@@ -538,7 +577,7 @@ def test_model_output_shape(sub, rng, seed, device):
     V, bs = MODEL[0], MODEL[1]
     m = _new(sub, MODEL, seed, device)
     shapes = [(2, bs), (3, 1), (1, 5)]
-    r = m.forward([_ids(rng, B, T, V, device) for B, T in shapes], seed=seed)
+    r = _forward(m, MODEL, [_ids(rng, B, T, V, device) for B, T in shapes], seed)
     for (B, T), out, dt, dev in zip(shapes, r.outputs, r.dtypes, r.devices):
         what = f"{_cfg_text(MODEL)} on ids of shape {_shape((B, T))} ({device})"
         _logits(out, B, T, V, what)
@@ -556,12 +595,19 @@ def test_model_causality(sub, close, rng, seed, device):
 
 
 @pytest.mark.question("model")
+@pytest.mark.weight(3)  # generation feeds the model fewer than block_size tokens
+@_sizes_from_arguments
+def test_model_causal_on_shorter_input(sub, close, rng, seed):
+    _check_causal(sub, close, rng, seed, MODEL, "cpu", T=MODEL[1] - 3)
+
+
+@pytest.mark.question("model")
 @_sizes_from_arguments
 def test_model_batch_independent(sub, close, rng, seed):
     V, T, B = MODEL[0], 6, 3
     m = _new(sub, MODEL, seed)
     idx = _ids(rng, B, T, V)
-    r = m.forward([idx] + [idx[b:b + 1].clone() for b in range(B)], seed=seed)
+    r = _forward(m, MODEL, [idx] + [idx[b:b + 1].clone() for b in range(B)], seed)
     what = f"{_cfg_text(MODEL)} on ids {_shape((B, T))}"
     batch = _logits(r.outputs[0], B, T, V, what)
     for b, out in enumerate(r.outputs[1:]):
@@ -569,6 +615,9 @@ def test_model_batch_independent(sub, close, rng, seed):
         try:
             close(batch[b:b + 1], out, dtype="float32", what=f"{what}: logits of sequence {b} in the batch vs alone")
         except GradingFailure as e:
+            again = _logits(m.forward([idx], seed=seed + 1).outputs[0], B, T, V, what)
+            if np.abs(again - batch).max() > 1e-6:
+                raise GradingFailure(f"{e.message}\nLikely mistake: {RANDOM_HINT}.") from None
             raise GradingFailure(
                 f"{e.message}\nLikely mistake: the sequences of a batch influence each other (for example "
                 "nn.MultiheadAttention without batch_first=True on (B, T, C) input, or a norm over the batch)."
@@ -647,7 +696,7 @@ def test_model_float64(sub, rng, seed):
 def test_model_more_configs(sub, close, rng, seed, cfg):
     V, bs = cfg[0], cfg[1]
     m = _new(sub, cfg, seed)
-    r = m.forward([_ids(rng, 3, bs, V), _ids(rng, 1, 1, V)], seed=seed)
+    r = _forward(m, cfg, [_ids(rng, 3, bs, V), _ids(rng, 1, 1, V)], seed)
     _logits(r.outputs[0], 3, bs, V, f"{_cfg_text(cfg)} on ids {_shape((3, bs))}")
     _logits(r.outputs[1], 1, 1, V, f"{_cfg_text(cfg)} on ids (1, 1)")
     _check_causal(sub, close, rng, seed, cfg, "cpu")
