@@ -12,8 +12,9 @@ message; `Probes.on_meta` does the run in the worker.
 
 What it is not: a shape check of full-size models (that is
 `Probes.meta_forward`, which builds inside a meta device context and so
-cannot see these bugs), and not proof that CUDA works: an `nn.Embedding`
-fed CPU indices passes here and fails on CUDA.
+cannot see these bugs), and not proof that CUDA works: the meta device
+accepts some mixes that CUDA refuses; the one students meet, CPU indices
+into an `nn.Embedding`, is refused by the probe itself.
 """
 
 from checker.errors import GradingFailure, StudentError

@@ -200,7 +200,7 @@ class Probes:
         m.to("meta")
         x = (torch.zeros(input_shape, dtype=torch.int64, device="meta") if vocab
              else torch.empty(input_shape, dtype=_dtype(input_dtype), device="meta"))
-        with torch.no_grad():
+        with torch.no_grad(), _embedding_devices_checked():
             y = m(x)
         return _meta_result(y, "forward")
 
@@ -233,6 +233,31 @@ class Probes:
             if "meta" not in str(e).lower() and "data-dependent" not in str(e).lower():
                 raise
             return {"shape": None, "fallback": f"{type(e).__name__}: {str(e)[:200]}"}
+
+
+def _embedding_devices_checked():
+    """A torch function mode under which an embedding lookup with indices on another device than its
+    weight raises, as it does on CUDA: the meta device alone accepts CPU indices (`self.pos(torch.arange(T))`
+    made without `device=`), so without this that bug would pass the stand-in for a GPU."""
+    torch = _torch()
+    import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode
+
+    class Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is F.embedding or func is torch.embedding:
+                idx, weight = (list(args) + [kwargs.get("input"), kwargs.get("weight")])[:2]
+                if func is torch.embedding:
+                    weight, idx = idx, weight  # torch.embedding(weight, indices)
+                if (isinstance(idx, torch.Tensor) and isinstance(weight, torch.Tensor)
+                        and idx.device != weight.device and idx.dim() > 0):
+                    raise RuntimeError(f"Expected all tensors to be on the same device, but found the indices on "
+                                       f"{idx.device} and the embedding weight on {weight.device} (an embedding "
+                                       f"lookup needs its indices on the weight's device)")
+            return func(*args, **kwargs)
+
+    return Mode()
 
 
 def _meta_result(y, what):

@@ -63,6 +63,16 @@ SUB = textwrap.dedent('''\
             return self.lin(x)
 
 
+    class Positions(nn.Module):
+        def __init__(self, d, follow_input):
+            super().__init__()
+            self.tok, self.pos, self.follow = nn.Embedding(5, d), nn.Embedding(8, d), follow_input
+
+        def forward(self, idx):
+            T = idx.shape[1]
+            return self.tok(idx) + self.pos(torch.arange(T, device=idx.device) if self.follow else torch.arange(T))
+
+
     def masked(q, k):
         scores = q @ k.transpose(-2, -1)
         return scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
@@ -95,6 +105,15 @@ def test_a_tensor_left_on_the_cpu_fails_with_the_reason(sub, cls):
     text = info.value.message
     assert "is not on the expected device" in text and f"The grader moved {cls}(4)" in text
     assert MOVE_HINT in text and info.value.where["line"]  # where in the student's file it happened
+
+
+def test_embedding_indices_left_on_the_cpu_fail_as_on_cuda(sub):
+    # the meta device alone accepts CPU indices into a meta nn.Embedding; CUDA does not
+    assert check_runs_on_another_device(sub.new("Positions", 4, True), (2, 6), "P", vocab=5) == [2, 6, 4]
+    with pytest.raises(StudentError) as info:
+        check_runs_on_another_device(sub.new("Positions", 4, False), (2, 6), "P", vocab=5)
+    assert "found the indices on cpu and the embedding weight on meta" in info.value.message
+    assert MOVE_HINT in info.value.message and info.value.where["line"]
 
 
 def test_an_output_copied_to_the_cpu_is_named(sub):
