@@ -21,6 +21,7 @@ from checker.errors import GradingFailure, StudentTimeout, WorkerCrashed
 __all__ = ["globals_hint", "naming_globals"]
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
+_SHAPES = re.compile(r"(\d)x(?=\d)")
 # names of the sizes a model is built with, as notebooks spell them (nanoGPT's n_embd, n_head, ...)
 _SIZE_WORDS = re.compile(r"block|vocab|embd|embed|model|head|layer|ctx|context|seq|dim|hidden|patch|img|image"
                          r"|class|token|width|depth", re.IGNORECASE)
@@ -30,18 +31,24 @@ def globals_hint(top_level, message, sizes):
     """The hint for `message`, or None. `top_level` {name: int} are the submission's globals, `sizes`
     {argument: value} what the grader built the class with."""
     used = {v for v in sizes.values() if type(v) is int}
-    seen = {int(x) for x in _NUMBER.findall(message)}
+    seen = {int(x) for x in _NUMBER.findall(_SHAPES.sub(r"\1 x ", message))}  # "(64x10 and 20x60)"
     # the value itself, or its square (a (block_size, block_size) mask shows up as "input of size 1024")
     suspects = [(n, v) for n, v in sorted(top_level.items())
                 if v >= 3 and (v in seen or v * v in seen) and v not in used]
+    why = "that number (or its square) appears in this error"
+    if not suspects and "index out of range" in message and used:
+        # an embedding table sized by a smaller global (block_size = 32) indexed with the grader's 37 positions
+        suspects = [(n, v) for n, v in sorted(top_level.items())
+                    if _SIZE_WORDS.search(n) and 3 <= v < max(used) and v not in used]
+        why = "an index ran past the end of a table, which a table of that size would do"
     if not suspects:
         return None
     sizes_like = [(n, v) for n, v in suspects if _SIZE_WORDS.search(n)]
     suspects = sizes_like or suspects  # `block_size = 32` before `batch_size = 32`
     shown = ", ".join(f"`{n} = {v}`" for n, v in suspects[:4])
     built = ", ".join(f"{k}={v}" for k, v in sizes.items())
-    return (f"your submission defines {shown} at the top level, and that number (or its square) appears in "
-            f"this error, though the grader built the model with {built}: does the class read the notebook's "
+    return (f"your submission defines {shown} at the top level, and {why}, though the grader built the model "
+            f"with {built}: does the class read the notebook's "
             "global instead of its own argument? Keep the argument in __init__ (e.g. `self.block_size = "
             "block_size`) and use that")
 

@@ -30,6 +30,19 @@ def test_a_square_mask_of_the_globals_size_counts():
     assert "`block_size = 32`" in globals_hint({"block_size": 32}, message, SIZES)
 
 
+def test_numbers_in_matrix_shapes_count():
+    message = "mat1 and mat2 shapes cannot be multiplied (74x64 and 20x60)"
+    assert "`n_embd = 64`" in globals_hint({"n_embd": 64}, message, SIZES)
+
+
+def test_an_index_past_a_smaller_global_table_names_the_global():
+    message = "CharTransformer.forward raised IndexError: index out of range in self"
+    hint = globals_hint({"block_size": 32, "max_iters": 5000, "eval_interval": 8}, message, SIZES)
+    assert "`block_size = 32`" in hint and "an index ran past the end of a table" in hint
+    assert "max_iters" not in hint and "eval_interval" not in hint  # not sizes, or not smaller
+    assert globals_hint({"block_size": 64}, message, SIZES) is None  # a larger table cannot overflow
+
+
 def test_numbers_inside_names_or_decimals_do_not_count():
     assert globals_hint({"block_size": 32}, "layer32 failed at 0.32 and 1.32e5", SIZES) is None
 
