@@ -9,6 +9,10 @@ top-level ints (`SubmissionHandle.top_level_ints`), `globals_hint` finds the
 globals whose value appears in the text but is none of the sizes used, and
 words a hint; `naming_globals` adds it to a failing test's message.
 
+The same failures come from a constructor whose arguments are in another order
+than the handout's (`__init__(self, vocab_size, d_model, ..., block_size)`):
+`order_hint` names that, from the parameter names (`SubmissionHandle.parameters`).
+
 What it is not: proof. The hint is worded as a question, and it is only
 added to a failure that has no other "Likely mistake".
 """
@@ -18,7 +22,7 @@ import re
 
 from checker.errors import GradingFailure, StudentTimeout, WorkerCrashed
 
-__all__ = ["globals_hint", "naming_globals"]
+__all__ = ["globals_hint", "order_hint", "naming_globals"]
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
 _SHAPES = re.compile(r"(\d)x(?=\d)")
@@ -53,19 +57,55 @@ def globals_hint(top_level, message, sizes):
             "block_size`) and use that")
 
 
+# what students call each size (nanoGPT's n_embd, n_head, n_layer; max_len, ctx_len, depth, ...)
+_MEANS = {"vocab_size": r"vocab", "block_size": r"block|ctx|context|seq|len", "d_model": r"model|embd|embed|emb|dim|hidden|width",
+          "num_heads": r"head", "num_layers": r"layer|depth|blocks"}
+
+
+def order_hint(params, sizes, cls):
+    """The hint when the parameter names `params` of `cls` name the arguments of `sizes` (in the handout's
+    order) in another order, or None."""
+    expected = list(sizes)
+    params = [p for p in params or [] if p != "self"][:len(expected)]
+    if len(params) < len(expected):
+        return None
+    meant = []
+    for p in params:
+        exact = [e for e in expected if e == p]
+        fuzzy = [e for e in expected if e in _MEANS and re.search(_MEANS[e], p, re.IGNORECASE)]
+        names = exact or fuzzy
+        if len(names) != 1:
+            return None
+        meant.append(names[0])
+    if len(set(meant)) != len(expected) or meant == expected:
+        return None
+    i = next(i for i, (m, e) in enumerate(zip(meant, expected)) if m != e)
+    return (f"{cls}.__init__ takes ({', '.join(params)}), but the grader passes the sizes positionally in the "
+            f"handout's order, {cls}({', '.join(expected)}): your `{params[i]}` received {expected[i]}="
+            f"{sizes[expected[i]]}. Put the arguments in the handout's order")
+
+
 @contextlib.contextmanager
-def naming_globals(sub, sizes):
-    """Re-raise a failure inside the block with globals_hint added, when there is one."""
+def naming_globals(sub, sizes, cls=None):
+    """Re-raise a failure inside the block with order_hint (for `cls`) or globals_hint added, when
+    there is one."""
     try:
         yield
     except GradingFailure as e:
         if isinstance(e, (StudentTimeout, WorkerCrashed)) or "Likely mistake" in e.message:
             raise
-        try:
-            top = sub.top_level_ints()
-        except GradingFailure:
-            top = {}
-        hint = globals_hint(top, e.message, sizes)
+        hint = None
+        if cls is not None:
+            try:
+                hint = order_hint(sub.parameters(cls), sizes, cls)
+            except GradingFailure:
+                pass
+        if hint is None:
+            try:
+                top = sub.top_level_ints()
+            except GradingFailure:
+                top = {}
+            hint = globals_hint(top, e.message, sizes)
         if hint is None:
             raise
         raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None

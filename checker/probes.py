@@ -52,6 +52,16 @@ class Probes:
                     break
         return out
 
+    def parameters(self, name):
+        """The names of the parameters of `name` (a class: of its __init__, without self), at most 50;
+        None when Python cannot say (a builtin, *args only)."""
+        import inspect
+        try:
+            sig = inspect.signature(self.lookup(name))
+        except (TypeError, ValueError):
+            return None
+        return [str(p.name)[:100] for p in sig.parameters.values()][:50]
+
     # -- plain calls
     def call(self, name, args, kwargs):
         return self.lookup(name)(*args, **(kwargs or {}))

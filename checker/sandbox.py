@@ -741,6 +741,11 @@ class SubmissionHandle:
             return {}
         return {k: v for k, v in r.items() if isinstance(k, str) and type(v) is int}
 
+    def parameters(self, name):
+        """The parameter names of the student's `name` (a class: its __init__'s, without self), or None."""
+        r = self.request("parameters", {"name": name}, what=f"the parameters of {name}")
+        return [p for p in r if isinstance(p, str)] if isinstance(r, list) else None
+
     def call_on_meta(self, name, shapes, dtype="float32"):
         """Call `name` with meta tensors of these shapes, in the worker (see Probes.call_on_meta)."""
         self.called.append(name)

@@ -156,6 +156,8 @@ def _dispatch(header, bufs, state):
         value = probes.call_on_meta(args["name"], args.get("shapes", []), args.get("dtype", "float32"))
     elif op == "top_level_ints":
         value = probes.top_level_ints()
+    elif op == "parameters":
+        value = probes.parameters(args["name"])
     elif op in ("call", "torch_calls"):
         value = getattr(probes, op)(args["name"], args.get("args", []), args.get("kwargs", {}))
     elif op in ("new", "forward", "grads", "to", "attr_shape", "swap_rows", "meta_forward", "on_meta",

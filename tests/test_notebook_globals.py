@@ -2,7 +2,7 @@
 import pytest
 
 from checker.errors import GradingFailure, StudentError, StudentTimeout
-from checker.notebook_globals import globals_hint, naming_globals
+from checker.notebook_globals import globals_hint, naming_globals, order_hint
 
 SIZES = {"vocab_size": 23, "block_size": 37, "d_model": 20}
 ERROR = ("CharTransformer.forward raised RuntimeError: The size of tensor a (32) must match the size of "
@@ -45,6 +45,28 @@ def test_an_index_past_a_smaller_global_table_names_the_global():
 
 def test_numbers_inside_names_or_decimals_do_not_count():
     assert globals_hint({"block_size": 32}, "layer32 failed at 0.32 and 1.32e5", SIZES) is None
+
+
+CFG = {"vocab_size": 11, "block_size": 9, "d_model": 20, "num_heads": 2, "num_layers": 2}
+
+
+def test_arguments_in_another_order_are_named():
+    hint = order_hint(["self", "vocab_size", "d_model", "num_heads", "num_layers", "block_size"], CFG, "M")
+    assert "M.__init__ takes (vocab_size, d_model, num_heads, num_layers, block_size)" in hint
+    assert "your `d_model` received block_size=9" in hint
+    # nanoGPT's names are understood too
+    assert "your `n_layer` received" in order_hint(["vocab", "block", "n_embd", "n_layer", "n_head"], CFG, "M")
+
+
+@pytest.mark.parametrize("params", [
+    ["self", "vocab_size", "block_size", "d_model", "num_heads", "num_layers"],  # the handout's order
+    ["self", "vocab_size", "block_size", "d_model", "num_heads", "num_layers", "dropout"],  # and an extra
+    ["self", "a", "b", "c", "d", "e"],  # names that say nothing
+    ["self", "config"],  # too few to judge
+    None,  # no signature
+])
+def test_no_order_hint_when_the_order_is_right_or_unknown(params):
+    assert order_hint(params, CFG, "M") is None
 
 
 class FakeSub:
