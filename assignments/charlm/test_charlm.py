@@ -29,6 +29,7 @@ What it is not: a place that runs student code (everything goes through
 
 import functools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -61,6 +62,12 @@ RANDOM_HINT = ("forward gives different logits for the same input under another 
 DIAGONAL_MASK_HINT = ("the mask also hides the diagonal (torch.triu(..., diagonal=0) or ~tril(-1)): position i "
                       "must see itself, so only j > i is masked (triu with diagonal=1)")
 DIAGONAL_HINT = DIAGONAL_MASK_HINT + "; row 0 then has no key left at all, which gives NaN"
+# errors of the student's model whose cause their words do not say
+KNOWN_ERRORS = [
+    (re.compile(r"2D attn_mask is torch\.Size\(\[\d+, \d+\]\), but should be"),
+     "nn.MultiheadAttention without batch_first=True reads (B, T, C) input as (T, B, C), so it expects a "
+     "(B, B) mask: build it with batch_first=True"),
+]
 # torch functions the handout forbids inside the functions written by hand
 NOT_BY_HAND = {"masked_attention": {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
                                     "multi_head_attention_forward": "nn.MultiheadAttention"},
@@ -354,7 +361,13 @@ def _sizes_from_arguments(test):
     @functools.wraps(test)
     def wrapper(*args, **kwargs):
         with naming_globals(kwargs["sub"], dict(zip(CFG_NAMES, kwargs.get("cfg", MODEL))), "CharTransformer"):
-            return test(*args, **kwargs)
+            try:
+                return test(*args, **kwargs)
+            except GradingFailure as e:
+                hint = next((h for pattern, h in KNOWN_ERRORS if pattern.search(e.message)), None)
+                if hint is None or "Likely mistake" in e.message:
+                    raise
+                raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None
     return wrapper
 
 
