@@ -117,9 +117,11 @@ def describe_mismatch(got, exp, rtol, atol):
 
 
 def _hint_text(got, hints, rtol, atol, expected=None):
-    """The first hint whose mistaken answer `got` matches; a mistaken answer that also matches the
-    expected one (this input cannot tell the mistake from the right answer: T = 1, say) names nothing."""
+    """The hints whose mistaken answer `got` matches (two at most, when this input cannot tell them apart);
+    a mistaken answer that also matches the expected one (this input cannot tell the mistake from the
+    right answer: T = 1, say) names nothing."""
     rtol, atol = max(rtol, 1e-6), max(atol, 1e-6)
+    named = []
     for text, mistaken in hints or ():
         if mistaken is None:
             continue
@@ -129,9 +131,11 @@ def _hint_text(got, hints, rtol, atol, expected=None):
             continue
         if expected is not None and m.shape == expected.shape and _matches(expected, m, rtol, atol):
             continue
-        if _matches(got, m, rtol, atol):
-            return f"\nLikely mistake: {text}."
-    return ""
+        if text not in named and _matches(got, m, rtol, atol):
+            named.append(text)
+    if len(named) > 1:
+        return f"\nLikely mistake: {named[0]}; or {named[1]} (this input cannot tell these apart)."
+    return f"\nLikely mistake: {named[0]}." if named else ""
 
 
 def compare(got, expected, *, what="the result", dtype=None, rtol=None, atol=None, hints=(),

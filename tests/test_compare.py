@@ -86,6 +86,15 @@ def test_a_mistake_this_input_cannot_tell_from_the_right_answer_is_not_named():
                                                                        ("scaled twice", exp / 2)])
 
 
+def test_two_mistakes_this_input_cannot_tell_apart_are_both_named():
+    exp = np.array([[False]])  # causal_mask(1): the allowed-positions mask and the diagonal-hiding one agree
+    msg = fails(np.array([[True]]), exp, hints=[("hides the diagonal", np.array([[True]])),
+                                                ("marks the allowed ones", np.array([[True]])),
+                                                ("wrong triangle", exp.copy())])
+    assert "Likely mistake: hides the diagonal; or marks the allowed ones (this input cannot tell these apart)." \
+        in msg
+
+
 def test_float64_answers_computed_in_float32_are_told_so():
     exp = np.linspace(0.5, 2.0, 12)
     via32 = exp.astype(np.float32).astype(np.float64) * (1 + 3e-7)  # float32 maths, returned as float64

@@ -147,6 +147,9 @@ def _check_vocab(got, text):
             first_seen = {c: i for i, c in enumerate(dict.fromkeys(text))}
             if stoi_n == first_seen:
                 msg += "\nLikely mistake: ids follow the order of first appearance; sort the characters first."
+            elif sorted(stoi_n.values()) == list(range(len(chars))):
+                msg += ("\nLikely mistake: each character has its own id, but not in sorted order: a set has no "
+                        "fixed order (list(set(text)) differs between runs); use sorted(set(text)).")
         _fail(msg)
     if isinstance(itos, dict):
         itos_n = {_as_index(k): v for k, v in itos.items()}
