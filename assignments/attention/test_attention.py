@@ -182,7 +182,10 @@ def _self_attention_hints(X, Wq, Wk, Wv, row=None):
             (SCALED_BY_D_MODEL, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=math.sqrt(d)))
              if d != Wk.shape[-1] else None),
             (WRONG_AXIS, pick(_mistaken_self_attention(X, Wq, Wk, Wv, softmax=_softmax_axis0))),
-            (KQ_SWAPPED, pick(_mistaken_self_attention(X, Wq, Wk, Wv, kq=True)))]
+            (KQ_SWAPPED, pick(_mistaken_self_attention(X, Wq, Wk, Wv, kq=True))),
+            (GLOBALS.format(names="X, W_Q, W_K, W_V"), _mistaken_self_attention(X_HANDOUT, W_Q, W_K, W_V)[row]
+             if row is not None and row < len(X_HANDOUT) else
+             _mistaken_self_attention(X_HANDOUT, W_Q, W_K, W_V) if row is None else None)]
 
 
 def _mistaken_mha(X, Wq, Wk, Wv, Wo, h, *, scale=None, softmax=_softmax, interleaved=False, apply_wo=True):
@@ -212,14 +215,43 @@ def _mha_hints(X, Wq, Wk, Wv, Wo, h):
             ("the concatenated heads were not multiplied by W_O", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, apply_wo=False))]
 
 
-def _close_shape(close, got, expected, what, hints=()):
-    """Compare a shape answer; an array returned instead of a shape is named as such."""
+def _close_shape(close, got, expected, what, hints=(), sub=None, fn=None, args=None):
+    """Compare a shape answer; an array returned instead of a shape is named as such. With the reference
+    `fn` and its `args` {param: value}, a wrong answer that a notebook global explains is named."""
     if isinstance(got, np.ndarray) and got.shape != (len(expected),):
         advice = ("an array of that shape: return its `.shape`, not the array" if got.shape == tuple(expected)
                   else f"an array of shape {got.shape}: return the shape itself (a tuple), not an array")
         raise GradingFailure(f"{what}: expected the shape {tuple(expected)}, a tuple of {len(expected)} ints, "
                              f"but got {advice}")
-    close(got, expected, what=what, hints=hints)
+    try:
+        close(got, expected, what=what, hints=hints)
+    except GradingFailure as e:
+        hint = None if "Likely mistake" in e.message or args is None else _global_argument_hint(sub, got, fn, args)
+        if hint is None:
+            raise
+        raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None
+
+
+def _global_argument_hint(sub, got, fn, args):
+    """A shape function that answers what the reference `fn` gives with one argument replaced by one of
+    the notebook's top-level ints (`h = 2` for num_heads) reads that global: name it. `args` {param: value}."""
+    try:
+        got = [int(x) for x in np.asarray(got).reshape(-1)]
+        tops = sub.top_level_ints()
+    except (GradingFailure, TypeError, ValueError):
+        return None
+    for param, value in args.items():
+        for name, g in sorted(tops.items()):
+            if g == value or g <= 0:
+                continue
+            try:
+                alt = [int(x) for x in fn(*[g if p == param else v for p, v in args.items()])]
+            except (ArithmeticError, TypeError, ValueError):
+                continue
+            if alt == got:
+                return (f"this is the answer for {param}={g}, the value of your notebook's `{name} = {g}`: the "
+                        f"function seems to read that global instead of its argument `{param}`")
+    return None
 
 
 def _expect_value_error(sub, what, name, *args):
@@ -529,7 +561,7 @@ def test_head_weight_shape(sub, ref, close, d, h):
     hints.append(("the shape is transposed: with row vectors (X @ W) a weight is (d_in, d_out) = "
                   "(d_model, d_model // num_heads)", (d // h, d) if h > 1 else None))
     _close_shape(close, got, ref.head_weight_shape(d, h), what=f"head_weight_shape(d_model={d}, num_heads={h})",
-                 hints=hints)
+                 hints=hints, sub=sub, fn=ref.head_weight_shape, args={"d_model": d, "num_heads": h})
 
 
 @pytest.mark.question("Q3")
@@ -541,7 +573,8 @@ def test_head_output_shape(sub, ref, close, T, d, h):
                  hints=[("that is the shape of one head's weight (d_model, d_model // num_heads), not of its output",
                          (d, d // h) if T != d else None),
                         ("the shape is transposed: one row per token, (seq_len, d_model // num_heads)",
-                         (d // h, T) if T != d // h else None)])
+                         (d // h, T) if T != d // h else None)],
+                 sub=sub, fn=ref.head_output_shape, args={"seq_len": T, "d_model": d, "num_heads": h})
 
 
 @pytest.mark.question("Q3")
@@ -550,7 +583,8 @@ def test_concat_shape(sub, ref, close, T, d, h):
     got = sub.call("concat_shape", T, d, h)
     _close_shape(close, got, ref.concat_shape(T, d, h), what=f"concat_shape(seq_len={T}, d_model={d}, num_heads={h})",
                  hints=[("that is the shape of one head's output; the concatenation puts all num_heads heads side by side",
-                         (T, d // h) if h > 1 else None)])
+                         (T, d // h) if h > 1 else None)],
+                 sub=sub, fn=ref.concat_shape, args={"seq_len": T, "d_model": d, "num_heads": h})
 
 
 @pytest.mark.question("Q3")
@@ -560,7 +594,8 @@ def test_w_o_shape(sub, ref, close, d, h):
     _close_shape(close, got, ref.w_o_shape(d, h), what=f"w_o_shape(d_model={d}, num_heads={h})",
                  hints=[("that is the shape of one head's weight; W^O maps the concatenated heads "
                          "(num_heads * d_model // num_heads features) back to d_model",
-                         (d, d // h) if h > 1 else None)])
+                         (d, d // h) if h > 1 else None)],
+                 sub=sub, fn=ref.w_o_shape, args={"d_model": d, "num_heads": h})
 
 
 def _mha_case(rng, T, d, dtype):
