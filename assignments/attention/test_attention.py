@@ -50,6 +50,8 @@ FEATURE_AXIS = ("the weights were applied along the feature axis instead of the 
                 "It only runs at all when T == n")
 NO_SCALING = "no 1/sqrt(d_k) scaling: the scores must be divided by sqrt(d_k) before the softmax"
 SCALED_BY_N = "the scores were divided by n (or d_k) instead of sqrt(n)"
+SCALED_BY_T = ("the scores were divided by sqrt(T), the number of tokens, instead of sqrt(n), the width of "
+               "one hidden state (T == n == 4 in the handout, so its data cannot tell them apart)")
 SCALED_BY_D_MODEL = ("the scores were scaled by sqrt(d) (the width of X) instead of sqrt(d_k) "
                      "(the width of the keys)")
 HEAD_SCALED_BY_D_K = ("each head's scores were divided by d_k = d_model / num_heads instead of sqrt(d_k) "
@@ -148,13 +150,13 @@ def _call_with_shape_note(sub, name, *args, T, n):
 
 
 def _mistaken_context(enc, dec, *, scale="sqrt", enc_scores=None, enc_sum=None):
-    """Q1 end to end with one mistake: scale in {"sqrt", "none", "n"}; enc_scores/enc_sum replace enc in a step."""
+    """Q1 end to end with one mistake: scale in {"sqrt", "none", "n", "T"}; enc_scores/enc_sum replace enc in a step."""
     enc, dec = _f64(enc), _f64(dec)
     es = enc if enc_scores is None else enc_scores
     ew = enc if enc_sum is None else enc_sum
     n = dec.shape[-1]
     scores = es @ dec
-    div = {"sqrt": math.sqrt(n), "none": 1.0, "n": float(n)}[scale]
+    div = {"sqrt": math.sqrt(n), "none": 1.0, "n": float(n), "T": math.sqrt(len(es))}[scale]
     return _softmax(scores / div) @ ew
 
 
@@ -162,7 +164,9 @@ def _context_hints(enc, dec):
     enc, dec = _f64(enc), _f64(dec)
     w = _softmax(enc @ dec / math.sqrt(dec.shape[-1]))
     return [(NO_SCALING, _mistaken_context(enc, dec, scale="none")),
-            (SCALED_BY_N, _mistaken_context(enc, dec, scale="n"))] + _combine_hints(w, enc)
+            (SCALED_BY_N, _mistaken_context(enc, dec, scale="n")),
+            (SCALED_BY_T, _mistaken_context(enc, dec, scale="T") if len(enc) != dec.shape[-1] else None),
+            ] + _combine_hints(w, enc)
 
 
 def _mistaken_self_attention(X, Wq, Wk, Wv, *, scale=None, softmax=_softmax, kq=False):
@@ -183,6 +187,12 @@ def _self_attention_hints(X, Wq, Wk, Wv, row=None):
              if d != Wk.shape[-1] else None),
             (WRONG_AXIS, pick(_mistaken_self_attention(X, Wq, Wk, Wv, softmax=_softmax_axis0))),
             (KQ_SWAPPED, pick(_mistaken_self_attention(X, Wq, Wk, Wv, kq=True))),
+            ("the scores were divided by sqrt(T), the number of tokens, instead of sqrt(d_k), the width of the keys",
+             pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=math.sqrt(X.shape[0])))
+             if X.shape[0] != Wk.shape[-1] else None),
+            (f"this is the answer for token {row - 1 if row else len(X) - 1}, not token {row}: tokens are counted "
+             "from 0 and the query of token i is X[i] @ W_Q (an off-by-one?)",
+             _mistaken_self_attention(X, Wq, Wk, Wv)[row - 1] if row is not None and len(X) > 1 else None),
             (GLOBALS.format(names="X, W_Q, W_K, W_V"), _mistaken_self_attention(X_HANDOUT, W_Q, W_K, W_V)[row]
              if row is not None and row < len(X_HANDOUT) else
              _mistaken_self_attention(X_HANDOUT, W_Q, W_K, W_V) if row is None else None)]
