@@ -240,6 +240,10 @@ def _close_shape(close, got, expected, what, hints=(), sub=None, fn=None, args=N
         if hint is None:
             raise
         raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None
+    floats = [x for x in (got if isinstance(got, (tuple, list)) else []) if isinstance(x, float)]
+    if floats:
+        raise GradingFailure(f"{what}: the numbers are right but {floats[0]!r} is a float; a shape holds ints "
+                             "(np.zeros((4, 2.0)) raises TypeError): use // (d_model // num_heads), not /")
 
 
 def _global_argument_hint(sub, got, fn, args):
