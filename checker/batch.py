@@ -8,7 +8,8 @@ other files are skipped); `grade_batch(...)` grades them and, for each, writes
     OUTDIR/gradescope/<id>/results.json    Gradescope's results.json
     OUTDIR/<id>.raw.json                   pytest-json-report's report (keep_raw only)
 
-then `OUTDIR/grades.csv` over every scorecard of the assignment in OUTDIR.
+then `OUTDIR/grades.csv` over every scorecard of the assignment in OUTDIR (and
+`OUTDIR/answers.csv`, the written answers to the questions a person grades).
 Every file is written atomically, and the scorecard last: a scorecard that
 exists is complete, which is what `resume` relies on. A submission that
 cannot be graded at all gets a "crashed" scorecard with 0 points and
@@ -48,7 +49,7 @@ import traceback
 from checker import __version__
 from checker.atomic import write_json_atomic
 from checker.errors import HwcheckError
-from checker.gradebook import write_gradebook
+from checker.gradebook import write_answers, write_gradebook
 from checker.gradescope import make_failure_results, make_results
 from checker.sandbox import sha256_of
 from checker.scorecard import SCHEMA_VERSION, STATUSES, build_scorecard
@@ -406,7 +407,9 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         raise
     finally:
         batch.elapsed = time.monotonic() - batch.started
-        batch.gradebook = write_gradebook(gradebook_path(outdir), collect_scorecards(outdir, assignment), spec)
+        cards = collect_scorecards(outdir, assignment)
+        batch.gradebook = write_gradebook(gradebook_path(outdir), cards, spec)
+        write_answers(os.path.join(outdir, "answers.csv"), cards, spec)
     return batch
 
 

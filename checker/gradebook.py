@@ -8,6 +8,9 @@ A manual question that is still pending has an empty cell (to fill in by
 hand); `total` is the automatic score. Text cells that a spreadsheet would
 read as a formula (starting with `=`, `+`, `-`, `@`, tab or CR; submission ids
 come from students' file names) are prefixed with `'`.
+`answers_text` / `write_answers` give the TA the written answers to the
+questions graded by a person in one CSV (`id`, one column per such question;
+empty where none was found), to grade beside the gradebook.
 What it is not: a reader of the CSV or a merger of hand-entered grades.
 """
 
@@ -18,7 +21,7 @@ import io
 
 from .atomic import write_text_atomic
 
-__all__ = ["csv_header", "csv_row", "write_gradebook", "gradebook_text"]
+__all__ = ["csv_header", "csv_row", "write_gradebook", "gradebook_text", "answers_text", "write_answers"]
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -77,3 +80,27 @@ def gradebook_text(scorecards, spec):
 def write_gradebook(path, scorecards, spec):
     """Write the gradebook CSV at `path` atomically; returns the path."""
     return write_text_atomic(path, gradebook_text(scorecards, spec), encoding="utf-8")
+
+
+def _manual_ids(spec):
+    return [str(q["id"]) for q in spec.get("questions") or [] if q.get("manual")]
+
+
+def answers_text(scorecards, spec):
+    """The CSV text of the written answers: id, then one column per manual question (spec order)."""
+    qids = _manual_ids(spec)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["id", *qids])
+    for sc in sorted(scorecards, key=lambda sc: str((sc.get("submission") or {}).get("id", ""))):
+        found = {str(q.get("id")): q.get("answer") or "" for q in sc.get("questions") or [] if q.get("manual")}
+        writer.writerow([_cell(str((sc.get("submission") or {}).get("id", ""))),
+                         *[_cell(str(found.get(qid, ""))) for qid in qids]])
+    return buffer.getvalue()
+
+
+def write_answers(path, scorecards, spec):
+    """Write the answers CSV at `path` atomically when the spec has manual questions; returns the path or None."""
+    if not _manual_ids(spec):
+        return None
+    return write_text_atomic(path, answers_text(scorecards, spec), encoding="utf-8")

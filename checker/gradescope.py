@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from .report import answer_note
 from .scorecard import iter_tests, test_message
 
 __all__ = ["make_results", "make_failure_results", "SEPARATOR"]
@@ -59,7 +60,8 @@ def make_output(scorecard):
             lines.append(f"{q['id']}: {q['message']}")
     for q in manual:
         state = "pending, graded by a person" if q.get("pending", True) else "graded by a person"
-        lines.append(f"{q['id']} ({_fmt(q.get('max_score', 0))} points): {state}.")
+        note = answer_note(q)
+        lines.append(f"{q['id']} ({_fmt(q.get('max_score', 0))} points): {state}." + (f" {note}" if note else ""))
     return "\n".join(lines)
 
 

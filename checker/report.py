@@ -21,7 +21,7 @@ from collections import Counter
 from .scorecard import SEE_QUESTION_MESSAGE, test_message
 
 __all__ = [
-    "format_points", "format_scorecard", "format_markdown",
+    "answer_note", "format_points", "format_scorecard", "format_markdown",
     "github_annotations", "junit_xml",
 ]
 
@@ -81,6 +81,22 @@ def _hidden_note(scorecard, question):
     if (scorecard.get("grader") or {}).get("mode") == "public":
         return f"+ {not_shown} hidden {plural} run at grading time"
     return f"+ {not_shown} hidden {plural} (not shown; counted in the score)"
+
+
+def answer_note(question):
+    """What was found of a manual question's written answer: its length and opening, or where to write
+    it; None when the scorecard does not say (no `answer` key)."""
+    if "answer" not in question:
+        return None
+    answer = question.get("answer")
+    qid = question.get("id")
+    if not answer:
+        return (f"No answer to {qid} was found: write it in the markdown cell under the '## {qid}' heading, "
+                f"after **Your answer:** (in a .py file: comment lines right after a '# {qid}' line).")
+    words = len(str(answer).split())
+    opening = " ".join(str(answer).split())
+    opening = opening if len(opening) <= 100 else opening[:97].rstrip() + "..."
+    return f"Your answer was found ({words} word{'s' if words != 1 else ''}): \"{opening}\""
 
 
 def _failure_kind(message):
@@ -144,6 +160,9 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
             state = "pending (graded by a person)" if question.get("pending", True) else \
                 f"{format_points(question.get('score'))}/{format_points(question.get('max_score'))}"
             lines.append(f"{qid}  {_paint(state, _YELLOW, color)}  {title}".rstrip())
+            note = answer_note(question)
+            if note:
+                lines.append(_indent(_safe(note), "    "))
             continue
         tests = question.get("tests") or []
         score = f"{format_points(question.get('score'))}/{format_points(question.get('max_score'))}"
@@ -239,8 +258,10 @@ def format_markdown(scorecard):
         if question.get("manual"):
             score = ("pending" if question.get("pending", True)
                      else format_points(question.get("score")))
+            found = ("" if "answer" not in question else
+                     "; your answer was found" if question.get("answer") else "; no answer found")
             out.append(f"| {_md_cell(name)} | {score}/{format_points(question.get('max_score'))} "
-                       f"|  | graded by a person |")
+                       f"|  | graded by a person{found} |")
             continue
         counts = Counter(t.get("outcome") for t in question.get("tests") or [])
         summary = ", ".join(f"{n} {o}" for o, n in counts.items())

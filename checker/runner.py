@@ -25,6 +25,7 @@ import pytest
 
 from checker import __version__
 from checker.errors import HwcheckError
+from checker.freetext import find_answers
 from checker.plugin import HwcheckPlugin
 from checker.sandbox import Limits, SubmissionHandle, Zygote, secret_paths, sha256_of
 from checker.scorecard import build_scorecard
@@ -148,6 +149,10 @@ class Grader:
         spec = load_spec(assignment) if assignment else None
         limits = Limits.from_spec(spec, self.timeout) if spec else _loosest_limits(self.timeout)
         handle = SubmissionHandle(path, self.zygote, limits, secrets=self.secrets, sub_id=submission_id(path))
+        # written answers are read before any student code runs, so that code cannot change what is read
+        manual = {q["id"]: q.get("prompt") for a in ([assignment] if assignment else assignment_ids())
+                  for q in load_spec(a)["questions"] if q["manual"]}
+        handle.answers = find_answers(path, manual)
         handle.load()
         note = None
         if assignment is None:
@@ -194,7 +199,9 @@ class Grader:
             environment=environment(),
             grader={"version": __version__, "mode": self.mode, "spec_sha256": spec_sha256(assignment),
                     "seed": self.seed, "isolation": load["isolation"]},
-            duration_s=time.perf_counter() - t0, status=_status(handle, spec))
+            duration_s=time.perf_counter() - t0, status=_status(handle, spec),
+            answers={q["id"]: getattr(handle, "answers", {}).get(q["id"])
+                     for q in spec["questions"] if q["manual"]})
         for q in scorecard["questions"]:
             q["hidden_tests"] = plugin.hidden_counts.get(q["id"], q.get("hidden_tests", 0))
         if self.keep_raw:

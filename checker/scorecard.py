@@ -319,7 +319,7 @@ def _merged(defaults, given, what):
 
 
 def build_scorecard(report, spec, *, submission, load, environment, grader,
-                    duration_s, status=None):
+                    duration_s, status=None, answers=None):
     """The scorecard dict for one submission.
 
     report: a pytest-json-report dict (or None when pytest wrote none); each
@@ -328,6 +328,8 @@ def build_scorecard(report, spec, *, submission, load, environment, grader,
     spec: the parsed spec.toml. submission: {id, path, sha256}. load: {ok,
     messages}. environment: {python, torch, numpy, platform, cuda}. grader:
     {version, mode, spec_sha256, ...}. status: overrides the default "graded".
+    answers: {question id: the student's text or None} for questions graded by a
+    person (checker.freetext); each such question then carries `answer`.
     """
     status = "graded" if status is None else status
     if status not in STATUSES:
@@ -369,6 +371,9 @@ def build_scorecard(report, spec, *, submission, load, environment, grader,
     for qspec in qspecs:
         question, score = make_question(qspec, by_question[str(qspec["id"])],
                                         mode=grader["mode"])
+        if question["manual"] and answers is not None and question["id"] in answers:
+            answer = answers[question["id"]]
+            question["answer"] = str(answer) if answer is not None else None
         questions.append(question)
         auto_score += score
         max_total += Decimal(str(qspec.get("points", 0)))

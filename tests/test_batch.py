@@ -50,7 +50,7 @@ def subs(tmp_path_factory):
     good, bad = "return scores / math.sqrt(n)", "return scores / n"
     assert good in src, "the reference changed: update the broken line"
     q1_end = src.index("# --------------------------------------------------------------------------- Q2")
-    (d / "alice.py").write_text(src)                                         # correct
+    (d / "alice.py").write_text(src + "\n# Q3-text\n# =Each head has its own softmax.\n")  # correct, answered
     (d / "bob.py").write_text(src.replace(good, bad))                        # broken scaling
     (d / "erin.py").write_text(src.replace("keepdims=True)  # (..., T), rows", "keepdims=False)  # (..., T), rows")
                                if "keepdims=True)  # (..., T), rows" in src else src.replace(good, bad))
@@ -222,6 +222,18 @@ def test_gradebook_csv_opens_with_one_row_per_submission(j1):
         card = _card(out, row[0])
         assert float(row[1]) == pytest.approx(card["score"]) and row[-1] == card["status"]
         assert len(row) == len(rows[0])
+
+
+def test_answers_csv_holds_each_written_answer_for_the_person_who_grades_it(j1):
+    out, _ = j1
+    with open(os.path.join(out, "answers.csv"), newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["id", "Q3-text"] and [r[0] for r in rows[1:]] == IDS
+    by_id = dict(rows[1:])
+    assert by_id["alice"] == "'=Each head has its own softmax."  # a formula-looking cell is defused
+    assert by_id["bob"] == ""
+    assert _card(out, "alice")["questions"][-1]["answer"] == "=Each head has its own softmax."
+    assert _card(out, "bob")["questions"][-1]["answer"] is None
 
 
 def test_keep_raw_writes_the_pytest_json_report_beside(j1):

@@ -2,8 +2,9 @@
 
 import xml.etree.ElementTree as ET
 
+from checker.gradescope import make_output
 from checker.report import (
-    format_markdown, format_points, format_scorecard, github_annotations, junit_xml,
+    answer_note, format_markdown, format_points, format_scorecard, github_annotations, junit_xml,
 )
 from checker.scorecard import build_scorecard, student_view
 
@@ -60,6 +61,19 @@ def card(mode="hidden", tests=None, **kw):
         environment={"python": "3.11", "torch": None, "numpy": "1.26", "platform": "Linux",
                      "cuda": None},
         grader={"version": "0.1.0", "mode": mode, "spec_sha256": None}, duration_s=2.0, **kw)
+
+
+def test_the_student_is_told_whether_their_written_answer_was_found():
+    found = student_view(card(answers={"Q3-text": "Each head has its own softmax " * 10}))
+    q = found["questions"][-1]
+    assert answer_note(q).startswith('Your answer was found (60 words): "Each head has its own softmax Each')
+    assert answer_note(q).endswith('..."')
+    assert answer_note(q) in format_scorecard(found) and answer_note(q) in make_output(found)
+    assert "your answer was found" in format_markdown(found)
+    missing = student_view(card(answers={"Q3-text": None}))
+    assert "No answer to Q3-text was found: write it in the markdown cell under the '## Q3-text' heading" \
+        in format_scorecard(missing)
+    assert answer_note(card()["questions"][-1]) is None  # a scorecard that does not say: nothing is claimed
 
 
 def test_format_points():

@@ -1,0 +1,81 @@
+"""Tests of checker/freetext.py: finding a written answer in notebooks, .py files and folders."""
+import json
+import os
+
+from checker.freetext import MAX_ANSWER, answer_in_notebook, answer_in_python, find_answers
+
+PROMPT = "In a few sentences: why does a transformer use several attention heads of width d/h rather than one?"
+
+
+def _md(text):
+    return {"cell_type": "markdown", "metadata": {}, "source": text.splitlines(True)}
+
+
+def _code(text):
+    return {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+            "source": text.splitlines(True)}
+
+
+def _nb(*cells):
+    return {"cells": list(cells), "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+STARTER_CELL = ("## Q3-text — Why several heads rather than one? (10 points, graded by a person)\n\n"
+                f"*{PROMPT}*\n\n**Your answer:** (replace this line with your answer)\n")
+
+
+def test_the_starters_placeholder_is_no_answer():
+    assert answer_in_notebook(_nb(_md(STARTER_CELL), _code("x = 1")), "Q3-text", PROMPT) is None
+
+
+def test_an_answer_after_the_prompt_or_in_following_cells_is_found():
+    filled = STARTER_CELL.replace("(replace this line with your answer)", "Heads look at different tokens.")
+    assert answer_in_notebook(_nb(_md(filled)), "Q3-text", PROMPT) == "Heads look at different tokens."
+    # the student left the placeholder's cell alone and wrote the answer in the next markdown cells
+    nb = _nb(_md(STARTER_CELL), _md("Each head has its own softmax."), _md("So they specialise."),
+             _md("## Q4 something else"), _md("not this"))
+    assert answer_in_notebook(nb, "Q3-text", PROMPT) == "Each head has its own softmax.\nSo they specialise."
+
+
+def test_the_handouts_own_question_is_not_taken_for_the_answer():
+    cell = f"## Q3-text\n*{PROMPT}*\n\nBecause one head averages everything.\n"
+    assert answer_in_notebook(_nb(_md(cell)), "Q3-text", PROMPT) == "Because one head averages everything."
+
+
+def test_other_questions_headings_do_not_count():
+    nb = _nb(_md("## Q3 — Heads and shapes\nShape helpers return tuples."), _md("## Q3-text\n"))
+    assert answer_in_notebook(nb, "Q3-text", PROMPT) is None
+
+
+def test_python_comments_a_string_or_a_comment_in_a_code_cell():
+    src = "def f():\n    pass\n\n# Q3-text\n# Heads attend\n# to different things.\n\nx = 1\n# later\n"
+    assert answer_in_python(src, "Q3-text") == "Heads attend\nto different things."
+    assert answer_in_python('Q3_TEXT = """Several softmaxes."""\n', "Q3-text") == "Several softmaxes."
+    assert answer_in_python("# Q3-text\n# TODO\n", "Q3-text") is None
+    nb = _nb(_code("import numpy as np"), _code("# Q3-text: my answer\n# Different subspaces.\n"))
+    assert answer_in_notebook(nb, "Q3-text") == "Different subspaces."
+
+
+def test_answers_are_capped():
+    assert len(answer_in_python("# Q3-text\n" + "# word\n" * 5000, "Q3-text")) == MAX_ANSWER
+
+
+def test_a_folder_is_searched_and_links_are_not_followed(tmp_path):
+    secret = tmp_path / "secret.py"
+    secret.write_text("# Q3-text\n# the reference's text\n")
+    sub = tmp_path / "sub"
+    (sub / "deep").mkdir(parents=True)
+    os.symlink(secret, sub / "a_link.py")
+    os.symlink(tmp_path, sub / "b_dir_link")
+    (sub / "deep" / "hw.ipynb").write_text(json.dumps(_nb(_md("## Q3-text\nMine.\n"))))
+    assert find_answers(sub, {"Q3-text": PROMPT}) == {"Q3-text": "Mine."}
+    os.unlink(sub / "deep" / "hw.ipynb")
+    assert find_answers(sub, {"Q3-text": PROMPT}) == {"Q3-text": None}
+    assert find_answers(sub / "a_link.py", {"Q3-text": None}) == {"Q3-text": None}
+
+
+def test_unreadable_or_broken_files_give_no_answer(tmp_path):
+    (tmp_path / "nb.ipynb").write_text("{not json")
+    assert find_answers(tmp_path / "nb.ipynb", {"Q3-text": None}) == {"Q3-text": None}
+    assert find_answers(tmp_path / "missing.py", {"Q3-text": None}) == {"Q3-text": None}
+    assert find_answers(tmp_path / "nb.ipynb", {}) == {}
