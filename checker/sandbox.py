@@ -269,6 +269,9 @@ def _describe_status(status, memory_mb=None):
         except ValueError:
             name = f"signal {sig}"
         return words.get(sig, f"the process running your code was ended by {name}")
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == wire.CHANNEL_LOST_EXIT:
+        return ("your code closed the connection the grader uses to talk to the process that runs it (os.close "
+                "of a file descriptor your code did not open?); leave descriptors you did not open alone")
     if os.WIFEXITED(status):
         code = os.WEXITSTATUS(status)
         return (f"your code ended the process that runs it with os._exit({code}) (or another hard exit); "

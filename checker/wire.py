@@ -32,8 +32,12 @@ from checker.errors import WireError
 
 __all__ = [
     "MAX_HEADER", "MAX_TOTAL", "EncodeError", "FrameTooLarge", "send_msg", "recv_msg",
-    "encode", "decode_trusted", "decode_worker", "DTYPES",
+    "encode", "decode_trusted", "decode_worker", "DTYPES", "CHANNEL_LOST_EXIT",
 ]
+
+# A worker whose reply could not be sent (its end of the socket is gone: student code closed file
+# descriptors it did not open) exits with this code, so the trusted side can say so.
+CHANNEL_LOST_EXIT = 86
 
 MAGIC = b"HWC1"
 MAX_HEADER = 16 * 1024 * 1024

@@ -105,7 +105,7 @@ def serve(sock, params):
         try:
             wire.send_msg(sock, reply, rbufs)
         except OSError:
-            os._exit(0)
+            os._exit(wire.CHANNEL_LOST_EXIT)
         except BaseException as e:  # noqa: BLE001 - e.g. MemoryError, or a value json cannot write
             reply, rbufs = None, None
             try:

@@ -144,6 +144,15 @@ EXIT_IN_CALL = GOOD + textwrap.dedent('''
 
     def denied():
         raise PermissionError(13, "Permission denied", "/somewhere")
+
+    def close_fds():
+        import os
+        for fd in range(3, 256):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        return 1
 ''')
 
 
@@ -165,6 +174,10 @@ def test_exit_in_call(request, zyg, tmp_path):
         assert "restarted" in str(e.value)
         assert h.call("head_weight_shape", 8, 2) == (8, 4)
         assert h.restarts == 1
+        with pytest.raises(WorkerCrashed, match="closed the connection the grader uses") as e:
+            h.call("close_fds")  # really closes the worker's socket: no reply can reach the grader
+        assert "os._exit" not in str(e.value)
+        assert h.call("head_weight_shape", 8, 2) == (8, 4) and h.restarts == 2
     finally:
         h.close()
 
