@@ -2,7 +2,8 @@
 
 `submissions/<assignment>/expected.json` maps a submission id (file stem or
 folder name) to {"verdicts": {question: "full" | "lost" | "zero"},
-"hints": {question: ["text that must appear in that question's messages", ...]}}.
+"hints": {question: ["text that must appear in that question's messages", ...]},
+"not_hints": {question: ["text that must not appear: a hint that would mislead", ...]}}.
 Questions not named must score full marks (manual questions excepted).
 """
 import json
@@ -63,3 +64,5 @@ def test_submission_verdicts(hidden_grader, aid, path, exp):
             assert 0 <= q["score"] < q["max_score"], f"{q['id']} should lose points, got {q['score']}"
         for hint in exp.get("hints", {}).get(q["id"], []):
             assert hint.lower() in msgs.lower(), f"{q['id']}: hint {hint!r} missing from:\n{msgs}"
+        for hint in exp.get("not_hints", {}).get(q["id"], []):
+            assert hint.lower() not in msgs.lower(), f"{q['id']}: misleading {hint!r} in:\n{msgs}"
