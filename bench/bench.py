@@ -27,6 +27,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from checker.errors import StudentError  # noqa: E402
 from checker.batch import grade_batch  # noqa: E402
 from checker.plugin import HwcheckPlugin  # noqa: E402
 from checker.probes import Probes  # noqa: E402
@@ -76,16 +77,23 @@ class InProcessHandle(SubmissionHandle):
         self.call_time = 0.0
         self.generation = 1
         self.last_dtypes = []
+        self.called, self.defs, self.origins, self.classes, self.timeouts = [], {}, {}, [], {}
 
     def request(self, op, args, timeout=None, what=None):
         obj, bufs = wire.encode(args)
         args = wire.decode_worker(obj, bufs)
         t0 = time.perf_counter()
-        if op == "call":
-            value = self.probes.call(args["name"], args.get("args", []), args.get("kwargs", {}))
-        else:
-            value = getattr(self.probes, op)(**args)
-        self.call_time += time.perf_counter() - t0
+        try:
+            if op == "call":
+                value = self.probes.call(args["name"], args.get("args", []), args.get("kwargs", {}))
+            else:
+                value = getattr(self.probes, op)(**args)
+        except Exception as e:  # as the worker reports it (the tests that expect a ValueError)
+            err = StudentError(f"{what} raised {type(e).__name__}: {e}")
+            err.exc_types = tuple(c.__name__ for c in type(e).__mro__)
+            raise err from None
+        finally:
+            self.call_time += time.perf_counter() - t0
         obj, bufs = wire.encode(value)
         value, self.last_dtypes = wire.decode_trusted(obj, bufs)
         return value
@@ -102,8 +110,12 @@ def inprocess_call_time(aid):
     spec = load_spec(aid)
     handle = InProcessHandle(aid)
     plugin = HwcheckPlugin(handle, spec, mode="hidden", seed=1)
+    report = JSONReport()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        pytest.main([tests_path(spec), *PYTEST_ARGS], plugins=[plugin, JSONReport()])
+        pytest.main([tests_path(spec), *PYTEST_ARGS], plugins=[plugin, report])
+    failed = [t["nodeid"] for t in (report.report or {}).get("tests", []) if t["outcome"] not in ("passed", "skipped")]
+    if failed:  # a broken stand-in would time nothing and make the overhead look like the whole cost
+        raise SystemExit(f"the in-process reference run failed {len(failed)} tests, e.g. {failed[:3]}")
     return handle.call_time
 
 
