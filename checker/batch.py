@@ -301,6 +301,7 @@ class BatchResult:
         self.started = time.monotonic()
         self.elapsed = 0.0
         self.gradebook = None
+        self.answers = None  # answers.csv, when the assignment has questions a person grades
         self.interrupted = False
 
     @property
@@ -409,7 +410,7 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         batch.elapsed = time.monotonic() - batch.started
         cards = collect_scorecards(outdir, assignment)
         batch.gradebook = write_gradebook(gradebook_path(outdir), cards, spec)
-        write_answers(os.path.join(outdir, "answers.csv"), cards, spec)
+        batch.answers = write_answers(os.path.join(outdir, "answers.csv"), cards, spec)
     return batch
 
 
@@ -779,4 +780,6 @@ def summary_lines(batch):
     if batch.gradebook:
         lines.append(f"  wrote {batch.gradebook}, scorecards in {batch.outdir}, "
                      f"Gradescope files in {os.path.join(batch.outdir, 'gradescope')}")
+    if batch.answers:
+        lines.append(f"  wrote {batch.answers}: the written answers, for the questions graded by a person")
     return lines

@@ -234,6 +234,7 @@ def test_answers_csv_holds_each_written_answer_for_the_person_who_grades_it(j1):
     assert by_id["bob"] == ""
     assert _card(out, "alice")["questions"][-1]["answer"] == "=Each head has its own softmax."
     assert _card(out, "bob")["questions"][-1]["answer"] is None
+    assert f"wrote {os.path.join(str(out), 'answers.csv')}: the written answers" in j1[1].output
 
 
 def test_keep_raw_writes_the_pytest_json_report_beside(j1):
