@@ -124,19 +124,37 @@ class Grader:
         self.pytest_args = list(pytest_args)  # e.g. ["-k", "patchify"] to run a subset (benchmarks, debugging)
         self.record = None  # a dict to record the reference's answers into (checker.kit)
         self.secrets = secret_paths(extra_secrets)
-        self._scratch = tempfile.mkdtemp(prefix="hwcheck-grader-")
+        self._scratch = None  # a temp dir to remove at close(), only when the user's cache is unusable
         try:  # hypothesis would otherwise write .hypothesis/ into the user's current directory
             from hypothesis.configuration import set_hypothesis_home_dir
-            set_hypothesis_home_dir(os.path.join(self._scratch, ".hypothesis"))
+            home = self._hypothesis_home()
+            set_hypothesis_home_dir(home)
+            self.secrets = sorted({*self.secrets, os.path.realpath(home)})  # it caches the tests' constants
         except ImportError:
             pass
         self._own_zygote = zygote is None
         self.zygote = zygote or Zygote(warm_meta=warm_meta)
 
+    def _hypothesis_home(self):
+        """Where hypothesis keeps its cache (the grading tests use no example database): one folder
+        in the user's cache, reused by every run, so a grader killed with SIGKILL leaves nothing new
+        behind in /tmp; a temp dir removed at close() where that cache cannot be written."""
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        home = os.path.join(cache, "hwcheck", "hypothesis")
+        try:
+            os.makedirs(home, mode=0o700, exist_ok=True)
+            if os.access(home, os.W_OK):
+                return home
+        except OSError:
+            pass
+        self._scratch = tempfile.mkdtemp(prefix="hwcheck-grader-")
+        return os.path.join(self._scratch, ".hypothesis")
+
     def close(self):
         if self._own_zygote:
             self.zygote.close()
-        shutil.rmtree(self._scratch, ignore_errors=True)
+        if self._scratch:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     def __enter__(self):
         return self

@@ -142,6 +142,8 @@ class Zygote:
                    PYTHONPATH=_import_root(), PYTHONDONTWRITEBYTECODE="1",
                    PYTHONHASHSEED="0", TORCHINDUCTOR_CACHE_DIR="/nonexistent",
                    **({"HWCHECK_WARM_META": "1"} if warm_meta else {}))
+        # the zygote removes only dirs in its temp dir: it must be ours, whatever TMPDIR says
+        env["TMPDIR"] = os.path.realpath(tempfile.gettempdir())
         self._dir = tempfile.mkdtemp(prefix="hwcheck-zygote-")
         self._stderr = open(os.path.join(self._dir, "stderr"), "w+b")  # a pipe nobody reads could block it
         self.proc = subprocess.Popen(

@@ -414,7 +414,9 @@ def test_kill_midway_then_resume_loses_nothing_and_grades_nothing_twice(subs, tm
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "checker.cli", "grade", str(folder), "-a", "attention", "-o", str(out),
            "--timeout", TIMEOUT, "-j", "2"]  # no --seed: the resumed run must keep the first one
-    env = {**os.environ, "PYTHONPATH": ROOT}
+    tmp = tmp_path / "tmp"  # the batch's own temp dir: what a SIGKILL leaves behind shows up there
+    tmp.mkdir()
+    env = {**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(tmp), "XDG_CACHE_HOME": str(tmp_path / "cache")}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60
@@ -429,6 +431,10 @@ def test_kill_midway_then_resume_loses_nothing_and_grades_nothing_twice(subs, tm
         proc.stdout.close()
     time.sleep(1.0)  # the forked graders die with their parent (PDEATHSIG)
     assert not _processes_mentioning(str(out)), "grading processes outlived the kill"
+    deadline = time.monotonic() + 10  # the zygote, told by PDEATHSIG, kills its workers then cleans up
+    while os.listdir(tmp) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not os.listdir(tmp), "the killed batch left temp dirs behind"
     before = _snapshot(out)
     assert before and len(before) < len(ids), "the kill came too late to test anything"
     time.sleep(0.5)
