@@ -227,6 +227,10 @@ class Loader:
         self.messages = []
         self.origins = {}
         self.defs = {}  # name -> {file, cell, line} of the def/class statement that made it
+        # name -> {file, cell, line, why} of a def/class statement that did not run: inside
+        # `if __name__ == "__main__":` of a .py ("main_guard"), in a block whose code did not reach it
+        # ("block"), or after the line where its unit stopped with an error ("stopped")
+        self.unrun = {}
         self.unit_s = unit_s
         self.on_unit = on_unit or (lambda unit: None)
         self.skip = {tuple(s) for s in skip}
@@ -320,10 +324,18 @@ class Loader:
             if name in self.ns and not name.startswith("_"):
                 self.origins[name] = _loc(shown, cell, None if cell is not None else line0)
         for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in self.ns:
-                self.defs[node.name] = {"file": shown, "cell": cell, "line": node.lineno}
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if node.name in self.ns:
+                    self.defs[node.name] = {"file": shown, "cell": cell, "line": node.lineno}
+                else:
+                    self.unrun[node.name] = {"file": shown, "cell": cell, "line": node.lineno, "why": "stopped"}
+        for node, guarded in _nested_defs(tree.body):
+            if node.name not in self.ns:
+                why = "main_guard" if guarded and self.ns.get("__name__") != "__main__" else "block"
+                self.unrun[node.name] = {"file": shown, "cell": cell, "line": node.lineno, "why": why}
 
     def _load_notebook(self, f, shown):
+        self.ns["__name__"] = "__main__"  # as in Jupyter: `if __name__ == "__main__":` blocks run
         for cell_no, src in _cells(f):
             if self._writefile(src, shown, cell_no):
                 continue
@@ -367,6 +379,9 @@ class Loader:
     def _load_py(self, f, shown):
         src = read_source(f)
         self.ns["__file__"] = f  # as `python file.py` has it (the path of the grader's copy)
+        # but imported, not run as a script: the demo code a student keeps under
+        # `if __name__ == "__main__":` (training loops, plots) does not run
+        self.ns["__name__"] = "submission"
         # the whole file, so tracebacks show the student's line wherever it is
         linecache.cache[f] = (len(src), None, src.splitlines(True), f)
         try:
@@ -423,6 +438,38 @@ def _statements(src, tree):
         out.append((start, "".join(lines[start - 1:end])))
         last_end = end
     return out
+
+
+_BLOCKS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+           *((ast.TryStar,) if hasattr(ast, "TryStar") else ()), *((ast.Match,) if hasattr(ast, "Match") else ()))
+
+
+def _is_main_guard(node):
+    """`if __name__ == "__main__":` (either way round)."""
+    test = node.test if isinstance(node, ast.If) else None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
+            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
+
+
+def _nested_defs(body, guarded=False):
+    """(def or class node, inside a main guard?) for each def/class statement in the blocks of these
+    statements (if/for/while/with/try/match), not counting what functions and classes hold."""
+    for node in body:
+        if not isinstance(node, _BLOCKS):
+            continue
+        inner = guarded or _is_main_guard(node)
+        for child in ast.iter_child_nodes(node):
+            stmts = [child] if isinstance(child, ast.stmt) else []
+            if isinstance(child, (ast.excepthandler, *((ast.match_case,) if hasattr(ast, "match_case") else ()))):
+                stmts = child.body
+            for st in stmts:
+                if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    yield st, inner
+                else:
+                    yield from _nested_defs([st], inner)
 
 
 def _assigned(tree):

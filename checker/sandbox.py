@@ -385,6 +385,7 @@ class SubmissionHandle:
         self.classes = []  # the classes the student wrote (not imported)
         self.origins = {}
         self.defs = {}     # name -> {"file", "cell", "line"} of the student's def/class (see _defs)
+        self.unrun = {}    # name -> {"file", "cell", "line", "why"} of a def/class that never ran
         self.called = []   # the student's names the current test called (the plugin clears it per test)
         self.isolation = []
         self.loaded = False
@@ -571,6 +572,7 @@ class SubmissionHandle:
             origins = header.get("origins") if isinstance(header.get("origins"), dict) else {}
             self.origins = {k: v[:200] for k, v in origins.items() if isinstance(k, str) and isinstance(v, str)}
             self.defs = _defs(header.get("defs"))
+            self.unrun = _defs(header.get("unrun"), whys=("main_guard", "block", "stopped"))
             self.load_ok = True
             return self.load_report()
 
@@ -608,6 +610,8 @@ class SubmissionHandle:
         return name in self.names
 
     def missing(self, name):
+        if name in self.unrun:
+            return MissingName(_unrun_text(name, self.unrun), missing_names=[name])
         close = close_names(name, self.names)
         hint = f" Close spellings that exist: {', '.join(close)}." if close else ""
         own = [n for n in self.classes if n != name]
@@ -780,19 +784,48 @@ class SubmissionHandle:
                                              "vocab": vocab}, what=f"{cls} on the meta device")
 
 
-def _defs(raw):
-    """The worker's {name: {file, cell, line}} of def/class statements, kept only where well-formed."""
+def _defs(raw, whys=None):
+    """The worker's {name: {file, cell, line}} of def/class statements, kept only where well-formed
+    (and, given `whys`, only those whose "why" is one of them)."""
     out = {}
     if not isinstance(raw, dict):
         return out
     for name, d in list(raw.items())[:10000]:
         if not (isinstance(name, str) and isinstance(d, dict) and isinstance(d.get("file"), str)):
             continue
+        if whys is not None and d.get("why") not in whys:
+            continue
         cell, line = d.get("cell"), d.get("line")
         out[name[:200]] = {"file": d["file"][:200],
                            "cell": cell if type(cell) is int and cell >= 1 else None,
-                           "line": line if type(line) is int and line >= 1 else None}
+                           "line": line if type(line) is int and line >= 1 else None,
+                           **({"why": d["why"]} if whys is not None else {})}
     return out
+
+
+def _unrun_text(name, unrun):
+    """Why a def/class the student wrote never ran, and what to do about it: one text for every name
+    that failed the same way in the same place, so a question missing several says it once."""
+    d = unrun[name]
+    same = [n for n, e in unrun.items()
+            if (e["file"], e["cell"], e["why"]) == (d["file"], d["cell"], d["why"])]
+    same.sort(key=lambda n: (unrun[n]["line"] or 0, n))
+    lines = [unrun[n]["line"] for n in same if unrun[n]["line"]]
+    names = ", ".join(f"`{n}`" for n in same[:8]) + (f" and {len(same) - 8} more" if len(same) > 8 else "")
+    it, is_ = ("they", "are") if len(same) > 1 else (f"`{name}`", "is")
+    where = d["file"] + (f", cell {d['cell']}" if d["cell"] else "")
+    if lines:
+        where += f", line {lines[0]}" if len(lines) == 1 else f", lines {lines[0]}-{lines[-1]}"
+    if d["why"] == "main_guard":
+        return (f"{names} {is_} defined in {where}, inside `if __name__ == \"__main__\":`. The grader imports "
+                f"your file as a module, so that block does not run and {it} {'are' if it == 'they' else 'is'} "
+                "never defined: move the defs to the top level of the file (keep only demo code under the `if`).")
+    if d["why"] == "stopped":
+        return (f"{names} {is_} defined in {where}, but running that code stopped with an error before "
+                f"{it} {'were' if it == 'they' else 'was'} defined (see the loading messages): fix that error, "
+                "or give the defs a cell of their own.")
+    return (f"{names} {is_} defined in {where}, inside an if/for/while/with/try block whose code never "
+            "reached the def: define functions and classes at the top level.")
 
 
 class ModuleHandle:

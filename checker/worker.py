@@ -134,13 +134,14 @@ def _load(sock, header, state, isolation):
     base = os.path.realpath(path if os.path.isdir(path) else os.path.dirname(path))
     classes = [n for n in names if isinstance(loader.ns.get(n), type) and _written_here(loader.ns[n], base)]
     return {"ok": True, "messages": loader.messages, "names": names, "classes": classes,
-            "origins": loader.origins, "defs": loader.defs, "isolation": isolation}, []
+            "origins": loader.origins, "defs": loader.defs, "isolation": isolation,
+            "unrun": {n: d for n, d in loader.unrun.items() if n not in loader.ns}}, []
 
 
 def _written_here(cls, base):
     """Was this class written in the submission (not imported from a library)?"""
     module = getattr(cls, "__module__", None)
-    if module == "submission":
+    if module in ("submission", "__main__"):  # a .py file's or a notebook's own class
         return True
     path = getattr(sys.modules.get(module), "__file__", None) or ""
     return os.path.realpath(path).startswith(base + os.sep)

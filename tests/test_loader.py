@@ -446,3 +446,48 @@ def test_a_class_under_another_name_is_pointed_out(zyg, tmp_path):
         assert "`VisionTransformer = ViT`" in text
     finally:
         h.close()
+
+
+def test_defs_that_never_ran_are_told_apart_from_missing_ones(zyg, tmp_path):
+    # a .py is imported: its main-guard block does not run; a def whose default argument fails, and one in
+    # a `try:` block cut short by an error, never run either: each message says where the def is and why
+    src = (GOOD.split("def split_heads")[0] + '\nif __name__ == "__main__":\n    print("demo")\n    def split_heads(W, num_heads):\n'
+           "        return []\n    def w_o_shape(d_model, num_heads):\n        return (d_model, d_model)\n"
+           "def concat_shape(seq_len, d_model, num_heads=H):\n    return (seq_len, d_model)\n"
+           "try:\n    undefined_helper()\n    def head_output_shape(seq_len, d_model, num_heads):\n        return None\n"
+           "except ImportError:\n    pass\n")
+    h, report = load(zyg, write(tmp_path, "guarded.py", src))
+    try:
+        context_ok(h)
+        with pytest.raises(MissingName) as e:
+            h.call("split_heads", np.eye(2), 1)
+        text = str(e.value)
+        assert "`split_heads`, `w_o_shape` are defined in guarded.py, lines" in text
+        assert 'inside `if __name__ == "__main__":`' in text and "move the defs to the top level" in text
+        assert e.value.missing_names == ["split_heads"]
+        with pytest.raises(MissingName, match=r"`w_o_shape` are defined"):  # one text for the group
+            h.call("w_o_shape", 4, 2)
+        with pytest.raises(MissingName, match=r"`concat_shape` is defined in guarded.py, line \d+, but running "
+                                              r"that code stopped with an error"):
+            h.call("concat_shape", 3, 4, 2)
+        with pytest.raises(MissingName, match=r"`head_output_shape` is defined in guarded.py, line \d+, inside an "
+                                              r"if/for/while/with/try block"):
+            h.call("head_output_shape", 3, 4, 2)
+        with pytest.raises(MissingName, match="`multi_head_attention` is not defined in your submission"):
+            h.call("multi_head_attention", np.eye(2), np.eye(2), np.eye(2), np.eye(2), np.eye(2), 1)
+    finally:
+        h.close()
+
+
+def test_a_notebook_runs_its_main_guard_as_jupyter_does(zyg, tmp_path):
+    path = write(tmp_path, "guard.ipynb", notebook([
+        "import math\nimport numpy as np",
+        'if __name__ == "__main__":\n' + "\n".join("    " + ln for ln in body_of_good().splitlines()),
+        "class Net:\n    pass",
+    ]))
+    h, report = load(zyg, path)
+    try:
+        context_ok(h)
+        assert "Net" in h.classes  # a notebook's own class counts as written there (its module is __main__)
+    finally:
+        h.close()

@@ -64,6 +64,8 @@ GLOBAL_MAX = ("the softmax subtracts the maximum of the whole array instead of t
               "a row far below it underflows to 0/0")
 WRONG_AXIS = ("the softmax ran over the wrong axis (axis 0, the queries/rows); it must normalise over the "
               "last axis (the keys), e.g. `e / e.sum(axis=-1, keepdims=True)`")
+WHOLE_ARRAY = ("the softmax normalised over the whole array, so all the rows together sum to 1: with 2-D "
+               "scores each row must sum to 1 on its own, e.g. `e / e.sum(axis=-1, keepdims=True)`")
 KQ_SWAPPED = "the scores were computed as K Q^T instead of Q K^T (row i must be query i against every key)"
 HEAD_WEIGHT_IS_OUTPUT = ("this is the shape of one head's output (T x d_model/num_heads); one head's weight "
                          "W_i^Q maps d_model features to d_model/num_heads, so it is "
@@ -117,9 +119,16 @@ def _softmax_axis0(s):
     return _softmax(s, axis=0)
 
 
+def _softmax_whole_array(s):
+    s = _f64(s)
+    e = np.exp(s - s.max())
+    return e / e.sum()
+
+
 def _mistaken_softmaxes(s):
     return [(OVERFLOW, _softmax_naive(s)), (GLOBAL_MAX, _softmax_global_max(s)),
-            (WRONG_AXIS, _softmax_axis0(s) if np.ndim(s) == 2 else None)]
+            (WRONG_AXIS, _softmax_axis0(s) if np.ndim(s) == 2 else None),
+            (WHOLE_ARRAY, _softmax_whole_array(s) if np.ndim(s) == 2 and np.shape(s)[0] > 1 else None)]
 
 
 def _combine_hints(w, H):
@@ -240,10 +249,25 @@ def _close_shape(close, got, expected, what, hints=(), sub=None, fn=None, args=N
         if hint is None:
             raise
         raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None
-    floats = [x for x in (got if isinstance(got, (tuple, list)) else []) if isinstance(x, float)]
+    floats = _floats_in(got)
     if floats:
-        raise GradingFailure(f"{what}: the numbers are right but {floats[0]!r} is a float; a shape holds ints "
-                             "(np.zeros((4, 2.0)) raises TypeError): use // (d_model // num_heads), not /")
+        raise GradingFailure(f"{what}: the numbers are right but {floats[0]} is a float; a shape holds ints "
+                             "(np.zeros((4, 2.0)) raises TypeError): use // (d_model // num_heads), not / "
+                             "(np.floor and np.ceil return floats too: wrap them in int(...))")
+
+
+def _floats_in(got):
+    """The entries of a shape answer that are floats (a numpy float scalar arrives as a 0-d array), shown
+    as the student would see them."""
+    if isinstance(got, np.ndarray):
+        return [f"np.{got.dtype}({x!r})" for x in got.reshape(-1).tolist()][:1] if got.dtype.kind == "f" else []
+    out = []
+    for x in got if isinstance(got, (tuple, list)) else []:
+        if isinstance(x, float):
+            out.append(repr(x))
+        elif isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind == "f":
+            out.append(f"np.{x.dtype}({x.item()!r})")
+    return out
 
 
 def _global_argument_hint(sub, got, fn, args):
@@ -307,6 +331,42 @@ def test_attention_weights_handout(sub, ref, close):
     got = sub.call("get_attention_weights", scaled)
     close(got, ref.get_attention_weights(scaled), what="get_attention_weights(scaled scores of H_d[1])",
           hints=_mistaken_softmaxes(scaled))
+
+
+# Library calls that would do a function's work for the student (the handout: "by hand", numpy only).
+# torch's calls are named as torch names them; other libraries' as "library:function".
+SOFTMAX_CALLS = {"softmax": "torch.softmax", "log_softmax": "torch.log_softmax", "scipy:softmax":
+                 "scipy.special.softmax", "scipy:log_softmax": "scipy.special.log_softmax",
+                 "sklearn:softmax": "sklearn's softmax", "jax:softmax": "jax.nn.softmax",
+                 "tensorflow:softmax": "tf.nn.softmax"}
+ATTENTION_CALLS = {"scaled_dot_product_attention": "torch's scaled_dot_product_attention",
+                   "multi_head_attention_forward": "torch.nn.MultiheadAttention"}
+
+
+def _check_by_hand(sub, close, expected, forbidden, what, name, *args):
+    """Right values, written by hand: a call that went through a library's own softmax or attention fails."""
+    got, calls = sub.torch_calls(name, *args)
+    close(got, expected, what=what)
+    used = _unique_in_order(shown for fn, shown in forbidden.items() if fn in calls)
+    if used:
+        raise GradingFailure(f"{name} calls {' and '.join(used)}: its values are right, but the handout asks you "
+                             "to write it by hand with numpy (np.exp, np.max, np.sum, @)")
+
+
+def _unique_in_order(items):
+    out = []
+    for x in items:
+        if x not in out:
+            out.append(x)
+    return out
+
+
+@pytest.mark.question("Q1")
+@pytest.mark.weight(3)
+def test_attention_weights_by_hand(sub, ref, close):
+    scaled = ref.scale_scores(ref.get_scores(H_E, H_D[1]), 4)
+    _check_by_hand(sub, close, ref.get_attention_weights(scaled), SOFTMAX_CALLS,
+                   "get_attention_weights(scaled scores of H_d[1])", "get_attention_weights", scaled)
 
 
 @pytest.mark.question("Q1")
@@ -452,6 +512,12 @@ def test_self_attention_handout(sub, ref, close):
     got = sub.call("self_attention", X_HANDOUT, W_Q, W_K, W_V)
     close(got, ref.self_attention(X_HANDOUT, W_Q, W_K, W_V), what="self_attention(X, W_Q, W_K, W_V) (handout data)",
           hints=_self_attention_hints(X_HANDOUT, W_Q, W_K, W_V))
+
+
+@pytest.mark.question("Q2")
+def test_self_attention_by_hand(sub, ref, close):
+    _check_by_hand(sub, close, ref.self_attention(X_HANDOUT, W_Q, W_K, W_V), ATTENTION_CALLS,
+                   "self_attention(X, W_Q, W_K, W_V) (handout data)", "self_attention", X_HANDOUT, W_Q, W_K, W_V)
 
 
 SA_SHAPES = [(5, 3, 4, 2), (1, 4, 4, 4), (2, 7, 3, 5)]  # (T, d, d_k, d_v)
@@ -629,6 +695,14 @@ def test_multi_head_attention_handout(sub, ref, close):
     Wo = np.eye(4)
     _check_mha(sub, ref, close, X_HANDOUT, [W_Q, W_K, W_V, Wo], 2, "float64",
                "handout X, W_Q, W_K, W_V, W_O = identity (4 x 4)")
+
+
+@pytest.mark.question("Q3")
+def test_multi_head_attention_by_hand(sub, ref, close):
+    Ws = [W_Q, W_K, W_V, np.eye(4)]
+    _check_by_hand(sub, close, ref.multi_head_attention(X_HANDOUT, *Ws, 2), ATTENTION_CALLS,
+                   "multi_head_attention(handout X, W_Q, W_K, W_V, W_O = identity, 2)", "multi_head_attention",
+                   X_HANDOUT, *Ws, 2)
 
 
 @pytest.mark.question("Q3")

@@ -111,7 +111,7 @@ def head_weight_shape(d_model, num_heads):
 
 
 def head_output_shape(seq_len, d_model, num_heads):
-    return (seq_len, d_model // num_heads)
+    return (seq_len, np.floor(d_model / num_heads))  # np.float64, not an int
 
 
 def concat_shape(seq_len, d_model, num_heads):
