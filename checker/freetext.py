@@ -3,8 +3,10 @@
 What it is for: the person who grades a free-text question needs the text, and
 the student needs to know it was found. The answer is where the starter
 notebook asks for it: the markdown cell under the question's heading
-(`## Q3-text ...`, after `**Your answer:**`) and the markdown cells that follow
-it up to the next heading or code cell; in a `.py` file, the comment lines
+(`## Q3-text ...`, after `**Your answer:**`; or a line labelled
+`**Q3-text:** ...`) and the markdown cells that follow it up to the next
+heading or code cell (code cells run between the heading and a first answer
+are stepped over); in a `.py` file, the comment lines
 after a line that names the question (`# Q3-text`), or a top-level string
 assigned to a name like `Q3_text`. `find_answers` reads the submission's files
 as text on the trusted side.
@@ -35,7 +37,23 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 def _names(qid):
     """How the question is written in a heading or a variable: Q3-text, Q3 text, Q3_text."""
     parts = [re.escape(p) for p in re.split(r"[-_ ]+", str(qid)) if p]
-    return re.compile(r"(?<![\w-])" + r"[-_ ]?".join(parts) + r"(?![\w-])", re.IGNORECASE)
+    # "Q3-text", "Q3 text", "Q3_text", "Q3 - text", "Q3 – text", "Q3: text"
+    return re.compile(r"(?<![\w-])" + r"\s*[-_:\u2013\u2014]?\s*".join(parts) + r"(?![\w-])", re.IGNORECASE)
+
+
+def _label(line, name):
+    """The rest of a line that starts by naming the question in bold or with a colon
+    (`**Q3-text:** my answer`, `Q3-text: my answer`), or None."""
+    m = re.match(r"^\s*(?:[-*]\s+)?(\*\*|__)?\s*", line)
+    rest = line[m.end():]
+    found = name.match(rest)
+    if not found:
+        return None
+    after = rest[found.end():]
+    tail = re.match(r"^\s*(?:\([^)]*\))?\s*:?\s*(\*\*|__)?\s*:?", after)
+    if not (m.group(1) and tail.group(1)) and ":" not in tail.group(0):
+        return None  # a sentence that happens to start with the name, not a label
+    return after[tail.end():]
 
 
 def _plain(line):
@@ -69,11 +87,21 @@ def answer_in_notebook(nb, qid, prompt=None):
             continue
         text = _source(cell)
         heading = next((line for line in text.splitlines() if _HEADING.match(line) and name.search(line)), None)
+        label = None
         if heading is None:
-            continue
-        parts = [text.split(heading, 1)[1]]
+            heading = next((line for line in text.splitlines() if _label(line, name) is not None), None)
+            if heading is None:
+                continue
+            label = _label(heading, name)
+        parts = [(label or "") + text.split(heading, 1)[1]]
+        skipped = 0
         for nxt in cells[i + 1:]:
-            if not isinstance(nxt, dict) or nxt.get("cell_type") != "markdown":
+            if not isinstance(nxt, dict):
+                break
+            if nxt.get("cell_type") != "markdown":
+                if skipped < 2 and _clean("\n".join(parts), prompt) is None:
+                    skipped += 1  # a code cell between the heading and the answer written below it
+                    continue
                 break
             more = _source(nxt)
             if any(_HEADING.match(line) for line in more.splitlines()[:1]):

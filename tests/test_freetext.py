@@ -79,3 +79,23 @@ def test_unreadable_or_broken_files_give_no_answer(tmp_path):
     assert find_answers(tmp_path / "nb.ipynb", {"Q3-text": None}) == {"Q3-text": None}
     assert find_answers(tmp_path / "missing.py", {"Q3-text": None}) == {"Q3-text": None}
     assert find_answers(tmp_path / "nb.ipynb", {}) == {}
+
+
+def test_labels_spacing_and_a_code_cell_between_heading_and_answer():
+    # a bold label instead of a heading, with the answer on the same line
+    nb = _nb(_md("Some notes.\n\n**Q3-text:** Heads look at different subspaces.\nAnd they are cheap."))
+    assert answer_in_notebook(nb, "Q3-text", PROMPT) == "Heads look at different subspaces.\nAnd they are cheap."
+    nb = _nb(_md("Q3 text (10 points): Each head has its own softmax."))
+    assert answer_in_notebook(nb, "Q3-text", PROMPT) == "Each head has its own softmax."
+    # a sentence that merely starts with the name is no label
+    assert answer_in_notebook(_nb(_md("Q3 text is below, I think.")), "Q3-text", PROMPT) is None
+    # spaces and dashes around the separator
+    for heading in ("## Q3 - text", "## Q3 – text", "### Q3: text"):
+        assert answer_in_notebook(_nb(_md(f"{heading}\nOne softmax per head.")), "Q3-text") == "One softmax per head."
+    # the student ran a code cell under the heading and wrote the answer below it
+    nb = _nb(_md(STARTER_CELL), _code("print(head_weight_shape(512, 8))"), _md("Heads specialise."),
+             _code("x = 1"), _md("not this"))
+    assert answer_in_notebook(nb, "Q3-text", PROMPT) == "Heads specialise."
+    # but not past the next heading
+    nb = _nb(_md(STARTER_CELL), _code("x = 1"), _md("## Q4\nsomething else"))
+    assert answer_in_notebook(nb, "Q3-text", PROMPT) is None
