@@ -17,6 +17,8 @@ accepts some mixes that CUDA refuses; the one students meet, CPU indices
 into an `nn.Embedding`, is refused by the probe itself.
 """
 
+import re
+
 from checker.errors import GradingFailure, StudentError
 
 __all__ = ["META_ONLY", "MOVE_HINT", "meta_only", "check_runs_on_another_device", "check_call_on_another_device"]
@@ -66,8 +68,10 @@ def _judge(run, done, what):
     except StudentError as e:
         if meta_only(e.message):
             return None
-        text = f"{e.message}\n({done}.)"
         said = e.message.split(" raised ", 1)[1].lower() if " raised " in e.message else ""  # the student's words
+        if re.match(r"typeerror: .*(required positional|keyword-only) argument", said):
+            raise  # the call itself is wrong, on any device: the device would only mislead
+        text = f"{e.message}\n({done}.)"
         if "copy out of meta" in said:
             text += (f"\nLikely mistake: the code copies a tensor to the CPU ({_TO_CPU}); keep the work on the "
                      "input's device.")

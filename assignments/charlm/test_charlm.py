@@ -49,7 +49,10 @@ MODEL_MORE = [(5, 12, 24, 3, 1), (30, 4, 8, 4, 3)]
 CAUSAL_HINT = ("logits at position t depend on later tokens: the mask is missing or on the wrong triangle "
                "(key j > query i must be masked), or a layer mixes positions (nn.LayerNorm([block_size, d_model]) "
                "normalizes over time too: build it as nn.LayerNorm(d_model)), or the softmax runs over the "
-               "queries (dim=-2) instead of the keys (dim=-1)")
+               "queries (dim=-2) instead of the keys (dim=-1), or the future is hidden the wrong way: masked "
+               "scores set to 0 (torch.tril(scores)) still count exp(0) = 1, and weights zeroed after the "
+               "softmax were normalized with the future keys in (fill the scores with -inf before the "
+               "softmax), or an nn.TransformerDecoderLayer's cross-attention sees the unmasked `memory`")
 SHORT_CAUSAL_HINT = ("the model is causal on a full block but not on this shorter input: for T < block_size the "
                      "mask must be the top-left T x T corner of the block_size mask (self.tril[:T, :T]), or be "
                      "built for T in forward")
@@ -67,6 +70,9 @@ KNOWN_ERRORS = [
     (re.compile(r"2D attn_mask is torch\.Size\(\[\d+, \d+\]\), but should be"),
      "nn.MultiheadAttention without batch_first=True reads (B, T, C) input as (T, B, C), so it expects a "
      "(B, B) mask: build it with batch_first=True"),
+    (re.compile(r"forward\(\) missing \d+ required (positional|keyword-only) arguments?"),
+     "forward must run on the token ids alone (generation calls model(idx)): give its other arguments "
+     "defaults, e.g. `def forward(self, idx, targets=None)`, and compute the loss only when targets are given"),
 ]
 # torch functions the handout forbids inside the functions written by hand
 NOT_BY_HAND = {"masked_attention": {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
@@ -167,8 +173,15 @@ def _check_vocab(got, text):
 def _check_blocks(sub, close, rng, L, bs):
     data_np = rng.integers(0, 20, size=L)
     data = torch.tensor(data_np, dtype=torch.int64)
-    got, info = sub.call_info("make_blocks", data, bs)
     what = f"make_blocks(data of length {L}, block_size={bs})"
+    try:
+        got, info = sub.call_info("make_blocks", data, bs)
+    except StudentError as e:
+        if "non-empty" not in e.message and "need at least one array" not in e.message:
+            raise
+        raise e.retold(f"{e.message}\nLikely mistake: no window was made, and L - block_size = {L - bs} windows "
+                       "were due: the windows start at 0, 1, ..., L - block_size - 1 "
+                       "(range(len(data) - block_size)).") from None
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         _fail(f"{what}: expected a pair (x, y), got {type(got).__name__}")
     idx = np.arange(L - bs)[:, None] + np.arange(bs)[None, :]
@@ -212,7 +225,16 @@ def _attention_hints(Q, K, V):
         ("no 1/sqrt(d_k) scaling of the scores", _attend(Q, K, V, 1.0, upper, -1)),
         ("the scores were divided by d_k instead of sqrt(d_k)", _attend(Q, K, V, 1 / d_k, upper, -1)),
         ("no causal mask: every position attends to all keys", _attend(Q, K, V, sc, None, -1)),
+        ("masked scores set to 0 instead of -inf (torch.tril(scores) or scores * mask): exp(0) = 1, so the "
+         "future keys still get weight; fill them with float('-inf') before the softmax",
+         torch.softmax((Q @ K.transpose(-2, -1) * sc).masked_fill(upper, 0.0), dim=-1) @ V),
+        ("the weights were masked after the softmax without normalizing again: each row was normalized over "
+         "every key, future ones included; mask the scores with -inf before the softmax",
+         torch.softmax(Q @ K.transpose(-2, -1) * sc, dim=-1).masked_fill(upper, 0.0) @ V),
     ]
+    if T > 1 and T != d_k:
+        hints.append(("the scores were divided by sqrt(T), the number of tokens, instead of sqrt(d_k), the width "
+                      "of the keys (K.shape[-1])", _attend(Q, K, V, 1 / math.sqrt(T), upper, -1)))
     if d_v != d_k:
         hints.append(("scaled by 1/sqrt(d_v) instead of 1/sqrt(d_k)", _attend(Q, K, V, 1 / math.sqrt(d_v), upper, -1)))
     for axis in range(Q.dim() - 2):  # a batch or heads axis: softmax(dim=1) written for (B, T, T) scores
@@ -231,9 +253,36 @@ def _check_attention(sub, ref, close, rng, q_shape, d_v, device, dtype, scale=1.
     what = (f"masked_attention(Q, K, V) with Q, K {_shape(Q.shape)}, V {_shape(V.shape)}, {dtype} on {device}")
     golden = ref.masked_attention(*(t.to("cpu", torch.float64) for t in (Q, K, V)))
     expected = ref.masked_attention(Q, K, V)
-    _check_values(close, got, expected=expected, golden=golden, what=what, dtype=dtype,
-                  hints=_attention_hints(Q, K, V))
+    try:
+        _check_values(close, got, expected=expected, golden=golden, what=what, dtype=dtype,
+                      hints=_attention_hints(Q, K, V))
+    except GradingFailure as e:
+        hint = None if "Likely mistake" in e.message else _global_scale_hint(sub, close, got, Q, K, V)
+        if hint is None:
+            raise
+        raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None
     _check_dtype(info, dtype, what)
+
+
+def _global_scale_hint(sub, close, got, Q, K, V):
+    """masked_attention scaled by a notebook global (`head_size = 8`) instead of its keys' width: name it."""
+    Q, K, V = (t.detach().to("cpu", torch.float64) for t in (Q, K, V))
+    T, d_k = Q.shape[-2], Q.shape[-1]
+    upper = torch.ones(T, T, dtype=torch.bool).triu(1)
+    try:
+        tops = sub.top_level_ints()
+    except GradingFailure:
+        return None
+    for name, g in sorted(tops.items()):
+        if g <= 0 or g == d_k:
+            continue
+        try:
+            close(got, _attend(Q, K, V, 1 / math.sqrt(g), upper, -1).numpy(), dtype="float32", what="")
+        except GradingFailure:
+            continue
+        return (f"the scores seem to be scaled by your notebook's `{name}` = {g} (1/sqrt({g})) instead of the "
+                f"width of these keys, K.shape[-1] = {d_k}: a function must work from its arguments")
+    return None
 
 
 # layer norm -------------------------------------------------------------
@@ -273,11 +322,16 @@ def _ln_hints(x, eps, default=False):
 def _check_layer_norm(sub, ref, close, rng, shape, eps, device, dtype):
     x = _tensor(_ln_input(rng, shape), dtype, device)
     if eps is None:
-        got, info = sub.call_info("layer_norm", x)
         eps_v, what = 1e-5, f"layer_norm(x) with x {_shape(shape)} {dtype} on {device} (default eps)"
     else:
-        got, info = sub.call_info("layer_norm", x, eps)
         eps_v, what = eps, f"layer_norm(x, {eps:g}) with x {_shape(shape)} {dtype} on {device}"
+    try:
+        got, info = sub.call_info("layer_norm", x) if eps is None else sub.call_info("layer_norm", x, eps)
+    except StudentError as e:
+        if not re.search(r"must match the size of tensor b|operands could not be broadcast", e.message):
+            raise
+        raise e.retold(f"{e.message}\nLikely mistake: x.mean(-1) and x.var(-1) drop the last axis, so they do "
+                       "not line up with x: keep it with keepdim=True (x.mean(-1, keepdim=True)).") from None
     x64 = x.to("cpu", torch.float64)
     golden = F.layer_norm(x64, x64.shape[-1:], eps=eps_v)
     expected = (ref.layer_norm(x, eps_v) if dtype in LOWP or eps is None
@@ -668,6 +722,8 @@ def test_model_every_parameter_gets_a_gradient(sub, rng, seed, device):
     if not m.params:
         _fail(f"{_cfg_text(MODEL)} has no parameters to train")
     idx = _ids(rng, 2, bs, V, device)
+    # the logits' shape first: backward multiplies them by a (2, block_size, vocab_size) weight
+    _logits(m.forward([idx], seed=seed).outputs[0], 2, bs, V, f"{_cfg_text(MODEL)} on ids {_shape((2, bs))}")
     weight = _tensor(rng.standard_normal((2, bs, V)), "float32", device)
     r = m.grads(idx, weight, seed=seed)
     trainable = {p["name"] for p in m.params if p.get("requires_grad")}
@@ -742,6 +798,20 @@ def test_model_returns_the_logits_tensor(sub, rng, seed):
         _fail(f"{_cfg_text(MODEL)}: forward(idx) returned a {type(out).__name__} of {len(out)} items (nanoGPT's "
               "(logits, loss)?); the handout asks for the logits tensor itself (B, T, vocab_size). The other "
               "model tests judged its first item")
+
+
+@pytest.mark.question("model")
+@pytest.mark.weight(3)  # cross_entropy on probabilities trains badly, and sampling from them is wrong
+@_sizes_from_arguments
+def test_model_returns_logits_not_probabilities(sub, rng, seed):
+    V, bs = MODEL[0], MODEL[1]
+    out = _new(sub, MODEL, seed).forward([_ids(rng, 2, bs, V)], seed=seed).outputs[0]
+    what = _cfg_text(MODEL)
+    logits = _logits(out, 2, bs, V, what)
+    if logits.min() >= 0 and logits.max() <= 1 and np.allclose(logits.sum(-1), 1, atol=1e-4):
+        _fail(f"{what}: forward returned probabilities (every row is in [0, 1] and sums to 1), not logits: "
+              "return the raw scores of the last linear layer. F.cross_entropy applies the softmax itself, and "
+              "generation calls F.softmax on the logits")
 
 
 @pytest.mark.question("model")
