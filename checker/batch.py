@@ -51,6 +51,7 @@ from checker.atomic import write_json_atomic
 from checker.errors import HwcheckError
 from checker.gradebook import write_answers, write_gradebook
 from checker.gradescope import make_failure_results, make_results
+from checker.report import format_points
 from checker.sandbox import sha256_of
 from checker.scorecard import SCHEMA_VERSION, STATUSES, build_scorecard
 from checker.spec import load_spec, spec_sha256
@@ -718,8 +719,7 @@ def _replace_dead(pool, i, options, report):
 # ---------------------------------------------------------------------------
 
 def _pts(x):
-    x = float(x or 0)
-    return str(int(x)) if x == int(x) else f"{x:.4f}".rstrip("0").rstrip(".")
+    return format_points(x)  # as `check` and `show` print points: 84.34, not 84.3396
 
 
 def _clock(seconds):

@@ -159,7 +159,9 @@ def _cells(nb_path):
         if cell.get("cell_type") != "code":
             continue
         src = cell.get("source", "")
-        out.append((i + 1, "".join(src) if isinstance(src, list) else str(src)))
+        count = cell.get("execution_count")
+        out.append((i + 1, "".join(src) if isinstance(src, list) else str(src),
+                    count if type(count) is int else None))
     return out
 
 
@@ -336,9 +338,11 @@ class Loader:
 
     def _load_notebook(self, f, shown):
         self.ns["__name__"] = "__main__"  # as in Jupyter: `if __name__ == "__main__":` blocks run
-        for cell_no, src in _cells(f):
+        seen = {}  # name -> (cell, execution count) of the def/class that defined it last
+        for cell_no, src, count in _cells(f):
             if self._writefile(src, shown, cell_no):
                 continue
+            self._note_redefinitions(src, shown, cell_no, count, seen)
             code, skipped = _strip_magics(src)
             for s in skipped:
                 self._msg("magic", shown, cell_no, None,
@@ -356,6 +360,27 @@ class Loader:
             linecache.cache[name] = (len(code), None, code.splitlines(True), name)
             for start, chunk in _statements(code, tree):
                 self._run_unit(chunk, name, shown, cell_no, start, cache=False)
+
+    def _note_redefinitions(self, src, shown, cell_no, count, seen):
+        """A function or class defined again in a later cell that the student ran *before* the earlier
+        one (execution counts out of order): the grader keeps the later cell's, which may not be the
+        version the student last tried."""
+        try:
+            tree = ast.parse(_strip_magics(src)[0])
+        except (SyntaxError, ValueError):
+            return
+        for node in tree.body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            before = seen.get(node.name)
+            seen[node.name] = (cell_no, count)
+            if before is None or before[0] == cell_no or None in (before[1], count) or before[1] < count:
+                continue
+            self._msg("note", shown, cell_no, node.lineno,
+                      f"`{node.name}` is defined in cell {before[0]} and again in cell {cell_no}. The grader runs "
+                      f"the cells top to bottom, so the one in cell {cell_no} is graded; but in your notebook cell "
+                      f"{before[0]} ran last (execution counts [{before[1]}] and [{count}]), so the version you "
+                      "tried last may be the other one. Delete the one you do not want.")
 
     def _writefile(self, src, shown, cell_no):
         """`%%writefile [-a] name`: write the cell's body to that file, as Jupyter would."""

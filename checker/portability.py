@@ -21,7 +21,7 @@ import re
 
 from checker.errors import GradingFailure, StudentError
 
-__all__ = ["META_ONLY", "MOVE_HINT", "meta_only", "check_runs_on_another_device", "check_call_on_another_device"]
+__all__ = ["META_ONLY", "MOVE_HINT", "NOT_CHECKED", "meta_only", "check_runs_on_another_device", "check_call_on_another_device"]
 
 # What a module that fails on the meta device only because it looks at values raises there.
 META_ONLY = ("cannot be called on meta tensors", "data-dependent", "data dependent", "register_meta",
@@ -42,33 +42,58 @@ _TO_CPU = "`.cpu()`, `.numpy()`, `.tolist()` or `torch.tensor(...)` of values"
 
 def meta_only(message):
     """Is this error of the student's code only the meta device's limit (it cannot look at values)?"""
-    said = message.split(" raised ", 1)[1].lower() if " raised " in message else ""
+    said = _said(message)
     return any(s in said for s in META_ONLY)
+
+
+NOT_CHECKED = ("not checked on another device: the code reads tensor values (.item(), bool(...), a "
+               "data-dependent operation), which PyTorch's meta device, the grader's stand-in for a GPU, "
+               "cannot do, and it failed even with stand-in values; a GPU run checks it")
 
 
 def check_runs_on_another_device(module, input_shape, what, *, input_dtype="float32", vocab=None):
     """Move `module` (a ModuleHandle) to the meta device and run it on a meta input of `input_shape`
-    (token ids below `vocab` when given). Returns the output's shape, or None when the module looks at
-    values, which the meta device cannot do (not the student's mistake: the check is then not made).
+    (token ids below `vocab` when given). Returns the output's shape, or None when the check could not
+    be made (see NOT_CHECKED: not the student's mistake; the caller skips its test with that reason).
+    Code that reads values (`.item()`) is run again with stand-in values before giving up.
     Raises a GradingFailure that names the likely cause when it fails there or answers on the CPU."""
-    return _judge(lambda: module.on_meta(input_shape, input_dtype, vocab),
+    return _judge(lambda lenient: module.on_meta(input_shape, input_dtype, vocab, lenient=lenient),
                   f"The grader moved {what} to {_ELSEWHERE}", what)
 
 
 def check_call_on_another_device(sub, name, shapes, what, *, dtype="float32"):
     """Call the student's function `name` with meta tensors of `shapes` (one per argument); the same
     judgement as check_runs_on_another_device."""
-    return _judge(lambda: sub.call_on_meta(name, shapes, dtype),
+    return _judge(lambda lenient: sub.call_on_meta(name, shapes, dtype, lenient=lenient),
                   f"The grader called {what} with tensors on {_ELSEWHERE}", what)
+
+
+def _said(message):
+    """The student's exception as it reads ("runtimeerror: expected all tensors ..."), without the file
+    and line it came from (a file named devices.py says nothing about devices)."""
+    said = message.split(" raised ", 1)[1] if " raised " in message else ""
+    locs = list(re.finditer(r" at [^\n]*?, (cell \d+, )?line \d+(:|\n|$)", said))
+    return (said[:locs[-1].start()] if locs else said).lower()
 
 
 def _judge(run, done, what):
     try:
-        r = run()
+        try:
+            r = run(False)
+        except StudentError as e:
+            if not meta_only(e.message):
+                raise
+            # it reads values: again, with stand-ins for them; only a device error counts then
+            done += ", with stand-in values for what the code read from tensors (.item() gave 0)"
+            try:
+                r = run(True)
+            except StudentError as again:
+                said = _said(again.message)
+                if meta_only(again.message) or not ("device" in said or "copy out of meta" in said):
+                    return None
+                raise
     except StudentError as e:
-        if meta_only(e.message):
-            return None
-        said = e.message.split(" raised ", 1)[1].lower() if " raised " in e.message else ""  # the student's words
+        said = _said(e.message)
         if re.match(r"typeerror: .*(required positional|keyword-only) argument", said):
             raise  # the call itself is wrong, on any device: the device would only mislead
         text = f"{e.message}\n({done}.)"

@@ -217,25 +217,29 @@ class Probes:
                 p.copy_(v.to(device=p.device, dtype=p.dtype))
         return {"set": len(values)}
 
-    def on_meta(self, handle, input_shape, input_dtype, vocab):
+    def on_meta(self, handle, input_shape, input_dtype, vocab, lenient=False):
         """Move a built module to the meta device and run it there, outside any device context: the
         stand-in for a GPU on a machine without one. A tensor that forward makes without `device=`, or
         keeps in a plain attribute, stays on the CPU and meets the meta weights, as it would meet CUDA
-        weights. Returns the output's shape and device; the student's exception goes to the trusted side."""
+        weights. Returns the output's shape and device; the student's exception goes to the trusted side.
+        `lenient`: values read from meta tensors (`.item()`, `bool(...)`) are answered by stand-ins
+        (see _values_stood_in), so that code that looks at values still meets its device bugs."""
         torch = _torch()
         m = self._module(handle)
         m.to("meta")
         x = (torch.zeros(input_shape, dtype=torch.int64, device="meta") if vocab
              else torch.empty(input_shape, dtype=_dtype(input_dtype), device="meta"))
-        with torch.no_grad(), _embedding_devices_checked():
+        with torch.no_grad(), _embedding_devices_checked(), _values_stood_in(lenient):
             y = m(x)
         return _meta_result(y, "forward")
 
-    def call_on_meta(self, name, shapes, dtype):
+    def call_on_meta(self, name, shapes, dtype, lenient=False):
         """Call `name` with one meta tensor of each shape in `shapes` (the function-level on_meta)."""
         torch = _torch()
         args = [torch.empty(shape, dtype=_dtype(dtype), device="meta") for shape in shapes]
-        return _meta_result(self.lookup(name)(*args), name)
+        with _values_stood_in(lenient):
+            y = self.lookup(name)(*args)
+        return _meta_result(y, name)
 
     def meta_forward(self, cls, args, kwargs, input_shape, input_dtype, vocab):
         """Build and run on the meta device (shapes only); fall back to a small real run if data-dependent."""
@@ -260,6 +264,32 @@ class Probes:
             if "meta" not in str(e).lower() and "data-dependent" not in str(e).lower():
                 raise
             return {"shape": None, "fallback": f"{type(e).__name__}: {str(e)[:200]}"}
+
+
+def _values_stood_in(on):
+    """A torch function mode under which reading a value out of a meta tensor gives a stand-in instead of
+    an error: `.item()` and `int()`/`float()` give 0, `bool()` gives False, `.tolist()` zeros. The meta
+    device has no values; code that looks at them (a NaN assert, a max for a stable softmax) would
+    otherwise stop there, before the tensors it makes could meet the meta weights. (`on`=False: no mode.)"""
+    import contextlib
+
+    if not on:
+        return contextlib.nullcontext()
+    torch = _torch()
+    from torch.overrides import TorchFunctionMode
+
+    T = torch.Tensor
+    stand_ins = {T.item: lambda t: 0.0 if t.is_floating_point() else (False if t.dtype == torch.bool else 0),
+                 T.__bool__: lambda t: False, T.__float__: lambda t: 0.0, T.__int__: lambda t: 0,
+                 T.__index__: lambda t: 0, T.tolist: lambda t: torch.zeros(t.shape, dtype=t.dtype).tolist()}
+
+    class Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if func in stand_ins and args and isinstance(args[0], T) and args[0].is_meta:
+                return stand_ins[func](args[0])
+            return func(*args, **(kwargs or {}))
+
+    return Mode()
 
 
 def _embedding_devices_checked():

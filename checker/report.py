@@ -180,6 +180,10 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
             tests = [t for t in tests if t not in covered]
         for test in tests:
             outcome = test.get("outcome")
+            if outcome == "passed" and test.get("message"):  # a note on how it was checked
+                lines.append(f"    {_paint('passed', _GREEN, color)} {_safe(test.get('name'))}: "
+                             f"{_safe(test['message'])}")
+                continue
             if outcome == "skipped" or (outcome == "passed" and not verbose):
                 continue
             base = str(test.get("name", "")).split("[")[0]

@@ -38,7 +38,7 @@ from checker.errors import (BadReturn, MissingName, SandboxError, StudentError, 
                             WorkerCrashed)
 
 __all__ = ["Zygote", "SubmissionHandle", "ModuleHandle", "ForwardResult", "Limits",
-           "secret_paths", "close_names", "sha256_of"]
+           "secret_paths", "close_names", "call_text", "sha256_of"]
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
             "LD_LIBRARY_PATH")
@@ -116,6 +116,26 @@ def sha256_of(path):
             else:
                 h.update(b"\0special\0")
     return h.hexdigest()
+
+
+def call_text(name, args, kwargs=None):
+    """How a call is named in messages: `split_heads(array (4, 6) float64, 4)`: arrays by shape and dtype,
+    numbers as they are, anything else by its type; cut at 160 characters."""
+    def one(x):
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            kind = "tensor" if type(x).__module__.startswith("torch") else "array"
+            return f"{kind} ({', '.join(str(int(n)) for n in x.shape)}{',' if len(x.shape) == 1 else ''}) " \
+                   f"{str(x.dtype).replace('torch.', '')}"
+        if x is None or isinstance(x, (bool, int, float)):
+            return repr(x)[:20]
+        if isinstance(x, str):
+            return repr(x[:20] + ("..." if len(x) > 20 else ""))
+        if isinstance(x, (list, tuple)):
+            return f"a {type(x).__name__} of {len(x)}"
+        return type(x).__name__
+    parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in (kwargs or {}).items()]
+    text = f"{name}({', '.join(parts)})"
+    return text if len(text) <= 160 else text[:156] + "...)"
 
 
 def close_names(name, names, n=3):
@@ -622,17 +642,19 @@ class SubmissionHandle:
                     f"`{name}` the handout asks for, rename it, or add a line `{name} = {likely}` after it.")
         return MissingName(f"`{name}` is not defined in your submission.{hint}", missing_names=[name])
 
-    def request(self, op, args, timeout=None, what=None):
-        """Send one request; return the decoded value. Raises GradingFailure subclasses."""
+    def request(self, op, args, timeout=None, what=None, key=None):
+        """Send one request; return the decoded value. Raises GradingFailure subclasses. `what` names the
+        call in messages; `key` (default: `what`) is what repeated timeouts are counted by."""
         if not self.loaded:
             self.load()
         what = what or op
+        key = key or what
         if self.time_left() <= 0:
             raise StudentTimeout(self._budget_message())
         if self.sock is None:
             self._respawn()
         limit = timeout or self.limits.call_s
-        if self.timeouts.get(what):
+        if self.timeouts.get(key):
             limit = min(limit, self.limits.retry_call_s)
         timeout = min(limit, max(self.time_left(), 0.1))
         obj, bufs = wire.encode(args)
@@ -647,8 +669,8 @@ class SubmissionHandle:
                 self._clock(False)
         except TimeoutError:
             self._kill()
-            before = self.timeouts.get(what, 0)
-            self.timeouts[what] = before + 1
+            before = self.timeouts.get(key, 0)
+            self.timeouts[key] = before + 1
             again = (f" It had already not finished {before} time{'s' if before > 1 else ''}, so it now gets "
                      f"{self.limits.retry_call_s:g} s a call, to leave time for your other functions."
                      if before else "")
@@ -731,14 +753,15 @@ class SubmissionHandle:
         if self.loaded and name not in self.names and self.load_ok:
             raise self.missing(name)
         return self.request("call", {"name": name, "args": list(args), "kwargs": kwargs},
-                            what=f"{name}(...)")
+                            what=call_text(name, args, kwargs), key=f"{name}(...)")
 
     def torch_calls(self, name, *args, **kwargs):
         """Call `name`; return (its value, the names of the torch functions it called): Probes.torch_calls."""
         self.called.append(name)
         if self.loaded and name not in self.names and self.load_ok:
             raise self.missing(name)
-        r = self.request("torch_calls", {"name": name, "args": list(args), "kwargs": kwargs}, what=f"{name}(...)")
+        r = self.request("torch_calls", {"name": name, "args": list(args), "kwargs": kwargs},
+                         what=call_text(name, args, kwargs), key=f"{name}(...)")
         calls = r.get("calls") if isinstance(r, dict) else None
         return (r.get("value") if isinstance(r, dict) else None,
                 [c for c in calls if isinstance(c, str)] if isinstance(calls, list) else [])
@@ -755,13 +778,13 @@ class SubmissionHandle:
         r = self.request("parameters", {"name": name}, what=f"the parameters of {name}")
         return [p for p in r if isinstance(p, str)] if isinstance(r, list) else None
 
-    def call_on_meta(self, name, shapes, dtype="float32"):
+    def call_on_meta(self, name, shapes, dtype="float32", lenient=False):
         """Call `name` with meta tensors of these shapes, in the worker (see Probes.call_on_meta)."""
         self.called.append(name)
         if self.loaded and name not in self.names and self.load_ok:
             raise self.missing(name)
-        return self.request("call_on_meta", {"name": name, "shapes": [list(s) for s in shapes], "dtype": dtype},
-                            what=f"{name}(...) on another device")
+        return self.request("call_on_meta", {"name": name, "shapes": [list(s) for s in shapes], "dtype": dtype,
+                                             "lenient": bool(lenient)}, what=f"{name}(...) on another device")
 
     def call_info(self, name, *args, **kwargs):
         value = self.call(name, *args, **kwargs)
@@ -860,10 +883,10 @@ class ModuleHandle:
     def attr_shape(self, name):
         return self._req("attr_shape", {"name": name}, f"{self.cls}.{name}")
 
-    def on_meta(self, input_shape, input_dtype="float32", vocab=None):
+    def on_meta(self, input_shape, input_dtype="float32", vocab=None, lenient=False):
         """Move the module to the meta device and run forward on a meta input there (see Probes.on_meta)."""
         return self._req("on_meta", {"input_shape": list(input_shape), "input_dtype": input_dtype,
-                                     "vocab": vocab}, f"{self.cls} moved to another device")
+                                     "vocab": vocab, "lenient": bool(lenient)}, f"{self.cls} moved to another device")
 
     def swap_rows(self, name, i, j):
         """Swap rows i and j (token axis) of the module's tensor attribute `name`, in the worker."""

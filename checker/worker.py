@@ -154,7 +154,8 @@ def _dispatch(header, bufs, state):
     args = wire.decode_worker(header.get("args", {}), bufs)
     op = header.get("op")
     if op == "call_on_meta":
-        value = probes.call_on_meta(args["name"], args.get("shapes", []), args.get("dtype", "float32"))
+        value = probes.call_on_meta(args["name"], args.get("shapes", []), args.get("dtype", "float32"),
+                                    bool(args.get("lenient")))
     elif op == "top_level_ints":
         value = probes.top_level_ints()
     elif op == "parameters":

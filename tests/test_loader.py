@@ -3,6 +3,7 @@
 Every submission is written into tmp_path and loaded by a real worker
 (`SubmissionHandle` on a real `Zygote`); names are then called for real.
 """
+import json
 import os
 import textwrap
 
@@ -491,3 +492,32 @@ def test_a_notebook_runs_its_main_guard_as_jupyter_does(zyg, tmp_path):
         assert "Net" in h.classes  # a notebook's own class counts as written there (its module is __main__)
     finally:
         h.close()
+
+
+def test_a_def_redefined_in_a_cell_run_earlier_is_pointed_out(zyg, tmp_path):
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": c, "source": src}
+             for c, src in [(1, "import numpy as np"), (9, "def f(x):\n    return x + 1\n"),
+                            (3, "def f(x):\n    return x\n"), (4, "def g(x):\n    return x\n"),
+                            (5, "def g(x):\n    return 2 * x\n")]]
+    path = tmp_path / "order.ipynb"
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}))
+    h, report = load(zyg, path)
+    try:
+        assert h.call("f", 1) == 1  # top to bottom: cell 3's f
+        notes = [m for m in report["messages"] if "is defined in cell" in m]
+        assert len(notes) == 1, report["messages"]  # g was redefined in the order it ran: nothing to say
+        assert "`f` is defined in cell 2 and again in cell 3" in notes[0]
+        assert "execution counts [9] and [3]" in notes[0]
+        assert report["ok"]  # a note, not a failure
+    finally:
+        h.close()
+
+
+def test_failing_calls_are_named_with_their_arguments_shapes():
+    import torch
+
+    from checker.sandbox import call_text
+    assert call_text("split_heads", (np.zeros((4, 6)), 4), {}) == "split_heads(array (4, 6) float64, 4)"
+    assert call_text("f", (torch.zeros(3, dtype=torch.float32), [1, 2], "ab", None), {"eps": 1e-5}) == \
+        "f(tensor (3,) float32, a list of 2, 'ab', None, eps=1e-05)"
+    assert len(call_text("g", (np.zeros(2),) * 40)) == 160

@@ -63,6 +63,16 @@ SUB = textwrap.dedent('''\
             return self.lin(x)
 
 
+    class LooksAtValuesOnCpu(Good):
+        def forward(self, x):
+            assert not torch.isnan(x).any().item()
+            return self.lin(x) + torch.zeros(x.shape[-1])
+
+    class NeedsRealValues(Good):
+        def forward(self, x):
+            assert x.abs().max().item() > 0, "an all-zero input"  # a stand-in 0 fails this
+            return self.lin(x)
+
     class Positions(nn.Module):
         def __init__(self, d, follow_input):
             super().__init__()
@@ -135,8 +145,17 @@ def test_a_forward_that_returns_nothing_gets_no_device_hint(sub):
 
 
 def test_looking_at_values_is_not_held_against_the_student(sub):
-    # .item() cannot run on the meta device; on a GPU it is legal: the check is not made
-    assert check_runs_on_another_device(sub.new("LooksAtValues", 4), (2, 3, 4), "LooksAtValues(4)") is None
+    # .item() cannot run on the meta device; on a GPU it is legal: it is run again with stand-in values
+    assert check_runs_on_another_device(sub.new("LooksAtValues", 4), (2, 3, 4), "LooksAtValues(4)") == [2, 3, 4]
+    # code that cannot run even then is not checked (the test skips with NOT_CHECKED), not failed
+    assert check_runs_on_another_device(sub.new("NeedsRealValues", 4), (2, 3, 4), "NeedsRealValues(4)") is None
+
+
+def test_looking_at_values_does_not_hide_a_tensor_left_on_the_cpu(sub):
+    with pytest.raises(StudentError) as info:
+        check_runs_on_another_device(sub.new("LooksAtValuesOnCpu", 4), (2, 3, 4), "LooksAtValuesOnCpu(4)")
+    assert "with stand-in values for what the code read from tensors" in info.value.message
+    assert MOVE_HINT in info.value.message
 
 
 def test_functions_are_called_with_tensors_on_another_device(sub):

@@ -154,7 +154,9 @@ def _call_with_shape_note(sub, name, *args, T, n):
             raise StudentError(e.message + f"\nThis input has T={T} tokens of width n={n}. A shape error that the "
                                "handout data (T == n == 4) does not show usually means the weights were applied "
                                "along the feature axis instead of the token axis, or that the function uses a "
-                               "handout variable (H_e) instead of its argument.") from None
+                               "handout variable (H_e) instead of its argument"
+                               + (", or, with a single token, that np.squeeze / .squeeze() dropped the token axis "
+                                  "(shape (1,) becomes ())" if T == 1 else "") + ".") from None
         raise
 
 
@@ -178,10 +180,11 @@ def _context_hints(enc, dec):
             ] + _combine_hints(w, enc)
 
 
-def _mistaken_self_attention(X, Wq, Wk, Wv, *, scale=None, softmax=_softmax, kq=False):
-    """All-token self-attention with one mistake (scale: the divisor; kq: K Q^T instead of Q K^T)."""
+def _mistaken_self_attention(X, Wq, Wk, Wv, *, scale=None, softmax=_softmax, kq=False, query=None):
+    """All-token self-attention with one mistake (scale: the divisor; kq: K Q^T instead of Q K^T; query:
+    the matrix the queries were projected with, when not W_Q)."""
     X, Wq, Wk, Wv = map(_f64, (X, Wq, Wk, Wv))
-    Q, K, V = X @ Wq, X @ Wk, X @ Wv
+    Q, K, V = X @ (Wq if query is None else _f64(query)), X @ Wk, X @ Wv
     S = K @ Q.T if kq else Q @ K.T
     div = math.sqrt(K.shape[-1]) if scale is None else scale
     return softmax(S / div) @ V
@@ -196,6 +199,10 @@ def _self_attention_hints(X, Wq, Wk, Wv, row=None):
              if d != Wk.shape[-1] else None),
             (WRONG_AXIS, pick(_mistaken_self_attention(X, Wq, Wk, Wv, softmax=_softmax_axis0))),
             (KQ_SWAPPED, pick(_mistaken_self_attention(X, Wq, Wk, Wv, kq=True))),
+            ("the query was projected with W_K (or W_V) instead of W_Q: q = X[i] @ W_Q",
+             pick(_mistaken_self_attention(X, Wq, Wk, Wv, query=Wk)) if Wk.shape == Wq.shape else None),
+            ("the query was projected with W_K (or W_V) instead of W_Q: q = X[i] @ W_Q",
+             pick(_mistaken_self_attention(X, Wq, Wk, Wv, query=Wv)) if Wv.shape == Wq.shape else None),
             ("the scores were divided by sqrt(T), the number of tokens, instead of sqrt(d_k), the width of the keys",
              pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=math.sqrt(X.shape[0])))
              if X.shape[0] != Wk.shape[-1] else None),
@@ -207,8 +214,10 @@ def _self_attention_hints(X, Wq, Wk, Wv, row=None):
              _mistaken_self_attention(X_HANDOUT, W_Q, W_K, W_V) if row is None else None)]
 
 
-def _mistaken_mha(X, Wq, Wk, Wv, Wo, h, *, scale=None, softmax=_softmax, interleaved=False, apply_wo=True):
-    """Multi-head attention with one mistake, head by head (scale: the divisor of every head)."""
+def _mistaken_mha(X, Wq, Wk, Wv, Wo, h, *, scale=None, softmax=_softmax, interleaved=False, apply_wo=True,
+                  reverse=False):
+    """Multi-head attention with one mistake, head by head (scale: the divisor of every head; reverse:
+    the heads concatenated last first)."""
     X, Wq, Wk, Wv, Wo = map(_f64, (X, Wq, Wk, Wv, Wo))
     d = Wq.shape[1]
     hs = d // h
@@ -218,7 +227,7 @@ def _mistaken_mha(X, Wq, Wk, Wv, Wo, h, *, scale=None, softmax=_softmax, interle
         Q, K, V = X @ Wq[:, cols], X @ Wk[:, cols], X @ Wv[:, cols]
         div = math.sqrt(hs) if scale is None else scale
         heads.append(softmax(Q @ K.T / div) @ V)
-    C = np.concatenate(heads, axis=1)
+    C = np.concatenate(heads[::-1] if reverse else heads, axis=1)
     return C @ Wo if apply_wo else C
 
 
@@ -231,7 +240,10 @@ def _mha_hints(X, Wq, Wk, Wv, Wo, h):
             ("head i must use the i-th contiguous block of d/num_heads columns (columns i*d/h .. (i+1)*d/h - 1), "
              "not every num_heads-th column", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, interleaved=True)
              if 1 < h < d else None),
-            ("the concatenated heads were not multiplied by W_O", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, apply_wo=False))]
+            ("the concatenated heads were not multiplied by W_O", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, apply_wo=False)),
+            ("the heads were concatenated in reverse order: Concat(head_1, ..., head_h) keeps head 1 first, so "
+             "that its columns meet the first rows of W_O", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, reverse=True)
+             if h > 1 else None)]
 
 
 def _close_shape(close, got, expected, what, hints=(), sub=None, fn=None, args=None):

@@ -31,7 +31,7 @@ import torch
 
 from checker.compare import as_plain_array
 from checker.errors import GradingFailure, StudentError
-from checker.portability import check_runs_on_another_device, meta_only
+from checker.portability import NOT_CHECKED, check_runs_on_another_device, meta_only
 
 LIST_HINT = "per-head layers kept in a plain Python list are not registered: use nn.ModuleList"
 RESHAPE_HINT = "patches cut by reshape, not tiles"
@@ -439,7 +439,9 @@ def test_mhsa_dtype_and_device(sub, rng, seed, device, float_dtype):
 def test_mhsa_runs_on_another_device(sub, seed):
     m = new(sub, "MultiHeadSelfAttention", 12, 3, seed=seed)
     shape = check_runs_on_another_device(m, (2, 5, 12), "MultiHeadSelfAttention(12, 3)")
-    if shape is not None and list(shape) != [2, 5, 12]:
+    if shape is None:
+        pytest.skip(NOT_CHECKED)
+    if list(shape) != [2, 5, 12]:
         raise GradingFailure(f"MultiHeadSelfAttention(12, 3) on another device returned shape {tuple(shape)}; "
                              "expected (2, 5, 12)")
 
@@ -610,7 +612,7 @@ def test_vit_every_parameter_in_graph(sub, rng, seed):
 
 
 @pytest.mark.question("vit")
-def test_vit_b16_on_meta(sub, rng, seed):
+def test_vit_b16_on_meta(sub, rng, seed, note):
     args, kwargs = [(3, 224, 224), 16, 768, 12, 1000], {"num_encoder_blocks": 12}
     name = "VisionTransformer((3, 224, 224), 16, 768, 12, 1000, num_encoder_blocks=12) (ViT-B/16)"
     fallback = None
@@ -631,6 +633,9 @@ def test_vit_b16_on_meta(sub, rng, seed):
                     "VisionTransformer((3, 224, 224), 16, 48, 12, 1000, num_encoder_blocks=12) (run for real "
                     "because the model looks at values, which the meta device cannot do) on a (1, 3, 224, 224) "
                     "image")
+        note("checked by a real run of the ViT-B/16 geometry at width 48 instead of a full-size run on the meta "
+             "device: the model reads tensor values (.item(), a data-dependent branch), which the meta device "
+             "cannot do; that is allowed")
         return
     shape = r.get("shape") if isinstance(r, dict) else None
     if list(shape or []) != [2, 1000]:
@@ -658,7 +663,9 @@ def test_vit_runs_on_another_device(sub, seed):
     m = _vit(sub, seed, img, patch, D, h, out, blocks)
     name = _vit_name(img, patch, D, h, out, blocks)
     shape = check_runs_on_another_device(m, (2, *img), name)
-    if shape is not None and list(shape) != [2, out]:
+    if shape is None:
+        pytest.skip(NOT_CHECKED)
+    if list(shape) != [2, out]:
         raise GradingFailure(f"{name} on another device returned shape {tuple(shape)}; expected (2, {out})")
 
 
