@@ -398,6 +398,36 @@ def test_mhsa_averages_the_values_over_the_keys(sub, rng, seed):
     raise GradingFailure(f"{what} on {N} tokens with one head: {found}.\nLikely mistake: {mistake}")
 
 
+@pytest.mark.question("mhsa")
+@pytest.mark.weight(4)  # "multi-head": one attention pattern for every feature is a single head
+def test_mhsa_uses_several_heads(sub, rng, seed):
+    # With one head, out_i = sum_j a_ij g(x_j), g(x_j) being the output for token j alone: every output row
+    # lies in the span of the single-token outputs (see test_mhsa_averages_the_values_over_the_keys). With h
+    # heads, each with its own softmax, out_i = sum_h sum_j a^h_ij g^h(x_j) leaves that span (N < D), because
+    # the heads weigh the tokens differently. A module that ignores num_heads (one head of width D), or shares
+    # one attention pattern across the heads, stays in it exactly.
+    B, N, D, h = 1, 3, 12, 3
+    what = f"MultiHeadSelfAttention({D}, {h}) in float64"
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed, dtype="float64")
+    x = randn(rng, (B, N, D), "float64") * 2
+    check_deterministic(m, x, what)
+    r = forward(m, [x] + [x[:, j:j + 1] for j in range(N)])
+    out = check_shape(r.outputs[0], (B, N, D), f"{what} output")[0]                    # (N, D)
+    single = np.stack([check_shape(o, (B, 1, D), f"{what} output for one token")[0, 0]
+                       for o in r.outputs[1:]])                                      # (N, D): g(x_j)
+    fit = np.linalg.lstsq(single.T, out.T, rcond=None)[0].T                          # (N, N)
+    scale = max(float(np.max(np.abs(out))), 1e-12)
+    misfit = float(np.max(np.abs(fit @ single - out))) / scale
+    if misfit > 1e-6 or np.max(np.abs(out - single)) <= 1e-9 * scale:
+        return  # several heads; or no token mixing at all, which test_mhsa_mixes_tokens names
+    raise GradingFailure(
+        f"{what} on {N} tokens: every output row is a weighted sum of the outputs of the tokens alone, which "
+        f"is what one attention head gives: all {D} features were mixed with the same attention weights.\n"
+        f"Likely mistake: the heads are not split (num_heads is ignored, or one softmax over the full width is "
+        f"shared by the heads): each of the {h} heads needs its own scores from its own {D // h}-wide slice of "
+        "Q and K, its own softmax, and its own slice of V; then concatenate the heads.")
+
+
 def _mhsa_batch_independent(sub, close, rng, seed, N, D, h):
     m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
     x1, x2, x3 = (randn(rng, (1, N, D)) for _ in range(3))
@@ -553,8 +583,16 @@ def _vit_every_patch(sub, rng, seed, img, patch, D, h, out, blocks):
     name = _vit_name(img, patch, D, h, out, blocks)
     base = check_shape(r.outputs[0], (1, out), f"{name} output")
     scale = float(np.max(np.abs(base)))
-    for k, o in enumerate(r.outputs[1:]):
-        ok = check_shape(o, (1, out), f"{name} output")
+    outs = [check_shape(o, (1, out), f"{name} output") for o in r.outputs[1:]]
+    if len(outs) > 1 and not any(changed(o, base, scale) for o in outs):
+        raise GradingFailure(
+            f"{name}: changing any one patch of a {gh} x {gw} grid did not change the output: the logits do "
+            "not depend on the image at all.\nLikely mistake: the class token never attends to the patches: "
+            "nn.MultiheadAttention without batch_first=True reads (B, N+1, D) as (sequence, batch, D), so each "
+            "token attends across the images of the batch instead of across its own tokens (build it with "
+            "batch_first=True); or the logits are read from the class token before the encoder blocks, or the "
+            "patch embeddings never join the sequence.")
+    for k, ok in enumerate(outs):
         if not changed(ok, base, scale):
             r_, c_ = divmod(k, gw)
             raise GradingFailure(
@@ -564,6 +602,7 @@ def _vit_every_patch(sub, rng, seed, img, patch, D, h, out, blocks):
 
 
 @pytest.mark.question("vit")
+@pytest.mark.weight(3)  # a ViT blind to part of its image cannot classify it
 def test_vit_depends_on_every_patch(sub, rng, seed):
     _vit_every_patch(sub, rng, seed, (3, 8, 8), 4, 16, 4, 10, 2)
 
