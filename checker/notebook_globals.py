@@ -34,12 +34,15 @@ _SIZE_WORDS = re.compile(r"block|vocab|embd|embed|model|head|layer|ctx|context|s
 def globals_hint(top_level, message, sizes):
     """The hint for `message`, or None. `top_level` {name: int} are the submission's globals, `sizes`
     {argument: value} what the grader built the class with."""
-    used = {v for v in sizes.values() if type(v) is int}
+    used = {v for v in _ints(sizes.values())}
     seen = {int(x) for x in _NUMBER.findall(_SHAPES.sub(r"\1 x ", message))}  # "(64x10 and 20x60)"
-    # the value itself, or its square (a (block_size, block_size) mask shows up as "input of size 1024")
+    # the value itself, or its square (a (block_size, block_size) mask shows up as "input of size 1024"),
+    # or its square times a few channels (a patch of side `PATCH = 4` flattens to 3 * 4 * 4 = 48 numbers)
+    channels = {c for c in used if 1 <= c <= 4}
     suspects = [(n, v) for n, v in sorted(top_level.items())
-                if v >= 3 and (v in seen or v * v in seen) and v not in used]
-    why = "that number (or its square) appears in this error"
+                if v >= 3 and (v in seen or v * v in seen or any(c * v * v in seen for c in channels))
+                and v not in used]
+    why = "that number (or its square, as in a v x v mask or patch) appears in this error"
     if not suspects and "index out of range" in message and used:
         # an embedding table sized by a smaller global (block_size = 32) indexed with the grader's 37 positions
         suspects = [(n, v) for n, v in sorted(top_level.items())
@@ -57,9 +60,21 @@ def globals_hint(top_level, message, sizes):
             "block_size`) and use that")
 
 
+def _ints(values):
+    """The ints among `values`, and inside tuples and lists among them ((3, 8, 8) gives 3 and 8)."""
+    for v in values:
+        if type(v) is int:
+            yield v
+        elif isinstance(v, (tuple, list)):
+            yield from _ints(v)
+
+
 # what students call each size (nanoGPT's n_embd, n_head, n_layer; max_len, ctx_len, depth, ...)
 _MEANS = {"vocab_size": r"vocab", "block_size": r"block|ctx|context|seq|len", "d_model": r"model|embd|embed|emb|dim|hidden|width",
-          "num_heads": r"head", "num_layers": r"layer|depth|blocks"}
+          "num_heads": r"head", "num_layers": r"layer|depth|blocks",
+          # the vit assignment's names
+          "hidden_dim": r"hidden|model|embd|embed|emb|width|^d$|^dim$", "img_shape": r"img|image|shape|size",
+          "patch_dims": r"patch", "out_dim": r"out|class|label", "num_encoder_blocks": r"block|layer|depth"}
 
 
 def order_hint(params, sizes, cls):

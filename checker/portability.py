@@ -37,7 +37,8 @@ _ELSEWHERE = ("PyTorch's `meta` device, which stands in for a GPU on this machin
               "meets it the way it would meet a tensor on CUDA")
 
 
-_TO_CPU = "`.cpu()`, `.numpy()`, `.tolist()` or `torch.tensor(...)` of values"
+_TO_CPU = ("`.cpu()`, `.numpy()`, `.tolist()`, `torch.tensor(...)` of values, or `.to(...)` a fixed device "
+           "(`.to('cpu')`, `.to(DEVICE)` with a notebook's DEVICE)")
 
 
 def meta_only(message):

@@ -875,7 +875,8 @@ class ModuleHandle:
         return ForwardResult(r["outputs"], r.get("dtypes", []), r.get("devices", []))
 
     def grads(self, x, weight, seed=0):
-        return self._req("grads", {"x": x, "weight": weight, "seed": int(seed)}, f"{self.cls} backward")
+        return self._req("grads", {"x": x, "weight": weight, "seed": int(seed)},
+                         f"{self.cls} forward + backward (for the gradients)")
 
     def to(self, device):
         return self._req("to", {"device": device}, f"{self.cls}.to({device!r})")

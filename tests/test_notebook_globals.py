@@ -98,3 +98,19 @@ def test_naming_globals_leaves_timeouts_and_explained_failures_alone():
                 raise failure
         assert info.value is failure
     assert sub.asked == 0
+
+
+def test_a_patch_of_the_globals_side_counts_and_tuple_sizes_are_used_sizes():
+    # a notebook's `PATCH = 4` read in forward: a 3-channel patch of side 4 is 48 numbers
+    sizes = {"img_shape": (3, 8, 8), "patch_dims": 2, "hidden_dim": 12}
+    message = "mat1 and mat2 shapes cannot be multiplied (12x48 and 12x12)"
+    assert "`PATCH = 4`" in globals_hint({"PATCH": 4}, message, sizes)
+    # 8 is in img_shape: a global equal to a size the grader used is no suspect
+    assert globals_hint({"IMG": 8}, "expected 8, got 3", sizes) is None
+
+
+def test_the_vit_constructors_argument_order_is_checked_too():
+    hint = order_hint(["self", "num_heads", "hidden_dim"], {"hidden_dim": 12, "num_heads": 3},
+                      "MultiHeadSelfAttention")
+    assert "your `num_heads` received hidden_dim=12" in hint
+    assert order_hint(["self", "dim", "heads"], {"hidden_dim": 12, "num_heads": 3}, "MultiHeadSelfAttention") is None

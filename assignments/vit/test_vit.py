@@ -31,6 +31,7 @@ import torch
 
 from checker.compare import as_plain_array
 from checker.errors import GradingFailure, StudentError
+from checker.notebook_globals import naming_globals
 from checker.portability import NOT_CHECKED, check_runs_on_another_device, meta_only
 
 LIST_HINT = "per-head layers kept in a plain Python list are not registered: use nn.ModuleList"
@@ -110,13 +111,26 @@ def check_shape(value, shape, what):
     return arr.astype(np.float64)
 
 
+# the constructors' arguments, in the handout's order
+ARG_NAMES = {"MultiHeadSelfAttention": ("hidden_dim", "num_heads"),
+             "VisionTransformer": ("img_shape", "patch_dims", "hidden_dim", "num_heads", "out_dim",
+                                   "num_encoder_blocks")}
+
+
 def new(sub, cls, *args, **kwargs):
-    with explained():
-        return sub.new(cls, *args, **kwargs)
+    """The student's module, built in the worker; a failure names a notebook global read instead of an
+    argument, or arguments taken in another order than the handout's, when it looks like one."""
+    sizes = dict(zip(ARG_NAMES.get(cls, ()), args))
+    if "num_encoder_blocks" in kwargs:
+        sizes["num_encoder_blocks"] = kwargs["num_encoder_blocks"]
+    with naming_globals(sub, sizes, cls), explained():
+        m = sub.new(cls, *args, **kwargs)
+    m.sizes = sizes
+    return m
 
 
 def forward(m, inputs):
-    with explained():
+    with naming_globals(m.sub, getattr(m, "sizes", {}), m.cls), explained():
         return m.forward(inputs)
 
 
@@ -753,7 +767,11 @@ def test_vit_classifies_from_the_class_token(sub, close, rng, seed):
                    "patches with the same content (the class token sees the same tokens, so its logits must "
                    "not change)")
     except GradingFailure as e:
-        if zero_blocks_checked:  # the readout is the class token's: the tokens themselves are not what they should be
+        if _class_token_last(m, x, before, close, name, out):
+            hint = ("the class token is appended after the patches (its positional row is the last one, N) and "
+                    "read there: the handout prepends it, at position 0, so that row 0 of positional_embedding "
+                    "is the class token's and the classifier reads the output at position 0")
+        elif zero_blocks_checked:  # the readout is the class token's: the tokens themselves are not what they should be
             hint = ("patches with the same content do not give the same tokens, or the encoder is not equivariant "
                     "to their order: a patch embedding that scrambles the tokens (e.g. a Conv2d output reshaped "
                     "to (B, N, D) instead of `.flatten(2).transpose(1, 2)`), a positional term other than "
@@ -762,6 +780,21 @@ def test_vit_classifies_from_the_class_token(sub, close, rng, seed):
             hint = ("the classifier reads a patch token instead of the class token (use the output at position "
                     "0, where the class embedding was prepended)")
         raise GradingFailure(f"{e.message}\nLikely mistake: {hint}.") from e
+
+
+def _class_token_last(m, x, before, close, name, out):
+    """Does the ViT keep its class token last? Rows 1 and 4 of its positional embedding are swapped; swap
+    them back, then swap rows 0 and 3, two patches' rows when the class token's is the last: the logits
+    on the constant image stay the same only then."""
+    try:
+        with explained():
+            m.swap_rows("positional_embedding", 1, 4)
+            m.swap_rows("positional_embedding", 0, 3)
+        again = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
+        close(again, before, dtype="float32", what="")
+    except GradingFailure:
+        return False
+    return True
 
 
 def _class_token_without_blocks(sub, close, rng, seed, img, patch, D, h, out):
