@@ -378,8 +378,12 @@ def _message(m):
 
 
 class ForwardResult:
-    def __init__(self, outputs, dtypes, devices):
+    """The outputs of forward on several inputs, their dtypes and devices, and `filled`: the names of
+    required forward arguments besides the input that the probe had to fill with None."""
+
+    def __init__(self, outputs, dtypes, devices, filled=()):
         self.outputs, self.dtypes, self.devices = outputs, dtypes, devices
+        self.filled = [n for n in filled if isinstance(n, str)][:10] if isinstance(filled, list) else []
 
 
 class SubmissionHandle:
@@ -872,7 +876,7 @@ class ModuleHandle:
         r = self._req("forward", {"inputs": list(inputs), "seed": int(seed)}, f"{self.cls}.forward")
         if not isinstance(r, dict) or not isinstance(r.get("outputs"), list):
             raise BadReturn(f"{self.cls}.forward: malformed answer")
-        return ForwardResult(r["outputs"], r.get("dtypes", []), r.get("devices", []))
+        return ForwardResult(r["outputs"], r.get("dtypes", []), r.get("devices", []), r.get("filled", []))
 
     def grads(self, x, weight, seed=0):
         return self._req("grads", {"x": x, "weight": weight, "seed": int(seed)},

@@ -796,7 +796,13 @@ def test_model_sizes_come_from_its_arguments(sub, close, rng, seed, cfg):
 @_sizes_from_arguments
 def test_model_returns_the_logits_tensor(sub, rng, seed):
     V, bs = MODEL[0], MODEL[1]
-    out = _new(sub, MODEL, seed).forward([_ids(rng, 2, bs, V)], seed=seed).outputs[0]
+    r = _new(sub, MODEL, seed).forward([_ids(rng, 2, bs, V)], seed=seed)
+    out = r.outputs[0]
+    if r.filled:
+        _fail(f"{_cfg_text(MODEL)}: forward(idx) cannot run on the token ids alone: it requires "
+              f"{', '.join(f'`{n}`' for n in r.filled)}. Generation calls model(idx), so give it a default, e.g. "
+              "`def forward(self, idx, targets=None)`, and compute the loss only when targets are given. (The "
+              "other model tests filled it in: with None, or with a copy of the ids.)")
     _logits(out, 2, bs, V, _cfg_text(MODEL))  # the logits themselves must be right
     if isinstance(out, (tuple, list)):
         _fail(f"{_cfg_text(MODEL)}: forward(idx) returned a {type(out).__name__} of {len(out)} items (nanoGPT's "
