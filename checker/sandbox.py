@@ -212,6 +212,14 @@ class Zygote:
                 raise SandboxError(f"the worker zygote did not start: {err or e}") from None
             raise SandboxError(f"the worker zygote stopped answering ({e})") from None
 
+    def mkdir(self):
+        """A fresh worker dir (mode 0700) in the temp dir, made and remembered by the zygote, which removes
+        it when it exits even if no worker was ever forked for it."""
+        reply = self._ask({"op": "mkdir"})
+        if not isinstance(reply, dict) or not isinstance(reply.get("path"), str):
+            raise SandboxError(f"the worker zygote made no worker dir: {reply}")
+        return reply["path"]
+
     def fork(self, params):
         a, b = socket.socketpair()
         try:
@@ -434,8 +442,7 @@ class SubmissionHandle:
 
     def _spawn(self):
         self._kill()
-        self.workdir = tempfile.mkdtemp(prefix="hwcheck-w-")
-        os.chmod(self.workdir, 0o700)
+        self.workdir = self.zygote.mkdir()  # the zygote owns it from birth: a SIGKILL here leaks nothing
         dest = os.path.join(self.workdir, "submission")
         left_out = _copy_submission(self.path, dest)
         if self.generation == 0:

@@ -9,7 +9,9 @@ its own session. The zygote is a child subreaper: any process a worker
 leaves behind (daemonised or in a new session) is re-parented here and
 killed within 0.2 s. When the control socket closes, or the trusted process
 dies (even by SIGKILL: the zygote gets SIGTERM), every worker and leftover
-dies and the workers' temp dirs are removed.
+dies and the workers' temp dirs are removed. The zygote makes those dirs
+itself (op "mkdir") before the trusted side fills them, so a trusted process
+killed between making a dir and asking for its worker leaks nothing.
 
 What it is not: a place student code ever runs; it runs only in the children.
 """
@@ -108,6 +110,7 @@ def main(argv=None):
             torch.nn.functional.layer_norm(torch.empty(1, 2), (2,))
             torch.nn.functional.scaled_dot_product_attention(*[torch.empty(1, 1, 2, 2)] * 3)
     workers, statuses, workdirs = set(), {}, {}
+    made = set()  # worker dirs made here but not yet given to a worker: a kill between the two leaks none
     for ctrl in ctrls:
         _reply(ctrl, {"ready": True, "pid": os.getpid()})
 
@@ -153,7 +156,15 @@ def main(argv=None):
                     os.close(fds[0])
                     workers.add(pid)
                     workdirs[pid] = header.get("workdir")
+                    made.discard(workdirs[pid])
                     _reply(ctrl, {"pid": pid})
+                elif op == "mkdir":
+                    try:
+                        path = tempfile.mkdtemp(prefix="hwcheck-w-")
+                        made.add(path)
+                        _reply(ctrl, {"path": path})
+                    except OSError as e:
+                        _reply(ctrl, {"error": f"cannot make a worker dir: {e}"})
                 elif op == "status":
                     reap()
                     _reply(ctrl, {"status": statuses.pop(header.get("pid"), None)})
@@ -164,7 +175,7 @@ def main(argv=None):
         for pid in list(workers):
             _kill_tree(pid)
         _sweep_until_childless(deadline=time.monotonic() + 3)
-        for path in workdirs.values():
+        for path in [*workdirs.values(), *made]:
             _remove_dir(path, "hwcheck-w-")
         _remove_dir(os.getcwd(), "hwcheck-zygote-")
     os._exit(0)

@@ -842,6 +842,36 @@ def test_a_grader_killed_by_sigkill_leaves_nothing(tmp_path):
                       timeout=2), "temp dirs outlived the grader"
 
 
+
+KILLED_BEFORE_FORK = textwrap.dedent('''
+    import json, sys, time
+    from checker.sandbox import Zygote
+    z = Zygote()
+    path = z.mkdir()  # a worker dir made, filled, but no worker asked for yet: the SIGKILL lands here
+    print(json.dumps({"zygote": z.pid, "workdir": path}), flush=True)
+    time.sleep(60)
+''')
+
+
+def test_a_grader_killed_between_making_a_worker_dir_and_forking_leaks_no_dir(tmp_path):
+    """The CI race of a SIGKILLed batch: the trusted side had made a worker dir and was copying the
+    submission into it when it died, so the zygote had never heard of that dir. The zygote makes
+    worker dirs itself, so it removes them too."""
+    import subprocess
+    import sys
+    script = write(tmp_path, "grader.py", KILLED_BEFORE_FORK)
+    proc = subprocess.Popen([sys.executable, script], cwd=REPO, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": REPO})
+    try:
+        info = json.loads(proc.stdout.readline())
+        assert os.path.isdir(info["workdir"]) and os.path.basename(info["workdir"]).startswith("hwcheck-w-")
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+    assert wait_until(lambda: not os.path.exists(info["workdir"]), timeout=5), "the unused worker dir outlived the grader"
+
+
 # --------------------------------------------------------------------------- lying values
 
 ALWAYS_EQUAL = textwrap.dedent('''
