@@ -228,13 +228,18 @@ def _as_buffer(a):
 def _enc_array(a, bufs, kind, device, budget=None):
     # the base-class view of the same memory: no method of a subclass takes part from here on
     base = np.ndarray.view(a, np.ndarray) if isinstance(a, np.ndarray) else np.asarray(a)
+    if base.dtype.kind == "f" and base.dtype.itemsize > 8:  # np.longdouble: judged by its values, as float64
+        base = base.astype(np.float64)
     name = base.dtype.name
     if base.dtype.kind == "U":  # characters (np.unique of a text): a nested list of str, as .tolist() gives
         if budget is not None:
             budget.take(int(base.nbytes))
         return _enc(np.array(base, copy=True, subok=False).tolist(), [], 0, budget)
     if name not in DTYPES or name == "bfloat16":
-        if base.dtype.kind in "fc":
+        if base.dtype.kind == "c":
+            raise EncodeError(f"arrays of dtype {name} (complex numbers) are not supported: the answers are real, "
+                              "so a complex value usually comes from the square root or power of a negative number")
+        if base.dtype.kind == "f":
             raise EncodeError(f"arrays of dtype {name} are not supported")
         raise EncodeError(f"arrays of dtype {name} are not numbers (object/str arrays are not plain data)")
     if budget is not None:

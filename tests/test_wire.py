@@ -86,6 +86,19 @@ def test_zero_d_arrays_and_numpy_scalars():
     assert dtypes == ["float64", "float32", "int64", "bool"]
 
 
+@pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8, reason="np.longdouble is float64 on this platform")
+def test_longdouble_is_judged_by_its_values_as_float64():
+    """A student who computes in np.longdouble gave correct values: they arrive as float64, not as an error."""
+    got, dtypes = trusted([np.array([1.5, -2.25], dtype=np.longdouble), np.longdouble(0.125)])
+    assert dtypes == ["float64", "float64"]
+    assert got[0].tolist() == [1.5, -2.25] and got[1].item() == 0.125
+
+
+def test_complex_arrays_are_refused_with_the_likely_cause():
+    with pytest.raises(wire.EncodeError, match="square root or power of a negative number"):
+        wire.encode(np.sqrt(np.array([-1.0 + 0j])))
+
+
 def test_non_contiguous_and_fortran_arrays():
     a = np.arange(24.0).reshape(4, 6)
     for view in (a.T, a[::2, 1::3], np.asfortranarray(a), a[:, ::-1]):
