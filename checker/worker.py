@@ -125,6 +125,7 @@ def _load(sock, header, state, isolation):
 
     path = header["path"]
     os.chdir(path if os.path.isdir(path) else os.path.dirname(path))
+    _forget_grader_modules()
     loader = Loader(unit_s=header.get("unit_s", 30), on_unit=on_unit,
                     skip=header.get("skip", ()))
     loader.load(path)
@@ -136,6 +137,16 @@ def _load(sock, header, state, isolation):
     return {"ok": True, "messages": loader.messages, "names": names, "classes": classes,
             "origins": loader.origins, "defs": loader.defs, "isolation": isolation,
             "unrun": {n: d for n, d in loader.unrun.items() if n not in loader.ns}}, []
+
+
+def _forget_grader_modules():
+    """Take hwcheck's own modules out of sys.modules before student code runs.
+
+    The worker's code keeps the module objects it already imported (it imports nothing of hwcheck
+    later), but `import checker` in a submission must find the student's own `checker.py` (a helper
+    file of theirs), as it does in Jupyter, not the grader's package."""
+    for name in [m for m in sys.modules if m == "checker" or m.startswith("checker.")]:
+        del sys.modules[name]
 
 
 def _written_here(cls, base):

@@ -1023,3 +1023,23 @@ def test_huge_answers(request, zyg, tmp_path):
     finally:
         h.close()
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0 < 200 * 1024  # KiB: nothing big was allocated
+
+
+def test_a_students_own_checker_module_is_the_one_imported(request, zyg, tmp_path):
+    """hwcheck's package is called `checker`, a name students give their own helper files too: the
+    submission's `import checker` finds its own file, and nothing names the grader's files."""
+    folder = tmp_path / "sub"
+    write(tmp_path, "sub/checker.py", "def double(x):\n    return 2 * x\n")
+    write(tmp_path, "sub/main.py", GOOD + textwrap.dedent('''
+        from checker import double
+        import checker
+        def which_checker():
+            return [double(21), checker.__file__.rsplit("/", 1)[-1]]
+    '''))
+    h, report = open_sub(zyg, str(folder))
+    request.node.zygotes.append(zyg)
+    try:
+        assert report["ok"] and not report["messages"], report["messages"]
+        assert h.call("which_checker") == [42, "checker.py"]
+    finally:
+        h.close()
