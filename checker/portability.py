@@ -53,20 +53,45 @@ NOT_CHECKED = ("not checked on another device: the code reads tensor values (.it
 
 
 def check_runs_on_another_device(module, input_shape, what, *, input_dtype="float32", vocab=None):
-    """Move `module` (a ModuleHandle) to the meta device and run it on a meta input of `input_shape`
-    (token ids below `vocab` when given). Returns the output's shape, or None when the check could not
-    be made (see NOT_CHECKED: not the student's mistake; the caller skips its test with that reason).
-    Code that reads values (`.item()`) is run again with stand-in values before giving up.
-    Raises a GradingFailure that names the likely cause when it fails there or answers on the CPU."""
+    """Run `module` (a ModuleHandle) on the CPU, then move it to the meta device and run it on a meta
+    input of `input_shape` (token ids below `vocab` when given). Returns the output's shape, or a str:
+    the reason the check could not be made (NOT_CHECKED, or the code fails on the CPU already, which
+    other tests charge; not a device mistake), with which the caller skips its test. Code that reads
+    values (`.item()`) is run again with stand-in values before giving up. Raises a GradingFailure that
+    names the likely cause when it fails on the meta device only or answers on the CPU."""
+    import torch
+    x = (torch.randint(0, vocab, tuple(input_shape)) if vocab
+         else torch.randn(tuple(input_shape), generator=torch.Generator().manual_seed(0)).to(getattr(torch, input_dtype)))
+    cpu = _fails_on_cpu(lambda: module.forward([x]), what)
+    if cpu:
+        return cpu
     return _judge(lambda lenient: module.on_meta(input_shape, input_dtype, vocab, lenient=lenient),
                   f"The grader moved {what} to {_ELSEWHERE}", what)
 
 
 def check_call_on_another_device(sub, name, shapes, what, *, dtype="float32"):
-    """Call the student's function `name` with meta tensors of `shapes` (one per argument); the same
-    judgement as check_runs_on_another_device."""
+    """Call the student's function `name` with CPU tensors, then with meta tensors, of `shapes` (one
+    per argument); the same judgement as check_runs_on_another_device."""
+    import torch
+    g = torch.Generator().manual_seed(0)
+    args = [torch.randn(tuple(s), generator=g).to(getattr(torch, dtype)) for s in shapes]
+    cpu = _fails_on_cpu(lambda: sub.call(name, *args), what)
+    if cpu:
+        return cpu
     return _judge(lambda lenient: sub.call_on_meta(name, shapes, dtype, lenient=lenient),
                   f"The grader called {what} with tensors on {_ELSEWHERE}", what)
+
+
+def _fails_on_cpu(run, what):
+    """The skip reason when the same run fails on the CPU: a device test would only charge that
+    mistake a second time, under a misleading device hint. None when it runs."""
+    try:
+        run()
+    except GradingFailure as e:
+        first = e.message.strip().splitlines()[0] if e.message.strip() else type(e).__name__
+        return (f"not checked on another device: {what} fails on the CPU already with this input, which the "
+                f"other tests charge ({first[:300]})")
+    return None
 
 
 def _said(message):
@@ -91,7 +116,7 @@ def _judge(run, done, what):
             except StudentError as again:
                 said = _said(again.message)
                 if meta_only(again.message) or not ("device" in said or "copy out of meta" in said):
-                    return None
+                    return NOT_CHECKED
                 raise
     except StudentError as e:
         said = _said(e.message)

@@ -130,6 +130,8 @@ def call_text(name, args, kwargs=None):
             return repr(x)[:20]
         if isinstance(x, str):
             return repr(x[:20] + ("..." if len(x) > 20 else ""))
+        if isinstance(x, (list, tuple)) and len(x) <= 4 and all(type(v) in (int, float, bool) for v in x):
+            return repr(tuple(x) if isinstance(x, tuple) else list(x))  # sizes such as (4, 6): shown as they are
         if isinstance(x, (list, tuple)):
             return f"a {type(x).__name__} of {len(x)}"
         return type(x).__name__
@@ -806,7 +808,8 @@ class SubmissionHandle:
         if self.loaded and cls not in self.names and self.load_ok:
             raise self.missing(cls)
         info = self.request("new", {"cls": cls, "args": list(args), "kwargs": kwargs, "seed": int(seed),
-                                    "device": device, "dtype": dtype}, what=f"{cls}(...)")
+                                    "device": device, "dtype": dtype}, what=call_text(cls, args, kwargs),
+                            key=f"{cls}(...)")
         return ModuleHandle(self, cls, info, device, dtype)
 
     def meta_forward(self, cls, args, kwargs, input_shape, input_dtype="float32", vocab=None):

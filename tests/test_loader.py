@@ -519,5 +519,9 @@ def test_failing_calls_are_named_with_their_arguments_shapes():
     from checker.sandbox import call_text
     assert call_text("split_heads", (np.zeros((4, 6)), 4), {}) == "split_heads(array (4, 6) float64, 4)"
     assert call_text("f", (torch.zeros(3, dtype=torch.float32), [1, 2], "ab", None), {"eps": 1e-5}) == \
-        "f(tensor (3,) float32, a list of 2, 'ab', None, eps=1e-05)"
+        "f(tensor (3,) float32, [1, 2], 'ab', None, eps=1e-05)"
+    # sizes show as they are (a patch of (4, 6)); longer or non-number sequences by their length
+    assert call_text("patchify", (torch.zeros(2, 3, 8, 12, dtype=torch.float64), (4, 6))) == \
+        "patchify(tensor (2, 3, 8, 12) float64, (4, 6))"
+    assert call_text("g", ([1, 2, 3, 4, 5], ("a", "b"))) == "g(a list of 5, a tuple of 2)"
     assert len(call_text("g", (np.zeros(2),) * 40)) == 160

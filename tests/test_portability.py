@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from checker.errors import GradingFailure, StudentError
-from checker.portability import MOVE_HINT, check_call_on_another_device, check_runs_on_another_device, meta_only
+from checker.portability import MOVE_HINT, NOT_CHECKED, check_call_on_another_device, check_runs_on_another_device, meta_only
 from checker.sandbox import Limits, SubmissionHandle, Zygote
 from sandbox_helpers import write
 
@@ -56,6 +56,15 @@ SUB = textwrap.dedent('''\
             self.lin(x)
 
 
+    class SquareOnly(Good):
+        def __init__(self, d):
+            super().__init__(d)
+            self.pos = nn.Parameter(torch.zeros(d, d))  # sized for T == d only: a shape bug, on any device
+
+        def forward(self, x):
+            return self.lin(x) + self.pos
+
+
     class LooksAtValues(Good):
         def forward(self, x):
             if x.abs().max().item() > 1e6:
@@ -91,6 +100,11 @@ SUB = textwrap.dedent('''\
     def masked_moved(q, k):
         scores = q @ k.transpose(-2, -1)
         return scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1).to(q.device), 0.0)
+
+
+    def masked_square_only(q, k):
+        scores = q @ k.transpose(-2, -1)
+        return scores.masked_fill(torch.ones(q.shape[1], q.shape[1], dtype=torch.bool).triu(1), 0.0)
 ''')
 
 
@@ -137,18 +151,23 @@ def test_an_output_made_on_the_cpu_is_caught_even_without_an_error(sub):
     assert not isinstance(info.value, StudentError) and MOVE_HINT in info.value.message
 
 
-def test_a_forward_that_returns_nothing_gets_no_device_hint(sub):
-    # the words "moved to another device" are the grader's, not the student's error: no device hint
-    with pytest.raises(StudentError, match="returned None: does it end with `return") as info:
-        check_runs_on_another_device(sub.new("ReturnsNothing", 4), (2, 3, 4), "ReturnsNothing(4)")
-    assert MOVE_HINT not in info.value.message
+def test_a_forward_that_fails_on_the_cpu_too_is_not_charged_again_as_a_device_bug(sub):
+    # a forward that returns nothing, or a shape bug, fails on the CPU as well: the other tests charge it;
+    # the device test is skipped with that reason (no device hint, no second charge)
+    why = check_runs_on_another_device(sub.new("ReturnsNothing", 4), (2, 3, 4), "ReturnsNothing(4)")
+    assert isinstance(why, str) and "ReturnsNothing(4) fails on the CPU already" in why
+    assert "returned None" in why and MOVE_HINT not in why
+    why = check_runs_on_another_device(sub.new("SquareOnly", 4), (2, 3, 4), "SquareOnly(4)")
+    assert isinstance(why, str) and "fails on the CPU already" in why and "SquareOnly" in why
+    why = check_call_on_another_device(sub, "masked_square_only", [(2, 5, 4), (2, 6, 4)], "masked_square_only")
+    assert isinstance(why, str) and "fails on the CPU already" in why
 
 
 def test_looking_at_values_is_not_held_against_the_student(sub):
     # .item() cannot run on the meta device; on a GPU it is legal: it is run again with stand-in values
     assert check_runs_on_another_device(sub.new("LooksAtValues", 4), (2, 3, 4), "LooksAtValues(4)") == [2, 3, 4]
     # code that cannot run even then is not checked (the test skips with NOT_CHECKED), not failed
-    assert check_runs_on_another_device(sub.new("NeedsRealValues", 4), (2, 3, 4), "NeedsRealValues(4)") is None
+    assert check_runs_on_another_device(sub.new("NeedsRealValues", 4), (2, 3, 4), "NeedsRealValues(4)") == NOT_CHECKED
 
 
 def test_looking_at_values_does_not_hide_a_tensor_left_on_the_cpu(sub):
