@@ -5,7 +5,9 @@ them the way a student expects (notebook cells in order; a `.py` file one
 top-level statement at a time), surviving what students write: syntax
 errors, failing cells, IPython magics and shell lines (`%%time` and
 `%%capture` cells run their body, `%%writefile` writes its file, other
-magics are skipped), `sys.exit`, cells that hang. Every problem becomes a
+magics are skipped), `sys.exit`, cells that hang, training at the top level
+(a loop that calls `.backward()`, or a call of a function that has one, is
+not run: grading never uses a trained model). Every problem becomes a
 message with the student's file, cell and line (and that line's code);
 whatever did get defined stays usable, and `origins` says which file and
 cell (or line) each name came from.
@@ -236,6 +238,10 @@ class Loader:
         self.unit_s = unit_s
         self.on_unit = on_unit or (lambda unit: None)
         self.skip = {tuple(s) for s in skip}
+        self.trainers = set()   # functions of the submission that train a model (a loop calling .backward())
+        self.untrained = set()  # names only the training code the loader skipped would have bound
+        self.failed = {}        # name a failed statement would have bound -> index of that failure's message
+        self.after = {}         # that index -> where later statements failed for want of such a name
         self.files = {}  # compiled filename -> (display file, cell or None)
         self.future = {}  # display file -> compiler flags of its `from __future__` imports
 
@@ -246,6 +252,12 @@ class Loader:
         try:
             self._load_all(path)
         finally:
+            for i, where in self.after.items():
+                same = self.messages[i]["file"]
+                where = [_loc(f, c, n) if f != same else _loc("", c, n).lstrip(", ") for f, c, n in where]
+                shown = "; ".join(where[:8]) + (f" and {len(where) - 8} more" if len(where) > 8 else "")
+                self.messages[i]["text"] += (f"\n  then {len(where)} later statement{'s' * (len(where) > 1)} "
+                                             f"failed for want of what it would have defined: {shown}")
             for name in sorted(stubs.used):
                 self._msg("stub", None, None, None,
                           f"`{name}` is not installed where the grader runs: its calls did nothing "
@@ -289,6 +301,16 @@ class Loader:
         if line0 > 1:
             ast.increment_lineno(tree, line0 - 1)
         self.files[filename] = (shown, cell)
+        training = _training(tree, self.trainers)
+        self.trainers.update(_trainer_defs(tree))
+        if training:
+            self.untrained |= _assigned(tree)
+            said = any(m["kind"] == "training" for m in self.messages)
+            self._msg("training", shown, cell, line0,
+                      f"{_loc(shown, cell, line0)}: {training} was not run"
+                      + (" either" if said else ": the grader tests your functions and classes on its own "
+                         "inputs and never uses a trained model, so training would only cost time"))
+            return
         if cache:
             linecache.cache[filename] = (len(code_src), None, ("\n" * (line0 - 1) + code_src).splitlines(True),
                                          filename)
@@ -306,6 +328,9 @@ class Loader:
                 exec(code, self.ns)
             finally:
                 _alarm(0)
+            for name in _assigned(tree):  # defined after all: later uses are not for want of a failed one
+                self.failed.pop(name, None)
+                self.untrained.discard(name)
         except UnitTimeout:
             self._msg("timeout", shown, cell, line0,
                       f"{_loc(shown, cell, line0)} ran longer than {self.unit_s:g} s and was stopped")
@@ -318,10 +343,22 @@ class Loader:
             outer = next((f for f in frames if f["file"] == shown and f["cell"] == cell), None)
             inner = frames[-1] if frames else None
             line = outer["line"] if outer else line0
-            text = f"{_loc(shown, cell, line)} raised {_exc_text(e)}" + _code(outer)
-            if inner is not None and inner is not outer:
-                text += f"\n  in {_loc(inner['file'], inner['cell'], inner['line'])}" + _code(inner)
-            self._msg("error", shown, cell, line, text + _hint(e))
+            if isinstance(e, NameError) and getattr(e, "name", None) in self.untrained:
+                self.untrained |= _assigned(tree)  # (what this statement made is missing as well)
+                self._msg("training", shown, cell, line,
+                          f"{_loc(shown, cell, line)} was not run either: it uses `{e.name}`, which only the "
+                          "training code the grader skipped would have made (not graded)")
+            elif isinstance(e, NameError) and getattr(e, "name", None) in self.failed:
+                # a knock-on failure of an earlier one (a data file that is not there, say): told there, once
+                root = self.failed[e.name]
+                self.after.setdefault(root, []).append((shown, cell, line))
+                self.failed.update(dict.fromkeys(_assigned(tree), root))
+            else:
+                self.failed.update(dict.fromkeys(_assigned(tree), len(self.messages)))
+                text = f"{_loc(shown, cell, line)} raised {_exc_text(e)}" + _code(outer)
+                if inner is not None and inner is not outer:
+                    text += f"\n  in {_loc(inner['file'], inner['cell'], inner['line'])}" + _code(inner)
+                self._msg("error", shown, cell, line, text + _hint(e))
         for name in _assigned(tree):
             if name in self.ns and not name.startswith("_"):
                 self.origins[name] = _loc(shown, cell, None if cell is not None else line0)
@@ -495,6 +532,43 @@ def _nested_defs(body, guarded=False):
                     yield st, inner
                 else:
                     yield from _nested_defs([st], inner)
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _calls_backward(node):
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+               for n in ast.walk(node))
+
+
+def _trains_in_a_loop(node):
+    """A loop in `node` that calls `.backward()`: gradient steps, i.e. training."""
+    return any(isinstance(n, _LOOPS) and _calls_backward(n) for n in ast.walk(node))
+
+
+def _trainer_defs(tree):
+    """Top-level functions of this unit that train (a loop calling `.backward()` in their body)."""
+    return {node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _trains_in_a_loop(node)}
+
+
+def _training(tree, trainers):
+    """What in this one-statement unit trains a model, in words, or None. A statement that defines
+    something (a def or class inside) is never skipped: the grader may need what it defines."""
+    if len(tree.body) != 1:
+        return None
+    node = tree.body[0]
+    if isinstance(node, (ast.Import, ast.ImportFrom)) or any(isinstance(n, _DEFS) for n in ast.walk(node)):
+        return None
+    if _trains_in_a_loop(node):
+        return "a training loop (it calls .backward())"
+    called = [n.func.id for n in ast.walk(node)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in trainers]
+    if called:
+        return f"a call of {called[0]}(), which trains a model (a loop calling .backward())"
+    return None
 
 
 def _assigned(tree):

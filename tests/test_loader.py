@@ -27,6 +27,8 @@ def zyg():
     os.environ.setdefault("HOME", "/root")
     try:
         with Zygote() as z:
+            # wait until it has imported torch: tests with second-long load limits must not pay for that
+            os.rmdir(z.mkdir())
             yield z
             assert wait_until(lambda: not descendants(z.pid), timeout=1.5), "workers left behind"
     finally:
@@ -295,6 +297,66 @@ def test_slow_training_cells_spend_neither_the_tests_time_nor_run_again(zyg, tmp
         h.close()
 
 
+def test_training_at_the_top_level_is_not_run(zyg, tmp_path):
+    """A notebook trains its model in a loop (or through a train() function), for minutes on a laptop:
+    grading never uses the trained model, so those statements are skipped with a note, not run to the
+    cell limit; what they would have bound is missing quietly, and everything else runs."""
+    cells = [
+        "import math\nimport time\nimport numpy as np\nimport torch",
+        body_of_good(),
+        "model = torch.nn.Linear(3, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\nlosses = []\n"
+        "for step in range(10**9):\n    loss = model(torch.randn(4, 3)).pow(2).mean()\n"
+        "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n    losses.append(loss.item())\n"
+        "after_loop = True",
+        "def train(m, steps):\n    for _ in range(steps):\n        m(torch.randn(2, 3)).sum().backward()\n"
+        "        time.sleep(1)\n    return m\n"
+        "trained = train(model, 10**9)\nprint(trained.weight.shape)\nnext_line = 1",
+        "def loss_once(m):\n    out = m(torch.randn(2, 3)).sum()\n    out.backward()  # one step, no loop: runs\n"
+        "    return True\nran_once = loss_once(model)",
+        "def uses_loop_vars():\n    return [after_loop, next_line, ran_once, len(losses)]",
+    ]
+    h, report = load(zyg, write(tmp_path, "trains.ipynb", notebook(cells)), cell_s=20)
+    try:
+        text = "\n".join(report["messages"])
+        assert report["ok"], text
+        assert "trains.ipynb, cell 3, line 4: a training loop (it calls .backward()) was not run" in text
+        assert "never uses a trained model" in text
+        assert "cell 4, line 6: a call of train(), which trains a model" in text
+        assert "cell 4, line 7 was not run either: it uses `trained`" in text
+        assert "longer than" not in text and "raised" not in text, text
+        assert h.call("uses_loop_vars") == [True, 1, True, 0]
+        context_ok(h)
+    finally:
+        h.close()
+
+
+def test_knock_on_failures_are_told_once_under_the_failure_that_caused_them(zyg, tmp_path):
+    """A data file the grader does not have: the cell reading it fails, and then every statement that
+    uses what it would have defined fails with a NameError. The student sees the cause once, with where
+    the knock-on failures were, instead of a screen of NameErrors; an unrelated NameError is still its own."""
+    cells = [
+        "import math\nimport numpy as np",
+        "with open('input.txt') as f:\n    text = f.read()",
+        "chars = sorted(set(text))\nprint(len(chars))",
+        "stoi = {c: i for i, c in enumerate(chars)}\nencode = lambda s: [stoi[c] for c in s]\nencode('hi')",
+        "text = 'abc'\nprint(len(text))",
+        "print(undefined_thing)",
+        body_of_good(),
+    ]
+    h, report = load(zyg, write(tmp_path, "data.ipynb", notebook(cells)))
+    try:
+        msgs = report["messages"]
+        assert len(msgs) == 2, msgs
+        assert "data.ipynb, cell 2, line 1 raised FileNotFoundError" in msgs[0]
+        assert ("then 4 later statements failed for want of what it would have defined: cell 3, line 1; "
+                "cell 3, line 2; cell 4, line 1; cell 4, line 3") in msgs[0]
+        assert "cell 6, line 1 raised NameError: name 'undefined_thing' is not defined" in msgs[1]
+        assert not report["ok"]
+        context_ok(h)
+    finally:
+        h.close()
+
+
 def test_cells_that_kill_the_worker_are_skipped(zyg, tmp_path):
     cells = ["import math\nimport numpy as np",
              "import os\nprint('bye')\nos._exit(1)",
@@ -322,6 +384,16 @@ WORLD = GOOD + textwrap.dedent('''
     import sys
 
     def modules():
+        # every module object alive in the worker, whether sys.modules still lists it or not (the worker
+        # takes hwcheck's own modules out of sys.modules, so that a student's checker.py can be imported)
+        import gc
+        import types
+        objects = gc.get_objects()
+        alive = {m.__name__ for m in objects if isinstance(m, types.ModuleType)}
+        alive |= {f.__module__ for f in objects if isinstance(f, types.FunctionType) and f.__module__}
+        return sorted(alive | set(sys.modules))
+
+    def listed_modules():
         return sorted(sys.modules)
 
     def world():
@@ -354,6 +426,7 @@ def test_worker_never_imports_the_secret_side(zyg, tmp_path):
             assert secret not in mods
         assert not [m for m in mods if m.startswith(("reference.", "assignments."))]
         assert {"checker.worker", "checker.loader", "checker.wire", "numpy", "torch"} <= set(mods)
+        assert not [m for m in h.call("listed_modules") if m == "checker" or m.startswith("checker.")]
     finally:
         h.close()
 
