@@ -50,6 +50,10 @@ FEATURE_AXIS = ("the weights were applied along the feature axis instead of the 
                 "It only runs at all when T == n")
 NO_SCALING = "no 1/sqrt(d_k) scaling: the scores must be divided by sqrt(d_k) before the softmax"
 SCALED_BY_N = "the scores were divided by n (or d_k) instead of sqrt(n)"
+HALF_N = ("operator precedence: `n**1/2` is (n**1)/2 = n/2, not sqrt(n), because `**` binds tighter than `/`; "
+          "write `n**0.5` or `np.sqrt(n)`")
+TWICE_N = ("operator precedence: `scores / n**1/2` divides by n and then by 2, because `**` binds tighter than "
+           "`/`; write `scores / n**0.5` or `scores / np.sqrt(n)`")
 SCALED_BY_T = ("the scores were divided by sqrt(T), the number of tokens, instead of sqrt(n), the width of "
                "one hidden state (T == n == 4 in the handout, so its data cannot tell them apart)")
 SCALED_BY_D_MODEL = ("the scores were scaled by sqrt(d) (the width of X) instead of sqrt(d_k) "
@@ -167,7 +171,8 @@ def _mistaken_context(enc, dec, *, scale="sqrt", enc_scores=None, enc_sum=None):
     ew = enc if enc_sum is None else enc_sum
     n = dec.shape[-1]
     scores = es @ dec
-    div = {"sqrt": math.sqrt(n), "none": 1.0, "n": float(n), "T": math.sqrt(len(es))}[scale]
+    div = {"sqrt": math.sqrt(n), "none": 1.0, "n": float(n), "T": math.sqrt(len(es)), "half": n / 2,
+           "twice": 2.0 * n}[scale]
     return _softmax(scores / div) @ ew
 
 
@@ -177,6 +182,8 @@ def _context_hints(enc, dec):
     return [(NO_SCALING, _mistaken_context(enc, dec, scale="none")),
             (SCALED_BY_N, _mistaken_context(enc, dec, scale="n")),
             (SCALED_BY_T, _mistaken_context(enc, dec, scale="T") if len(enc) != dec.shape[-1] else None),
+            (HALF_N, _mistaken_context(enc, dec, scale="half") if dec.shape[-1] != 4 else None),
+            (TWICE_N, _mistaken_context(enc, dec, scale="twice")),
             ] + _combine_hints(w, enc)
 
 
@@ -195,6 +202,11 @@ def _self_attention_hints(X, Wq, Wk, Wv, row=None):
     d = X.shape[-1]
     return [(NO_SCALING, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=1.0))),
             (SCALED_BY_N, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=float(Wk.shape[-1])))),
+            (HALF_N.replace("sqrt(n)", "sqrt(d_k)").replace("(n)", "(d_k)").replace("n**", "d_k**")
+             .replace("= n/2", "= d_k/2"),
+             pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=Wk.shape[-1] / 2)) if Wk.shape[-1] != 4 else None),
+            (TWICE_N.replace("sqrt(n)", "sqrt(d_k)").replace("by n ", "by d_k ").replace("n**", "d_k**"),
+             pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=2.0 * Wk.shape[-1]))),
             (SCALED_BY_D_MODEL, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=math.sqrt(d)))
              if d != Wk.shape[-1] else None),
             (WRONG_AXIS, pick(_mistaken_self_attention(X, Wq, Wk, Wv, softmax=_softmax_axis0))),
@@ -236,6 +248,11 @@ def _mha_hints(X, Wq, Wk, Wv, Wo, h):
     return [(HEAD_SCALED_BY_D_K, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=float(d // h)) if d // h > 1 else None),
             (HEAD_SCALED_BY_D_MODEL, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=math.sqrt(d)) if h > 1 else None),
             (NO_SCALING, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=1.0)),
+            (HALF_N.replace("n**", "d_k**").replace("= n/2", "= d_k/2").replace("(n)", "(d_k)")
+             + " (d_k = d_model / num_heads)", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=(d // h) / 2)
+             if d // h != 4 else None),
+            (TWICE_N.replace("by n ", "by d_k ").replace("n**", "d_k**").replace("(n)", "(d_k)"),
+             _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=2.0 * (d // h))),
             (WRONG_AXIS, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, softmax=_softmax_axis0)),
             ("head i must use the i-th contiguous block of d/num_heads columns (columns i*d/h .. (i+1)*d/h - 1), "
              "not every num_heads-th column", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, interleaved=True)
@@ -489,7 +506,8 @@ def test_scale_scores_random(sub, ref, close, rng, T, n, dtype):
     s = _rand(rng, (T,), dtype, scale=3.0)
     got = sub.call("scale_scores", s, n)
     close(got, ref.scale_scores(_f64(s), n), what=f"scale_scores(scores of shape ({T},), {n}) in {dtype}",
-          dtype=dtype, hints=[(SCALED_BY_N, _f64(s) / n)] if n > 1 else [])
+          dtype=dtype, hints=([(SCALED_BY_N, _f64(s) / n)] if n > 1 else [])
+          + ([(HALF_N, _f64(s) / (n / 2))] if n not in (2, 4) else []) + [(TWICE_N, _f64(s) / (2 * n))])
 
 
 @pytest.mark.question("Q1")

@@ -524,8 +524,10 @@ def _check_mask(sub, close, T):
     close(got, want, what=what, hints=[
         (DIAGONAL_MASK_HINT, np.triu(np.ones((T, T), dtype=bool), 0)),
         ("your mask lets position i see j > i (True must be on the strict upper triangle, key j > query i)", want.T),
-        ("your mask lets position i see j > i: True must mark the positions NOT allowed (j > i), "
-         "you marked the allowed ones", ~want)])
+        ("True marks the allowed positions (key j <= query i) in your mask, the opposite of the handout's "
+         "convention: True must mark the positions NOT allowed (j > i). Even if your own masked_attention "
+         "inverts it, code written against the handout (`masked_fill(mask, -inf)`) would hide the past and "
+         "let position i see the future", ~want)])
     dt = (info.get("dtypes") or ["?"])[0]
     if dt != "bool":
         _fail(f"{what}: the values are right but the mask is {dt}; return a bool tensor "
