@@ -50,10 +50,12 @@ FEATURE_AXIS = ("the weights were applied along the feature axis instead of the 
                 "It only runs at all when T == n")
 NO_SCALING = "no 1/sqrt(d_k) scaling: the scores must be divided by sqrt(d_k) before the softmax"
 SCALED_BY_N = "the scores were divided by n (or d_k) instead of sqrt(n)"
-HALF_N = ("operator precedence: `n**1/2` is (n**1)/2 = n/2, not sqrt(n), because `**` binds tighter than `/`; "
-          "write `n**0.5` or `np.sqrt(n)`")
-TWICE_N = ("operator precedence: `scores / n**1/2` divides by n and then by 2, because `**` binds tighter than "
-           "`/`; write `scores / n**0.5` or `scores / np.sqrt(n)`")
+# `n**1/2` for sqrt(n), by the name of the width in each question (n, d_k)
+HALF_OF = ("operator precedence: `{n}**1/2` is ({n}**1)/2 = {n}/2, not sqrt({n}), because `**` binds tighter than "
+           "`/`; write `{n}**0.5` or `np.sqrt({n})`")
+TWICE_OF = ("operator precedence: `scores / {n}**1/2` divides by {n} and then by 2, because `**` binds tighter than "
+            "`/`; write `scores / {n}**0.5` or `scores / np.sqrt({n})`")
+HALF_N, TWICE_N = HALF_OF.format(n="n"), TWICE_OF.format(n="n")
 SCALED_BY_T = ("the scores were divided by sqrt(T), the number of tokens, instead of sqrt(n), the width of "
                "one hidden state (T == n == 4 in the handout, so its data cannot tell them apart)")
 SCALED_BY_D_MODEL = ("the scores were scaled by sqrt(d) (the width of X) instead of sqrt(d_k) "
@@ -202,10 +204,9 @@ def _self_attention_hints(X, Wq, Wk, Wv, row=None):
     d = X.shape[-1]
     return [(NO_SCALING, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=1.0))),
             (SCALED_BY_N, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=float(Wk.shape[-1])))),
-            (HALF_N.replace("sqrt(n)", "sqrt(d_k)").replace("(n)", "(d_k)").replace("n**", "d_k**")
-             .replace("= n/2", "= d_k/2"),
+            (HALF_OF.format(n="d_k"),
              pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=Wk.shape[-1] / 2)) if Wk.shape[-1] != 4 else None),
-            (TWICE_N.replace("sqrt(n)", "sqrt(d_k)").replace("by n ", "by d_k ").replace("n**", "d_k**"),
+            (TWICE_OF.format(n="d_k"),
              pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=2.0 * Wk.shape[-1]))),
             (SCALED_BY_D_MODEL, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=math.sqrt(d)))
              if d != Wk.shape[-1] else None),
@@ -248,10 +249,9 @@ def _mha_hints(X, Wq, Wk, Wv, Wo, h):
     return [(HEAD_SCALED_BY_D_K, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=float(d // h)) if d // h > 1 else None),
             (HEAD_SCALED_BY_D_MODEL, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=math.sqrt(d)) if h > 1 else None),
             (NO_SCALING, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=1.0)),
-            (HALF_N.replace("n**", "d_k**").replace("= n/2", "= d_k/2").replace("(n)", "(d_k)")
-             + " (d_k = d_model / num_heads)", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=(d // h) / 2)
+            (HALF_OF.format(n="d_k") + " (d_k = d_model / num_heads)", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=(d // h) / 2)
              if d // h != 4 else None),
-            (TWICE_N.replace("by n ", "by d_k ").replace("n**", "d_k**").replace("(n)", "(d_k)"),
+            (TWICE_OF.format(n="d_k"),
              _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=2.0 * (d // h))),
             (WRONG_AXIS, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, softmax=_softmax_axis0)),
             ("head i must use the i-th contiguous block of d/num_heads columns (columns i*d/h .. (i+1)*d/h - 1), "
