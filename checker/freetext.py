@@ -29,7 +29,7 @@ MAX_ANSWER = 4000  # characters kept of one answer
 _MAX_FILE = 4 * 1024 * 1024
 _MAX_FILES = 200
 _SUFFIXES = (".ipynb", ".py", ".md", ".txt")
-_PROMPT = re.compile(r"^\s*(\*\*|__)?\s*your answer\s*:?\s*(\*\*|__)?\s*:?\s*", re.IGNORECASE | re.MULTILINE)
+_PROMPT = re.compile(r"^\s*(\*\*|__)?\s*(your|my) answer\b\s*:?\s*(\*\*|__)?\s*:?\s*", re.IGNORECASE | re.MULTILINE)
 _PLACEHOLDER = re.compile(r"^\(?\s*replace this (line|text)[^)\n]*\)?\s*$|^\.\.\.$|^TODO\.?$", re.IGNORECASE)
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 
@@ -140,7 +140,9 @@ def answer_in_python(source, qid, prompt=None):
     lines = source.splitlines()
     for i, line in enumerate(lines):
         if line.lstrip().startswith("#") and name.search(line):
-            rest = []
+            # `# Q3-text: the answer starts on this line` (the label's line holds its first words)
+            first = _label(line.lstrip().lstrip("#"), name)
+            rest = [first.strip()] if first and first.strip() else []
             for nxt in lines[i + 1:]:
                 if not nxt.lstrip().startswith("#"):
                     if rest or nxt.strip():

@@ -32,6 +32,8 @@ __all__ = ["Loader", "UnitTimeout", "student_where", "format_student_tb", "list_
 
 MAGIC_RE = re.compile(r"^\s*[%!]")
 HELP_RE = re.compile(r"^\s*\??[\w.]+\?\??\s*$")  # `np.mean?`, `??f`: IPython help
+ASSIGNED_MAGIC_RE = re.compile(r"^\s*[\w.,\s]+=\s*[%!]")  # `files = !ls`, `t = %timeit -o f()`
+TIME_RE = re.compile(r"^(\s*(?:[\w.,\s]+=\s*)?)%time\s+(.*)$")  # `%time f()`, `y = %time f()`: runs f()
 RUN_BODY = ("time", "capture", "prun")  # cell magics whose body runs in the notebook's namespace
 SUFFIXES = (".py", ".ipynb")
 
@@ -171,7 +173,9 @@ def _strip_magics(src):
     """Blank out IPython-only lines, keeping line numbers; return (code, skipped lines).
 
     A `%%time`/`%%capture`/`%%prun` cell keeps its body (its first line becomes blank); any
-    other cell magic skips the whole cell.
+    other cell magic skips the whole cell. Only a line that starts a statement can be a magic
+    (as in IPython): `!= 0` or `% n` continuing a bracketed expression is Python. `%time STMT`
+    and `x = %time EXPR` run STMT and EXPR as IPython does; other magics and `x = !cmd` are skipped.
     """
     lines = src.split("\n")
     skipped = []
@@ -181,12 +185,62 @@ def _strip_magics(src):
         if magic not in RUN_BODY:
             return "", [first]
         lines[0] = ""
+    scan = _LogicalLines()
     for i, line in enumerate(lines):
-        if MAGIC_RE.match(line) or re.match(r"^\s*\w+\s*=\s*!", line) or HELP_RE.match(line):
+        if not scan.at_start():
+            scan.feed(line)
+            continue
+        timed = TIME_RE.match(line)
+        if timed:  # `%time f(x)` or `y = %time f(x)`: the statement runs (and is timed) in IPython
+            lines[i] = timed.group(1) + timed.group(2)
+        elif MAGIC_RE.match(line) or ASSIGNED_MAGIC_RE.match(line) or HELP_RE.match(line):
             skipped.append(line.strip())
             indent = line[: len(line) - len(line.lstrip())]
             lines[i] = indent + "pass"
+            continue  # a magic's text is not Python: its quotes and brackets open nothing
+        scan.feed(lines[i])
     return "\n".join(lines), skipped
+
+
+class _LogicalLines:
+    """Tells whether the next physical line starts a Python statement: not inside brackets, a string
+    that spans lines, or after a backslash continuation. Enough of Python's tokenizer for that."""
+
+    def __init__(self):
+        self.depth, self.quote, self.cont = 0, None, False
+
+    def at_start(self):
+        return self.depth == 0 and self.quote is None and not self.cont
+
+    def feed(self, line):
+        j, n = 0, len(line)
+        while j < n:
+            c = line[j]
+            if self.quote:
+                if c == "\\":
+                    j += 2
+                    continue
+                if line.startswith(self.quote, j):
+                    j += len(self.quote)
+                    self.quote = None
+                    continue
+                j += 1
+                continue
+            if c == "#":
+                break
+            if c in "'\"":
+                self.quote = c * 3 if line.startswith(c * 3, j) else c
+                j += len(self.quote)
+                continue
+            if c in "([{":
+                self.depth += 1
+            elif c in ")]}":
+                self.depth = max(0, self.depth - 1)
+            j += 1
+        ends_in_backslash = line.endswith("\\")
+        if self.quote in ("'", '"') and not ends_in_backslash:
+            self.quote = None  # an unterminated one-line string is a syntax error the parser will report
+        self.cont = ends_in_backslash and self.quote is None
 
 
 _TOP_START = re.compile(r"[A-Za-z_@]")  # a top-level statement starts at column 0 with a name or decorator
@@ -231,6 +285,7 @@ class Loader:
         self.messages = []
         self.origins = {}
         self.defs = {}  # name -> {file, cell, line} of the def/class statement that made it
+        self._def_bodies = {}  # name -> (display file, ast dump) of the def/class that made it
         # name -> {file, cell, line, why} of a def/class statement that did not run: inside
         # `if __name__ == "__main__":` of a .py ("main_guard"), in a block whose code did not reach it
         # ("block"), or after the line where its unit stopped with an error ("stopped")
@@ -365,6 +420,7 @@ class Loader:
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 if node.name in self.ns:
+                    self._note_other_file(node, shown, cell)
                     self.defs[node.name] = {"file": shown, "cell": cell, "line": node.lineno}
                 else:
                     self.unrun[node.name] = {"file": shown, "cell": cell, "line": node.lineno, "why": "stopped"}
@@ -372,6 +428,26 @@ class Loader:
             if node.name not in self.ns:
                 why = "main_guard" if guarded and self.ns.get("__name__") != "__main__" else "block"
                 self.unrun[node.name] = {"file": shown, "cell": cell, "line": node.lineno, "why": why}
+
+    def _skipped_binds(self, line):
+        """`t = %timeit -o f()` was skipped (the last message): a later NameError for `t` is told under it."""
+        m = ASSIGNED_MAGIC_RE.match(line)
+        if m:
+            lhs = line.split("=", 1)[0]
+            self.failed.update(dict.fromkeys(re.findall(r"[A-Za-z_]\w*", lhs), len(self.messages) - 1))
+
+    def _note_other_file(self, node, shown, cell):
+        """A def/class that another file of a folder defined differently (a scratch notebook beside the
+        homework): the file that runs last wins, which the student may not expect; say which one is graded."""
+        body = ast.dump(node, include_attributes=False)
+        before = self._def_bodies.get(node.name)
+        self._def_bodies[node.name] = (shown, body, _loc(shown, cell, node.lineno))
+        if before is None or before[0] == shown or before[1] == body:
+            return
+        self._msg("note", shown, cell, node.lineno,
+                  f"`{node.name}` is defined in {before[2]} and, differently, in {_loc(shown, cell, node.lineno)}. "
+                  f"The files of a folder run in name order (.py files first), so the one in {shown} is graded. If that is not "
+                  "the version you meant, delete or rename the other one (a scratch notebook, an old copy).")
 
     def _load_notebook(self, f, shown):
         self.ns["__name__"] = "__main__"  # as in Jupyter: `if __name__ == "__main__":` blocks run
@@ -384,6 +460,7 @@ class Loader:
             for s in skipped:
                 self._msg("magic", shown, cell_no, None,
                           f"{shown} cell {cell_no}: skipped IPython line `{s[:80]}` (magics and shell commands do not run in the grader)")
+                self._skipped_binds(s)
             if not code.strip():
                 continue
             name = f"<{shown} cell {cell_no}>"
@@ -462,6 +539,7 @@ class Loader:
                         self._msg("magic", shown, None, None,
                                   f"{shown}: skipped IPython line `{line[:80]}` (magics and shell commands do "
                                   "not run in the grader)")
+                        self._skipped_binds(line)
                     for start, chunk in _statements(stripped, tree):
                         self._run_unit(chunk, f, shown, None, start, cache=False)
                     return

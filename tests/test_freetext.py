@@ -54,6 +54,10 @@ def test_python_comments_a_string_or_a_comment_in_a_code_cell():
     assert answer_in_python("# Q3-text\n# TODO\n", "Q3-text") is None
     nb = _nb(_code("import numpy as np"), _code("# Q3-text: my answer\n# Different subspaces.\n"))
     assert answer_in_notebook(nb, "Q3-text") == "Different subspaces."
+    # the answer begun on the label's own line is kept whole
+    assert answer_in_python("x = 1\n# Q3-text: Each head has its own softmax.\nx = 2\n", "Q3-text") == \
+        "Each head has its own softmax."
+    assert answer_in_python("# Q3-text: Each head\n# attends elsewhere.\n", "Q3-text") == "Each head\nattends elsewhere."
 
 
 def test_answers_are_capped():

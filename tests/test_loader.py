@@ -586,6 +586,45 @@ def test_a_def_redefined_in_a_cell_run_earlier_is_pointed_out(zyg, tmp_path):
         h.close()
 
 
+def test_only_a_line_that_starts_a_statement_is_a_magic(zyg, tmp_path):
+    """`!= 0` and `% n` continuing a bracketed condition (black's layout) are Python, not shell or magic
+    lines; `%time STMT` and `y = %time EXPR` run as in IPython; `t = %timeit -o ...` is skipped and the
+    NameError it causes later is told under it."""
+    cells = [
+        "import numpy as np\ndef f():\n    return 1",
+        "def split_heads(W, num_heads):\n    if (W.shape[1]\n            % num_heads\n            != 0):\n"
+        "        raise ValueError('not divisible')\n    return np.split(W, num_heads, axis=1)",
+        '%time a = f() + 1\nb = %time f() + 2\nt = %timeit -o f()\ntext = """\n!not a shell line\n"""',
+        "speed = t.average",
+    ]
+    path = write(tmp_path, "hw.ipynb", notebook(cells))
+    h, report = load(zyg, path)
+    try:
+        assert [b.shape for b in h.call("split_heads", np.ones((2, 4)), 2)] == [(2, 2), (2, 2)]
+        text = "\n".join(report["messages"])
+        assert "!= 0" not in text and "% num_heads" not in text and "!not" not in text, text
+        assert {"a", "b", "text"} <= set(report["origins"]), report["origins"]
+        skipped = [m for m in report["messages"] if "t = %timeit -o f()" in m]
+        assert len(skipped) == 1 and "then 1 later statement failed" in skipped[0] and "cell 4" in skipped[0]
+        assert "NameError" not in text, text
+    finally:
+        h.close()
+
+
+def test_a_def_that_two_files_of_a_folder_define_differently_is_pointed_out(zyg, tmp_path):
+    write(tmp_path / "sub", "homework.ipynb", notebook(["def f(x):\n    return x + 1", "def g(x):\n    return 2 * x"]))
+    write(tmp_path / "sub", "scratch.ipynb", notebook(["def f(x):\n    return x", "def g(x):\n    return 2 * x"]))
+    h, report = load(zyg, tmp_path / "sub")
+    try:
+        assert h.call("f", 1) == 1  # name order: scratch.ipynb runs last
+        notes = [m for m in report["messages"] if "differently" in m]
+        assert len(notes) == 1, report["messages"]  # g is the same in both: nothing to say
+        assert notes[0].startswith("`f` is defined in homework.ipynb, cell 1") and "scratch.ipynb is graded" in notes[0]
+        assert report["ok"]
+    finally:
+        h.close()
+
+
 def test_failing_calls_are_named_with_their_arguments_shapes():
     import torch
 
