@@ -56,7 +56,12 @@ def test_a_float32_answer_to_a_float64_test_is_judged_with_float32_tolerances():
     exp = np.array([1.0, 2.0, 3.0])
     got32 = (exp * (1 + 4e-7)).astype(np.float32)  # accumulated float32 rounding: 4e-7 relative
     compare(got32, exp, dtype="float64")
-    fails(got32.astype(np.float64), exp, dtype="float64")  # the same numbers claimed as float64 are judged as such
+    # the same numbers in another container are judged the same: by their values (HOMEWORK.md)
+    compare(got32.astype(np.float64), exp, dtype="float64")
+    compare(got32.tolist(), exp, dtype="float64")
+    msg = fails((got32 + np.float32(1e-3)).astype(np.float64), exp, dtype="float64")
+    assert "your values are all float32 numbers, so they were judged with float32 tolerances" in msg
+    fails(exp * (1 + 4e-7), exp, dtype="float64")  # float64 numbers are judged as float64
     msg = fails(got32 + np.float32(1e-3), exp, dtype="float64")
     assert "came back as float32, so it was judged with float32 tolerances; the inputs were float64" in msg
 
