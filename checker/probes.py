@@ -72,6 +72,16 @@ class Probes:
     def call(self, name, args, kwargs):
         return self.lookup(name)(*args, **(kwargs or {}))
 
+    def call_changes(self, name, args, kwargs):
+        """Call `name`; return its value and the positions of the array arguments it changed in place
+        (`scores /= ...` on the caller's array), so the trusted side can name that."""
+        import numpy as np
+        before = [np.array(a, copy=True) if type(a) is np.ndarray else None for a in args]
+        value = self.lookup(name)(*args, **(kwargs or {}))
+        changed = [i for i, (a, b) in enumerate(zip(args, before))
+                   if b is not None and not (a.shape == b.shape and np.array_equal(a, b, equal_nan=True))]
+        return {"value": value, "changed": changed}
+
     def torch_calls(self, name, args, kwargs):
         """Call `name`; return its value and the names of the torch functions it called (outermost only),
         so the trusted side can see F.scaled_dot_product_attention in work the handout asks for by hand."""

@@ -779,6 +779,18 @@ class SubmissionHandle:
         return (r.get("value") if isinstance(r, dict) else None,
                 [c for c in calls if isinstance(c, str)] if isinstance(calls, list) else [])
 
+    def call_changes(self, name, *args, **kwargs):
+        """Call `name`; return (its value, the positions of the array arguments it changed in place):
+        Probes.call_changes."""
+        self.called.append(name)
+        if self.loaded and name not in self.names and self.load_ok:
+            raise self.missing(name)
+        r = self.request("call_changes", {"name": name, "args": list(args), "kwargs": kwargs},
+                         what=call_text(name, args, kwargs), key=f"{name}(...)")
+        changed = r.get("changed") if isinstance(r, dict) else None
+        return (r.get("value") if isinstance(r, dict) else None,
+                [i for i in changed if type(i) is int and 0 <= i < len(args)] if isinstance(changed, list) else [])
+
     def top_level_ints(self):
         """{name: value} of the submission's top-level int variables (Probes.top_level_ints); {} if unreadable."""
         r = self.request("top_level_ints", {}, what="the submission's top-level numbers")

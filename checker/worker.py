@@ -171,7 +171,7 @@ def _dispatch(header, bufs, state):
         value = probes.top_level_ints()
     elif op == "parameters":
         value = probes.parameters(args["name"])
-    elif op in ("call", "torch_calls"):
+    elif op in ("call", "torch_calls", "call_changes"):
         value = getattr(probes, op)(args["name"], args.get("args", []), args.get("kwargs", {}))
     elif op in ("new", "forward", "grads", "to", "attr_shape", "swap_rows", "meta_forward", "on_meta",
                 "get_params", "set_params"):

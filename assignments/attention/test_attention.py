@@ -304,8 +304,19 @@ def _global_argument_hint(sub, got, fn, args):
     the notebook's top-level ints (`h = 2` for num_heads) reads that global: name it. `args` {param: value}."""
     try:
         got = [int(x) for x in np.asarray(got).reshape(-1)]
+    except (TypeError, ValueError):
+        return None
+    if args.get("num_heads", 1) != 1:  # the answer for one head: num_heads left out, whatever globals equal 1
+        try:
+            alt = [int(x) for x in fn(*[1 if p == "num_heads" else v for p, v in args.items()])]
+        except (ArithmeticError, TypeError, ValueError):
+            alt = None
+        if alt == got:
+            return ("this is the answer for num_heads=1: the function seems to leave num_heads out "
+                    "(one head's width is d_model // num_heads)")
+    try:
         tops = sub.top_level_ints()
-    except (GradingFailure, TypeError, ValueError):
+    except GradingFailure:
         return None
     for param, value in args.items():
         for name, g in sorted(tops.items()):
@@ -332,6 +343,28 @@ def _expect_value_error(sub, what, name, *args):
     raise GradingFailure(f"{what}: expected a ValueError (num_heads does not divide the width), "
                          f"but it returned without an error ({type(got).__name__} value). "
                          "Check the width with `%` and `raise ValueError(...)`.")
+
+
+def _check_arguments_unchanged(sub, calls):
+    """Call each (name, {param: value}) and fail if the function changed one of its array arguments in place
+    (`scores /= ...`, `H *= w[:, None]`): the caller's array changes, so a second call gives another answer.
+    A call that raises cannot be judged here (its own tests say why): the test is skipped."""
+    changed, raised = [], []
+    for name, params in calls:
+        try:
+            _, which = sub.call_changes(name, *[np.array(v, copy=True) for v in params.values()])
+        except StudentError as e:
+            raised.append(f"{name} raised: {e.message.splitlines()[0][:200]}")
+            continue
+        names = list(params)
+        changed += [f"{name} changed its argument `{names[i]}`" for i in which]
+    if changed:
+        raise GradingFailure(
+            "; ".join(_unique_in_order(changed)) + " in place (an augmented assignment such as `x /= ...`, `x *= ...`, `x -= ...` or "
+            "`x[...] = ...` on an argument writes into the caller's array): the caller's data is changed, so "
+            "calling it twice gives two answers. Make a new array instead: `x = x / ...`.")
+    if raised:
+        pytest.skip("could not be checked: " + "; ".join(raised))
 
 
 # ============================================================================ Q1
@@ -412,6 +445,20 @@ def test_context_vector_handout(sub, ref, close, state):
     got = sub.call("context_vector", H_E, H_D[state])
     close(got, ref.context_vector(H_E, H_D[state]), what=f"context_vector(H_e, H_d[{state}])",
           hints=_context_hints(H_E, H_D[state]))
+
+
+@pytest.mark.question("Q1")
+def test_q1_functions_leave_their_arguments_unchanged(sub, ref):
+    scores = ref.get_scores(H_E, H_D[1])
+    scaled = ref.scale_scores(scores, 4)
+    w = ref.get_attention_weights(scaled)
+    _check_arguments_unchanged(sub, [
+        ("get_scores", {"matrix": H_E, "vector": H_D[1]}),
+        ("scale_scores", {"scores": scores, "n": 4}),
+        ("get_attention_weights", {"scores": scaled}),
+        ("get_attention_weights", {"scores": np.stack([scaled, scores])}),
+        ("get_context_vector", {"attention_weights": w, "hidden_encoder_matrix": H_E}),
+        ("context_vector", {"encoder_states": H_E, "decoder_state": H_D[1]})])
 
 
 SOFTMAX_LARGE = {
@@ -550,6 +597,12 @@ def test_self_attention_by_hand(sub, ref, close):
                    "self_attention(X, W_Q, W_K, W_V) (handout data)", "self_attention", X_HANDOUT, W_Q, W_K, W_V)
 
 
+@pytest.mark.question("Q2")
+def test_q2_functions_leave_their_arguments_unchanged(sub):
+    args = {"X": X_HANDOUT, "W_Q": W_Q, "W_K": W_K, "W_V": W_V}
+    _check_arguments_unchanged(sub, [("self_attention_token", {**args, "i": 1}), ("self_attention", args)])
+
+
 SA_SHAPES = [(5, 3, 4, 2), (1, 4, 4, 4), (2, 7, 3, 5)]  # (T, d, d_k, d_v)
 
 
@@ -667,7 +720,9 @@ WEIGHT_CASES = [(d, h) for _, d, h in SHAPE_CASES]  # (d_model, num_heads)
 def test_head_weight_shape(sub, ref, close, d, h):
     got = sub.call("head_weight_shape", d, h)
     # a head's output shape (t, d/h) for any t the student may have used (a notebook T, X.shape[0], ...)
-    hints = [(HEAD_WEIGHT_IS_OUTPUT, (t, d // h)) for t in range(1, 1025) if t != d]
+    hints = [(HEAD_WEIGHT_IS_OUTPUT, (t, d // h)) for t in range(1, 1025) if t not in (d, h)]
+    hints.append(("the first dimension is the number of features a head's weight takes in, d_model, not the "
+                  "number of heads: (d_model, d_model // num_heads)", (h, d // h) if h != d else None))
     hints.append(("the shape is transposed: with row vectors (X @ W) a weight is (d_in, d_out) = "
                   "(d_model, d_model // num_heads)", (d // h, d) if h > 1 else None))
     _close_shape(close, got, ref.head_weight_shape(d, h), what=f"head_weight_shape(d_model={d}, num_heads={h})",
@@ -706,6 +761,45 @@ def test_w_o_shape(sub, ref, close, d, h):
                          "(num_heads * d_model // num_heads features) back to d_model",
                          (d, d // h) if h > 1 else None)],
                  sub=sub, fn=ref.w_o_shape, args={"d_model": d, "num_heads": h})
+
+
+@pytest.mark.question("Q3")
+def test_q3_functions_leave_their_arguments_unchanged(sub):
+    _check_arguments_unchanged(sub, [
+        ("split_heads", {"W": W_Q, "num_heads": 2}),
+        ("multi_head_attention", {"X": X_HANDOUT, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": np.eye(4),
+                                  "num_heads": 2})])
+
+
+INDIVISIBLE = [(3, 10, 3), (5, 7, 2), (2, 6, 4)]  # (T, d_model, num_heads): num_heads does not divide d_model
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("name", ["head_weight_shape", "head_output_shape", "w_o_shape"])
+def test_shapes_when_num_heads_does_not_divide(sub, ref, close, name):
+    """The handout's formulas round d_model / num_heads down (`//`); a ValueError, as split_heads raises,
+    is accepted too."""
+    for T, d, h in INDIVISIBLE:
+        params = {"seq_len": T, "d_model": d, "num_heads": h} if name == "head_output_shape" else \
+            {"d_model": d, "num_heads": h}
+        what = f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
+        try:
+            got = sub.call(name, *params.values())
+        except StudentError as e:
+            if "ValueError" in e.exc_types:
+                continue
+            raise
+        up = -(-d // h)  # d_model / num_heads rounded up
+        rounded_up = ("d_model / num_heads was rounded up; the handout's formula rounds it down: "
+                      "d_model // num_heads")
+        hints = {"head_weight_shape": [(rounded_up, (d, up))],
+                 "head_output_shape": [(rounded_up, (T, up))],
+                 "w_o_shape": [("W^O takes the concatenated heads, num_heads * (d_model // num_heads) features, "
+                                "which is fewer than d_model when num_heads does not divide it: the handout's "
+                                "formula is (num_heads * (d_model // num_heads), d_model)", (d, d)),
+                               (rounded_up, (h * up, d))]}[name]
+        _close_shape(close, got, getattr(ref, name)(*params.values()), what=what, hints=hints, sub=sub,
+                     fn=getattr(ref, name), args=params)
 
 
 def _mha_case(rng, T, d, dtype):
