@@ -27,6 +27,7 @@ import signal
 import sys
 import tokenize
 import traceback
+import types
 
 __all__ = ["Loader", "UnitTimeout", "student_where", "format_student_tb", "list_units"]
 
@@ -280,8 +281,12 @@ class Loader:
     """Runs a submission's units into `self.ns`, recording messages and origins."""
 
     def __init__(self, unit_s=30.0, on_unit=None, skip=()):
-        self.ns = {"__name__": "submission", "__builtins__": __builtins__,
-                   "display": _display, "get_ipython": lambda: _IPythonStub()}
+        # the namespace is a real module's, registered under the name the code runs as (below): a
+        # `@dataclass` under `from __future__ import annotations`, pickle and typing look the module up
+        self.module = types.ModuleType("submission")
+        self.ns = self.module.__dict__
+        self.ns.update({"__name__": "submission", "__builtins__": __builtins__,
+                        "display": _display, "get_ipython": lambda: _IPythonStub()})
         self.messages = []
         self.origins = {}
         self.defs = {}  # name -> {file, cell, line} of the def/class statement that made it
@@ -451,6 +456,7 @@ class Loader:
 
     def _load_notebook(self, f, shown):
         self.ns["__name__"] = "__main__"  # as in Jupyter: `if __name__ == "__main__":` blocks run
+        sys.modules["__main__"] = self.module  # (the worker's own __main__ is not needed after start-up)
         seen = {}  # name -> (cell, execution count) of the def/class that defined it last
         for cell_no, src, count in _cells(f):
             if self._writefile(src, shown, cell_no):
@@ -521,6 +527,7 @@ class Loader:
         # but imported, not run as a script: the demo code a student keeps under
         # `if __name__ == "__main__":` (training loops, plots) does not run
         self.ns["__name__"] = "submission"
+        sys.modules["submission"] = self.module
         # the whole file, so tracebacks show the student's line wherever it is
         linecache.cache[f] = (len(src), None, src.splitlines(True), f)
         try:

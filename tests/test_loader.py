@@ -625,6 +625,22 @@ def test_a_def_that_two_files_of_a_folder_define_differently_is_pointed_out(zyg,
         h.close()
 
 
+def test_a_dataclass_under_postponed_annotations_loads(zyg, tmp_path):
+    """`from __future__ import annotations` makes dataclasses look the defining module up in sys.modules:
+    the namespace a .py file or a notebook runs in is a registered module."""
+    src = ("from __future__ import annotations\nfrom dataclasses import dataclass\nimport pickle\n\n"
+           "@dataclass\nclass Config:\n    width: int = 4\n    heads: int = 2\n\n"
+           "def width():\n    return Config().width\n\n"
+           "def round_trip():\n    return pickle.loads(pickle.dumps(Config(heads=3))).heads\n")
+    for path in (write(tmp_path, "hw.py", src), write(tmp_path, "hw.ipynb", notebook([src]))):
+        h, report = load(zyg, path)
+        try:
+            assert report["ok"], report["messages"]
+            assert h.call("width") == 4 and h.call("round_trip") == 3
+        finally:
+            h.close()
+
+
 def test_failing_calls_are_named_with_their_arguments_shapes():
     import torch
 
