@@ -295,12 +295,22 @@ def test_mhsa_parameters_registered(sub, seed):
 @pytest.mark.parametrize("D,h", [(12, 3), (16, 4)])
 def test_mhsa_parameter_count(sub, seed, D, h):
     m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
-    low = 3 * D * D
-    if m.n_params < low:
-        raise GradingFailure(
-            f"MultiHeadSelfAttention({D}, {h}) has {m.n_params} registered parameter values; the query, key "
-            f"and value projections alone need at least 3 * D * D = {low} (each maps D = {D} features to "
-            f"D, split over the heads).\nLikely mistake: {LIST_HINT}.")
+    low = 4 * D * D
+    if m.n_params >= low:
+        return
+    if m.n_params >= 3 * D * D:
+        hint = ("no output projection: after the heads are concatenated, step 4 of the handout applies W^O "
+                "(D x D, e.g. nn.Linear(D, D)), which lets the heads' outputs mix")
+    elif any(tuple(p.get("shape", ())) == (D // h, D // h) for p in m.params):
+        hint = (f"each head's projection sees only its own slice of D/num_heads = {D // h} features (a "
+                f"Linear({D // h}, {D // h}) per head): a head's W_i^Q maps all D = {D} features to D/num_heads, "
+                "so it is (D, D/num_heads), and the Q, K and V projections of all heads hold 3 * D * D values")
+    else:
+        hint = LIST_HINT
+    raise GradingFailure(
+        f"MultiHeadSelfAttention({D}, {h}) has {m.n_params} registered parameter values; the query, key, value "
+        f"and output projections need at least 4 * D * D = {low} (each maps D = {D} features to D, the first "
+        f"three split over the heads).\nLikely mistake: {hint}.")
 
 
 @pytest.mark.question("mhsa")
@@ -688,6 +698,28 @@ def test_vit_parameters_registered(sub, seed):
 
 
 @pytest.mark.question("vit")
+@pytest.mark.weight(2)  # a ViT whose blocks share one set of weights passes every other test
+def test_vit_each_block_has_its_own_weights(sub, seed):
+    img, patch, D, h, out = (3, 8, 8), 4, 16, 2, 10
+    one, three = (_vit(sub, seed, img, patch, D, h, out, n) for n in (1, 3))
+    per_block = (three.n_params - one.n_params) / 2
+    if per_block >= 4 * D * D:
+        return
+    what = (f"{_vit_name(img, patch, D, h, out, 3)} has {three.n_params} registered parameter values, "
+            f"{_vit_name(img, patch, D, h, out, 1)} {one.n_params}")
+    if per_block <= 0:
+        raise GradingFailure(
+            f"{what}: the two extra blocks add no weights of their own.\nLikely mistake: the blocks share one "
+            "set of weights (`nn.ModuleList([Block()] * n)` or `nn.Sequential(*[block] * n)` repeat one module n "
+            "times: build n modules, `nn.ModuleList([Block() for _ in range(n)])`), or num_encoder_blocks is "
+            "ignored (a fixed number of blocks).")
+    raise GradingFailure(
+        f"{what}: each extra block adds {per_block:g}, fewer than the 4 * D * D = {4 * D * D} of its attention's "
+        "Q, K, V and output projections.\nLikely mistake: part of each block is shared between the blocks, or "
+        "kept outside nn.ModuleList.")
+
+
+@pytest.mark.question("vit")
 def test_vit_every_parameter_in_graph(sub, rng, seed):
     img, patch, D, h, out, blocks = (1, 8, 8), (4, 2), 12, 3, 4, 2
     m = _vit(sub, seed, img, patch, D, h, out, blocks)
@@ -826,7 +858,11 @@ def test_vit_classifies_from_the_class_token(sub, close, rng, seed):
                    "patches with the same content (the class token sees the same tokens, so its logits must "
                    "not change)")
     except GradingFailure as e:
-        if _class_token_last(m, x, before, close, name, out):
+        if _class_token_last(m, x, before, close, name, out) and _last_row_unused(m, x, before, close, name, out):
+            hint = ("the positional embedding is added to the patch tokens before the class token is prepended "
+                    "(rows 0..N-1 go to the patches, the class token gets none): prepend the class token first, "
+                    "then add all N+1 rows, so that row 0 is the class token's")
+        elif _class_token_last(m, x, before, close, name, out, swapped=True):
             hint = ("the class token is appended after the patches (its positional row is the last one, N) and "
                     "read there: the handout prepends it, at position 0, so that row 0 of positional_embedding "
                     "is the class token's and the classifier reads the output at position 0")
@@ -841,15 +877,44 @@ def test_vit_classifies_from_the_class_token(sub, close, rng, seed):
         raise GradingFailure(f"{e.message}\nLikely mistake: {hint}.") from e
 
 
-def _class_token_last(m, x, before, close, name, out):
-    """Does the ViT keep its class token last? Rows 1 and 4 of its positional embedding are swapped; swap
-    them back, then swap rows 0 and 3, two patches' rows when the class token's is the last: the logits
-    on the constant image stay the same only then."""
+def _class_token_last(m, x, before, close, name, out, swapped=False):
+    """Do the patches use rows 0..N-1 of the positional embedding (the class token kept last, or given no
+    row)? Rows 1 and 4 of it are swapped; swap them back, then swap rows 0 and 3, two patches' rows then:
+    the logits on the constant image stay the same only then. `swapped`: rows 0 and 3 are swapped already
+    (an earlier call), so only compare."""
+    try:
+        if not swapped:
+            with explained():
+                m.swap_rows("positional_embedding", 1, 4)
+                m.swap_rows("positional_embedding", 0, 3)
+        again = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
+        close(again, before, dtype="float32", what="")
+    except GradingFailure:
+        return False
+    return True
+
+
+def _last_row_unused(m, x, before, close, name, out):
+    """After _class_token_last: does changing row N of the positional embedding leave the logits alone (no
+    token uses it: the embedding was added before the class token was prepended)? False when the row is
+    used, or when the embedding is not a parameter by that name; the row is put back either way."""
     try:
         with explained():
-            m.swap_rows("positional_embedding", 1, 4)
-            m.swap_rows("positional_embedding", 0, 3)
-        again = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
+            got = m.get_params(["positional_embedding"])
+        pe = got.get("positional_embedding") if isinstance(got, dict) else None
+        if pe is None:
+            return False
+        pe = np.array(pe, dtype=np.float32)
+        changed_pe = pe.copy()
+        # a random change: a constant one would vanish in every LayerNorm
+        changed_pe[..., -1, :] += np.random.default_rng(0).standard_normal(pe.shape[-1]).astype(np.float32)
+        with explained():
+            m.set_params({"positional_embedding": torch.from_numpy(changed_pe)})
+        try:
+            again = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
+        finally:
+            with explained():
+                m.set_params({"positional_embedding": torch.from_numpy(pe)})
         close(again, before, dtype="float32", what="")
     except GradingFailure:
         return False
