@@ -369,7 +369,7 @@ class Loader:
             self._msg("training", shown, cell, line0,
                       f"{_loc(shown, cell, line0)}: {training} was not run"
                       + (" either" if said else ": the grader tests your functions and classes on its own "
-                         "inputs and never uses a trained model, so training would only cost time"))
+                         "inputs and never uses a trained model, so training and sampling would only cost time"))
             return
         if cache:
             linecache.cache[filename] = (len(code_src), None, ("\n" * (line0 - 1) + code_src).splitlines(True),
@@ -653,6 +653,9 @@ def _training(tree, trainers):
               if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in trainers]
     if called:
         return f"a call of {called[0]}(), which trains a model (a loop calling .backward())"
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "generate"
+           for n in ast.walk(node)):
+        return "sampling text from the model (a .generate() call)"
     return None
 
 

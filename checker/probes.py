@@ -158,7 +158,7 @@ class Probes:
                     raise ProbeError("forward returned None: does forward end with `return ...`?")
                 outs.append(y)
         # the dtype and device of a nanoGPT-style (logits, loss) are its logits'
-        firsts = [y[0] if isinstance(y, (tuple, list)) and y and isinstance(y[0], torch.Tensor) else y for y in outs]
+        firsts = [_logits_of(y) for y in outs]
         return {"outputs": outs,
                 "dtypes": [str(getattr(y, "dtype", type(y).__name__)).replace("torch.", "") for y in firsts],
                 "devices": [str(getattr(y, "device", "cpu")) for y in firsts],
@@ -170,9 +170,7 @@ class Probes:
         m.zero_grad(set_to_none=True)
         torch.manual_seed(seed)
         with torch.enable_grad():
-            y = _call(m, x)
-            if isinstance(y, (tuple, list)) and y and isinstance(y[0], torch.Tensor):
-                y = y[0]  # nanoGPT's (logits, loss): judged by its logits (one test says it is not the contract)
+            y = _logits_of(_call(m, x))  # judged by its logits (one test says a container is not the contract)
             if not isinstance(y, torch.Tensor):
                 raise ProbeError("forward did not return a tensor")
             loss = (y.to(weight.dtype) * weight).sum()
@@ -267,8 +265,7 @@ class Probes:
                 y = m(x)
             if y is None:
                 raise ProbeError("forward returned None: does forward end with `return ...`?")
-            if isinstance(y, (tuple, list)) and y and isinstance(y[0], torch.Tensor):
-                y = y[0]  # nanoGPT's (logits, loss)
+            y = _logits_of(y)
             if not isinstance(y, torch.Tensor):
                 raise ProbeError(f"forward returned {type(y).__name__}, not a tensor")
             return {"shape": list(y.shape), "fallback": None,
@@ -287,7 +284,7 @@ def _call(m, x, filled=None):
     called again with None for them, or else a copy of the input (token ids serve as targets), so that one
     test can say so and the others still judge the model. The names filled in are added to `filled`."""
     try:
-        return m(x)
+        return _all_positions(m, x, m(x), filled)
     except TypeError as e:
         found = _MISSING.search(str(e))
         if not found:
@@ -312,6 +309,49 @@ def _call(m, x, filled=None):
         if filled is not None:
             filled.update(names)
         return y
+
+
+def _logits_of(y):
+    """The tensor a model's output stands for: nanoGPT's (logits, loss) and a {"logits": ...} dict give their
+    logits (the trusted side charges the container in one test); anything else is itself."""
+    torch = _torch()
+    if isinstance(y, (tuple, list)) and y and isinstance(y[0], torch.Tensor):
+        return y[0]
+    if isinstance(y, dict) and isinstance(y.get("logits"), torch.Tensor):
+        return y["logits"]
+    return y
+
+
+LAST_POSITION_ONLY = "@last_position_only"  # in `filled`: the logits came from forward(idx, targets=idx)
+
+
+def _all_positions(m, x, y, filled):
+    """nanoGPT's forward gives the logits of the last position only when it gets no targets (`x[:, [-1], :]`,
+    an inference shortcut) and of every position with them. Such a model is called again with the ids as
+    its targets, and its logits of every position are returned, with LAST_POSITION_ONLY in `filled`: one
+    test charges the shortcut and the others judge the model."""
+    torch = _torch()
+    first = _logits_of(y)
+    if not (isinstance(x, torch.Tensor) and x.dim() == 2 and not x.is_floating_point() and x.shape[1] > 1
+            and isinstance(first, torch.Tensor) and first.dim() == 3 and tuple(first.shape[:2]) == (x.shape[0], 1)):
+        return y
+    try:
+        params = list(inspect.signature(m.forward).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return y
+    optional = [p.name for p in params if p.default is None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if not optional:
+        return y
+    try:
+        y2 = m(x, **{optional[0]: x.clone()})
+    except Exception:  # noqa: BLE001 - then the last position's logits are what forward gives
+        return y
+    logits = _logits_of(y2)
+    if not (isinstance(logits, torch.Tensor) and logits.dim() == 3 and tuple(logits.shape[:2]) == tuple(x.shape)):
+        return y
+    if filled is not None:
+        filled.add(LAST_POSITION_ONLY)
+    return logits
 
 
 def _values_stood_in(on):
@@ -370,8 +410,7 @@ def _meta_result(y, what):
     torch = _torch()
     if y is None:
         raise ProbeError(f"{what} returned None: does it end with `return ...`?")
-    if isinstance(y, (tuple, list)) and y and isinstance(y[0], torch.Tensor):
-        y = y[0]  # nanoGPT's (logits, loss)
+    y = _logits_of(y)
     if not isinstance(y, torch.Tensor):
         raise ProbeError(f"{what} returned {type(y).__name__}, not a tensor")
     return {"shape": list(y.shape), "device": str(y.device), "dtype": str(y.dtype).replace("torch.", "")}

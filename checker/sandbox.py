@@ -118,6 +118,22 @@ def sha256_of(path):
     return h.hexdigest()
 
 
+# torch errors whose words do not say their usual cause in student code
+TORCH_ERROR_NOTES = [
+    (re.compile(r"element 0 of tensors does not require grad"),
+     "the output is not connected to the parameters: forward runs under torch.no_grad() or @torch.no_grad(), "
+     "or a tensor was detached (.detach(), .data, .numpy(), .item()) on the way"),
+    (re.compile(r"modified by an inplace operation"),
+     "an in-place operation (`x += ...`, `x[...] = ...`, `.masked_fill_()`, `nn.ReLU(inplace=True)`) changed a "
+     "tensor that backward still needs: use the out-of-place form (`x = x + ...`, `.masked_fill(...)`)"),
+    (re.compile(r"batch1 must be a 3D tensor|Expected 3-dimensional tensor|expected 3D tensor"),
+     "torch.bmm takes exactly 3-D tensors: `@` (torch.matmul) works for any number of leading axes"),
+    (re.compile(r"Dimension out of range"),
+     "an axis that only inputs with more axes have: count axes from the end (dim=-1, .transpose(-2, -1)), "
+     "so that any number of leading batch or head axes works"),
+]
+
+
 def call_text(name, args, kwargs=None):
     """How a call is named in messages: `split_heads(array (4, 6) float64, 4)`: arrays by shape and dtype,
     numbers as they are, anything else by its type; cut at 160 characters."""
@@ -756,6 +772,7 @@ class SubmissionHandle:
                 text += ("\n(the grader runs your code in a sandbox: it may read your submission and the "
                          "Python installation and write only its own temporary folder; no network, no "
                          "other processes)")
+            text += next((f"\n({note})" for pattern, note in TORCH_ERROR_NOTES if pattern.search(msg)), "")
         failure = StudentError(text)
         failure.where = where
         failure.exc_types = [str(b)[:100] for b in bases[:20]]

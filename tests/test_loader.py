@@ -314,6 +314,8 @@ def test_training_at_the_top_level_is_not_run(zyg, tmp_path):
         "def loss_once(m):\n    out = m(torch.randn(2, 3)).sum()\n    out.backward()  # one step, no loop: runs\n"
         "    return True\nran_once = loss_once(model)",
         "def uses_loop_vars():\n    return [after_loop, next_line, ran_once, len(losses)]",
+        "class Sampler:\n    def generate(self, n):\n        time.sleep(100)\n"
+        "print(Sampler().generate(10**6))\nafter_sampling = 1",
     ]
     h, report = load(zyg, write(tmp_path, "trains.ipynb", notebook(cells)), cell_s=20)
     try:
@@ -325,6 +327,8 @@ def test_training_at_the_top_level_is_not_run(zyg, tmp_path):
         assert "cell 4, line 7 was not run either: it uses `trained`" in text
         assert "longer than" not in text and "raised" not in text, text
         assert h.call("uses_loop_vars") == [True, 1, True, 0]
+        assert "cell 7, line 4: sampling text from the model (a .generate() call) was not run either" in text
+        assert "after_sampling" in report["origins"]
         context_ok(h)
     finally:
         h.close()

@@ -59,6 +59,10 @@ SHORT_CAUSAL_HINT = ("the model is causal on a full block but not on this shorte
 SHORT_INPUT_HINT = ("forward works on a full block but not on this shorter input: a language model must run on any "
                     "T <= block_size (generation starts from one token), so index the positions with "
                     "torch.arange(T) / pos_emb[:T] and slice any mask to [:T, :T]")
+CHANGED_BY_FORWARD_HINT = ("a forward on a shorter input changed the model, and the next call went wrong: "
+                           "`self.mask = self.mask[:T, :T]` (or any `self.x = ...` in forward) overwrites the "
+                           "registered buffer, so after generation's first one-token call the mask is 1 x 1. Slice "
+                           "into a local variable instead: `mask = self.mask[:T, :T]`")
 RANDOM_HINT = ("forward gives different logits for the same input under another random seed, in eval mode: "
                "F.dropout(x, p) drops even in eval mode (its training= defaults to True); use nn.Dropout(p) or "
                "F.dropout(x, p, training=self.training)")
@@ -386,10 +390,12 @@ def _ids(rng, B, T, V, device="cpu"):
 def _logits(out, B, T, V, what):
     """The logits array of one forward output, or a teaching failure.
 
-    A nanoGPT-style `(logits, loss)` is judged by its logits here; test_model_returns_the_logits_tensor
-    is the one test that costs it points."""
+    A nanoGPT-style `(logits, loss)` or a `{"logits": ...}` dict is judged by its logits here;
+    test_model_returns_the_logits_tensor is the one test that costs it points."""
     if isinstance(out, (tuple, list)) and out and isinstance(out[0], np.ndarray):
         out = out[0]
+    elif isinstance(out, dict) and isinstance(out.get("logits"), np.ndarray):  # a Hugging Face-style output
+        out = out["logits"]
     if isinstance(out, (tuple, list)):
         _fail(f"{what}: forward returned a {type(out).__name__} of {len(out)} items; "
               "it must return only the logits tensor (B, T, vocab_size)")
@@ -399,6 +405,9 @@ def _logits(out, B, T, V, what):
         msg = f"{what}: expected logits of shape {_shape((B, T, V))}, got {_shape(out.shape)}"
         if out.shape == (B * T, V):
             msg += " (flattened: keep the batch and time axes, reshape only inside the loss)"
+        elif out.shape == (B, 1, V) and T > 1:
+            msg += (" (the last position only: nanoGPT's `self.lm_head(x[:, [-1], :])` when targets is None is "
+                    "an inference shortcut; the handout's forward returns the logits of every position)")
         _fail(msg)
     if out.dtype.kind != "f":
         _fail(f"{what}: logits should be floating point, got {out.dtype}")
@@ -451,10 +460,25 @@ def _forward(m, cfg, inputs, seed):
         raise e.retold(f"{e.message}\nLikely mistake: {SHORT_INPUT_HINT}.") from None
 
 
-def _check_causal(sub, close, rng, seed, cfg, device, B=2, T=None):
-    """Changing the tokens after t leaves the logits up to t unchanged, on ids (B, T) (T: block_size)."""
+def _check_causal(sub, close, rng, seed, cfg, device, B=2, T=None, before=()):
+    """Changing the tokens after t leaves the logits up to t unchanged, on ids (B, T) (T: block_size).
+    `before`: shapes of ids the same module runs on first (generation's growing inputs)."""
     V, T = cfg[0], (cfg[1] if T is None else T)
     m = _new(sub, cfg, seed, device)
+    if before:
+        try:
+            _forward(m, cfg, [_ids(rng, b, t, V, device) for b, t in before], seed)
+            _check_causal_of(m, close, rng, seed, cfg, device, B, T)
+        except GradingFailure as e:
+            _check_causal(sub, close, rng, seed, cfg, device, B, T)  # a fresh module: its own failure, if any
+            message = e.message.split("\nLikely mistake:")[0]
+            raise e.retold(f"{message}\nLikely mistake: {CHANGED_BY_FORWARD_HINT}.") from None
+        return
+    _check_causal_of(m, close, rng, seed, cfg, device, B, T, sub=sub)
+
+
+def _check_causal_of(m, close, rng, seed, cfg, device, B, T, sub=None):
+    V = cfg[0]
     idx = _ids(rng, B, T, V, device)
     ts = sorted({0, T // 2, T - 2}) if T > 1 else []
     variants = []
@@ -473,7 +497,7 @@ def _check_causal(sub, close, rng, seed, cfg, device, B=2, T=None):
                   what=f"{what}: logits at positions 0..{t} after changing the tokens after position {t}")
         except GradingFailure as e:
             hint = CAUSAL_HINT
-            if T < cfg[1]:
+            if T < cfg[1] and sub is not None:
                 try:
                     _check_causal(sub, close, rng, seed, cfg, device, B)
                     hint = SHORT_CAUSAL_HINT
@@ -521,6 +545,15 @@ def _check_mask(sub, close, T):
     want = np.triu(np.ones((T, T), dtype=bool), 1)
     got, info = sub.call_info("causal_mask", T)
     what = f"causal_mask({T})"
+    arr = np.asarray(got) if isinstance(got, np.ndarray) else None
+    if arr is not None and arr.dtype.kind == "f" and np.isneginf(arr).any():
+        additive = np.where(want, -np.inf, 0.0)
+        right = arr.shape == want.shape and np.array_equal(arr, additive)
+        _fail(f"{what}: returned a float mask with -inf in it, an additive mask (added to the scores), "
+              + ("on the right positions" if right else f"not the expected one ({np.isneginf(arr).sum()} -inf "
+                                                         f"entries, {int(want.sum())} positions to hide)")
+              + ". The handout asks for a bool mask, True where attention is NOT allowed (j > i), as "
+              "masked_fill takes it: `torch.ones(T, T, dtype=torch.bool).triu(1)`")
     close(got, want, what=what, hints=[
         (DIAGONAL_MASK_HINT, np.triu(np.ones((T, T), dtype=bool), 0)),
         ("your mask lets position i see j > i (True must be on the strict upper triangle, key j > query i)", want.T),
@@ -652,7 +685,15 @@ def test_model_output_shape(sub, rng, seed, device):
     V, bs = MODEL[0], MODEL[1]
     m = _new(sub, MODEL, seed, device)
     shapes = [(2, bs), (3, 1), (1, 5)]
-    r = _forward(m, MODEL, [_ids(rng, B, T, V, device) for B, T in shapes], seed)
+    inputs = [_ids(rng, B, T, V, device) for B, T in shapes]
+    try:
+        r = _forward(m, MODEL, inputs, seed)
+    except StudentError as e:
+        if "Likely mistake" in e.message:
+            raise
+        for x in inputs:  # each shape on a module of its own: one that runs them all, but not in a row,
+            _forward(_new(sub, MODEL, seed, device), MODEL, [x], seed)  # is changed by its own forward
+        raise e.retold(f"{e.message}\nLikely mistake: {CHANGED_BY_FORWARD_HINT}.") from None
     for (B, T), out, dt, dev in zip(shapes, r.outputs, r.dtypes, r.devices):
         what = f"{_cfg_text(MODEL)} on ids of shape {_shape((B, T))} ({device})"
         _logits(out, B, T, V, what)
@@ -674,6 +715,50 @@ def test_model_causality(sub, close, rng, seed, device):
 @_sizes_from_arguments
 def test_model_causal_on_shorter_input(sub, close, rng, seed):
     _check_causal(sub, close, rng, seed, MODEL, "cpu", T=MODEL[1] - 3)
+
+
+@pytest.mark.question("model")
+@pytest.mark.weight(2)  # generation calls the model on 1, 2, ... tokens, one module for all of them
+@_sizes_from_arguments
+def test_model_stays_causal_after_shorter_inputs(sub, close, rng, seed):
+    _check_causal(sub, close, rng, seed, MODEL, "cpu", before=[(1, 1), (1, 3)])
+
+
+@pytest.mark.question("model")
+@pytest.mark.weight(3)  # without positions a transformer sees its context as a bag of characters
+@pytest.mark.parametrize("cfg", [MODEL[:4] + (1,)], ids=["one-layer"])
+@_sizes_from_arguments
+def test_model_uses_positions(sub, close, rng, seed, cfg):
+    # In a one-layer causal model without position information, the last position attends over the set of
+    # the earlier tokens: reversing their order cannot change its logits. With positions (added, learned,
+    # sinusoidal, rotary or relative) it does. Parameters that start at exactly zero (a learned positional
+    # embedding made with torch.zeros) are given random values first: the check is of the design.
+    V, bs = cfg[0], cfg[1]
+    m = _new(sub, cfg, seed)
+    prefix = np.stack([rng.permutation(V)[:bs - 1] for _ in range(2)])  # distinct tokens: reversing reorders
+    idx = torch.tensor(np.concatenate([prefix, prefix[:, :1]], axis=1), dtype=torch.int64)
+    rev = idx.clone()
+    rev[:, :-1] = idx[:, :-1].flip(1)
+    what = f"{_cfg_text(cfg)} on ids {_shape(idx.shape)}"
+
+    def same():
+        r = _forward(m, cfg, [idx, rev], seed)
+        a, b = (_logits(o, 2, bs, V, what)[:, -1] for o in r.outputs)
+        return float(np.abs(a - b).max()) <= 1e-5 * max(1.0, float(np.abs(a).max()))
+
+    if not same():
+        return
+    values = m.get_params([p["name"] for p in m.params])
+    zeros = {n: v for n, v in values.items() if isinstance(v, np.ndarray) and v.size and not v.any()}
+    if zeros:
+        m.set_params({n: torch.from_numpy(rng.standard_normal(v.shape).astype(np.float32) * 0.5)
+                      for n, v in zeros.items()})
+        if not same():
+            return
+    _fail(f"{what}: the logits at the last position are the same when the earlier tokens come in reverse order: "
+          "the model does not know where a token is.\nLikely mistake: the positions never reach the model: add "
+          "them to the token embeddings (`x = self.tok(idx) + self.pos(torch.arange(T, device=idx.device))`, or "
+          "your sinusoidal_positions) and use that sum, not the token embeddings alone.")
 
 
 @pytest.mark.question("model")
@@ -734,9 +819,15 @@ def test_model_every_parameter_gets_a_gradient(sub, rng, seed, device):
     rows = r.get("params", []) if isinstance(r, dict) else []
     none = [p["name"] for p in rows if p.get("name") in trainable and not p.get("has_grad")]
     if none:
+        shapes = {p["name"]: tuple(p.get("shape", ())) for p in m.params}
+        masks = [n for n in none if len(shapes.get(n, ())) >= 2 and shapes[n][-1] == shapes[n][-2] == bs]
+        hint = (f"{'They look' if len(masks) > 1 else 'It looks'} like the causal mask ({bs} x {bs}) kept as "
+                "an nn.Parameter: a "
+                "parameter is trained and saved as a weight. Keep a mask with "
+                "`self.register_buffer('mask', ...)`: a buffer moves with .to(device) but is not trained"
+                if masks else "An unused layer, or attribute names that differ between __init__ and forward?")
         _fail(f"{_cfg_text(MODEL)}: after backward these parameters have no gradient (grad is None), so they take "
-              f"no part in computing the logits: {', '.join(none[:8])}{' ...' if len(none) > 8 else ''}. "
-              "An unused layer, or attribute names that differ between __init__ and forward?")
+              f"no part in computing the logits: {', '.join(none[:8])}{' ...' if len(none) > 8 else ''}. " + hint)
     bad = [p["name"] for p in rows if p.get("has_grad") and p.get("finite") is False]
     if bad:
         _fail(f"{_cfg_text(MODEL)}: NaN or Inf gradients in {', '.join(bad[:8])}")
@@ -800,12 +891,22 @@ def test_model_returns_the_logits_tensor(sub, rng, seed):
     V, bs = MODEL[0], MODEL[1]
     r = _new(sub, MODEL, seed).forward([_ids(rng, 2, bs, V)], seed=seed)
     out = r.outputs[0]
-    if r.filled:
+    required = [n for n in r.filled if not n.startswith("@")]
+    if "@last_position_only" in r.filled:
+        _fail(f"{_cfg_text(MODEL)}: forward(idx) returned the logits of the last position only, (2, 1, {V}) "
+              "(nanoGPT's `self.lm_head(x[:, [-1], :])` when targets is None, an inference shortcut); the handout "
+              f"asks for the logits of every position, (B, T, vocab_size). The other model tests judged the "
+              "logits your forward gives when it is given targets")
+    if required:
         _fail(f"{_cfg_text(MODEL)}: forward(idx) cannot run on the token ids alone: it requires "
-              f"{', '.join(f'`{n}`' for n in r.filled)}. Generation calls model(idx), so give it a default, e.g. "
+              f"{', '.join(f'`{n}`' for n in required)}. Generation calls model(idx), so give it a default, e.g. "
               "`def forward(self, idx, targets=None)`, and compute the loss only when targets are given. (The "
               "other model tests filled it in: with None, or with a copy of the ids.)")
     _logits(out, 2, bs, V, _cfg_text(MODEL))  # the logits themselves must be right
+    if isinstance(out, dict):
+        _fail(f"{_cfg_text(MODEL)}: forward(idx) returned a dict ({', '.join(map(repr, list(out)[:4]))}); the "
+              "handout asks for the logits tensor itself (B, T, vocab_size). The other model tests judged its "
+              "'logits'")
     if isinstance(out, (tuple, list)):
         _fail(f"{_cfg_text(MODEL)}: forward(idx) returned a {type(out).__name__} of {len(out)} items (nanoGPT's "
               "(logits, loss)?); the handout asks for the logits tensor itself (B, T, vocab_size). The other "
