@@ -392,6 +392,7 @@ class Loader:
                 self.failed.pop(name, None)
                 self.untrained.discard(name)
         except UnitTimeout:
+            self.failed.update(dict.fromkeys(_assigned(tree), len(self.messages)))  # its knock-ons: told here
             self._msg("timeout", shown, cell, line0,
                       f"{_loc(shown, cell, line0)} ran longer than {self.unit_s:g} s and was stopped")
         except SystemExit as e:
@@ -696,6 +697,8 @@ def _hint(e):
         return "\n  (it ran out of the memory the grader allows)"
     if isinstance(e, ModuleNotFoundError):
         return "\n  (the grader cannot install packages: `!pip install` lines are skipped)"
+    if isinstance(e, EOFError):
+        return "\n  (input() waits for someone to type: nobody does in the grader, so it gets end-of-file)"
     return ""
 
 

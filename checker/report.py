@@ -178,11 +178,16 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
         if covered and not verbose:  # the question's message says it once for all of them
             lines.append(f"    ({len(covered)} test{'s' if len(covered) != 1 else ''} could not run because of this)")
             tests = [t for t in tests if t not in covered]
+        noted = {}  # a note on how passing tests were checked -> the index of its line
         for test in tests:
             outcome = test.get("outcome")
-            if outcome == "passed" and test.get("message"):  # a note on how it was checked
-                lines.append(f"    {_paint('passed', _GREEN, color)} {_safe(test.get('name'))}: "
-                             f"{_safe(test['message'])}")
+            if outcome == "passed" and test.get("message"):  # a note on how it was checked, told once
+                note = str(test["message"])
+                if note in noted and not verbose:
+                    noted[note][1].append(str(test.get("name")))
+                    continue
+                noted[note] = (len(lines), [str(test.get("name"))])
+                lines.append(note)
                 continue
             if outcome == "skipped" or (outcome == "passed" and not verbose):
                 continue
@@ -209,6 +214,9 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
             if outcome != "passed":
                 lines.append(_DROP)  # placeholder: the other failing variants of this test go here
                 placeholders.append((len(lines) - 1, key))
+        for note, (index, names) in noted.items():
+            shown_names = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+            lines[index] = (f"    {_paint('passed', _GREEN, color)} {_safe(shown_names)}: {_safe(note)}")
         for index, key in placeholders:
             rest = shown.get(key) or []
             lines[index] = (f"        (also failed the same way, same test with other inputs: "

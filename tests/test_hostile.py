@@ -990,6 +990,35 @@ def test_always_equal_and_lying_objects(request, zyg, grader, tmp_path):
     assert "not plain data" in q2, q2
 
 
+DEGENERATE_SOFTMAX = textwrap.dedent('''
+    import numpy as np
+
+    def get_attention_weights(scores):          # a "softmax" that answers zeros (or NaN) for everything
+        return np.zeros_like(np.asarray(scores, dtype=float)) * (np.nan if NAN else 1)
+
+    def self_attention(X, W_Q, W_K, W_V):       # and stubs that answer the same
+        return np.zeros((len(X), np.shape(W_V)[1])) * (np.nan if NAN else 1)
+
+    def self_attention_token(X, W_Q, W_K, W_V, i):
+        return np.zeros(np.shape(W_V)[1]) * (np.nan if NAN else 1)
+
+    def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads):
+        return np.zeros((len(X), np.shape(W_O)[1])) * (np.nan if NAN else 1)
+''')
+
+
+@pytest.mark.parametrize("nan", [False, True], ids=["zeros", "nan"])
+def test_a_stub_matching_a_degenerate_softmax_earns_no_carried_credit(request, grader, tmp_path, nan):
+    """Q2/Q3 carry a Q1 softmax mistake forward (an answer right with the student's own softmax passes);
+    a softmax that answers zeros or NaN must not turn stubs that answer the same into points."""
+    use(request, grader.zygote)
+    card = grader.grade(write(tmp_path, "stub.py", f"NAN = {nan}\n" + DEGENERATE_SOFTMAX), "attention")
+    by_id = {q["id"]: q for q in card["questions"]}
+    for qid in ("Q2", "Q3"):
+        assert by_id[qid]["score"] == 0, [(t["name"], t["outcome"], t["message"]) for t in by_id[qid]["tests"]]
+        assert not any("your own get_attention_weights" in (t["message"] or "") for t in by_id[qid]["tests"])
+
+
 HUGE = GOOD + textwrap.dedent('''
     def big():
         return np.ones(2**21)            # 16 MiB

@@ -200,3 +200,15 @@ def test_junit_xml_survives_control_characters():
     sc = card(tests=[rtest("test_a", "failed", "Q1", message="nul \x00 and bell \x07")])
     root = ET.fromstring(junit_xml(sc).split("?>", 1)[1])
     assert root.get("failures") == "1"
+
+
+def test_a_note_that_several_passing_tests_share_is_told_once():
+    note = "right with your own get_attention_weights as the softmax: counted in Q1 only"
+    tests = [rtest(f"test_sa[{i}]", "passed", "Q2", message=note) for i in range(6)]
+    tests.append(rtest("test_other", "passed", "Q2", message="checked another way"))
+    text = format_scorecard(card(tests=tests))
+    assert text.count(note) == 1 and text.count("checked another way") == 1, text
+    assert "test_sa[0], test_sa[1], test_sa[2], test_sa[3] and 2 more: " + note in text
+    assert "test_other: checked another way" in text
+    verbose = format_scorecard(card(tests=tests), verbose=True)
+    assert verbose.count(note) == 6

@@ -2,7 +2,7 @@
 
 `submissions/<assignment>/expected.json` maps a submission id (file stem or
 folder name) to {"verdicts": {question: "full" | "lost" | "zero"},
-"hints": {question: ["text that must appear in that question's messages", ...]},
+"hints": {question: ["text that must appear in that question's messages (a passing test's note counts)", ...]},
 "not_hints": {question: ["text that must not appear: a hint that would mislead", ...]}}.
 Questions not named must score full marks (manual questions excepted).
 """
@@ -55,7 +55,9 @@ def test_submission_verdicts(hidden_grader, aid, path, exp):
         if q["manual"]:
             continue
         want = verdicts.get(q["id"], "full")
-        msgs = "\n".join([q.get("message", "")] + [t["message"] for t in q["tests"] if t["outcome"] != "passed"])
+        # failures' messages, and the notes passing tests carry (an error carried forward from another question)
+        msgs = "\n".join([q.get("message", "")] + [t["message"] for t in q["tests"]
+                                                   if t["outcome"] != "passed" or t.get("message")])
         if want == "full":
             assert q["score"] == q["max_score"], f"{q['id']} should be full marks:\n{msgs}"
         elif want == "zero":

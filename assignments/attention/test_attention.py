@@ -56,6 +56,9 @@ HALF_OF = ("operator precedence: `{n}**1/2` is ({n}**1)/2 = {n}/2, not sqrt({n})
 TWICE_OF = ("operator precedence: `scores / {n}**1/2` divides by {n} and then by 2, because `**` binds tighter than "
             "`/`; write `scores / {n}**0.5` or `scores / np.sqrt({n})`")
 HALF_N, TWICE_N = HALF_OF.format(n="n"), TWICE_OF.format(n="n")
+FIXED_SQRT4 = ("the scores were divided by 2 = sqrt(4), the handout's width, whatever the width: divide by the "
+               "square root of the width of the inputs you are given (e.g. `np.sqrt(len(decoder_state))`, "
+               "`K.shape[-1]`)")
 SCALED_BY_T = ("the scores were divided by sqrt(T), the number of tokens, instead of sqrt(n), the width of "
                "one hidden state (T == n == 4 in the handout, so its data cannot tell them apart)")
 SCALED_BY_D_MODEL = ("the scores were scaled by sqrt(d) (the width of X) instead of sqrt(d_k) "
@@ -174,7 +177,7 @@ def _mistaken_context(enc, dec, *, scale="sqrt", enc_scores=None, enc_sum=None):
     n = dec.shape[-1]
     scores = es @ dec
     div = {"sqrt": math.sqrt(n), "none": 1.0, "n": float(n), "T": math.sqrt(len(es)), "half": n / 2,
-           "twice": 2.0 * n}[scale]
+           "twice": 2.0 * n, "fixed": 2.0}[scale]
     return _softmax(scores / div) @ ew
 
 
@@ -186,6 +189,7 @@ def _context_hints(enc, dec):
             (SCALED_BY_T, _mistaken_context(enc, dec, scale="T") if len(enc) != dec.shape[-1] else None),
             (HALF_N, _mistaken_context(enc, dec, scale="half") if dec.shape[-1] != 4 else None),
             (TWICE_N, _mistaken_context(enc, dec, scale="twice")),
+            (FIXED_SQRT4, _mistaken_context(enc, dec, scale="fixed") if dec.shape[-1] != 4 else None),
             ] + _combine_hints(w, enc)
 
 
@@ -199,6 +203,12 @@ def _mistaken_self_attention(X, Wq, Wk, Wv, *, scale=None, softmax=_softmax, kq=
     return softmax(S / div) @ V
 
 
+def _mistaken_weights(X, Wq, Wk):
+    """The attention weights self_attention computes on the way (T, T): returned instead of the output."""
+    X, Wq, Wk = map(_f64, (X, Wq, Wk))
+    return _softmax((X @ Wq) @ (X @ Wk).T / math.sqrt(Wk.shape[-1]))
+
+
 def _self_attention_hints(X, Wq, Wk, Wv, row=None):
     pick = (lambda a: a) if row is None else (lambda a: a[row])
     d = X.shape[-1]
@@ -208,6 +218,17 @@ def _self_attention_hints(X, Wq, Wk, Wv, row=None):
              pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=Wk.shape[-1] / 2)) if Wk.shape[-1] != 4 else None),
             (TWICE_OF.format(n="d_k"),
              pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=2.0 * Wk.shape[-1]))),
+            ("the scores were divided by sqrt(d_v), the width of the values, instead of sqrt(d_k), the width of "
+             "the keys and queries they compare",
+             pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=math.sqrt(Wv.shape[-1])))
+             if Wv.shape[-1] != Wk.shape[-1] else None),
+            (FIXED_SQRT4, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=2.0))
+             if Wk.shape[-1] != 4 else None),
+            ("the weights were used as (out, in), `X @ W.T`: with row vectors a projection is `X @ W`, W of "
+             "shape (d_in, d_out)", pick(_mistaken_self_attention(X, Wq.T, Wk.T, Wv.T))
+             if Wq.shape[0] == Wq.shape[1] == Wk.shape[1] == Wv.shape[1] else None),
+            ("this is the attention weights (one per token), not the output: multiply them by the values, "
+             "`weights @ V`", pick(_mistaken_weights(X, Wq, Wk))),
             (SCALED_BY_D_MODEL, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=math.sqrt(d)))
              if d != Wk.shape[-1] else None),
             (WRONG_AXIS, pick(_mistaken_self_attention(X, Wq, Wk, Wv, softmax=_softmax_axis0))),
@@ -228,7 +249,7 @@ def _self_attention_hints(X, Wq, Wk, Wv, row=None):
 
 
 def _mistaken_mha(X, Wq, Wk, Wv, Wo, h, *, scale=None, softmax=_softmax, interleaved=False, apply_wo=True,
-                  reverse=False):
+                  reverse=False, stacked=False):
     """Multi-head attention with one mistake, head by head (scale: the divisor of every head; reverse:
     the heads concatenated last first)."""
     X, Wq, Wk, Wv, Wo = map(_f64, (X, Wq, Wk, Wv, Wo))
@@ -241,6 +262,8 @@ def _mistaken_mha(X, Wq, Wk, Wv, Wo, h, *, scale=None, softmax=_softmax, interle
         div = math.sqrt(hs) if scale is None else scale
         heads.append(softmax(Q @ K.T / div) @ V)
     C = np.concatenate(heads[::-1] if reverse else heads, axis=1)
+    if stacked:  # np.array(heads) is (h, T, d/h): reshaped to (T, d) without moving the head axis
+        C = np.array(heads).reshape(X.shape[0], -1)
     return C @ Wo if apply_wo else C
 
 
@@ -257,6 +280,10 @@ def _mha_hints(X, Wq, Wk, Wv, Wo, h):
             ("head i must use the i-th contiguous block of d/num_heads columns (columns i*d/h .. (i+1)*d/h - 1), "
              "not every num_heads-th column", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, interleaved=True)
              if 1 < h < d else None),
+            ("the heads were stacked (np.array(heads), shape (num_heads, T, d/num_heads)) and reshaped to (T, d) "
+             "without moving the head axis, which mixes the tokens' rows: concatenate along the features, "
+             "`np.concatenate(heads, axis=1)` (or transpose to (T, num_heads, d/num_heads) before the reshape)",
+             _mistaken_mha(X, Wq, Wk, Wv, Wo, h, stacked=True) if h > 1 and X.shape[0] > 1 else None),
             ("the concatenated heads were not multiplied by W_O", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, apply_wo=False)),
             ("the heads were concatenated in reverse order: Concat(head_1, ..., head_h) keeps head 1 first, so "
              "that its columns meet the first rows of W_O", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, reverse=True)
@@ -332,6 +359,56 @@ def _global_argument_hint(sub, got, fn, args):
     return None
 
 
+OWN_SOFTMAX = ("right with your own get_attention_weights as the softmax, which is wrong on these scores: "
+               "counted in Q1 only (fix get_attention_weights and {name} follows)")
+
+
+def _close_own_softmax(sub, close, note, name, got, expected, own, **kw):
+    """close(got, expected), with the error carried forward: an answer that is `own()`, the computation
+    redone with the student's own get_attention_weights (called on the trusted side's scores), passes with
+    a note. The softmax's mistake is Q1's and costs points there only (HOMEWORK.md: a mistake loses points
+    on its own question); a function whose own mistake is elsewhere still fails."""
+    try:
+        close(got, expected, **kw)
+    except GradingFailure as e:
+        try:
+            carried = own()
+            # no credit for a degenerate softmax (zeros, NaN) met by a stub that returns the same
+            if not (np.isfinite(carried).all() and np.any(carried)):
+                raise e from None
+            close(got, carried, what="", dtype=kw.get("dtype"))
+        except GradingFailure:
+            raise e from None
+        note(OWN_SOFTMAX.format(name=name))
+
+
+def _weights_by(sub, S):
+    """The student's get_attention_weights of the scores S (float64), as a float64 array."""
+    from checker.compare import as_plain_array
+    w = as_plain_array(sub.call("get_attention_weights", _f64(S)), "get_attention_weights").astype(np.float64)
+    if w.shape != np.shape(S):
+        raise GradingFailure("")
+    return w
+
+
+def _own_self_attention(sub, X, Wq, Wk, Wv, row=None):
+    X, Wq, Wk, Wv = map(_f64, (X, Wq, Wk, Wv))
+    Q, K, V = X @ Wq, X @ Wk, X @ Wv
+    S = Q @ K.T / math.sqrt(K.shape[-1])
+    return _weights_by(sub, S) @ V if row is None else _weights_by(sub, S[row]) @ V
+
+
+def _own_mha(sub, X, Wq, Wk, Wv, Wo, h):
+    X, Wq, Wk, Wv, Wo = map(_f64, (X, Wq, Wk, Wv, Wo))
+    hs = Wq.shape[1] // h
+    heads = []
+    for i in range(h):
+        c = slice(i * hs, (i + 1) * hs)
+        Q, K, V = X @ Wq[:, c], X @ Wk[:, c], X @ Wv[:, c]
+        heads.append(_weights_by(sub, Q @ K.T / math.sqrt(hs)) @ V)
+    return np.concatenate(heads, axis=1) @ Wo
+
+
 def _expect_value_error(sub, what, name, *args):
     """Call `name(*args)` and pass only if the student's code raised ValueError."""
     try:
@@ -345,26 +422,32 @@ def _expect_value_error(sub, what, name, *args):
                          "Check the width with `%` and `raise ValueError(...)`.")
 
 
-def _check_arguments_unchanged(sub, calls):
-    """Call each (name, {param: value}) and fail if the function changed one of its array arguments in place
-    (`scores /= ...`, `H *= w[:, None]`): the caller's array changes, so a second call gives another answer.
-    A call that raises cannot be judged here (its own tests say why): the test is skipped."""
+def _check_arguments_unchanged(sub, close, calls):
+    """Call each (name, {param: value}, expected answer) and fail if the function changed one of its array
+    arguments in place (`scores /= ...`, `H *= w[:, None]`): the caller's array changes, so a second call
+    gives another answer. The test passes only for right answers: a call that raises or answers wrongly
+    cannot earn the point here (its own tests say why), so the test is skipped then."""
     changed, raised = [], []
-    for name, params in calls:
+    for name, params, expected in calls:
         try:
-            _, which = sub.call_changes(name, *[np.array(v, copy=True) for v in params.values()])
-        except StudentError as e:
-            raised.append(f"{name} raised: {e.message.splitlines()[0][:200]}")
+            value, which = sub.call_changes(name, *[np.array(v, copy=True) for v in params.values()])
+        except GradingFailure as e:  # it raised, hung, or is missing
+            raised.append(f"{name}: {e.message.splitlines()[0][:200]}")
             continue
         names = list(params)
         changed += [f"{name} changed its argument `{names[i]}`" for i in which]
+        try:
+            close(value, expected, what=name)
+        except GradingFailure:
+            raised.append(f"{name} does not give the right answer")
     if changed:
         raise GradingFailure(
             "; ".join(_unique_in_order(changed)) + " in place (an augmented assignment such as `x /= ...`, `x *= ...`, `x -= ...` or "
             "`x[...] = ...` on an argument writes into the caller's array): the caller's data is changed, so "
             "calling it twice gives two answers. Make a new array instead: `x = x / ...`.")
     if raised:
-        pytest.skip("could not be checked: " + "; ".join(raised))
+        pytest.skip("judged by the other tests, not here (an answer that is not right earns nothing here): "
+                    + "; ".join(raised))
 
 
 # ============================================================================ Q1
@@ -405,10 +488,14 @@ ATTENTION_CALLS = {"scaled_dot_product_attention": "torch's scaled_dot_product_a
                    "multi_head_attention_forward": "torch.nn.MultiheadAttention"}
 
 
-def _check_by_hand(sub, close, expected, forbidden, what, name, *args):
-    """Right values, written by hand: a call that went through a library's own softmax or attention fails."""
+def _check_by_hand(sub, close, expected, forbidden, what, name, *args, own=None, note=None):
+    """Right values, written by hand: a call that went through a library's own softmax or attention fails.
+    `own` and `note`: the error carried forward from the student's softmax, as _close_own_softmax."""
     got, calls = sub.torch_calls(name, *args)
-    close(got, expected, what=what)
+    if own is None:
+        close(got, expected, what=what)
+    else:
+        _close_own_softmax(sub, close, note, name, got, expected, own, what=what)
     used = _unique_in_order(shown for fn, shown in forbidden.items() if fn in calls)
     if used:
         raise GradingFailure(f"{name} calls {' and '.join(used)}: its values are right, but the handout asks you "
@@ -448,17 +535,18 @@ def test_context_vector_handout(sub, ref, close, state):
 
 
 @pytest.mark.question("Q1")
-def test_q1_functions_leave_their_arguments_unchanged(sub, ref):
+def test_q1_functions_leave_their_arguments_unchanged(sub, ref, close):
     scores = ref.get_scores(H_E, H_D[1])
     scaled = ref.scale_scores(scores, 4)
     w = ref.get_attention_weights(scaled)
-    _check_arguments_unchanged(sub, [
-        ("get_scores", {"matrix": H_E, "vector": H_D[1]}),
-        ("scale_scores", {"scores": scores, "n": 4}),
-        ("get_attention_weights", {"scores": scaled}),
-        ("get_attention_weights", {"scores": np.stack([scaled, scores])}),
-        ("get_context_vector", {"attention_weights": w, "hidden_encoder_matrix": H_E}),
-        ("context_vector", {"encoder_states": H_E, "decoder_state": H_D[1]})])
+    both = np.stack([scaled, scores])
+    _check_arguments_unchanged(sub, close, [
+        ("get_scores", {"matrix": H_E, "vector": H_D[1]}, scores),
+        ("scale_scores", {"scores": scores, "n": 4}, scaled),
+        ("get_attention_weights", {"scores": scaled}, w),
+        ("get_attention_weights", {"scores": both}, ref.get_attention_weights(both)),
+        ("get_context_vector", {"attention_weights": w, "hidden_encoder_matrix": H_E}, ref.get_context_vector(w, H_E)),
+        ("context_vector", {"encoder_states": H_E, "decoder_state": H_D[1]}, ref.context_vector(H_E, H_D[1]))])
 
 
 SOFTMAX_LARGE = {
@@ -554,7 +642,8 @@ def test_scale_scores_random(sub, ref, close, rng, T, n, dtype):
     got = sub.call("scale_scores", s, n)
     close(got, ref.scale_scores(_f64(s), n), what=f"scale_scores(scores of shape ({T},), {n}) in {dtype}",
           dtype=dtype, hints=([(SCALED_BY_N, _f64(s) / n)] if n > 1 else [])
-          + ([(HALF_N, _f64(s) / (n / 2))] if n not in (2, 4) else []) + [(TWICE_N, _f64(s) / (2 * n))])
+          + ([(HALF_N, _f64(s) / (n / 2))] if n not in (2, 4) else []) + [(TWICE_N, _f64(s) / (2 * n))]
+          + ([(FIXED_SQRT4, _f64(s) / 2.0)] if n != 4 else []))
 
 
 @pytest.mark.question("Q1")
@@ -577,30 +666,36 @@ def test_context_property(sub, ref, close, seed, T, n, f32):
 
 @pytest.mark.question("Q2")
 @pytest.mark.parametrize("i", [0, 1, 2])
-def test_self_attention_token_handout(sub, ref, close, i):
+def test_self_attention_token_handout(sub, ref, close, note, i):
     got = sub.call("self_attention_token", X_HANDOUT, W_Q, W_K, W_V, i)
-    close(got, ref.self_attention_token(X_HANDOUT, W_Q, W_K, W_V, i),
+    _close_own_softmax(sub, close, note, "self_attention_token", got, ref.self_attention_token(X_HANDOUT, W_Q, W_K, W_V, i),
+          own=lambda: _own_self_attention(sub, X_HANDOUT, W_Q, W_K, W_V, row=i),
           what=f"self_attention_token(X, W_Q, W_K, W_V, {i}) (token {TOKENS[i]!r})",
           hints=_self_attention_hints(X_HANDOUT, W_Q, W_K, W_V, row=i))
 
 
 @pytest.mark.question("Q2")
-def test_self_attention_handout(sub, ref, close):
+def test_self_attention_handout(sub, ref, close, note):
     got = sub.call("self_attention", X_HANDOUT, W_Q, W_K, W_V)
-    close(got, ref.self_attention(X_HANDOUT, W_Q, W_K, W_V), what="self_attention(X, W_Q, W_K, W_V) (handout data)",
+    _close_own_softmax(sub, close, note, "self_attention", got, ref.self_attention(X_HANDOUT, W_Q, W_K, W_V),
+          own=lambda: _own_self_attention(sub, X_HANDOUT, W_Q, W_K, W_V),
+          what="self_attention(X, W_Q, W_K, W_V) (handout data)",
           hints=_self_attention_hints(X_HANDOUT, W_Q, W_K, W_V))
 
 
 @pytest.mark.question("Q2")
-def test_self_attention_by_hand(sub, ref, close):
+def test_self_attention_by_hand(sub, ref, close, note):
     _check_by_hand(sub, close, ref.self_attention(X_HANDOUT, W_Q, W_K, W_V), ATTENTION_CALLS,
-                   "self_attention(X, W_Q, W_K, W_V) (handout data)", "self_attention", X_HANDOUT, W_Q, W_K, W_V)
+                   "self_attention(X, W_Q, W_K, W_V) (handout data)", "self_attention", X_HANDOUT, W_Q, W_K, W_V,
+                   own=lambda: _own_self_attention(sub, X_HANDOUT, W_Q, W_K, W_V), note=note)
 
 
 @pytest.mark.question("Q2")
-def test_q2_functions_leave_their_arguments_unchanged(sub):
+def test_q2_functions_leave_their_arguments_unchanged(sub, ref, close):
     args = {"X": X_HANDOUT, "W_Q": W_Q, "W_K": W_K, "W_V": W_V}
-    _check_arguments_unchanged(sub, [("self_attention_token", {**args, "i": 1}), ("self_attention", args)])
+    _check_arguments_unchanged(sub, close, [
+        ("self_attention_token", {**args, "i": 1}, ref.self_attention_token(*args.values(), 1)),
+        ("self_attention", args, ref.self_attention(*args.values()))])
 
 
 SA_SHAPES = [(5, 3, 4, 2), (1, 4, 4, 4), (2, 7, 3, 5)]  # (T, d, d_k, d_v)
@@ -609,28 +704,30 @@ SA_SHAPES = [(5, 3, 4, 2), (1, 4, 4, 4), (2, 7, 3, 5)]  # (T, d, d_k, d_v)
 @pytest.mark.question("Q2")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("T,d,dk,dv", SA_SHAPES)
-def test_self_attention_random(sub, ref, close, rng, T, d, dk, dv, dtype):
+def test_self_attention_random(sub, ref, close, note, rng, T, d, dk, dv, dtype):
     X, Wq, Wk, Wv = _tokens_and_projections(rng, T, d, (dk, dk, dv), dtype)
     got = sub.call("self_attention", X, Wq, Wk, Wv)
-    close(got, ref.self_attention(*map(_f64, (X, Wq, Wk, Wv))),
+    _close_own_softmax(sub, close, note, "self_attention", got, ref.self_attention(*map(_f64, (X, Wq, Wk, Wv))),
+          own=lambda: _own_self_attention(sub, X, Wq, Wk, Wv),
           what=f"self_attention(X, W_Q, W_K, W_V) with T={T}, d={d}, d_k={dk}, d_v={dv}, {dtype}", dtype=dtype,
           hints=_self_attention_hints(X, Wq, Wk, Wv))
 
 
 @pytest.mark.question("Q2")
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_self_attention_token_random(sub, ref, close, rng, dtype):
+def test_self_attention_token_random(sub, ref, close, note, rng, dtype):
     T, d, dk, dv = 5, 3, 2, 4
     X, Wq, Wk, Wv = _tokens_and_projections(rng, T, d, (dk, dk, dv), dtype)
     i = int(rng.integers(T))
     got = sub.call("self_attention_token", X, Wq, Wk, Wv, i)
-    close(got, ref.self_attention_token(*map(_f64, (X, Wq, Wk, Wv)), i),
+    _close_own_softmax(sub, close, note, "self_attention_token", got, ref.self_attention_token(*map(_f64, (X, Wq, Wk, Wv)), i),
+          own=lambda: _own_self_attention(sub, X, Wq, Wk, Wv, row=i),
           what=f"self_attention_token(X, W_Q, W_K, W_V, {i}) with T={T}, d={d}, d_k={dk}, d_v={dv}, {dtype}",
           dtype=dtype, hints=_self_attention_hints(X, Wq, Wk, Wv, row=i))
 
 
 @pytest.mark.question("Q2")
-def test_self_attention_handout_shape_new_values(sub, ref, close, rng):
+def test_self_attention_handout_shape_new_values(sub, ref, close, note, rng):
     """3 x 4 and 4 x 4 like the handout but other numbers: names a function that reads X / W_Q / ... globals."""
     args = [rng.standard_normal(s) for s in [(3, 4), (4, 4), (4, 4), (4, 4)]]
     handout = [X_HANDOUT, W_Q, W_K, W_V]
@@ -640,17 +737,19 @@ def test_self_attention_handout_shape_new_values(sub, ref, close, rng):
             mixed = [h if m else a for a, h, m in zip(args, handout, mask)]
             hints.append((GLOBALS.format(names="X, W_Q, W_K, W_V"), _mistaken_self_attention(*mixed)))
     got = sub.call("self_attention", *args)
-    close(got, ref.self_attention(*args), what="self_attention(new random X (3 x 4), W_Q, W_K, W_V (4 x 4))",
-          hints=hints)
+    _close_own_softmax(sub, close, note, "self_attention", got, ref.self_attention(*args),
+                       own=lambda: _own_self_attention(sub, *args),
+                       what="self_attention(new random X (3 x 4), W_Q, W_K, W_V (4 x 4))", hints=hints)
 
 
 @pytest.mark.question("Q2")
-def test_self_attention_token_every_row(sub, ref, close, rng):
+def test_self_attention_token_every_row(sub, ref, close, note, rng):
     T, d, dk, dv = 6, 5, 3, 2
     X, Wq, Wk, Wv = (rng.standard_normal(s) for s in [(T, d), (d, dk), (d, dk), (d, dv)])
     for i in range(T):
         got = sub.call("self_attention_token", X, Wq, Wk, Wv, i)
-        close(got, ref.self_attention_token(X, Wq, Wk, Wv, i),
+        _close_own_softmax(sub, close, note, "self_attention_token", got, ref.self_attention_token(X, Wq, Wk, Wv, i),
+              own=lambda: _own_self_attention(sub, X, Wq, Wk, Wv, row=i),
               what=f"self_attention_token(X, W_Q, W_K, W_V, {i}) with T={T}, d={d}, d_k={dk}, d_v={dv}",
               hints=_self_attention_hints(X, Wq, Wk, Wv, row=i))
 
@@ -659,13 +758,14 @@ def test_self_attention_token_every_row(sub, ref, close, rng):
 @settings(deadline=None, max_examples=25, derandomize=True, database=None, report_multiple_bugs=False,
           phases=[Phase.explicit, Phase.generate], suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(T=st.integers(1, 7), n=st.integers(1, 6), dk=st.integers(1, 6), dv=st.integers(1, 6), f32=st.booleans())
-def test_self_attention_property(sub, ref, close, seed, T, n, dk, dv, f32):
+def test_self_attention_property(sub, ref, close, note, seed, T, n, dk, dv, f32):
     """self_attention == the reference for any T, d (= n), d_k, d_v; data seeded by (seed, shapes)."""
     dtype = "float32" if f32 else "float64"
     rng = np.random.default_rng([seed, T, n, dk, dv, int(f32)])
     X, Wq, Wk, Wv = _tokens_and_projections(rng, T, n, (dk, dk, dv), dtype)
     got = sub.call("self_attention", X, Wq, Wk, Wv)
-    close(got, ref.self_attention(*map(_f64, (X, Wq, Wk, Wv))),
+    _close_own_softmax(sub, close, note, "self_attention", got, ref.self_attention(*map(_f64, (X, Wq, Wk, Wv))),
+          own=lambda: _own_self_attention(sub, X, Wq, Wk, Wv),
           what=f"self_attention(X, W_Q, W_K, W_V) with T={T}, d={n}, d_k={dk}, d_v={dv}, {dtype}", dtype=dtype,
           hints=_self_attention_hints(X, Wq, Wk, Wv))
 
@@ -764,11 +864,11 @@ def test_w_o_shape(sub, ref, close, d, h):
 
 
 @pytest.mark.question("Q3")
-def test_q3_functions_leave_their_arguments_unchanged(sub):
-    _check_arguments_unchanged(sub, [
-        ("split_heads", {"W": W_Q, "num_heads": 2}),
-        ("multi_head_attention", {"X": X_HANDOUT, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": np.eye(4),
-                                  "num_heads": 2})])
+def test_q3_functions_leave_their_arguments_unchanged(sub, ref, close):
+    mha = {"X": X_HANDOUT, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": np.eye(4), "num_heads": 2}
+    _check_arguments_unchanged(sub, close, [
+        ("split_heads", {"W": W_Q, "num_heads": 2}, np.stack(ref.split_heads(W_Q, 2))),
+        ("multi_head_attention", mha, ref.multi_head_attention(*mha.values()))])
 
 
 INDIVISIBLE = [(3, 10, 3), (5, 7, 2), (2, 6, 4)]  # (T, d_model, num_heads): num_heads does not divide d_model
@@ -807,39 +907,40 @@ def _mha_case(rng, T, d, dtype):
     return X, Ws
 
 
-def _check_mha(sub, ref, close, X, Ws, h, dtype, label):
+def _check_mha(sub, ref, close, note, X, Ws, h, dtype, label):
     got = sub.call("multi_head_attention", X, *Ws, h)
     args = [_f64(a) for a in (X, *Ws)]
-    close(got, ref.multi_head_attention(*args, h), what=f"multi_head_attention({label}, num_heads={h})",
+    _close_own_softmax(sub, close, note, "multi_head_attention", got, ref.multi_head_attention(*args, h),
+          own=lambda: _own_mha(sub, *args, h), what=f"multi_head_attention({label}, num_heads={h})",
           dtype=dtype, hints=_mha_hints(*args, h))
 
 
 @pytest.mark.question("Q3")
-def test_multi_head_attention_handout(sub, ref, close):
+def test_multi_head_attention_handout(sub, ref, close, note):
     Wo = np.eye(4)
-    _check_mha(sub, ref, close, X_HANDOUT, [W_Q, W_K, W_V, Wo], 2, "float64",
+    _check_mha(sub, ref, close, note, X_HANDOUT, [W_Q, W_K, W_V, Wo], 2, "float64",
                "handout X, W_Q, W_K, W_V, W_O = identity (4 x 4)")
 
 
 @pytest.mark.question("Q3")
-def test_multi_head_attention_by_hand(sub, ref, close):
+def test_multi_head_attention_by_hand(sub, ref, close, note):
     Ws = [W_Q, W_K, W_V, np.eye(4)]
     _check_by_hand(sub, close, ref.multi_head_attention(X_HANDOUT, *Ws, 2), ATTENTION_CALLS,
                    "multi_head_attention(handout X, W_Q, W_K, W_V, W_O = identity, 2)", "multi_head_attention",
-                   X_HANDOUT, *Ws, 2)
+                   X_HANDOUT, *Ws, 2, own=lambda: _own_mha(sub, X_HANDOUT, *Ws, 2), note=note)
 
 
 @pytest.mark.question("Q3")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("T,d,h", [(3, 4, 2), (5, 6, 3), (2, 10, 5), (1, 8, 4)])
-def test_multi_head_attention(sub, ref, close, rng, T, d, h, dtype):
+def test_multi_head_attention(sub, ref, close, note, rng, T, d, h, dtype):
     X, Ws = _mha_case(rng, T, d, dtype)
-    _check_mha(sub, ref, close, X, Ws, h, dtype, f"random X ({T} x {d}), W_Q, W_K, W_V, W_O ({d} x {d}), {dtype}")
+    _check_mha(sub, ref, close, note, X, Ws, h, dtype, f"random X ({T} x {d}), W_Q, W_K, W_V, W_O ({d} x {d}), {dtype}")
 
 
 @pytest.mark.question("Q3")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("T,d,h", [(7, 9, 3), (4, 12, 4), (6, 5, 5), (3, 6, 1), (1, 3, 3)])
-def test_multi_head_attention_random(sub, ref, close, rng, T, d, h, dtype):
+def test_multi_head_attention_random(sub, ref, close, note, rng, T, d, h, dtype):
     X, Ws = _mha_case(rng, T, d, dtype)
-    _check_mha(sub, ref, close, X, Ws, h, dtype, f"random X ({T} x {d}), W_Q, W_K, W_V, W_O ({d} x {d}), {dtype}")
+    _check_mha(sub, ref, close, note, X, Ws, h, dtype, f"random X ({T} x {d}), W_Q, W_K, W_V, W_O ({d} x {d}), {dtype}")
