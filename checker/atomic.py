@@ -11,6 +11,7 @@ serializer beyond `json.dumps`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -38,8 +39,8 @@ def write_text_atomic(path, text, *, encoding="utf-8", mode=None):
         except FileNotFoundError:
             mode = _DEFAULT_MODE
     data = text.encode(encoding)
-    fd, tmp = tempfile.mkstemp(
-        dir=parent, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix="." + _temp_stem(os.path.basename(path)) + ".",
+                               suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -55,6 +56,19 @@ def write_text_atomic(path, text, *, encoding="utf-8", mode=None):
         raise
     _fsync_dir(parent)
     return path
+
+
+def _temp_stem(name):
+    """The temporary file's stem: the name itself, or a hash of it where the name is long.
+
+    File names hold at most 255 bytes: a 240-byte target plus a dot and
+    mkstemp's suffix would be refused. The extension is kept, so a stale
+    temporary is still recognised by its kind (`.json.XXXX.tmp`).
+    """
+    if len(name.encode("utf-8", "surrogateescape")) <= 200:
+        return name
+    ext = os.path.splitext(name)[1][:16]
+    return hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:16] + ext
 
 
 def dumps_json(obj):

@@ -34,6 +34,7 @@ command line (`checker.cli`).
 """
 
 import collections
+import hashlib
 import json
 import math
 import multiprocessing
@@ -64,6 +65,7 @@ __all__ = ["SUBMISSION_SUFFIXES", "BatchResult", "list_entries", "grade_batch", 
 SUBMISSION_SUFFIXES = (".py", ".ipynb")
 MAX_POOL_RESTARTS = 3       # fresh zygotes after the zygote died
 MAX_IDLE_DEATHS = 3         # a worker slot that dies this often holding no submission is given up
+MAX_ID_BYTES = 150          # OUTDIR/<id>.raw.json must fit a file name's 255 bytes
 _STALE_TMP = re.compile(r"^\..+\.(json|csv)\.[^.]+\.tmp$")   # checker.atomic's temporary names
 
 
@@ -91,7 +93,9 @@ def list_entries(folder):
     """[(id, path)] of the submissions in `folder`, sorted by id.
 
     A submission is a `.py` or `.ipynb` file (id: the file's stem) or a folder
-    (id: its name). Hidden entries (starting with '.'), `__pycache__` and other
+    (id: its name). An id too long for its output files' names (over
+    `MAX_ID_BYTES` bytes in UTF-8) is cut and ends with a hash of the whole
+    name, so two long names that share a beginning stay apart. Hidden entries (starting with '.'), `__pycache__` and other
     files are skipped. Two entries with one id (`bob.py` and `bob.ipynb`) are
     refused: they would overwrite each other's scorecard.
     """
@@ -110,6 +114,7 @@ def list_entries(folder):
             continue
         if not sid or sid.startswith("."):
             continue
+        sid = _short_id(sid)
         found.setdefault(sid, []).append(path)
     clashes = {sid: paths for sid, paths in found.items() if len(paths) > 1}
     clashes.update({sid: [found[sid][0], found[sid[:-4]][0]] for sid in found
@@ -119,6 +124,15 @@ def list_entries(folder):
         raise HwcheckError(f"two submissions would share the output files of {sid!r}: "
                            f"{', '.join(os.path.basename(p) for p in paths)}; rename one")
     return [(sid, paths[0]) for sid, paths in sorted(found.items())]
+
+
+def _short_id(sid):
+    raw = sid.encode("utf-8", "surrogateescape")
+    if len(raw) <= MAX_ID_BYTES:
+        return sid
+    digest = hashlib.sha256(raw).hexdigest()[:10]
+    head = raw[:MAX_ID_BYTES - 12].decode("utf-8", "ignore").rstrip()  # never half a character
+    return f"{head}~{digest}"
 
 
 # ---------------------------------------------------------------------------
@@ -246,6 +260,7 @@ def is_current(outdir, sid, path, assignment, mode, *, keep_raw=False, sha=None,
             and grader.get("version") == __version__ and grader.get("mode") == mode
             and grader.get("spec_sha256") == (spec_sha or spec_sha256(assignment))
             and card.get("status") in STATUSES and not grader.get("internal_error")
+            and not grader.get("student_kit")
             and (not keep_raw or os.path.isfile(raw_path(outdir, sid))))
 
 
@@ -273,6 +288,23 @@ def _remove_stale_temps(outdir):
                     os.unlink(os.path.join(folder, name))
                 except OSError:
                     pass
+
+
+def _other_assignments(outdir, assignment):
+    """{assignment: count} of the scorecards in OUTDIR that belong to another assignment."""
+    counts = collections.Counter()
+    try:
+        names = os.listdir(outdir)
+    except OSError:
+        return counts
+    for name in names:
+        if not name.endswith(".json") or name.startswith(".") or name.endswith(".raw.json"):
+            continue
+        card = _read_json(os.path.join(outdir, name))
+        if (isinstance(card, dict) and card.get("schema_version") == SCHEMA_VERSION
+                and isinstance(card.get("assignment"), str) and card["assignment"] != assignment):
+            counts[card["assignment"]] += 1
+    return counts
 
 
 def collect_scorecards(outdir, assignment):
@@ -349,6 +381,15 @@ def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=No
         raise ValueError(f"mode must be 'public' or 'hidden', not {mode!r}")
     spec = load_spec(assignment)
     spec_sha = spec_sha256(assignment)
+    from checker.runner import KIT_HAS_NO_HIDDEN, is_student_kit
+    if mode == "hidden" and is_student_kit(spec):
+        raise HwcheckError(KIT_HAS_NO_HIDDEN)
+    others = _other_assignments(outdir, assignment)
+    if others:
+        raise HwcheckError(
+            f"{outdir} already holds scorecards of {', '.join(sorted(others))} "
+            f"({sum(others.values())} files); grading {assignment} there would mix two assignments "
+            f"in one grades.csv and could overwrite their scorecards: choose another output folder")
     os.makedirs(outdir, exist_ok=True)
     lock = _lock(outdir)
     try:
@@ -464,18 +505,30 @@ def _run_in_process(todo, options, report):
                 grader = None
             if grader is None:
                 grader = _new_grader(options)  # a zygote that cannot start stops the batch (exit 2)
-            report(grade_one(grader, sid, path, options["assignment"], options["outdir"],
-                             keep_raw=options["keep_raw"]))
+            try:
+                result = grade_one(grader, sid, path, options["assignment"], options["outdir"],
+                                   keep_raw=options["keep_raw"])
+            except Exception as e:  # noqa: BLE001 - writing its files failed: the batch goes on
+                result = _crash(sid, path, options, f"writing its files failed: {type(e).__name__}: "
+                                                    f"{_one_line(e)}")
+            report(result)
     finally:
         if grader is not None:
             grader.close()
 
 
 def _crash(sid, path, options, message, seconds=0.0):
-    """Write a crashed scorecard from this (the parent) process; return its short result."""
+    """Write a crashed scorecard from this (the parent) process; return its short result.
+
+    Where even that cannot be written (a full disk, a name the file system
+    refuses), the result says so and the batch goes on without the file.
+    """
     card = crashed_scorecard(sid, path, options["assignment"], options["mode"], message,
                              duration_s=seconds, seed=options["seed"])
-    _write(options["outdir"], sid, card, keep_raw=False)
+    try:
+        _write(options["outdir"], sid, card, keep_raw=False)
+    except (OSError, ValueError) as e:
+        card["grader"]["internal_error"] = f"{message}; no scorecard could be written: {_one_line(e)}"
     return _summary_of(sid, card, seconds)
 
 

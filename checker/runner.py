@@ -78,6 +78,19 @@ def environment():
             "platform": platform.platform(), "cuda": cuda_names()}
 
 
+KIT_HAS_NO_HIDDEN = ("this is the student kit: it has neither the hidden tests nor the reference "
+                     "solutions, so it cannot grade in hidden mode; grade with the full hwcheck, "
+                     "or add --public")
+
+
+def is_student_kit(spec):
+    """True when this hwcheck is the student kit for `spec` (recorded answers, no reference)."""
+    try:
+        return _replay_for(spec) is not None
+    except HwcheckError:
+        return False
+
+
 def _replay_for(spec):
     """The recorded reference answers when this is a student kit (no reference package), else None."""
     try:
@@ -196,8 +209,11 @@ class Grader:
 
     def _grade_loaded(self, handle, assignment, note, t0):
         spec = load_spec(assignment)
+        replay = _replay_for(spec)
+        if replay is not None and self.mode == "hidden":
+            raise HwcheckError(KIT_HAS_NO_HIDDEN)
         plugin = HwcheckPlugin(handle, spec, mode=self.mode, seed=self.seed, devices=self.devices,
-                               record=self.record, replay=_replay_for(spec))
+                               record=self.record, replay=replay)
         from pytest_jsonreport.plugin import JSONReport
         report_plugin = JSONReport()
         args = [tests_path(spec), *PYTEST_ARGS, "--rootdir", os.path.dirname(tests_path(spec)), *self.pytest_args]
@@ -216,7 +232,8 @@ class Grader:
             load={"ok": load["ok"], "messages": messages},
             environment=environment(),
             grader={"version": __version__, "mode": self.mode, "spec_sha256": spec_sha256(assignment),
-                    "seed": self.seed, "isolation": load["isolation"]},
+                    "seed": self.seed, "isolation": load["isolation"],
+                    **({"student_kit": True} if replay is not None else {})},
             duration_s=time.perf_counter() - t0, status=_status(handle, spec),
             answers={q["id"]: getattr(handle, "answers", {}).get(q["id"])
                      for q in spec["questions"] if q["manual"]})

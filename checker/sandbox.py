@@ -47,6 +47,9 @@ MAX_RESTARTS = 50    # fresh workers after a call crashed or hung one (each cost
 KEEP_STDOUT = 64 * 1024
 
 
+MIN_CALL_S = 0.5  # the shortest per-call limit a shrunken budget gives (a correct call takes milliseconds)
+
+
 class Limits:
     """Per-call, per-submission and per-unit wall-clock limits (s), the worker's memory cap (MiB)
     and the most data one answer may carry (MiB)."""
@@ -65,9 +68,21 @@ class Limits:
 
     @classmethod
     def from_spec(cls, spec, timeout=None):
+        """The spec's limits; a `timeout` below the spec's budget shrinks the per-call limits with it.
+
+        A per-call limit of 10 s under a 5 s budget would let one hanging
+        function spend the whole budget at its first call and cost every
+        other question its tests; scaled, it costs the share it costs at the
+        spec's own budget (never below a floor a correct call needs).
+        """
         lim = dict(spec.get("limits", {}))
         if timeout:
+            base = cls(**lim)
             lim["submission_s"] = timeout
+            share = min(1.0, timeout / base.submission_s)
+            if share < 1.0:
+                lim["call_s"] = max(MIN_CALL_S, base.call_s * share)
+                lim["retry_call_s"] = max(MIN_CALL_S / 4, base.retry_call_s * share)
         return cls(**lim)
 
 

@@ -172,6 +172,8 @@ def test_verdicts_of_the_mixed_submissions(j1):
     assert cards["hostile"]["duration_s"] < 30
     assert cards["grace"]["score"] < AUTO_POINTS
     assert any(t["outcome"] == "timeout" for q in cards["grace"]["questions"] for t in q["tests"])
+    # a 5 s budget shrinks the 10 s per-call limit: the hanging get_scores costs Q1 alone
+    assert [q["score"] == q["max_score"] for q in cards["grace"]["questions"][:3]] == [False, True, True]
     assert cards["empty"]["score"] == 0
     assert cards["syntax"]["load"]["ok"] is False
     assert any("SyntaxError" in m for m in cards["syntax"]["load"]["messages"])
@@ -484,3 +486,37 @@ def test_a_replacement_worker_reaches_the_zygote_whoever_read_its_ready_message(
         start = time.monotonic()
         assert z.channel(1)._ask({"op": "status", "pid": 1}) == {"status": None}
         assert time.monotonic() - start < 5
+
+
+def test_long_file_names_get_short_distinct_ids_and_the_batch_goes_on(tmp_path):
+    """A 245-byte file name: '<id>.raw.json' and the atomic write's temporary would pass 255 bytes."""
+    d = tmp_path / "class"
+    d.mkdir()
+    src = open(REFERENCE, encoding="utf-8").read()
+    long1, long2 = "é" * 100 + "x" * 40 + "1", "é" * 100 + "x" * 40 + "2"   # 241 bytes each
+    (d / f"{long1}.py").write_text(src)
+    (d / f"{long2}.py").write_text("def get_scores(:\n")
+    entries = batch.list_entries(str(d))
+    ids = [sid for sid, _ in entries]
+    assert len(set(ids)) == 2 and all(len(s.encode()) <= batch.MAX_ID_BYTES for s in ids)
+    assert all(s.startswith("é" * 60) for s in ids)           # still readable, cut on a character
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, ["grade", str(d), "-a", "attention", "-o", str(out), "--timeout", TIMEOUT,
+                                  "--keep-raw"])
+    assert r.exit_code == 0, r.output
+    cards = {sid: _card(out, sid) for sid in ids}
+    assert sorted(c["status"] for c in cards.values()) == ["graded", "load_failed"]
+    good = next(c for c in cards.values() if c["status"] == "graded")
+    assert good["score"] == AUTO_POINTS and good["submission"]["path"].endswith(f"{long1}.py")
+    assert not [n for n in os.listdir(out) if n.endswith(".tmp")]
+    with open(out / "grades.csv", encoding="utf-8-sig") as f:
+        assert len(list(csv.DictReader(f))) == 2
+
+
+def test_an_outdir_holding_another_assignment_is_refused(j1, subs, tmp_path):
+    out, _ = j1
+    shutil.copy(os.path.join(out, "alice.json"), tmp_path / "alice.json")
+    before = (tmp_path / "alice.json").read_bytes()
+    r = CliRunner().invoke(main, ["grade", str(subs), "-a", "charlm", "-o", str(tmp_path)])
+    assert r.exit_code == 2 and "already holds scorecards of attention" in r.stderr, r.output
+    assert (tmp_path / "alice.json").read_bytes() == before and not (tmp_path / "grades.csv").exists()

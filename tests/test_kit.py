@@ -93,3 +93,27 @@ def test_kit_refuses_a_folder_that_is_not_empty(tmp_path):
     r = CliRunner().invoke(main, ["kit", "-o", str(tmp_path)])
     assert r.exit_code == 2 and "not empty" in r.output
     assert sorted(os.listdir(tmp_path)) == ["something.txt"]
+
+
+@pytest.mark.slow
+def test_kit_refuses_hidden_grading_and_its_public_scorecards_never_resume_a_real_batch(kit, tmp_path):
+    """The kit has no hidden tests: a 'hidden' scorecard from it would be a forged full grade."""
+    subs = tmp_path / "class"
+    subs.mkdir()
+    (subs / "alice.py").write_text(open(os.path.join(ROOT, "reference", "attention.py")).read())
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, "-c", RUN_FROM_KIT, str(kit), "grade", str(subs), "-a", "attention",
+                        "-o", str(out)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "student kit" in p.stderr and "--public" in p.stderr
+    assert not (out / "alice.json").exists()
+
+    p = subprocess.run([sys.executable, "-c", RUN_FROM_KIT, str(kit), "grade", str(subs), "-a", "attention",
+                        "-o", str(out), "--public", "--timeout", "20"],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    card = json.loads((out / "alice.json").read_text())
+    assert card["grader"]["student_kit"] is True and card["grader"]["mode"] == "public"
+
+    from checker.batch import is_current
+    assert not is_current(str(out), "alice", str(subs / "alice.py"), "attention", "public")
