@@ -57,7 +57,7 @@ from checker.sandbox import sha256_of
 from checker.scorecard import SCHEMA_VERSION, STATUSES, build_scorecard
 from checker.spec import load_spec, spec_sha256
 
-__all__ = ["SUBMISSION_SUFFIXES", "BatchResult", "list_entries", "grade_batch", "grade_one",
+__all__ = ["SUBMISSION_SUFFIXES", "BatchResult", "list_entries", "skipped_entries", "grade_batch", "grade_one",
            "scorecard_path", "results_path", "raw_path", "gradebook_path", "is_current",
            "crashed_scorecard", "collect_scorecards", "progress_line", "progress_bar",
            "summary_lines"]
@@ -133,6 +133,38 @@ def _short_id(sid):
     digest = hashlib.sha256(raw).hexdigest()[:10]
     head = raw[:MAX_ID_BYTES - 12].decode("utf-8", "ignore").rstrip()  # never half a character
     return f"{head}~{digest}"
+
+
+_QUIET = {".git", ".hwcheck.lock", ".DS_Store", "__pycache__", "__MACOSX", ".ipynb_checkpoints", "Thumbs.db",
+          "desktop.ini"}
+
+
+def skipped_entries(folder):
+    """[(name, why)] of the entries of `folder` that `list_entries` does not grade, so a TA can see them.
+
+    Version-control folders, caches and the files operating systems leave
+    behind are not listed.
+    """
+    out = []
+    for name in sorted(os.listdir(folder)):
+        if name in _QUIET:
+            continue
+        path = os.path.join(folder, name)
+        low = name.lower()
+        if name.startswith("."):
+            if low.endswith(SUBMISSION_SUFFIXES) or os.path.isdir(path):
+                out.append((name, "its name starts with '.' (hidden)"))
+        elif os.path.isdir(path) or (os.path.isfile(path) and name.endswith(SUBMISSION_SUFFIXES)):
+            continue
+        elif low.endswith((".zip", ".tar", ".tar.gz", ".tgz", ".rar", ".7z")):
+            out.append((name, "an archive: unpack it into a folder of that name to grade it"))
+        elif low.endswith((".py", ".ipynb")):
+            out.append((name, "rename it to end in lower-case .py or .ipynb"))
+        elif not os.path.isfile(path) and not os.path.isdir(path):
+            out.append((name, "not a regular file (a broken link?)"))
+        else:
+            out.append((name, "not a .py or .ipynb file, nor a folder"))
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -336,6 +368,7 @@ class BatchResult:
         self.gradebook = None
         self.answers = None  # answers.csv, when the assignment has questions a person grades
         self.interrupted = False
+        self.stale = []  # ids of scorecards in OUTDIR whose submission was not in this batch
 
     @property
     def graded(self):
@@ -451,7 +484,10 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
     finally:
         batch.elapsed = time.monotonic() - batch.started
         cards = collect_scorecards(outdir, assignment)
-        batch.gradebook = write_gradebook(gradebook_path(outdir), cards, spec)
+        graded = {sid for sid, _ in entries}
+        batch.stale = sorted(str(c["submission"].get("id")) for c in cards if c["submission"].get("id") not in graded)
+        notes = {sid: "not in the folder graded last: an older scorecard" for sid in batch.stale}
+        batch.gradebook = write_gradebook(gradebook_path(outdir), cards, spec, notes)
         batch.answers = write_answers(os.path.join(outdir, "answers.csv"), cards, spec)
     return batch
 
@@ -830,6 +866,10 @@ def summary_lines(batch):
         lines.append("  (hwcheck's own failures; rerun with --resume to grade those again)")
     if batch.interrupted:
         lines.append("  interrupted: rerun with --resume to grade the rest")
+    if batch.stale:
+        lines.append(f"  {len(batch.stale)} older scorecards in {batch.outdir} are of submissions not in this "
+                     f"folder ({', '.join(batch.stale[:5])}{', ...' if len(batch.stale) > 5 else ''}); "
+                     f"grades.csv keeps them, marked in its note column")
     if batch.gradebook:
         lines.append(f"  wrote {batch.gradebook}, scorecards in {batch.outdir}, "
                      f"Gradescope files in {os.path.join(batch.outdir, 'gradescope')}")

@@ -226,6 +226,11 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
     out_real = os.path.realpath(outdir)
     entries = [(sid, path) for sid, path in batch.list_entries(directory)
                if os.path.realpath(path) != out_real]
+    skipped = batch.skipped_entries(directory)
+    if skipped:
+        shown = "; ".join(f"{name} ({why})" for name, why in skipped[:10])
+        more = f"; and {len(skipped) - 10} more" if len(skipped) > 10 else ""
+        click.echo(f"hwcheck: not graded, {len(skipped)} entries of {directory}: {shown}{more}", err=True)
     if not entries:
         raise Fail(f"no submissions in {directory} (a submission is a .py or .ipynb file, or a folder)")
 

@@ -75,6 +75,9 @@ def answer_in_notebook(nb, qid, prompt=None):
     """The answer to `qid` in a parsed notebook dict, or None (`prompt`: the handout's question, not an
     answer)."""
     cells = nb.get("cells") if isinstance(nb, dict) else None
+    if cells is None and isinstance(nb, dict) and isinstance(nb.get("worksheets"), list):  # nbformat 3
+        cells = [c for ws in nb["worksheets"] if isinstance(ws, dict) and isinstance(ws.get("cells"), list)
+                 for c in ws["cells"]]
     if not isinstance(cells, list):
         return None
     name = _names(qid)
@@ -118,7 +121,7 @@ def answer_in_notebook(nb, qid, prompt=None):
 
 
 def _source(cell):
-    src = cell.get("source", "")
+    src = cell.get("source", cell.get("input", ""))  # nbformat 3 code cells keep theirs in "input"
     return "".join(s for s in src if isinstance(s, str)) if isinstance(src, list) else str(src)
 
 
@@ -172,7 +175,7 @@ def _read(path):
         os.close(fd)
     if len(data) > _MAX_FILE:
         return None
-    return data.decode("utf-8", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
 
 
 def _files(path):
@@ -204,7 +207,7 @@ def find_answers(path, prompts):
             if file.endswith(".ipynb"):
                 try:
                     found[qid] = answer_in_notebook(json.loads(text), qid, prompts[qid])
-                except ValueError:
+                except (ValueError, RecursionError):
                     pass
             elif file.endswith(".py"):
                 found[qid] = answer_in_python(text, qid, prompts[qid])

@@ -1,9 +1,13 @@
 """The instructor's gradebook: one CSV row per scorecard.
 
 What it is for: `csv_header(spec)` and `csv_row(scorecard)` give the columns
-`id, total, <one per question id, spec order>, max_total, status`;
-`write_gradebook(path, scorecards, spec)` writes them (stdlib `csv`, UTF-8,
-CRLF rows as spreadsheets expect) atomically, rows sorted by submission id.
+`id, total, <one per question id, spec order>, max_total, status, mode, note`
+(mode: the tests run, "hidden" or "public"; note: what the batch says of the
+row, such as a submission no longer in the folder graded);
+`write_gradebook(path, scorecards, spec, notes)` writes them (stdlib `csv`,
+UTF-8 with a byte order mark so that Excel reads students' accented names
+right, CRLF rows as spreadsheets expect) atomically, rows sorted by
+submission id. Python reads it with `encoding="utf-8-sig"`.
 A manual question that is still pending has an empty cell (to fill in by
 hand); `total` is the automatic score. Text cells that a spreadsheet would
 read as a formula (starting with `=`, `+`, `-`, `@`, tab or CR; submission ids
@@ -40,12 +44,12 @@ def _points(x):
 
 
 def csv_header(spec):
-    """Column names: id, total, each question id in spec order, max_total, status."""
+    """Column names: id, total, each question id in spec order, max_total, status, mode, note."""
     return ["id", "total", *[str(q["id"]) for q in spec.get("questions") or []],
-            "max_total", "status"]
+            "max_total", "status", "mode", "note"]
 
 
-def csv_row(scorecard, spec=None):
+def csv_row(scorecard, spec=None, note=""):
     """The row of one scorecard (numbers as int/float, pending manual cells empty).
 
     Question columns follow `spec`'s order when given (a question the
@@ -55,7 +59,7 @@ def csv_row(scorecard, spec=None):
     for q in scorecard.get("questions") or []:
         by_id[str(q["id"])] = "" if q.get("manual") and q.get("pending", True) \
             else _points(q.get("score"))
-    order = csv_header(spec)[2:-2] if spec is not None else list(by_id)
+    order = csv_header(spec)[2:-4] if spec is not None else list(by_id)
     submission = scorecard.get("submission") or {}
     return [
         _cell(str(submission.get("id", ""))),
@@ -63,13 +67,20 @@ def csv_row(scorecard, spec=None):
         *[by_id.get(qid, "") for qid in order],
         _points(scorecard.get("max_score")),
         _cell(str(scorecard.get("status", ""))),
+        _cell(str((scorecard.get("grader") or {}).get("mode", ""))),
+        _cell(str(note or "")),
     ]
 
 
-def gradebook_text(scorecards, spec):
-    """The CSV text of the gradebook (header, then rows sorted by submission id)."""
-    ordered = sorted(scorecards, key=lambda sc: str((sc.get("submission") or {}).get("id", "")))
-    rows = [csv_row(sc, spec) for sc in ordered]
+def _sid(sc):
+    return str((sc.get("submission") or {}).get("id", ""))
+
+
+def gradebook_text(scorecards, spec, notes=None):
+    """The CSV text of the gradebook (header, then rows sorted by submission id); notes: {id: text}."""
+    notes = notes or {}
+    ordered = sorted(scorecards, key=_sid)
+    rows = [csv_row(sc, spec, notes.get(_sid(sc), "")) for sc in ordered]
     buffer = io.StringIO()
     writer = csv.writer(buffer)  # excel dialect: CRLF rows, minimal quoting
     writer.writerow(csv_header(spec))
@@ -77,9 +88,9 @@ def gradebook_text(scorecards, spec):
     return buffer.getvalue()
 
 
-def write_gradebook(path, scorecards, spec):
-    """Write the gradebook CSV at `path` atomically; returns the path."""
-    return write_text_atomic(path, gradebook_text(scorecards, spec), encoding="utf-8")
+def write_gradebook(path, scorecards, spec, notes=None):
+    """Write the gradebook CSV at `path` atomically (UTF-8 with a BOM); returns the path."""
+    return write_text_atomic(path, gradebook_text(scorecards, spec, notes), encoding="utf-8-sig")
 
 
 def _manual_ids(spec):
@@ -103,4 +114,4 @@ def write_answers(path, scorecards, spec):
     """Write the answers CSV at `path` atomically when the spec has manual questions; returns the path or None."""
     if not _manual_ids(spec):
         return None
-    return write_text_atomic(path, answers_text(scorecards, spec), encoding="utf-8")
+    return write_text_atomic(path, answers_text(scorecards, spec), encoding="utf-8-sig")

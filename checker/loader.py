@@ -153,20 +153,74 @@ def list_units(path):
     return sorted(files, key=lambda f: (not f.endswith(".py"), f))
 
 
+class NotebookError(ValueError):
+    """A .ipynb file that cannot be read as a notebook; the text says why and what to do."""
+
+
+_RESAVE = "open it in Jupyter (or Colab) and save it again, or download it again from where you wrote it"
+
+
+_MAGIC = [(b"PK\x03\x04", "a zip archive (unzip it first)"), (b"PK\x05\x06", "an empty zip archive"),
+          (b"%PDF", "a PDF document"), (b"\x1f\x8b", "a gzip archive (unpack it first)"),
+          (b"Rar!", "a RAR archive (unpack it first)"), (b"7z\xbc\xaf", "a 7-Zip archive (unpack it first)")]
+
+
+def _archive_or_document(path):
+    """What a file is when its first bytes say it is an archive or a document, else None."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return None
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    if head.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")):
+        return "a web page (an HTML export)"
+    return None
+
+
 def _cells(nb_path):
-    with open(nb_path, encoding="utf-8") as f:
-        nb = json.load(f)
+    """[(cell number, source, execution count)] of a notebook's code cells.
+
+    Reads nbformat 4 (`cells`, `source`, `execution_count`) and nbformat 3
+    (`worksheets`, `input`, `prompt_number`), with or without a UTF-8 byte
+    order mark. A file that is not a notebook raises NotebookError with
+    words a student can act on.
+    """
+    with open(nb_path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise NotebookError(f"byte {e.start} is not UTF-8, as a notebook must be; {_RESAVE}") from None
+    if not text.strip():
+        raise NotebookError(f"the file is empty; {_RESAVE}")
+    try:
+        nb = json.loads(text)
+    except RecursionError:
+        raise NotebookError(f"its JSON is nested too deeply to be a notebook; {_RESAVE}") from None
+    except ValueError as e:
+        hint = (" (it looks like Python code: name it .py)" if text.lstrip()[:1] not in "{[" else "")
+        raise NotebookError(f"it is not valid notebook JSON{hint}: {getattr(e, 'msg', e)} at line "
+                            f"{getattr(e, 'lineno', '?')}, column {getattr(e, 'colno', '?')}; {_RESAVE}") from None
+    if not isinstance(nb, dict):
+        raise NotebookError(f"its JSON is a {type(nb).__name__}, not a notebook; {_RESAVE}")
     cells = nb.get("cells")
-    if cells is None and "worksheets" in nb:  # nbformat 3
-        cells = [c for ws in nb["worksheets"] for c in ws.get("cells", [])]
+    if cells is None and isinstance(nb.get("worksheets"), list):  # nbformat 3
+        cells = [c for ws in nb["worksheets"] if isinstance(ws, dict)
+                 for c in (ws.get("cells") if isinstance(ws.get("cells"), list) else [])]
+    if not isinstance(cells, list):
+        raise NotebookError(f"it has no list of cells; {_RESAVE}")
     out = []
-    for i, cell in enumerate(cells or []):
-        if cell.get("cell_type") != "code":
+    for i, cell in enumerate(cells):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        src = cell.get("source", "")
-        count = cell.get("execution_count")
-        out.append((i + 1, "".join(src) if isinstance(src, list) else str(src),
-                    count if type(count) is int else None))
+        src = cell.get("source", cell.get("input", ""))
+        count = cell.get("execution_count", cell.get("prompt_number"))
+        if isinstance(src, list):
+            src = "".join(x for x in src if isinstance(x, str))
+        out.append((i + 1, src if isinstance(src, str) else "", count if type(count) is int else None))
     return out
 
 
@@ -331,10 +385,16 @@ class Loader:
         for f in list_units(path):
             shown = os.path.relpath(f, base) if os.path.isdir(path) else os.path.basename(f)
             try:
+                kind = _archive_or_document(f)
+                if kind:
+                    raise NotebookError(f"it is {kind}, not Python code or a notebook; hand in the .py or "
+                                        f".ipynb file itself")
                 if f.endswith(".ipynb"):
                     self._load_notebook(f, shown)
                 else:
                     self._load_py(f, shown)
+            except NotebookError as e:
+                self._msg("unreadable", shown, None, None, f"could not read {shown}: {str(e)[:400]}")
             except Exception as e:  # noqa: BLE001 - a malformed file costs only itself
                 self._msg("unreadable", shown, None, None,
                           f"could not read {shown}: {type(e).__name__}: {str(e)[:300]}")

@@ -147,9 +147,14 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
         lines.append(_paint(f"Status: {status.replace('_', ' ')}", _RED, color))
     load = scorecard.get("load") or {}
     if load.get("messages"):
-        lines.append("Loading your submission:" if load.get("ok", True)
-                     else _paint("Loading your submission: some parts failed (whatever they would have "
-                                 "defined is missing; the rest was graded):", _YELLOW, color))
+        if status == "load_failed":
+            lines.append(_paint("Loading your submission failed (nothing the assignment asks for was "
+                                "defined):", _YELLOW, color))
+        elif load.get("ok", True):
+            lines.append("Loading your submission:")
+        else:
+            lines.append(_paint("Loading your submission: some parts failed (whatever they would have "
+                                "defined is missing; the rest was graded):", _YELLOW, color))
         for message in load["messages"]:
             lines.append(_indent(_safe(message), "    "))
     lines.append("")

@@ -116,6 +116,21 @@ def _status(handle, spec):
     return "graded"
 
 
+def nothing_defined(path, names, spec):
+    """The load message of a submission that ran cleanly but defines none of the assignment's names."""
+    wanted = [n for q in spec["questions"] for n in q["names"]]
+    shown = os.path.basename(os.path.normpath(path))
+    own = [n for n in names if not n.startswith("_")]
+    asked = ", ".join(f"`{n}`" for n in wanted[:5]) + (", ..." if len(wanted) > 5 else "")
+    if not own:
+        return (f"{shown} defines nothing: it is empty or holds no code. Did you save your work before "
+                f"handing it in (Jupyter: File > Save; Colab: File > Download > .ipynb)? "
+                f"{spec['id']} asks for {asked}.")
+    mine = ", ".join(f"`{n}`" for n in own[:6]) + (", ..." if len(own) > 6 else "")
+    return (f"{shown} defines none of the names {spec['id']} asks for ({asked}); it defines {mine}. "
+            f"Is this the right file, and the right assignment?")
+
+
 def _loosest_limits(timeout=None):
     """Limits for loading before the assignment is known: the most generous of every assignment's, so
     that inferring the assignment never makes `check` stricter than `check -a` or `grade`."""
@@ -226,6 +241,10 @@ class Grader:
                                + "; ".join(plugin.problems) + sink.getvalue()[-2000:])
         load = handle.load_report()
         messages = ([note] if note else []) + load["messages"]
+        status = _status(handle, spec)
+        if status == "load_failed" and load["ok"]:  # it ran without an error, and defined nothing asked for
+            messages.append(nothing_defined(handle.path, handle.names, spec))
+            load["ok"] = False
         scorecard = build_scorecard(
             report, spec,
             submission={"id": handle.id, "path": handle.path, "sha256": sha256_of(handle.path)},
@@ -234,7 +253,7 @@ class Grader:
             grader={"version": __version__, "mode": self.mode, "spec_sha256": spec_sha256(assignment),
                     "seed": self.seed, "isolation": load["isolation"],
                     **({"student_kit": True} if replay is not None else {})},
-            duration_s=time.perf_counter() - t0, status=_status(handle, spec),
+            duration_s=time.perf_counter() - t0, status=status,
             answers={q["id"]: getattr(handle, "answers", {}).get(q["id"])
                      for q in spec["questions"] if q["manual"]})
         for q in scorecard["questions"]:

@@ -346,23 +346,27 @@ def _inside(path, root):
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _copy_submission(src, dest):
+def _copy_submission(src, dest, secrets=()):
     """Copy a submission into a worker's temp dir without following links out of it.
 
     The copy is made by the trusted side, before any wall is up, so a link to
     `reference/attention.py` (or any file of the grading machine) must not be
-    followed. A link is followed only to a regular file inside the submission
-    (a single file: inside the folder that holds it); links to folders, links
-    that leave, pipes and devices are left out. Returns [(name, why)] of what
-    was left out.
+    followed. Inside a folder submission a link is followed only to a regular
+    file inside that folder; links to folders, links that leave, pipes and
+    devices are left out. A single-file submission that is itself a link was
+    put there by whoever runs hwcheck (a TA's export that links to a store,
+    say), so it is followed, unless it points into one of `secrets` (the
+    reference, the grading tests, the output folder, ...). Returns
+    [(name, why)] of what was left out.
     """
     left_out = []
     if not os.path.isdir(src):
         os.makedirs(dest)
         name = os.path.basename(src)
         real = os.path.realpath(src)
-        if os.path.islink(src) and not _inside(real, os.path.realpath(os.path.dirname(src))):
-            left_out.append((name, "it is a link to a file outside the folder that holds it"))
+        if (os.path.islink(src) and not _inside(real, os.path.realpath(os.path.dirname(src)))
+                and any(_inside(real, os.path.realpath(s)) for s in secrets)):
+            left_out.append((name, "it is a link to a file in a folder the grader keeps from submissions"))
         elif not os.path.isfile(real):
             left_out.append((name, "it is not a regular file"))
         else:
@@ -477,7 +481,7 @@ class SubmissionHandle:
         self._kill()
         self.workdir = self.zygote.mkdir()  # the zygote owns it from birth: a SIGKILL here leaks nothing
         dest = os.path.join(self.workdir, "submission")
-        left_out = _copy_submission(self.path, dest)
+        left_out = _copy_submission(self.path, dest, self.secrets)
         if self.generation == 0:
             for name, why in left_out:
                 self.load_messages.append({"kind": "link", "file": name, "cell": None, "line": None,

@@ -66,6 +66,8 @@ def subs(tmp_path_factory):
     (d / "notes.txt").write_text("not a submission\n")                       # skipped
     (d / ".hidden.py").write_text(src)                                       # skipped
     (d / ".git").mkdir()                                                     # skipped
+    (d / "late.zip").write_bytes(b"PK\x05\x06" + bytes(18))                  # skipped, and said so
+    (d / "OLD.PY").write_text(src)                                           # skipped, and said so
     (d / "__pycache__").mkdir()                                              # skipped
     return d
 
@@ -174,7 +176,9 @@ def test_verdicts_of_the_mixed_submissions(j1):
     assert any(t["outcome"] == "timeout" for q in cards["grace"]["questions"] for t in q["tests"])
     # a 5 s budget shrinks the 10 s per-call limit: the hanging get_scores costs Q1 alone
     assert [q["score"] == q["max_score"] for q in cards["grace"]["questions"][:3]] == [False, True, True]
-    assert cards["empty"]["score"] == 0
+    assert cards["empty"]["score"] == 0 and cards["empty"]["status"] == "load_failed"
+    assert cards["empty"]["load"]["ok"] is False
+    assert any("empty.py defines nothing" in m for m in cards["empty"]["load"]["messages"])
     assert cards["syntax"]["load"]["ok"] is False
     assert any("SyntaxError" in m for m in cards["syntax"]["load"]["messages"])
     # hidden tests ran (hidden mode) and are marked so
@@ -216,19 +220,21 @@ def test_gradescope_results_follow_the_format(j1):
 
 def test_gradebook_csv_opens_with_one_row_per_submission(j1):
     out, _ = j1
-    with open(os.path.join(out, "grades.csv"), newline="", encoding="utf-8") as f:
+    with open(os.path.join(out, "grades.csv"), newline="", encoding="utf-8-sig") as f:
         rows = list(csv.reader(f))
-    assert rows[0] == ["id", "total"] + [q["id"] for q in SPEC["questions"]] + ["max_total", "status"]
+    assert rows[0] == (["id", "total"] + [q["id"] for q in SPEC["questions"]]
+                       + ["max_total", "status", "mode", "note"])
     assert [r[0] for r in rows[1:]] == IDS
     for row in rows[1:]:
         card = _card(out, row[0])
-        assert float(row[1]) == pytest.approx(card["score"]) and row[-1] == card["status"]
+        assert float(row[1]) == pytest.approx(card["score"])
+        assert row[-3:] == [card["status"], "hidden", ""]
         assert len(row) == len(rows[0])
 
 
 def test_answers_csv_holds_each_written_answer_for_the_person_who_grades_it(j1):
     out, _ = j1
-    with open(os.path.join(out, "answers.csv"), newline="", encoding="utf-8") as f:
+    with open(os.path.join(out, "answers.csv"), newline="", encoding="utf-8-sig") as f:
         rows = list(csv.reader(f))
     assert rows[0] == ["id", "Q3-text"] and [r[0] for r in rows[1:]] == IDS
     by_id = dict(rows[1:])
@@ -256,6 +262,11 @@ def test_plain_progress_lines_and_summary(j1):
     assert {ln.split("]")[1].split(":")[0].strip() for ln in lines} == set(IDS)
     assert "\r" not in r.output
     assert "attention: 10/10 submissions" in r.stdout and "grades.csv" in r.stdout
+    skipped = next(ln for ln in r.stderr.splitlines() if "not graded" in ln)
+    assert "not graded, 4 entries" in skipped, skipped        # .git and __pycache__ go unsaid
+    for part in (".hidden.py (its name starts with '.'", "late.zip (an archive: unpack it",
+                 "OLD.PY (rename it to end in lower-case .py", "notes.txt (not a .py or .ipynb file"):
+        assert part in skipped, skipped
 
 
 def test_progress_bar_text():
@@ -460,7 +471,7 @@ def test_kill_midway_then_resume_loses_nothing_and_grades_nothing_twice(subs, tm
     resumed = [ln for ln in r.stderr.splitlines() if "(up to date, not regraded)" in ln]
     assert len(resumed) == len(before)
     assert not [n for n in os.listdir(out) if n.endswith(".tmp")]
-    with open(out / "grades.csv", newline="") as f:
+    with open(out / "grades.csv", newline="", encoding="utf-8-sig") as f:
         assert [row[0] for row in list(csv.reader(f))[1:]] == ids
     for sid in ids:
         validate(_card(out, sid))
@@ -520,3 +531,19 @@ def test_an_outdir_holding_another_assignment_is_refused(j1, subs, tmp_path):
     r = CliRunner().invoke(main, ["grade", str(subs), "-a", "charlm", "-o", str(tmp_path)])
     assert r.exit_code == 2 and "already holds scorecards of attention" in r.stderr, r.output
     assert (tmp_path / "alice.json").read_bytes() == before and not (tmp_path / "grades.csv").exists()
+
+
+def test_scorecards_of_submissions_gone_from_the_folder_are_marked_in_the_gradebook(j1, subs, tmp_path):
+    out, _ = j1
+    shutil.copytree(out, tmp_path / "out")
+    only = tmp_path / "class"
+    only.mkdir()
+    shutil.copy(subs / "alice.py", only / "alice.py")
+    r = CliRunner().invoke(main, ["grade", str(only), "-a", "attention", "-o", str(tmp_path / "out"),
+                                  "--resume", "--timeout", TIMEOUT, "--seed", SEED])
+    assert r.exit_code == 0, r.output
+    assert f"{len(IDS) - 1} older scorecards" in r.stdout and "note column" in r.stdout, r.stdout
+    with open(tmp_path / "out" / "grades.csv", newline="", encoding="utf-8-sig") as f:
+        notes = {row["id"]: row["note"] for row in csv.DictReader(f)}
+    assert notes.pop("alice") == "" and len(notes) == len(IDS) - 1
+    assert set(notes.values()) == {"not in the folder graded last: an older scorecard"}

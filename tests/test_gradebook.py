@@ -37,10 +37,10 @@ def scorecard(sid, outcomes, status=None):
 
 
 def test_header_and_row():
-    assert csv_header(SPEC) == ["id", "total", "Q1", "Q2", "Q3-text", "max_total", "status"]
+    assert csv_header(SPEC) == ["id", "total", "Q1", "Q2", "Q3-text", "max_total", "status", "mode", "note"]
     card = scorecard("bob", [("Q1", "passed"), ("Q1", "failed"), ("Q2", "passed")])
-    assert csv_row(card) == ["bob", 45, 15, 30, "", 70, "graded"]
-    assert csv_row(card, SPEC) == ["bob", 45, 15, 30, "", 70, "graded"]
+    assert csv_row(card) == ["bob", 45, 15, 30, "", 70, "graded", "hidden", ""]
+    assert csv_row(card, SPEC, "older") == ["bob", 45, 15, 30, "", 70, "graded", "hidden", "older"]
 
 
 def test_write_gradebook_round_trip(tmp_path):
@@ -51,14 +51,15 @@ def test_write_gradebook_round_trip(tmp_path):
         scorecard("=HYPERLINK(\"x\")", [], status="load_failed"),
     ]
     path = tmp_path / "out" / "gradebook.csv"
-    write_gradebook(path, cards, SPEC)
-    with open(path, newline="", encoding="utf-8") as f:
+    write_gradebook(path, cards, SPEC, {"zoe": "-not in the folder"})
+    assert path.read_bytes().startswith(b"\xef\xbb\xbfid,total,")  # a BOM: Excel reads \u00ef right
+    with open(path, newline="", encoding="utf-8-sig") as f:
         rows = list(csv.reader(f))
     assert rows[0] == csv_header(SPEC)
     assert rows[1:] == [
-        ["'=HYPERLINK(\"x\")", "0", "0", "0", "", "70", "load_failed"],
-        ["al\u00efce, \"the\" first", "20", "20", "0", "", "70", "graded"],
-        ["zoe", "60", "30", "30", "", "70", "graded"],
+        ["'=HYPERLINK(\"x\")", "0", "0", "0", "", "70", "load_failed", "hidden", ""],
+        ["al\u00efce, \"the\" first", "20", "20", "0", "", "70", "graded", "hidden", ""],
+        ["zoe", "60", "30", "30", "", "70", "graded", "hidden", "'-not in the folder"],
     ]
     assert os.listdir(path.parent) == ["gradebook.csv"]
 
@@ -68,7 +69,7 @@ def test_fractional_points_are_written_plainly(tmp_path):
                            ("Q2", "passed")])
     path = tmp_path / "g.csv"
     write_gradebook(path, [card], SPEC)
-    with open(path, newline="", encoding="utf-8") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:
         row = list(csv.reader(f))[1]
     assert row[:4] == ["c", "40", "10", "30"]
     card = scorecard("d", [("Q1", "passed")] * 6 + [("Q1", "failed")])

@@ -663,6 +663,29 @@ def test_links_out_of_a_folder_submission(request, zyg, grader, control_card, tm
     assert auto_scores(card) == auto_scores(control_card)
 
 
+def test_a_linked_file_submission_is_followed_unless_it_points_at_a_secret(request, zyg, tmp_path):
+    """A TA's export may link each student's file to a store: followed. A link into reference/ is not."""
+    use(request, zyg)
+    store, entries = tmp_path / "store", tmp_path / "class"
+    store.mkdir()
+    entries.mkdir()
+    write(store, "alice_v3.py", GOOD)
+    os.symlink(store / "alice_v3.py", entries / "alice.py")
+    os.symlink(os.path.join(REPO, "reference", "attention.py"), entries / "mallory.py")
+    h, report = open_sub(zyg, entries / "alice.py")
+    try:
+        assert report["ok"], report["messages"]
+        np.testing.assert_allclose(h.call("context_vector", np.array(H_E), np.array(H_D1)), CONTEXT_D1, atol=1e-6)
+    finally:
+        h.close()
+    h, report = open_sub(zyg, entries / "mallory.py")
+    try:
+        assert "mallory.py was not given to your code" in "\n".join(report["messages"])
+        assert "a folder the grader keeps from submissions" in "\n".join(report["messages"])
+    finally:
+        h.close()
+
+
 ATTACK_PARENT = GOOD + textwrap.dedent('''
     import os
     import signal

@@ -657,3 +657,55 @@ def test_failing_calls_are_named_with_their_arguments_shapes():
         "patchify(tensor (2, 3, 8, 12) float64, (4, 6))"
     assert call_text("g", ([1, 2, 3, 4, 5], ("a", "b"))) == "g(a list of 5, a tuple of 2)"
     assert len(call_text("g", (np.zeros(2),) * 40)) == 160
+
+
+def test_old_and_odd_notebooks_load_or_say_why(zyg, tmp_path):
+    """nbformat 3 (code in `input`, cells in worksheets), a UTF-8 byte order mark, and files that are no notebook."""
+    v3 = {"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": [
+        {"cell_type": "markdown", "source": "# Homework"},
+        {"cell_type": "code", "language": "python", "input": "import math\nimport numpy as np",
+         "prompt_number": 1, "outputs": []},
+        {"cell_type": "code", "language": "python", "input": body_of_good().splitlines(True),
+         "prompt_number": 2, "outputs": []}]}]}
+    bom = "\ufeff" + notebook(["import math\nimport numpy as np", body_of_good()])
+    for name, text in [("old.ipynb", json.dumps(v3)), ("bom.ipynb", bom)]:
+        path = tmp_path / name
+        path.write_bytes(text.encode("utf-8"))
+        h, report = load(zyg, path)
+        try:
+            assert report["ok"], (name, report["messages"])
+            context_ok(h)
+        finally:
+            h.close()
+    broken = {"trunc.ipynb": '{"cells": [{"cell_type": "code", "source": "x = 1"',
+              "list.ipynb": "[1, 2, 3]",
+              "deep.ipynb": "[" * 100000 + "]" * 100000,
+              "script.ipynb": "import numpy as np\ndef get_scores(m, v):\n    return m @ v\n",
+              "blank.ipynb": ""}
+    for name, text in broken.items():
+        path = tmp_path / name
+        path.write_text(text)
+        h, report = load(zyg, path)
+        try:
+            text = "\n".join(report["messages"])
+            assert f"could not read {name}" in text and "save it again" in text, (name, text)
+            assert "Error:" not in text and "Traceback" not in text, (name, text)  # words, not exception names
+        finally:
+            h.close()
+        if name == "script.ipynb":
+            assert "it looks like Python code: name it .py" in text
+
+
+def test_an_archive_or_a_pdf_handed_in_is_named_as_such(zyg, tmp_path):
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "homework.zip", "w") as z:
+        z.writestr("homework/attention.py", GOOD)
+    (tmp_path / "homework.ipynb").write_bytes(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
+    for name, kind in [("homework.zip", "a zip archive (unzip it first)"), ("homework.ipynb", "a PDF document")]:
+        h, report = load(zyg, tmp_path / name)
+        try:
+            text = "\n".join(report["messages"])
+            assert f"could not read {name}: it is {kind}, not Python code" in text, text
+            assert "encoding" not in text
+        finally:
+            h.close()
