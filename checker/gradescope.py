@@ -2,7 +2,11 @@
 
 What it is for: `make_results(scorecard)` maps the grader's (full, not
 student-view) scorecard to Gradescope's format: one Gradescope test per
-scorecard test, hidden tests with visibility `after_published`, the automatic
+visible scorecard test; a question's hidden tests as ONE entry with
+visibility `after_published` that gives their points, how many passed and
+the names of those that failed, never their messages (those quote values of
+the hidden inputs; the README promises hidden tests are shown only as a
+count); the automatic
 score at the top level (manual questions are left to Gradescope's own manual
 grading and only mentioned in `output`). `make_failure_results(message)` is
 the file to write when a submission could not be graded at all.
@@ -15,9 +19,9 @@ from __future__ import annotations
 import math
 
 from .report import answer_note
-from .scorecard import iter_tests, test_message
+from .scorecard import test_message
 
-__all__ = ["make_results", "make_failure_results", "SEPARATOR"]
+__all__ = ["make_results", "make_failure_results", "make_hidden_summary", "SEPARATOR"]
 
 SEPARATOR = " \u203a "  # " › " between question id and test name
 
@@ -84,10 +88,38 @@ def make_test(question_index, question, test_index, test):
     }
 
 
+def make_hidden_summary(question_index, question, number, hidden):
+    """One Gradescope entry for a question's hidden tests: points, counts, failed names; no messages."""
+    outcomes = [t.get("outcome") for t in hidden]
+    failed = [t.get("name") for t in hidden if t.get("outcome") not in ("passed", "skipped")]
+    counts = ", ".join(f"{outcomes.count(o)} {o}" for o in ("passed", "failed", "error", "timeout", "skipped")
+                       if outcomes.count(o))
+    text = f"{len(hidden)} hidden tests (inputs you have not seen): {counts}."
+    if failed:
+        text += " Not passed: " + ", ".join(str(n) for n in failed[:10]) + (" ..." if len(failed) > 10 else "")
+        text += ". The visible tests of this question name the mistake when they catch it."
+    return {
+        "name": f"{question.get('id')}{SEPARATOR}hidden tests ({len(hidden)})",
+        "number": f"{question_index}.{number}",
+        "score": _number(sum(_number(t.get("points")) for t in hidden)),
+        "max_score": _number(sum(_number(t.get("max_points")) for t in hidden)),
+        "status": "failed" if failed else "passed",
+        "output": text,
+        "visibility": "after_published",
+    }
+
+
 def make_results(scorecard):
     """Gradescope's results.json dict for a graded scorecard."""
-    tests = [make_test(qi, q, ti, t) for qi, q, ti, t in iter_tests(scorecard)
-             if not q.get("manual")]
+    tests = []
+    for qi, q in enumerate(scorecard.get("questions") or [], 1):
+        if q.get("manual"):
+            continue
+        shown = [t for t in q.get("tests") or [] if t.get("visibility") != "hidden"]
+        hidden = [t for t in q.get("tests") or [] if t.get("visibility") == "hidden"]
+        tests += [make_test(qi, q, ti, t) for ti, t in enumerate(shown, 1)]
+        if hidden:
+            tests.append(make_hidden_summary(qi, q, len(shown) + 1, hidden))
     return {
         "score": _number(scorecard.get("score")),
         "execution_time": _number(scorecard.get("duration_s")),

@@ -207,11 +207,15 @@ def test_gradescope_results_follow_the_format(j1):
             assert t["status"] in ("passed", "failed")
             assert t["visibility"] in ("visible", "after_published")
             assert isinstance(t["output"], str)
-        hidden = {f"{q['id']} \u203a {t['name']}" for q in card["questions"] for t in q["tests"]
-                  if t["visibility"] == "hidden"}
-        assert hidden
-        for t in results["tests"]:
-            assert (t["visibility"] == "after_published") == (t["name"] in hidden)
+        hidden = {q["id"]: [t for t in q["tests"] if t["visibility"] == "hidden"] for q in card["questions"]}
+        assert any(hidden.values())
+        summaries = {t["name"]: t for t in results["tests"] if t["visibility"] == "after_published"}
+        assert set(summaries) == {f"{qid} \u203a hidden tests ({len(ts)})" for qid, ts in hidden.items() if ts}
+        for qid, ts in hidden.items():
+            if ts:
+                entry = summaries[f"{qid} \u203a hidden tests ({len(ts)})"]
+                assert entry["score"] == pytest.approx(sum(t["points"] for t in ts), abs=1e-3)
+                assert entry["output"].startswith(f"{len(ts)} hidden tests")
         # a question's score is rounded once (scorecard docstring), its tests' shares each: they agree to
         # half a unit of the 4th decimal per test
         tolerance = 0.00005 * len(results["tests"]) + 0.0001 * len(card["questions"])

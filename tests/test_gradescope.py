@@ -61,7 +61,7 @@ def test_results_fields_numbering_and_visibility():
     assert "pending" in results["output"]
     tests = results["tests"]
     assert [t["name"] for t in tests] == [
-        "Q1 \u203a test_a", "Q1 \u203a test_b", "Q1 \u203a test_gpu", "Q1 \u203a test_c",
+        "Q1 \u203a test_a", "Q1 \u203a test_b", "Q1 \u203a test_gpu", "Q1 \u203a hidden tests (1)",
         "Q2 \u203a test_d"]
     assert [t["number"] for t in tests] == ["1.1", "1.2", "1.3", "1.4", "2.1"]
     assert [t["status"] for t in tests] == ["passed", "failed", "passed", "passed", "passed"]
@@ -70,6 +70,7 @@ def test_results_fields_numbering_and_visibility():
     assert [t["visibility"] for t in tests] == [
         "visible", "visible", "visible", "after_published", "visible"]
     assert tests[1]["output"] == "AssertionError: off by one"
+    assert tests[3]["output"] == "1 hidden tests (inputs you have not seen): 1 passed."
     assert "CUDA is not available" in tests[2]["output"]
     # The per-test scores add up to the top-level score.
     assert sum(t["score"] for t in tests) == results["score"]
@@ -104,3 +105,26 @@ def test_failure_results():
     assert results["tests"] == []
     assert isinstance(results["execution_time"], (int, float))
     json.dumps(results, allow_nan=False)
+
+
+def test_hidden_tests_show_as_one_entry_per_question_with_counts_not_messages():
+    """Their messages quote values computed from the hidden inputs: results.json keeps them out."""
+    card = scorecard([
+        rtest("test_a", "passed", "Q1"),
+        rtest("test_h1", "passed", "Q1", visibility="hidden"),
+        rtest("test_h2", "failed", "Q1", visibility="hidden", message="expected [0.7316] got [0.5]"),
+        rtest("test_b", "passed", "Q1"),
+        rtest("test_h3", "failed", "Q2", visibility="hidden", message="max abs error 0.25 at (3, 1)"),
+    ])
+    results = make_results(card)
+    tests = results["tests"]
+    assert [(t["number"], t["name"]) for t in tests] == [
+        ("1.1", "Q1 \u203a test_a"), ("1.2", "Q1 \u203a test_b"), ("1.3", "Q1 \u203a hidden tests (2)"),
+        ("2.1", "Q2 \u203a hidden tests (1)")]
+    assert [t["visibility"] for t in tests] == ["visible", "visible", "after_published", "after_published"]
+    assert tests[2]["status"] == "failed" and tests[2]["max_score"] == 15 and tests[2]["score"] == 7.5
+    assert "2 hidden tests" in tests[2]["output"] and "1 passed, 1 failed" in tests[2]["output"]
+    assert "test_h2" in tests[2]["output"]
+    text = json.dumps(results)
+    assert "0.7316" not in text and "0.25 at" not in text
+    assert sum(t["score"] for t in tests) == results["score"]
