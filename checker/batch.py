@@ -89,15 +89,18 @@ def gradebook_path(outdir):
     return os.path.join(outdir, "grades.csv")
 
 
-def list_entries(folder):
+def list_entries(folder, notes=None):
     """[(id, path)] of the submissions in `folder`, sorted by id.
 
     A submission is a `.py` or `.ipynb` file (id: the file's stem) or a folder
     (id: its name). An id too long for its output files' names (over
     `MAX_ID_BYTES` bytes in UTF-8) is cut and ends with a hash of the whole
-    name, so two long names that share a beginning stay apart. Hidden entries (starting with '.'), `__pycache__` and other
-    files are skipped. Two entries with one id (`bob.py` and `bob.ipynb`) are
-    refused: they would overwrite each other's scorecard.
+    name, so two long names that share a beginning stay apart. Hidden entries
+    (starting with '.'), `__pycache__` and other files are skipped. Entries
+    that would share an id (`bob.py` and `bob.ipynb`, or a folder `bob`; or
+    `bob.raw.py`, whose raw report would be `bob`'s) keep their suffix in the
+    id (`bob.py`, `bob.ipynb`), and a sentence saying so is appended to
+    `notes` when a list is given.
     """
     if not os.path.isdir(folder):
         raise HwcheckError(f"{folder} is not a folder")
@@ -114,16 +117,27 @@ def list_entries(folder):
             continue
         if not sid or sid.startswith("."):
             continue
-        sid = _short_id(sid)
-        found.setdefault(sid, []).append(path)
-    clashes = {sid: paths for sid, paths in found.items() if len(paths) > 1}
-    clashes.update({sid: [found[sid][0], found[sid[:-4]][0]] for sid in found
-                    if sid.endswith(".raw") and sid[:-4] in found})
-    if clashes:
-        sid, paths = sorted(clashes.items())[0]
-        raise HwcheckError(f"two submissions would share the output files of {sid!r}: "
-                           f"{', '.join(os.path.basename(p) for p in paths)}; rename one")
-    return [(sid, paths[0]) for sid, paths in sorted(found.items())]
+        found.setdefault(_short_id(sid), []).append(path)
+    clashing = {sid for sid, paths in found.items() if len(paths) > 1}
+    clashing |= {sid for sid in found if sid.endswith(".raw") and sid[:-4] in found}
+    entries = []
+    for sid, paths in sorted(found.items()):
+        if sid not in clashing:
+            entries.append((sid, paths[0]))
+            continue
+        kept = []
+        for path in paths:
+            new = _short_id(os.path.basename(path)) if os.path.isfile(path) else sid
+            entries.append((new, path))
+            kept.append(new)
+        if notes is not None:
+            notes.append(f"{' and '.join(os.path.basename(p) for p in paths)} would share the output files of "
+                         f"{sid!r}: graded as {', '.join(kept)}; if they are one student's, keep one")
+    ids = collections.Counter(sid for sid, _ in entries)
+    if any(n > 1 for n in ids.values()):  # a clash the renaming made (a file `bob.py` named `bob.py.py`?)
+        sid = next(s for s, n in ids.items() if n > 1)
+        raise HwcheckError(f"two submissions would share the output files of {sid!r}; rename one")
+    return sorted(entries)
 
 
 def _short_id(sid):

@@ -6,6 +6,11 @@ installs the CPU build of PyTorch and then hwcheck, and runs the public
 self-check with GitHub annotations, a step summary and a JUnit report (kept
 as an artifact). It is a pure function: it writes nothing.
 
+`kit_package()` is where the student kit says it is published (written by
+`hwcheck kit --package`), the workflow's default `pip install`;
+`guess_submission(folder)` picks the one homework file of a repository's top
+level (a starter notebook is not one).
+
 What it is not: a YAML library. The text is a fixed template; every value put
 into it is validated (one line, no control characters) and shell-quoted, and
 sits in a YAML block scalar, so no value can change the workflow's structure.
@@ -14,7 +19,7 @@ sits in a YAML block scalar, so no value can change the workflow's structure.
 import re
 import shlex
 
-__all__ = ["DEFAULT_PACKAGE", "DEFAULT_PATH", "DEFAULT_WORKFLOW", "JUNIT_FILE", "TORCH_CPU_INDEX",
+__all__ = ["DEFAULT_PACKAGE", "DEFAULT_PATH", "KIT_FILE", "kit_package", "guess_submission", "DEFAULT_WORKFLOW", "JUNIT_FILE", "TORCH_CPU_INDEX",
            "workflow_yaml", "check_command"]
 
 DEFAULT_PACKAGE = "hwcheck"
@@ -24,6 +29,8 @@ JUNIT_FILE = "hwcheck-junit.xml"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 PYTHON_VERSION = "3.11"
 
+KIT_FILE = "kit.json"  # beside this module, in the student kit only: {"package": SPEC}
+_NOT_HOMEWORK = re.compile(r"starter|template|^setup\.py$|^conftest\.py$|^noxfile\.py$", re.IGNORECASE)
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -34,6 +41,32 @@ def _value(name, text):
     if _UNSAFE.search(text):
         raise ValueError(f"{name} must be one line of printable text, got {text!r}")
     return text
+
+
+def kit_package():
+    """The pip spec the student kit was published as (`hwcheck kit --package`), or None."""
+    import json
+    import os
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), KIT_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            package = json.load(f).get("package")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return package if isinstance(package, str) and package.strip() else None
+
+
+def guess_submission(folder):
+    """(the homework file at the top of `folder`, or None; the candidates seen).
+
+    Candidates are the .ipynb and .py files not hidden and not a starter,
+    template or tooling file; the guess is made only when there is exactly one.
+    """
+    import os
+    found = sorted(n for n in os.listdir(folder)
+                   if n.endswith((".ipynb", ".py")) and not n.startswith(".") and not _NOT_HOMEWORK.search(n)
+                   and os.path.isfile(os.path.join(folder, n)))
+    return (found[0] if len(found) == 1 else None), found
 
 
 def check_command(path=DEFAULT_PATH, assignment=None, junit=JUNIT_FILE):

@@ -224,8 +224,11 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
     from checker import batch
 
     out_real = os.path.realpath(outdir)
-    entries = [(sid, path) for sid, path in batch.list_entries(directory)
+    notes = []
+    entries = [(sid, path) for sid, path in batch.list_entries(directory, notes)
                if os.path.realpath(path) != out_real]
+    for note in notes:
+        click.echo(f"hwcheck: {note}", err=True)
     skipped = batch.skipped_entries(directory)
     if skipped:
         shown = "; ".join(f"{name} ({why})" for name, why in skipped[:10])
@@ -300,10 +303,12 @@ def show(scorecard_file, show_all, color):
 
 @main.command("init-ci")
 @assignment_option
-@click.option("--path", "sub_path", default=".", show_default=True, metavar="SUBMISSION",
-              help="The submission, relative to the repository root (a file or a folder).")
-@click.option("--package", default="hwcheck", show_default=True, metavar="SPEC",
-              help="What the workflow pip-installs for hwcheck (a name, name==version, a git URL).")
+@click.option("--path", "sub_path", default=None, metavar="SUBMISSION",
+              help="The submission, relative to the repository root (a file or a folder). "
+                   "Default: the one .ipynb or .py file here that is not a starter.")
+@click.option("--package", default=None, metavar="SPEC",
+              help="What the workflow pip-installs for hwcheck: where your course publishes the student "
+                   "kit (a git URL, name==version). Default: what the kit was published as.")
 @click.option("-o", "--output", default=".github/workflows/hwcheck.yml", show_default=True,
               type=click.Path(dir_okay=False, allow_dash=True), help="Where to write the workflow ('-': print it).")
 @force_option
@@ -311,8 +316,19 @@ def show(scorecard_file, show_all, color):
 def init_ci(assignment, sub_path, package, output, force):
     """Write a GitHub Actions workflow that runs `hwcheck check --ci` on every push."""
     from checker.atomic import write_text_atomic
-    from checker.ci import workflow_yaml
+    from checker.ci import guess_submission, kit_package, workflow_yaml
 
+    package = package or kit_package()
+    if not package:
+        raise Fail("say where the workflow installs hwcheck from with --package: where your course publishes "
+                   "the student kit, e.g. --package git+https://github.com/COURSE/hwcheck-student "
+                   "(ask your instructor). A plain `hwcheck` from PyPI is not this tool.")
+    if sub_path is None:
+        sub_path, seen = guess_submission(".")
+        if sub_path is None:
+            raise Fail("say which file is your homework with --path (relative to the repository root): "
+                       + (f"found {', '.join(seen)}" if seen else "no .ipynb or .py file here besides starters"))
+        click.echo(f"checking {sub_path} (the one homework file here; --path picks another)", err=True)
     try:
         text = workflow_yaml(assignment=assignment, path=sub_path, package=package)
     except ValueError as e:
@@ -335,8 +351,11 @@ def init_ci(assignment, sub_path, package, output, force):
 @main.command()
 @click.option("-o", "--output", "outdir", required=True, type=click.Path(file_okay=False),
               help="An empty or new folder for the kit.")
+@click.option("--package", default=None, metavar="SPEC",
+              help="Where you will publish the kit (e.g. git+https://github.com/COURSE/hwcheck-student): "
+                   "the kit's `init-ci` then installs it from there without being told.")
 @_guarded
-def kit(outdir):
+def kit(outdir, package):
     """Write a student kit: hwcheck without the reference solutions and the hidden tests.
 
     The kit answers the public checks from the reference's recorded answers.
@@ -348,8 +367,14 @@ def kit(outdir):
 
     if os.path.exists(outdir) and os.listdir(outdir):
         raise Fail(f"{outdir} exists and is not empty")
+    if package is not None:
+        from checker.ci import _value
+        try:
+            _value("package", package)
+        except ValueError as e:
+            raise Fail(str(e)) from None
     with Grader(mode="public") as grader:
-        build_kit(outdir, lambda aid: record_public(aid, grader))
+        build_kit(outdir, lambda aid: record_public(aid, grader), package=package)
     click.echo(f"wrote the student kit to {outdir} (no reference solutions, no hidden tests); "
                f"students install it with `pip install {outdir}`")
 

@@ -29,6 +29,7 @@ from checker import wire
 __all__ = ["RecordingRef", "ReplayRef", "recorded_path", "load_recording", "build_kit", "record_public"]
 
 RECORDED = "recorded.json"
+HIDDEN_COUNTS = "__hidden_counts__"  # a key of recorded.json: {question id: hidden tests in the full package}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -106,8 +107,12 @@ def _strip_hidden(source, hidden):
     return "".join(line for i, line in enumerate(lines) if i not in cut)
 
 
-def build_kit(outdir, record):
-    """Write the student kit into `outdir`; `record(aid)` returns the recorded answers of an assignment."""
+def build_kit(outdir, record, package=None):
+    """Write the student kit into `outdir`; `record(aid)` returns the recorded answers of an assignment.
+
+    package: the pip spec the kit will be published as; written to
+    `checker/kit.json` for `hwcheck init-ci` (see `checker.ci.kit_package`).
+    """
     from checker.spec import ASSIGNMENTS_DIR, assignment_ids, load_spec, tests_path
     if os.path.exists(outdir) and os.listdir(outdir):
         raise FileExistsError(f"{outdir} exists and is not empty")
@@ -125,6 +130,10 @@ def build_kit(outdir, record):
             f.write(_strip_hidden(source, hidden))
         with open(os.path.join(outdir, "assignments", aid, RECORDED), "w", encoding="utf-8") as f:
             json.dump(record(aid), f)
+    if package:
+        from checker.ci import KIT_FILE, _value
+        with open(os.path.join(outdir, "checker", KIT_FILE), "w", encoding="utf-8") as f:
+            json.dump({"package": _value("package", package)}, f)
     with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
         pyproject = f.read()
     pyproject = pyproject.replace('"reference", ', "")
@@ -147,6 +156,8 @@ def record_public(aid, grader):
         card = grader.grade(importlib.util.find_spec(spec["reference"]).origin, aid)
     finally:
         grader.record = None
+    # the kit has no hidden test to count: it tells the full package's count of them
+    store[HIDDEN_COUNTS] = {q["id"]: q.get("hidden_tests", 0) for q in card["questions"]}
     manual = sum(q["max_score"] for q in card["questions"] if q["manual"])
     if card["score"] != card["max_score"] - manual:
         raise HwcheckError(f"the reference of {aid} does not pass its own public tests; no kit written")

@@ -318,9 +318,17 @@ def _escape_property(text):
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+MAX_ANNOTATIONS = 10  # GitHub shows 10 error annotations of a step; more would be cut without a word
+
+
 def github_annotations(scorecard):
-    """`::error ...::message` lines, one per failed, error or timed-out test."""
-    lines = []
+    """`::error ...::message` lines for the failed, error or timed-out tests.
+
+    Tests of one question that fail with one message at one place share one
+    annotation ("test_x and 2 more"); past `MAX_ANNOTATIONS`, the last line says how many
+    more failed and where to read them.
+    """
+    groups = {}
     for question in scorecard.get("questions") or []:
         for test in question.get("tests") or []:
             if test.get("outcome") not in _FAILING:
@@ -331,10 +339,21 @@ def github_annotations(scorecard):
                 props.append(f"file={_escape_property(where['file'])}")
                 if where.get("line") and not where.get("cell"):  # a line within a notebook cell is no line of the file
                     props.append(f"line={_escape_property(where['line'])}")
-            title = f"{question.get('id')} \u203a {test.get('name')} ({test.get('outcome')})"
-            props.append(f"title={_escape_property(title)}")
             message = test_message(question, test) or test.get("outcome")
-            lines.append(f"::error {','.join(props)}::{_escape_data(message)}")
+            key = (str(question.get("id")), tuple(props), message)
+            groups.setdefault(key, []).append(test)
+    lines = []
+    for (qid, props, message), tests in groups.items():
+        outcomes = sorted({str(t.get("outcome")) for t in tests})
+        what = str(tests[0].get("name")) + (f" and {len(tests) - 1} more" if len(tests) > 1 else "")
+        title = f"{qid} \u203a {what} ({', '.join(outcomes)})"
+        lines.append(f"::error {','.join([*props, f'title={_escape_property(title)}'])}::{_escape_data(message)}")
+    if len(lines) > MAX_ANNOTATIONS:
+        rest = sum(len(ts) for ts in list(groups.values())[MAX_ANNOTATIONS - 1:])
+        lines = lines[:MAX_ANNOTATIONS - 1] + [
+            f"::error title={_escape_property('hwcheck')}::"
+            + _escape_data(f"{rest} more failing tests: the job summary lists them all, "
+                           "or run `hwcheck check` on your submission")]
     return lines
 
 

@@ -26,6 +26,7 @@ import pytest
 from checker import __version__
 from checker.errors import HwcheckError
 from checker.freetext import find_answers
+from checker.loader import list_units
 from checker.plugin import HwcheckPlugin
 from checker.sandbox import Limits, SubmissionHandle, Zygote, secret_paths, sha256_of
 from checker.scorecard import build_scorecard
@@ -122,6 +123,9 @@ def nothing_defined(path, names, spec):
     shown = os.path.basename(os.path.normpath(path))
     own = [n for n in names if not n.startswith("_")]
     asked = ", ".join(f"`{n}`" for n in wanted[:5]) + (", ..." if len(wanted) > 5 else "")
+    if os.path.isdir(path) and not list_units(path):
+        return (f"the folder {shown} holds no .py or .ipynb file (a submission is such a file, or a folder "
+                f"of them); {spec['id']} asks for {asked}.")
     if not own:
         return (f"{shown} defines nothing: it is empty or holds no code. Did you save your work before "
                 f"handing it in (Jupyter: File > Save; Colab: File > Download > .ipynb)? "
@@ -206,8 +210,12 @@ class Grader:
             if assignment is None:
                 handle.close()
                 why = [m["text"] for m in handle.load_messages if m.get("kind") in ("unreadable", "crash")][:3]
-                raise HwcheckError("could not tell which assignment this is: it defines none of the names of "
-                                   "any assignment. Name it with -a (attention, vit or charlm)."
+                empty = os.path.isdir(path) and not list_units(path)
+                raise HwcheckError(
+                    (f"{os.path.basename(os.path.normpath(path))} holds no .py or .ipynb file: give hwcheck your "
+                     f"homework file, or the folder that holds it." if empty else
+                     "could not tell which assignment this is: it defines none of the names of any assignment. "
+                     "Name it with -a (attention, vit or charlm).")
                                    + "".join(f"\nLoading it said: {w}" for w in why))
             note = f"assignment inferred from the names defined: {assignment} ({share:.0%} of its names found)"
             handle.limits = Limits.from_spec(load_spec(assignment), self.timeout)
@@ -256,8 +264,12 @@ class Grader:
             duration_s=time.perf_counter() - t0, status=status,
             answers={q["id"]: getattr(handle, "answers", {}).get(q["id"])
                      for q in spec["questions"] if q["manual"]})
+        counts = plugin.hidden_counts
+        if replay is not None:  # the student kit: the full package's counts, recorded with the answers
+            from checker.kit import HIDDEN_COUNTS
+            counts = replay.get(HIDDEN_COUNTS) or counts
         for q in scorecard["questions"]:
-            q["hidden_tests"] = plugin.hidden_counts.get(q["id"], q.get("hidden_tests", 0))
+            q["hidden_tests"] = counts.get(q["id"], q.get("hidden_tests", 0))
         if self.keep_raw:
             scorecard["_raw_report"] = report
         return scorecard

@@ -122,8 +122,14 @@ def test_list_entries_takes_files_and_folders_and_skips_the_rest(subs, tmp_path)
     assert dict(entries)["carol"] == os.path.join(str(subs), "carol")
     (tmp_path / "bob.py").write_text("")
     (tmp_path / "bob.ipynb").write_text("{}")
-    with pytest.raises(batch.HwcheckError, match="bob"):
-        batch.list_entries(str(tmp_path))
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "eve.raw.py").write_text("")
+    (tmp_path / "eve.py").write_text("")
+    notes = []
+    entries = batch.list_entries(str(tmp_path), notes)
+    assert [sid for sid, _ in entries] == ["bob", "bob.ipynb", "bob.py", "eve", "eve.raw.py"]
+    assert dict(entries)["bob"] == str(tmp_path / "bob")   # the folder keeps the plain name
+    assert len(notes) == 2 and "graded as bob, bob.ipynb, bob.py" in notes[0]
 
 
 def test_grade_usage_errors_exit_2(subs, tmp_path):

@@ -262,7 +262,10 @@ def test_check_usage_and_internal_errors_exit_2(warm, subs, tmp_path, monkeypatc
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output
     (tmp_path / "cut.ipynb").write_text('{"cells": [')  # unreadable: the reason is said, not only "no names"
     r = run("check", tmp_path / "cut.ipynb")
-    assert r.exit_code == 2 and "could not read cut.ipynb: JSONDecodeError" in r.stderr
+    assert r.exit_code == 2 and "could not read cut.ipynb: it is not valid notebook JSON" in r.stderr
+    (tmp_path / "hw").mkdir()
+    r = run("check", tmp_path / "hw")
+    assert r.exit_code == 2 and "hw holds no .py or .ipynb file: give hwcheck your homework file" in r.stderr
     blocker = tmp_path / "file"
     blocker.write_text("")
     r = run("check", subs / "good.py", "-a", "attention", "--json", blocker / "x.json")
@@ -388,12 +391,13 @@ def _check_workflow(text, path, assignment, package="hwcheck"):
 
 def test_init_ci_writes_a_workflow_and_refuses_to_overwrite(tmp_path):
     out = tmp_path / "repo" / ".github" / "workflows" / "hwcheck.yml"
-    r = run("init-ci", "--assignment", "attention", "--path", "attention.ipynb", "-o", out)
+    r = run("init-ci", "--assignment", "attention", "--path", "attention.ipynb", "-o", out,
+            "--package", "hwcheck")
     assert r.exit_code == 0, r.output
     text = out.read_text()
     _check_workflow(text, "attention.ipynb", "attention")
     out.write_text("mine\n")
-    r = run("init-ci", "-a", "attention", "-o", out)
+    r = run("init-ci", "-a", "attention", "-o", out, "--path", ".", "--package", "hwcheck")
     assert r.exit_code == 2 and "already exists" in r.stderr
     assert out.read_text() == "mine\n"
     r = run("init-ci", "-a", "vit", "--path", "vit work.ipynb", "-o", out, "--force",
@@ -404,19 +408,42 @@ def test_init_ci_writes_a_workflow_and_refuses_to_overwrite(tmp_path):
 
 def test_init_ci_default_location_and_stdout(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    r = run("init-ci")
+    pkg = "git+https://github.com/course/hwcheck-student"
+    r = run("init-ci", "--package", pkg)
+    assert r.exit_code == 2 and "--path" in r.stderr and "no .ipynb or .py file" in r.stderr
+    (tmp_path / "starter.ipynb").write_text("{}")       # the handout's starter is never the homework
+    (tmp_path / "alice_attention.ipynb").write_text("{}")
+    r = run("init-ci", "--package", pkg)
     assert r.exit_code == 0, r.output
+    assert "checking alice_attention.ipynb" in r.stderr
     text = (tmp_path / ".github" / "workflows" / "hwcheck.yml").read_text()
-    _check_workflow(text, ".", None)
-    assert run("init-ci").exit_code == 2
-    r = run("init-ci", "-a", "charlm", "-o", "-")
+    _check_workflow(text, "alice_attention.ipynb", None, package=pkg)
+    assert run("init-ci", "--package", pkg).exit_code == 2   # it exists
+    (tmp_path / "scratch.py").write_text("")
+    r = run("init-ci", "-a", "charlm", "-o", "-", "--package", pkg)
+    assert r.exit_code == 2 and "found alice_attention.ipynb, scratch.py" in r.stderr
+    r = run("init-ci", "-a", "charlm", "-o", "-", "--package", pkg, "--path", ".")
     assert r.exit_code == 0
-    _check_workflow(r.stdout, ".", "charlm")
+    _check_workflow(r.stdout, ".", "charlm", package=pkg)
+
+
+def test_init_ci_needs_to_know_where_hwcheck_is_installed_from(tmp_path, monkeypatch):
+    """'hwcheck' on PyPI is not this tool: the full package has no default; the kit knows its own."""
+    r = run("init-ci", "--path", "hw.ipynb", "-o", "-")
+    assert r.exit_code == 2 and "--package" in r.stderr and "student kit" in r.stderr
+    import checker.ci
+    kit_dir = tmp_path / "checker"
+    kit_dir.mkdir()
+    (kit_dir / "kit.json").write_text('{"package": "git+https://example.org/kit.git"}')
+    monkeypatch.setattr(checker.ci, "__file__", str(kit_dir / "ci.py"))
+    r = run("init-ci", "--path", "hw.ipynb", "-o", "-")
+    assert r.exit_code == 0, r.output
+    _check_workflow(r.stdout, "hw.ipynb", None, package="git+https://example.org/kit.git")
 
 
 def test_init_ci_rejects_bad_values():
-    assert run("init-ci", "-a", "nope", "-o", "-").exit_code == 2
-    r = run("init-ci", "--path", "a\nb: c", "-o", "-")
+    assert run("init-ci", "-a", "nope", "-o", "-", "--package", "hwcheck").exit_code == 2
+    r = run("init-ci", "--path", "a\nb: c", "-o", "-", "--package", "hwcheck")
     assert r.exit_code == 2 and "one line" in r.stderr
 
 

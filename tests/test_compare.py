@@ -64,6 +64,9 @@ def test_a_float32_answer_to_a_float64_test_is_judged_with_float32_tolerances():
     fails(exp * (1 + 4e-7), exp, dtype="float64")  # float64 numbers are judged as float64
     msg = fails(got32 + np.float32(1e-3), exp, dtype="float64")
     assert "came back as float32, so it was judged with float32 tolerances; the inputs were float64" in msg
+    # round float64 values say nothing of float32: no such note on a plainly wrong answer
+    msg = fails(np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0]), np.array([0.5, 0.5, 0.5, 0.5, 0.5, 0.5]), dtype="float64")
+    assert "float32" not in msg, msg
 
 
 def test_expected_and_got_show_enough_digits_to_differ():

@@ -11,6 +11,7 @@ from checker.cli import main
 from checker.spec import assignment_ids, load_spec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KIT_PACKAGE = "git+https://github.com/course/hwcheck-student@v1"
 
 # Run hwcheck from the kit alone: the editable install of the full package is hidden from the import system.
 RUN_FROM_KIT = """
@@ -34,7 +35,7 @@ checker.cli.main()
 @pytest.fixture(scope="module")
 def kit(tmp_path_factory):
     out = tmp_path_factory.mktemp("kit") / "hwcheck-student"
-    r = CliRunner().invoke(main, ["kit", "-o", str(out)])
+    r = CliRunner().invoke(main, ["kit", "-o", str(out), "--package", KIT_PACKAGE])
     assert r.exit_code == 0, r.output
     return out
 
@@ -83,6 +84,8 @@ def test_kit_gives_the_public_verdicts_of_the_full_package(kit, grader, tmp_path
     from_kit, p = check_from_kit(kit, path, aid, tmp_path)
     assert from_kit["score"] == full["score"], p.stdout
     assert [q["score"] for q in from_kit["questions"]] == [q["score"] for q in full["questions"]]
+    # the student is told as many hidden tests as grading will run (not the count of test functions)
+    assert [q["hidden_tests"] for q in from_kit["questions"]] == [q["hidden_tests"] for q in full["questions"]]
     hints = [t["message"] for q in full["questions"] for t in q["tests"] if t["outcome"] == "failed"]
     kit_msgs = "\n".join(t["message"] for q in from_kit["questions"] for t in q["tests"])
     assert all(h in kit_msgs for h in hints)
@@ -117,3 +120,12 @@ def test_kit_refuses_hidden_grading_and_its_public_scorecards_never_resume_a_rea
 
     from checker.batch import is_current
     assert not is_current(str(out), "alice", str(subs / "alice.py"), "attention", "public")
+
+
+def test_the_kits_init_ci_installs_the_kit_from_where_it_was_published(kit, tmp_path):
+    (tmp_path / "my_attention.ipynb").write_text("{}")
+    p = subprocess.run([sys.executable, "-c", RUN_FROM_KIT, str(kit), "init-ci", "-a", "attention", "-o", "-"],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"pip install {KIT_PACKAGE}" in p.stdout
+    assert "hwcheck check my_attention.ipynb -a attention --ci" in p.stdout

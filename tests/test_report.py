@@ -172,6 +172,20 @@ def test_github_annotations_escaping():
                     "title=Q1 \u203a test_x[a%3Ab%2Cc] (failed)::50%25%0D%0Adone")
 
 
+def test_github_annotations_group_one_message_and_stop_at_ten():
+    """GitHub shows 10 error annotations of a step: 89 lines of one mistake hid the rest without a word."""
+    same = [rtest(f"test_w[{i}]", "failed", "Q1", message="no 1/sqrt(d_k) scaling", where={"file": "a.py", "line": 4})
+            for i in range(30)]
+    lines = github_annotations(card(tests=same))
+    assert lines == ["::error file=a.py,line=4,title=Q1 \u203a test_w[0] and 29 more (failed)::no 1/sqrt(d_k) scaling"]
+    many = [rtest(f"test_{i}", "failed", "Q2", message=f"mistake {i}") for i in range(25)]
+    lines = github_annotations(card(tests=many))
+    assert len(lines) == 10
+    assert lines[8].endswith("::mistake 8")
+    assert lines[9] == ("::error title=hwcheck::16 more failing tests: the job summary lists them all, "
+                        "or run `hwcheck check` on your submission")
+
+
 def test_junit_xml_counts():
     xml_text = junit_xml(card())
     root = ET.fromstring(xml_text.split("?>", 1)[1])
