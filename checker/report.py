@@ -150,6 +150,8 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
         if status == "load_failed":
             lines.append(_paint("Loading your submission failed (nothing the assignment asks for was "
                                 "defined):", _YELLOW, color))
+        elif status in ("timeout", "crashed") and not load.get("ok", True):
+            lines.append(_paint("Loading your submission failed:", _YELLOW, color))
         elif load.get("ok", True):
             lines.append("Loading your submission:")
         else:

@@ -48,6 +48,7 @@ KEEP_STDOUT = 64 * 1024
 
 
 MIN_CALL_S = 0.5  # the shortest per-call limit a shrunken budget gives (a correct call takes milliseconds)
+MIN_CELL_S = 2.0  # the shortest per-cell (per-statement) load limit a shrunken budget gives
 
 
 class Limits:
@@ -83,6 +84,7 @@ class Limits:
             if share < 1.0:
                 lim["call_s"] = max(MIN_CALL_S, base.call_s * share)
                 lim["retry_call_s"] = max(MIN_CALL_S / 4, base.retry_call_s * share)
+                lim["cell_s"] = max(MIN_CELL_S, base.cell_s * share)
         return cls(**lim)
 
 
@@ -558,6 +560,8 @@ class SubmissionHandle:
     def _load(self, first=False):
         start = time.monotonic()
         cap = min(max(self.limits.cell_s * 50, 60), 2 * self.limits.submission_s)  # --timeout bounds it too
+        # one unit's limit stays well inside the whole load's, so a hanging statement is skipped, not fatal
+        unit_s = min(self.limits.cell_s, max(1.0, cap / 3))
 
         def load_left():
             return cap - (time.monotonic() - start) if first else min(cap, self.time_left())
@@ -568,10 +572,10 @@ class SubmissionHandle:
             budget = load_left()
             deadline = time.monotonic() + max(budget, 1)
             unit_deadline = False  # whether the deadline is one unit's (cell_s) rather than the whole load's
-            grace = min(5.0, 1.0 + self.limits.cell_s / 4)  # the worker's own alarm fires at cell_s
+            grace = min(5.0, 1.0 + unit_s / 4)  # the worker's own alarm fires at cell_s
             last_unit, walls = None, None
             try:
-                wire.send_msg(self.sock, {"op": "load", "path": target, "unit_s": self.limits.cell_s,
+                wire.send_msg(self.sock, {"op": "load", "path": target, "unit_s": unit_s,
                                           "skip": self.skip})
                 while True:
                     left = deadline - time.monotonic()
@@ -584,17 +588,17 @@ class SubmissionHandle:
                         continue
                     if event == "unit":
                         last_unit = _unit(header)
-                        unit_deadline = self.limits.cell_s + grace <= load_left()
-                        deadline = time.monotonic() + min(self.limits.cell_s + grace, max(load_left(), 0.01))
+                        unit_deadline = unit_s + grace <= load_left()
+                        deadline = time.monotonic() + min(unit_s + grace, max(load_left(), 0.01))
                         continue
                     if event is not None:
                         continue
                     break
             except (TimeoutError, EOFError, OSError, wire.WireError) as e:
                 if isinstance(e, TimeoutError):
-                    why = (f"ran longer than {self.limits.cell_s:g} s and did not stop when interrupted, "
+                    why = (f"ran longer than {unit_s:g} s and did not stop when interrupted, "
                            "so the grader stopped the process" if last_unit and unit_deadline else
-                           f"loading took longer than {cap:g} s in all, and was stopped here" if last_unit else
+                           f"loading took longer than {cap:g} s in all, and was stopped at this statement" if last_unit else
                            f"loading took longer than {max(budget, 1):g} s")
                 elif isinstance(e, wire.WireError):
                     why = f"the process running your code sent the grader garbage ({e})"
@@ -607,13 +611,15 @@ class SubmissionHandle:
                     key = [last_unit["file"], last_unit["cell"] if last_unit["cell"] is not None else last_unit["line"]]
                     self.skip.append(key)
                     what = "cell" if last_unit["cell"] is not None else "statement"
-                    self.load_messages.append({"kind": "crash", "file": last_unit["file"], "cell": last_unit["cell"],
+                    kind = "timeout" if isinstance(e, TimeoutError) else "crash"
+                    self.load_messages.append({"kind": kind, "file": last_unit["file"], "cell": last_unit["cell"],
                                                "line": last_unit["line"],
                                                "text": f"{_where(last_unit)}: {why}. The grader skipped this {what} "
                                                        "and loaded the rest."})
                     continue
                 self.load_messages.append({"kind": "crash", "file": None, "cell": None, "line": None,
-                                           "text": f"loading the submission failed: {why}"})
+                                           "text": "loading the submission failed: "
+                                                   + (f"{_where(last_unit)}: " if last_unit else "") + why})
                 self.status = "timeout" if isinstance(e, TimeoutError) else "crashed"
                 self.load_ok = False
                 return self.load_report()
@@ -665,13 +671,19 @@ class SubmissionHandle:
         if self.restarts >= MAX_RESTARTS:
             raise WorkerCrashed(f"your code crashed or hung the grader's worker {self.restarts} times; "
                                 "the remaining tests were not run")
+        if not self.load_ok and self.status == "timeout":
+            # the load itself ran out of time: loading again would spend the rest of the budget the same way
+            raise StudentTimeout("not run: your submission did not finish loading in the time allowed "
+                                 "(see the load messages)")
         self.restarts += 1
         saved = list(self.load_messages)
         self.load()
-        self.load_messages = saved + [m for m in self.load_messages[len(saved):] if m.get("kind") == "crash"]
+        texts = {m.get("text") for m in saved}
+        new = [m for m in self.load_messages[len(saved):] if m.get("kind") in ("crash", "timeout")]
+        self.load_messages = saved + [m for m in new if m.get("text") not in texts]
         if self.sock is None:
-            raise WorkerCrashed("the grader could not restart your code after an earlier crash: "
-                                + "; ".join(m["text"] for m in self.load_messages[len(saved):])[:1000])
+            raise WorkerCrashed("not run: your code could not be loaded again after the crash above ("
+                                + "; ".join(m["text"] for m in new)[:1000] + ")")
 
     # ------------------------------------------------------------ calls
     def has(self, name):

@@ -143,12 +143,6 @@ def test_grade_usage_errors_exit_2(subs, tmp_path):
     (empty / "readme.txt").write_text("")
     r = run(main, ["grade", str(empty), "-a", "attention", "-o", str(tmp_path / "o")])
     assert r.exit_code == 2 and "no submissions" in r.stderr
-    clash = tmp_path / "clash"
-    clash.mkdir()
-    (clash / "x.py").write_text("")
-    (clash / "x.ipynb").write_text("{}")
-    r = run(main, ["grade", str(clash), "-a", "attention", "-o", str(tmp_path / "o")])
-    assert r.exit_code == 2 and r.stderr.startswith("hwcheck: error: two submissions")
 
 
 # ---------------------------------------------------------------------------

@@ -284,7 +284,12 @@ def test_check_hostile_timeout_exits_1(warm, tmp_path):
     hostile.write_text("def get_scores(matrix, vector):\n    pass\n\nwhile True:\n    pass\n")
     r = run("check", hostile, "-a", "attention", "--timeout", 1)
     assert r.exit_code == 1, r.output
-    assert "Status: timeout" in r.output and "Traceback" not in r.output
+    # the loop is stopped as one statement; get_scores, defined before it, is graded (and wrong)
+    assert "spin.py, line 4 ran longer than 1 s and was stopped" in r.output, r.output
+    assert "test_get_scores_handout" in r.output and "Traceback" not in r.output
+    hostile.write_text("while True:\n    pass\n")
+    r = run("check", hostile, "-a", "attention", "--timeout", 1)
+    assert r.exit_code == 1 and "Status: timeout" in r.output, r.output
 
 
 def test_check_folder_submission(warm, subs, tmp_path):

@@ -252,6 +252,39 @@ def test_infinite_loop_in_call(request, zyg, tmp_path):
         h.close()
 
 
+def test_a_load_that_hangs_under_a_short_timeout_keeps_what_came_before(request, zyg, tmp_path):
+    """--timeout 10 for attention: the top-level loop is stopped as one statement (the load limit shrinks
+    with the budget), and the functions defined before it are graded; a load that runs out of time as a
+    whole says so once, and each call is told it did not run, with no restart attempted."""
+    use(request, zyg)
+    from checker.spec import load_spec
+    limits = Limits.from_spec(load_spec("attention"), 10)
+    path = write(tmp_path, "top_loop.py", GOOD + "\nwhile True:\n    pass\n")
+    h = SubmissionHandle(str(path), zyg, limits)
+    try:
+        report = h.load()
+        assert any("ran longer than 2.5 s and was stopped" in m for m in report["messages"]), report["messages"]
+        np.testing.assert_allclose(h.call("context_vector", np.array(H_E), np.array(H_D1)), CONTEXT_D1, atol=1e-6)
+    finally:
+        h.close()
+
+    slow = GOOD + "".join("\ntime.sleep(0.9)" for _ in range(9))
+    h, report = open_sub(zyg, write(tmp_path, "slow_load.py", "import time\n" + slow),
+                         call_s=1, cell_s=1, submission_s=3)   # the whole load may take 6 s
+    try:
+        assert report["ok"] is False and h.status == "timeout"
+        (message,) = report["messages"]
+        assert message.startswith("loading the submission failed: slow_load.py, line ") and "6 s in all" in message
+        t0 = time.monotonic()
+        for _ in range(3):
+            with pytest.raises(StudentTimeout, match="not run: your submission did not finish loading"):
+                h.call("context_vector", np.array(H_E), np.array(H_D1))
+        assert time.monotonic() - t0 < 1
+        assert h.load_report()["messages"] == [message]   # told once
+    finally:
+        h.close()
+
+
 HANGS_ON_2D = GOOD + textwrap.dedent('''
     _good_weights = get_attention_weights
     def get_attention_weights(scores):
