@@ -119,6 +119,17 @@ def _status(handle, spec):
     return "graded"
 
 
+def _answer_source(path, secrets):
+    """Where written answers are read: a file submission that is a link is read where it points (as it is
+    graded), unless that is inside a secret path; links inside a folder submission are never followed."""
+    if os.path.islink(path) and os.path.isfile(path):
+        real = os.path.realpath(path)
+        if not any(real == s or real.startswith(s.rstrip(os.sep) + os.sep)
+                   for s in map(os.path.realpath, secrets)):
+            return real
+    return path
+
+
 def nothing_defined(path, names, spec):
     """The load message of a submission that ran cleanly but defines none of the assignment's names."""
     wanted = [n for q in spec["questions"] for n in q["names"]]
@@ -204,7 +215,7 @@ class Grader:
         # written answers are read before any student code runs, so that code cannot change what is read
         manual = {q["id"]: q.get("prompt") for a in ([assignment] if assignment else assignment_ids())
                   for q in load_spec(a)["questions"] if q["manual"]}
-        handle.answers = find_answers(path, manual)
+        handle.answers = find_answers(_answer_source(path, self.secrets), manual)
         handle.load()
         note = None
         if assignment is None:
