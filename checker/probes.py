@@ -47,6 +47,23 @@ class Probes:
             raise ProbeError(f"missing:{name}")
         return self.ns[name]
 
+    def function(self, name):
+        """`lookup` for a name the grader will call: a value that is not callable is told as such, with
+        where the name got it (`context_vector = context_vector(...)` in a notebook)."""
+        target = self.lookup(name)
+        if callable(target):
+            return target
+        loader = getattr(self, "loader", None)
+        place = loader.origins.get(name) if loader is not None else None
+        kind = type(target).__name__
+        module = type(target).__module__
+        kind = kind if module in ("builtins", None) else f"{module.split('.')[0]}.{kind}"
+        text = (f"`{name}` holds a {kind}, not a function, once your code has run"
+                + (f": {place} gives the name that value" if place else "")
+                + f". A line such as `{name} = {name}(...)` stores the result under the function's name and "
+                  "replaces the function; store results under another name")
+        raise ProbeError(text)
+
     def top_level_ints(self):
         """The submission's top-level int variables ({name: value}, at most 200): the trusted side names
         them when an error shows one of their values where a constructor argument belonged."""
@@ -70,14 +87,14 @@ class Probes:
 
     # -- plain calls
     def call(self, name, args, kwargs):
-        return self.lookup(name)(*args, **(kwargs or {}))
+        return self.function(name)(*args, **(kwargs or {}))
 
     def call_changes(self, name, args, kwargs):
         """Call `name`; return its value and the positions of the array arguments it changed in place
         (`scores /= ...` on the caller's array), so the trusted side can name that."""
         import numpy as np
         before = [np.array(a, copy=True) if type(a) is np.ndarray else None for a in args]
-        value = self.lookup(name)(*args, **(kwargs or {}))
+        value = self.function(name)(*args, **(kwargs or {}))
         changed = [i for i, (a, b) in enumerate(zip(args, before))
                    if b is not None and not (a.shape == b.shape and np.array_equal(a, b, equal_nan=True))]
         return {"value": value, "changed": changed}
@@ -249,7 +266,7 @@ class Probes:
         torch = _torch()
         args = [torch.empty(shape, dtype=_dtype(dtype), device="meta") for shape in shapes]
         with _values_stood_in(lenient):
-            y = self.lookup(name)(*args)
+            y = self.function(name)(*args)
         return _meta_result(y, name)
 
     def meta_forward(self, cls, args, kwargs, input_shape, input_dtype, vocab):

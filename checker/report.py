@@ -186,6 +186,7 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
             lines.append(f"    ({len(covered)} test{'s' if len(covered) != 1 else ''} could not run because of this)")
             tests = [t for t in tests if t not in covered]
         noted = {}  # a note on how passing tests were checked -> the index of its line
+        told = set()  # "Likely mistake: ..." paragraphs already shown under this question
         for test in tests:
             outcome = test.get("outcome")
             if outcome == "passed" and test.get("message"):  # a note on how it was checked, told once
@@ -215,7 +216,13 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
                          f"  {float(test.get('duration_s') or 0):.2f}s")
             lines.append(f"    {label} {_safe(test.get('name'))}{hidden}{_where(test)}{extra}")
             if outcome != "passed" and test.get("message"):
-                lines.append(_indent(_safe(test["message"]), "        "))
+                message = str(test["message"])
+                if not verbose and "\nLikely mistake: " in message:  # one mistake named once per question
+                    head, likely = message.split("\nLikely mistake: ", 1)
+                    if likely in told:
+                        message = head + "\nLikely mistake: the same as above."
+                    told.add(likely)
+                lines.append(_indent(_safe(message), "        "))
             if outcome != "passed" and _defined_at(test):
                 lines.append(f"        {_safe(_defined_at(test))}")
             if outcome != "passed":

@@ -130,6 +130,7 @@ def _load(sock, header, state, isolation):
                     skip=header.get("skip", ()))
     loader.load(path)
     state["loader"], state["probes"] = loader, Probes(loader.ns)
+    state["probes"].loader = loader  # where names got their values, for messages
     names = sorted(n for n in list(loader.ns) if type(n) is str and not n.startswith("_")
                    and n not in ("display", "get_ipython"))
     base = os.path.realpath(path if os.path.isdir(path) else os.path.dirname(path))

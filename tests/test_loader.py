@@ -709,3 +709,19 @@ def test_an_archive_or_a_pdf_handed_in_is_named_as_such(zyg, tmp_path):
             assert "encoding" not in text
         finally:
             h.close()
+
+
+def test_a_function_name_rebound_to_its_result_is_told_with_the_cell(zyg, tmp_path):
+    """`context_vector = context_vector(H_E, h_d)` in a notebook: the name holds an array, not the function."""
+    from checker.errors import StudentError
+    path = write(tmp_path, "rebound.ipynb", notebook([
+        "import math\nimport numpy as np", body_of_good(),
+        "H = np.eye(3)\nh = np.ones(3)\ncontext_vector = context_vector(H, h)\nprint(context_vector)"]))
+    h, report = load(zyg, path)
+    try:
+        with pytest.raises(StudentError) as e:
+            h.call("context_vector", np.array(H_E), np.array(H_D1))
+        assert "`context_vector` holds a numpy.ndarray, not a function" in e.value.message
+        assert "rebound.ipynb, cell 3 gives the name that value" in e.value.message
+    finally:
+        h.close()

@@ -320,6 +320,10 @@ def _ln_hints(x, eps, default=False):
     if default:
         hints += [(f"the default eps is {e:g}: the handout's signature is layer_norm(x, eps=1e-5)",
                    (x - mean) / torch.sqrt(var_b + e)) for e in (1e-6, 1e-8, 1e-3, 1e-4)]
+    else:
+        hints += [(f"the eps argument is ignored: the function used {e:g} when called with eps={eps:g} "
+                   "(use the eps it is given, inside the square root)", (x - mean) / torch.sqrt(var_b + e))
+                  for e in (1e-5, 1e-6, 1e-8, 1e-12) if e != eps]
     return [(text, v.numpy()) for text, v in hints]
 
 
@@ -649,7 +653,7 @@ def test_layer_norm(sub, ref, close, rng, device, float_dtype):
 
 
 @pytest.mark.question("layernorm")
-@pytest.mark.parametrize("shape,eps", [((3, 6), 1e-5), ((2, 3, 4), 1e-5)])
+@pytest.mark.parametrize("shape,eps", [((3, 6), 1e-2), ((2, 3, 4), 1e-5)])  # 1e-2: an ignored eps shows
 def test_layer_norm_eps_and_3d(sub, ref, close, rng, shape, eps):
     _check_layer_norm(sub, ref, close, rng, shape, eps, "cpu", "float64")
 

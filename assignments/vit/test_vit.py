@@ -361,7 +361,15 @@ def test_mhsa_permutation_equivariant_odd_heads(sub, close, rng, seed):
     _mhsa_equivariant(sub, close, rng, seed, 3, 7, 10, 5)
 
 
+NO_MIXING_HINT = ("each token's output depends on that token alone, so the module is not attending: the "
+                  "scores must compare every query with every key, Q @ K.transpose(-2, -1) of shape "
+                  "(B, heads, N, N), before the softmax over the keys (the last axis). An elementwise "
+                  "(Q * K).sum(-1) gives each token only itself. With nn.MultiheadAttention, build it with "
+                  "batch_first=True: without it, it reads (N, B, D) and attends over the batch")
+
+
 @pytest.mark.question("mhsa")
+@pytest.mark.weight(4)  # attention is mixing: a per-token layer passes the equivariance tests trivially
 def test_mhsa_mixes_tokens(sub, rng, seed):
     B, N, D, h = 2, 5, 12, 3
     j = int(rng.integers(N))
@@ -378,8 +386,7 @@ def test_mhsa_mixes_tokens(sub, rng, seed):
         raise GradingFailure(
             f"{what}: changing token {j} did not change the output of any other token, so the module treats "
             "each token on its own. In self-attention every token's output is a weighted sum over the values "
-            "of all tokens (keys and values from every token, softmax over the keys, the last axis). "
-            "nn.MultiheadAttention built without batch_first=True reads (N, B, D) and attends over the batch.")
+            f"of all tokens.\nLikely mistake: {NO_MIXING_HINT}.")
 
 
 RANDOM_IN_EVAL_HINT = (
@@ -430,8 +437,13 @@ def test_mhsa_averages_the_values_over_the_keys(sub, rng, seed):
     misfit = float(np.max(np.abs(fit @ single - out))) / scale
     rows, cols = fit.sum(axis=1), fit.sum(axis=0)                                  # (N,), (N,)
     tol = 1e-5
-    if misfit <= tol and np.all(np.abs(rows - 1) <= tol) and fit.min() >= -tol:
+    alone = np.max(np.abs(out - single)) <= 1e-9 * scale  # every token's output is its output alone
+    if misfit <= tol and np.all(np.abs(rows - 1) <= tol) and fit.min() >= -tol and not alone:
         return
+    if alone:
+        raise GradingFailure(f"{what} on {N} tokens with one head: the output of each token is exactly its "
+                             f"output when it is alone: the weights over the keys are the identity, no token "
+                             f"is averaged with another.\nLikely mistake: {NO_MIXING_HINT}.")
     found = (f"the output of each token, written as a weighted sum of the outputs of the tokens alone, has "
              f"weights over the keys that sum to {np.round(rows, 4).tolist()} (they must sum to 1 and be >= 0)"
              + (f", and even that sum misses the output by {misfit:.2g} of its size" if misfit > tol else ""))
@@ -472,8 +484,11 @@ def test_mhsa_uses_several_heads(sub, rng, seed):
     fit = np.linalg.lstsq(single.T, out.T, rcond=None)[0].T                          # (N, N)
     scale = max(float(np.max(np.abs(out))), 1e-12)
     misfit = float(np.max(np.abs(fit @ single - out))) / scale
-    if misfit > 1e-6 or np.max(np.abs(out - single)) <= 1e-9 * scale:
-        return  # several heads; or no token mixing at all, which test_mhsa_mixes_tokens names
+    if np.max(np.abs(out - single)) <= 1e-9 * scale:
+        raise GradingFailure(f"{what} on {N} tokens: each token's output is its output alone, so there is no "
+                             f"attention, and no heads to tell apart.\nLikely mistake: {NO_MIXING_HINT}.")
+    if misfit > 1e-6:
+        return  # several heads
     raise GradingFailure(
         f"{what} on {N} tokens: every output row is a weighted sum of the outputs of the tokens alone, which "
         f"is what one attention head gives: all {D} features were mixed with the same attention weights.\n"
