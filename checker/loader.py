@@ -354,6 +354,8 @@ class Loader:
         self.skip = {tuple(s) for s in skip}
         self.trainers = set()   # functions of the submission that train a model (a loop calling .backward())
         self.untrained = set()  # names only the training code the loader skipped would have bound
+        self.assigned_in = {}   # notebook -> {name: [(cell, execution count)]} of the cells binding it
+        self.counts = {}        # (notebook, cell) -> its execution count
         self.failed = {}        # name a failed statement would have bound -> index of that failure's message
         self.after = {}         # that index -> where later statements failed for want of such a name
         self.files = {}  # compiled filename -> (display file, cell or None)
@@ -479,7 +481,7 @@ class Loader:
                 text = f"{_loc(shown, cell, line)} raised {_exc_text(e)}" + _code(outer)
                 if inner is not None and inner is not outer:
                     text += f"\n  in {_loc(inner['file'], inner['cell'], inner['line'])}" + _code(inner)
-                self._msg("error", shown, cell, line, text + _hint(e))
+                self._msg("error", shown, cell, line, text + _hint(e) + self._later_cell_note(e, shown, cell))
         for name in _assigned(tree):
             if name in self.ns and not name.startswith("_"):
                 self.origins[name] = _loc(shown, cell, None if cell is not None else line0)
@@ -519,7 +521,17 @@ class Loader:
         self.ns["__name__"] = "__main__"  # as in Jupyter: `if __name__ == "__main__":` blocks run
         sys.modules["__main__"] = self.module  # (the worker's own __main__ is not needed after start-up)
         seen = {}  # name -> (cell, execution count) of the def/class that defined it last
-        for cell_no, src, count in _cells(f):
+        cells = _cells(f)
+        assigned = self.assigned_in.setdefault(shown, {})  # name -> [(cell, execution count)] of top-level binds
+        for cell_no, src, count in cells:
+            self.counts[(shown, cell_no)] = count
+            try:
+                names = _assigned(ast.parse(_strip_magics(src)[0]))
+            except (SyntaxError, ValueError):
+                continue
+            for name in names:
+                assigned.setdefault(name, []).append((cell_no, count))
+        for cell_no, src, count in cells:
             if self._writefile(src, shown, cell_no):
                 continue
             self._note_redefinitions(src, shown, cell_no, count, seen)
@@ -541,6 +553,22 @@ class Loader:
             linecache.cache[name] = (len(code), None, code.splitlines(True), name)
             for start, chunk in _statements(code, tree):
                 self._run_unit(chunk, name, shown, cell_no, start, cache=False)
+
+    def _later_cell_note(self, e, shown, cell):
+        """A NameError for a name a LATER cell assigns, a cell that ran earlier in the student's notebook
+        (its execution count is lower): the notebook only worked because of the order it was run in."""
+        name = getattr(e, "name", None) if isinstance(e, NameError) else None
+        if not name or cell is None:
+            return ""
+        later = [(c, n) for c, n in self.assigned_in.get(shown, {}).get(name, []) if c > cell]
+        if not later:
+            return ""
+        c, n = later[0]
+        mine = self.counts.get((shown, cell))
+        ran = (f"; in your notebook it ran before this one (execution counts [{n}] and [{mine}])"
+               if n is not None and mine is not None and n < mine else "")
+        return (f"\n  `{name}` is assigned in cell {c}, below this one{ran}. The grader runs the cells top to "
+                f"bottom, as Restart & Run All does: move that assignment above its first use.")
 
     def _note_redefinitions(self, src, shown, cell_no, count, seen):
         """A function or class defined again in a later cell that the student ran *before* the earlier

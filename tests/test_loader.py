@@ -725,3 +725,20 @@ def test_a_function_name_rebound_to_its_result_is_told_with_the_cell(zyg, tmp_pa
         assert "rebound.ipynb, cell 3 gives the name that value" in e.value.message
     finally:
         h.close()
+
+
+def test_a_name_assigned_in_a_later_cell_that_ran_earlier_is_explained(zyg, tmp_path):
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": c, "source": src}
+             for c, src in [(1, "import numpy as np"), (4, "def f(x, k=K):\n    return x * k\n"),
+                            (2, "K = 3"), (3, "def g():\n    return missing_name\n\ng()")]]
+    path = tmp_path / "order2.ipynb"
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}))
+    h, report = load(zyg, path)
+    try:
+        text = "\n".join(report["messages"])
+        assert ("`K` is assigned in cell 3, below this one; in your notebook it ran before this one "
+                "(execution counts [2] and [4])") in text, text
+        assert "Restart & Run All" in text
+        assert text.count("below this one") == 1  # missing_name is assigned nowhere: no such note
+    finally:
+        h.close()

@@ -213,6 +213,11 @@ def _attend(Q, K, V, scale, mask, dim):
     return torch.softmax(s, dim=dim) @ V
 
 
+NEXT_TOKEN_HINT = ("the mask is off by one: position i also sees key i+1, the next token (tril(..., diagonal=1) "
+                   "or triu(..., 2)); True must start right above the diagonal: "
+                   "`torch.ones(T, T, dtype=torch.bool).triu(1)`, or `torch.tril(torch.ones(T, T)) == 0`")
+
+
 def _attention_hints(Q, K, V):
     """Known mistakes of masked_attention, computed in float64 on the trusted side."""
     Q, K, V = (t.detach().to("cpu", torch.float64) for t in (Q, K, V))
@@ -223,6 +228,7 @@ def _attention_hints(Q, K, V):
         ("softmax over the query axis (dim=-2); it must run over the keys, the last axis",
          _attend(Q, K, V, sc, upper, -2)),
         (DIAGONAL_HINT, _attend(Q, K, V, sc, torch.ones(T, T, dtype=torch.bool).triu(0), -1)),
+        (NEXT_TOKEN_HINT, _attend(Q, K, V, sc, torch.ones(T, T, dtype=torch.bool).triu(2), -1)),
         ("your mask lets position i see j > i (the mask is on the wrong triangle)", _attend(Q, K, V, sc, upper.T, -1)),
         ("your mask lets position i see j > i (True must mark the future keys j > i, the ones to hide)",
          _attend(Q, K, V, sc, ~upper, -1)),
@@ -560,6 +566,7 @@ def _check_mask(sub, close, T):
               "masked_fill takes it: `torch.ones(T, T, dtype=torch.bool).triu(1)`")
     close(got, want, what=what, hints=[
         (DIAGONAL_MASK_HINT, np.triu(np.ones((T, T), dtype=bool), 0)),
+        (NEXT_TOKEN_HINT, np.triu(np.ones((T, T), dtype=bool), 2)),
         ("your mask lets position i see j > i (True must be on the strict upper triangle, key j > query i)", want.T),
         ("True marks the allowed positions (key j <= query i) in your mask, the opposite of the handout's "
          "convention: True must mark the positions NOT allowed (j > i). Even if your own masked_attention "
