@@ -145,6 +145,9 @@ TORCH_ERROR_NOTES = [
      "tensor that backward still needs: use the out-of-place form (`x = x + ...`, `.masked_fill(...)`)"),
     (re.compile(r"batch1 must be a 3D tensor|Expected 3-dimensional tensor|expected 3D tensor"),
      "torch.bmm takes exactly 3-D tensors: `@` (torch.matmul) works for any number of leading axes"),
+    (re.compile(r"Cannot copy out of meta tensor"),
+     "your code copied a tensor to a device chosen once for the whole program (`x.to(device)` with a global `device`, `.cuda()`, `.cpu()`); inside a "
+     "module, make tensors on the device of the input or of the parameters (`x.device`)"),
     (re.compile(r"Dimension out of range"),
      "an axis that only inputs with more axes have: count axes from the end (dim=-1, .transpose(-2, -1)), "
      "so that any number of leading batch or head axes works"),
