@@ -578,17 +578,53 @@ def _vit(sub, seed, img, patch, D, h, out, blocks, **kw):
     return new(sub, "VisionTransformer", *args, seed=seed, **kwargs, **kw)
 
 
+def _patch_count_mistake(count, img, patch):
+    """What a wrong number of patches (`count`) says about how it was computed, or None."""
+    _, H, W = img
+    P_h, P_w = (patch, patch) if isinstance(patch, int) else patch
+    if count == (H // P_h) * (W // P_w):
+        return None
+    for value, words in [((H // P_h) * (W // P_h), "the patch height twice: (H // P_h) * (W // P_h)"),
+                         ((H // P_w) * (W // P_w), "the patch width twice: (H // P_w) * (W // P_w)"),
+                         ((H // P_w) * (W // P_h), "the patch sides swapped: (H // P_w) * (W // P_h)"),
+                         ((H // P_h) ** 2, "the image taken as square: (H // P_h) ** 2"),
+                         ((W // P_w) ** 2, "the image taken as square: (W // P_w) ** 2")]:
+        if count == value:
+            return (f"the number of patches was computed with {words}; with patch_dims (P_h, P_w) = "
+                    f"({P_h}, {P_w}) on a {H}x{W} image it is (H // P_h) * (W // P_w) = {(H // P_h) * (W // P_w)}")
+    return None
+
+
+def _positions_hint(m, img, patch):
+    """The patch-count mistake behind a ViT that fails on this geometry, read off its positional embedding."""
+    try:
+        info = m.attr_shape("positional_embedding")
+    except GradingFailure:
+        return None
+    shape = info.get("shape") if isinstance(info, dict) else info
+    if not shape or len(shape) < 2:
+        return None
+    return _patch_count_mistake(int(shape[-2]) - 1, img, patch)
+
+
 def _vit_shape(sub, rng, seed, B, img, patch, D, h, out, blocks):
     m = _vit(sub, seed, img, patch, D, h, out, blocks)
-    r = forward(m, [randn(rng, (B, *img))])
-    check_shape(r.outputs[0], (B, out), f"{_vit_name(img, patch, D, h, out, blocks)} on images of shape "
-                                        f"{(B, *img)}")
+    try:
+        r = forward(m, [randn(rng, (B, *img))])
+        check_shape(r.outputs[0], (B, out), f"{_vit_name(img, patch, D, h, out, blocks)} on images of shape "
+                                            f"{(B, *img)}")
+    except GradingFailure as e:
+        hint = None if "Likely mistake" in e.message else _positions_hint(m, img, patch)
+        if hint is None:
+            raise
+        raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None
 
 
 @pytest.mark.question("vit")
 @pytest.mark.parametrize("B,img,patch,D,h,out,blocks", [
     (2, (3, 8, 8), 4, 16, 2, 10, None),  # the default number of blocks
     (3, (3, 8, 8), 2, 12, 3, 7, 1),
+    (2, (3, 8, 12), (2, 4), 12, 3, 6, 1),  # non-square patches on a non-square image
 ])
 def test_vit_output_shape(sub, rng, seed, B, img, patch, D, h, out, blocks):
     _vit_shape(sub, rng, seed, B, img, patch, D, h, out, blocks)
@@ -619,8 +655,11 @@ def _vit_embeddings(sub, seed, img, patch, D, h, out):
             raise GradingFailure(f"{name} has no tensor attribute `{attr}` (the handout names it; it must be "
                                  f"an nn.Parameter of shape {tuple(shapes[0])} or {tuple(shapes[1])})")
         if list(shape) not in [list(s) for s in shapes]:
+            mistake = _patch_count_mistake(int(shape[-2]) - 1, img, patch) if (
+                attr == "positional_embedding" and len(shape) >= 2) else None
             raise GradingFailure(f"{name}.{attr} has shape {tuple(shape)}; expected {tuple(shapes[0])} or "
-                                 f"{tuple(shapes[1])} (N = {N} patches, D = {D})")
+                                 f"{tuple(shapes[1])} (N = {N} patches, D = {D})"
+                                 + (f"\nLikely mistake: {mistake}." if mistake else ""))
         if isinstance(info, dict) and info.get("is_parameter") is False:
             raise GradingFailure(f"{name}.{attr} is a plain tensor, not an nn.Parameter: it is learnable, "
                                  "so wrap it in nn.Parameter(...)")
@@ -628,7 +667,7 @@ def _vit_embeddings(sub, seed, img, patch, D, h, out):
 
 @pytest.mark.question("vit")
 def test_vit_embedding_shapes(sub, seed):
-    _vit_embeddings(sub, seed, (3, 8, 12), 4, 16, 2, 10)
+    _vit_embeddings(sub, seed, (3, 8, 12), (2, 4), 16, 2, 10)
 
 
 @pytest.mark.question("vit")
