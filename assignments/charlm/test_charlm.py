@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 from checker.compare import compare_lowp
-from checker.errors import GradingFailure, StudentError
+from checker.errors import GradingFailure, StudentError, StudentTimeout, WorkerCrashed
 from checker.notebook_globals import naming_globals
 from checker.portability import check_call_on_another_device, check_runs_on_another_device
 
@@ -65,7 +65,8 @@ CHANGED_BY_FORWARD_HINT = ("a forward on a shorter input changed the model, and 
                            "into a local variable instead: `mask = self.mask[:T, :T]`")
 RANDOM_HINT = ("forward gives different logits for the same input under another random seed, in eval mode: "
                "F.dropout(x, p) drops even in eval mode (its training= defaults to True); use nn.Dropout(p) or "
-               "F.dropout(x, p, training=self.training)")
+               "F.dropout(x, p, training=self.training); and F.scaled_dot_product_attention(..., dropout_p=p) "
+               "drops whatever the mode: pass dropout_p=p if self.training else 0.0")
 DIAGONAL_MASK_HINT = ("the mask also hides the diagonal (torch.triu(..., diagonal=0) or ~tril(-1)): position i "
                       "must see itself, so only j > i is masked (triu with diagonal=1)")
 DIAGONAL_HINT = DIAGONAL_MASK_HINT + "; row 0 then has no key left at all, which gives NaN"
@@ -480,6 +481,10 @@ def _check_causal(sub, close, rng, seed, cfg, device, B=2, T=None, before=()):
             _forward(m, cfg, [_ids(rng, b, t, V, device) for b, t in before], seed)
             _check_causal_of(m, close, rng, seed, cfg, device, B, T)
         except GradingFailure as e:
+            if isinstance(e, (StudentTimeout, WorkerCrashed)):
+                raise  # a hang or a crash is told as it is (a hang on the short input would only hang again)
+            for b, t in before:  # a short input that fails on a fresh module is its own failure
+                _forward(_new(sub, cfg, seed, device), cfg, [_ids(rng, b, t, V, device)], seed)
             _check_causal(sub, close, rng, seed, cfg, device, B, T)  # a fresh module: its own failure, if any
             message = e.message.split("\nLikely mistake:")[0]
             raise e.retold(f"{message}\nLikely mistake: {CHANGED_BY_FORWARD_HINT}.") from None
@@ -700,7 +705,7 @@ def test_model_output_shape(sub, rng, seed, device):
     try:
         r = _forward(m, MODEL, inputs, seed)
     except StudentError as e:
-        if "Likely mistake" in e.message:
+        if "Likely mistake" in e.message or isinstance(e, (StudentTimeout, WorkerCrashed)):
             raise
         for x in inputs:  # each shape on a module of its own: one that runs them all, but not in a row,
             _forward(_new(sub, MODEL, seed, device), MODEL, [x], seed)  # is changed by its own forward

@@ -392,7 +392,8 @@ def test_mhsa_mixes_tokens(sub, rng, seed):
 RANDOM_IN_EVAL_HINT = (
     "the module gives different outputs for the same input in eval mode: dropout that ignores "
     "`self.training` (`F.dropout(x, p)` is on by default; use an nn.Dropout layer or pass "
-    "`training=self.training`), or random numbers drawn in forward")
+    "`training=self.training`; F.scaled_dot_product_attention(..., dropout_p=p) drops whatever the mode: "
+    "pass `dropout_p=p if self.training else 0.0`), or random numbers drawn in forward")
 
 
 def check_deterministic(m, x, what):
