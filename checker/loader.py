@@ -355,6 +355,7 @@ class Loader:
         self.trainers = set()   # functions of the submission that train a model (a loop calling .backward())
         self.untrained = set()  # names only the training code the loader skipped would have bound
         self.assigned_in = {}   # notebook -> {name: [(cell, execution count)]} of the cells binding it
+        self.missing_modules = {}  # top-level module an import failed to find -> index of that message
         self.counts = {}        # (notebook, cell) -> its execution count
         self.failed = {}        # name a failed statement would have bound -> index of that failure's message
         self.after = {}         # that index -> where later statements failed for want of such a name
@@ -471,12 +472,20 @@ class Loader:
                 self._msg("training", shown, cell, line,
                           f"{_loc(shown, cell, line)} was not run either: it uses `{e.name}`, which only the "
                           "training code the grader skipped would have made (not graded)")
+            elif (isinstance(e, ModuleNotFoundError) and isinstance(getattr(e, "name", None), str)
+                  and self.missing_modules.get(e.name.split(".")[0]) is not None):
+                # `import torchvision.transforms` after `import torchvision` failed: told there, once
+                root = self.missing_modules[e.name.split(".")[0]]
+                self.after.setdefault(root, []).append((shown, cell, line))
+                self.failed.update(dict.fromkeys(_assigned(tree), root))
             elif isinstance(e, NameError) and getattr(e, "name", None) in self.failed:
                 # a knock-on failure of an earlier one (a data file that is not there, say): told there, once
                 root = self.failed[e.name]
                 self.after.setdefault(root, []).append((shown, cell, line))
                 self.failed.update(dict.fromkeys(_assigned(tree), root))
             else:
+                if isinstance(e, ModuleNotFoundError) and isinstance(getattr(e, "name", None), str):
+                    self.missing_modules[e.name.split(".")[0]] = len(self.messages)
                 self.failed.update(dict.fromkeys(_assigned(tree), len(self.messages)))
                 text = f"{_loc(shown, cell, line)} raised {_exc_text(e)}" + _code(outer)
                 if inner is not None and inner is not outer:
@@ -784,7 +793,11 @@ def _hint(e):
     if isinstance(e, MemoryError):
         return "\n  (it ran out of the memory the grader allows)"
     if isinstance(e, ModuleNotFoundError):
-        return "\n  (the grader cannot install packages: `!pip install` lines are skipped)"
+        name = getattr(e, "name", None)
+        what = f"`{name.split('.')[0]}` is" if isinstance(name, str) else "that package is"
+        return (f"\n  ({what} not installed where the grader runs, and the grader cannot install packages: "
+                "`!pip install` lines are skipped. The graded functions and classes must not need it: import it "
+                "only in the cells that use it, such as plots or data loading)")
     if isinstance(e, EOFError):
         return "\n  (input() waits for someone to type: nobody does in the grader, so it gets end-of-file)"
     return ""

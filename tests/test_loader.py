@@ -742,3 +742,18 @@ def test_a_name_assigned_in_a_later_cell_that_ran_earlier_is_explained(zyg, tmp_
         assert text.count("below this one") == 1  # missing_name is assigned nowhere: no such note
     finally:
         h.close()
+
+
+def test_a_missing_package_is_told_once_for_all_its_imports(zyg, tmp_path):
+    path = write(tmp_path, "colab.ipynb", notebook([
+        "import math\nimport numpy as np\nimport not_a_pkg_xyz\nimport not_a_pkg_xyz.sub as S\nfrom not_a_pkg_xyz import f",
+        body_of_good()]))
+    h, report = load(zyg, path)
+    try:
+        errors = [m for m in report["messages"] if "ModuleNotFoundError" in m]
+        assert len(errors) == 1, report["messages"]
+        assert "`not_a_pkg_xyz` is not installed where the grader runs" in errors[0]
+        assert "then 2 later statements failed" in errors[0]
+        context_ok(h)
+    finally:
+        h.close()
