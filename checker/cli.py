@@ -96,7 +96,7 @@ def main():
     \b
     Students:  hwcheck check my_attention.ipynb
     TAs:       hwcheck grade submissions/ -a attention -o graded/ -j 2
-    CI:        hwcheck init-ci -a attention --path attention.ipynb
+    CI:        hwcheck init-ci -a attention --path attention.ipynb (from the student kit)
     """
 
 

@@ -28,7 +28,7 @@ from checker.errors import HwcheckError
 from checker.freetext import find_answers
 from checker.loader import list_units
 from checker.plugin import HwcheckPlugin
-from checker.sandbox import Limits, SubmissionHandle, Zygote, secret_paths, sha256_of
+from checker.sandbox import Limits, SubmissionHandle, Zygote, _inside, secret_paths, sha256_of
 from checker.scorecard import build_scorecard
 from checker.spec import assignment_ids, infer_assignment, load_spec, spec_sha256, tests_path
 
@@ -124,8 +124,7 @@ def _answer_source(path, secrets):
     graded), unless that is inside a secret path; links inside a folder submission are never followed."""
     if os.path.islink(path) and os.path.isfile(path):
         real = os.path.realpath(path)
-        if not any(real == s or real.startswith(s.rstrip(os.sep) + os.sep)
-                   for s in map(os.path.realpath, secrets)):
+        if not any(_inside(real, os.path.realpath(s)) for s in secrets):
             return real
     return path
 
