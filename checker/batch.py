@@ -336,35 +336,30 @@ def _remove_stale_temps(outdir):
                     pass
 
 
-def _other_assignments(outdir, assignment):
-    """{assignment: count} of the scorecards in OUTDIR that belong to another assignment."""
-    counts = collections.Counter()
+def _scorecards_in(outdir):
+    """Every scorecard in OUTDIR, whatever its assignment (other JSON files, raw reports included, are not)."""
     try:
-        names = os.listdir(outdir)
+        names = sorted(os.listdir(outdir))
     except OSError:
-        return counts
+        return
     for name in names:
-        if not name.endswith(".json") or name.startswith(".") or name.endswith(".raw.json"):
-            continue
-        card = _read_json(os.path.join(outdir, name))
-        if (isinstance(card, dict) and card.get("schema_version") == SCHEMA_VERSION
-                and isinstance(card.get("assignment"), str) and card["assignment"] != assignment):
-            counts[card["assignment"]] += 1
-    return counts
-
-
-def collect_scorecards(outdir, assignment):
-    """Every scorecard of `assignment` in OUTDIR (other JSON files, raw reports included, are ignored)."""
-    cards = []
-    for name in sorted(os.listdir(outdir)):
         if not name.endswith(".json") or name.startswith("."):
             continue
         card = _read_json(os.path.join(outdir, name))
         if (isinstance(card, dict) and card.get("schema_version") == SCHEMA_VERSION
-                and card.get("assignment") == assignment and isinstance(card.get("submission"), dict)
+                and isinstance(card.get("assignment"), str) and isinstance(card.get("submission"), dict)
                 and isinstance(card.get("questions"), list)):
-            cards.append(card)
-    return cards
+            yield card
+
+
+def _other_assignments(outdir, assignment):
+    """{assignment: count} of the scorecards in OUTDIR that belong to another assignment."""
+    return collections.Counter(c["assignment"] for c in _scorecards_in(outdir) if c["assignment"] != assignment)
+
+
+def collect_scorecards(outdir, assignment):
+    """Every scorecard of `assignment` in OUTDIR (other JSON files, raw reports included, are ignored)."""
+    return [c for c in _scorecards_in(outdir) if c["assignment"] == assignment]
 
 
 # ---------------------------------------------------------------------------

@@ -16,6 +16,8 @@ into it is validated (one line, no control characters) and shell-quoted, and
 sits in a YAML block scalar, so no value can change the workflow's structure.
 """
 
+import json
+import os
 import re
 import shlex
 
@@ -45,8 +47,6 @@ def _value(name, text):
 
 def kit_package():
     """The pip spec the student kit was published as (`hwcheck kit --package`), or None."""
-    import json
-    import os
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), KIT_FILE)
     try:
         with open(path, encoding="utf-8") as f:
@@ -62,7 +62,6 @@ def guess_submission(folder):
     Candidates are the .ipynb and .py files not hidden and not a starter,
     template or tooling file; the guess is made only when there is exactly one.
     """
-    import os
     found = sorted(n for n in os.listdir(folder)
                    if n.endswith((".ipynb", ".py")) and not n.startswith(".") and not _NOT_HOMEWORK.search(n)
                    and os.path.isfile(os.path.join(folder, n)))

@@ -28,7 +28,7 @@ from checker.errors import HwcheckError
 from checker.freetext import find_answers
 from checker.loader import list_units
 from checker.plugin import HwcheckPlugin
-from checker.sandbox import Limits, SubmissionHandle, Zygote, _inside, secret_paths, sha256_of
+from checker.sandbox import Limits, SubmissionHandle, Zygote, file_source, secret_paths, sha256_of
 from checker.scorecard import build_scorecard
 from checker.spec import assignment_ids, infer_assignment, load_spec, spec_sha256, tests_path
 
@@ -123,9 +123,7 @@ def _answer_source(path, secrets):
     """Where written answers are read: a file submission that is a link is read where it points (as it is
     graded), unless that is inside a secret path; links inside a folder submission are never followed."""
     if os.path.islink(path) and os.path.isfile(path):
-        real = os.path.realpath(path)
-        if not any(_inside(real, os.path.realpath(s)) for s in secrets):
-            return real
+        return file_source(path, secrets) or path  # (find_answers never follows the link itself)
     return path
 
 

@@ -38,7 +38,7 @@ from checker.errors import (BadReturn, MissingName, SandboxError, StudentError, 
                             WorkerCrashed)
 
 __all__ = ["Zygote", "SubmissionHandle", "ModuleHandle", "ForwardResult", "Limits",
-           "secret_paths", "close_names", "call_text", "sha256_of"]
+           "secret_paths", "close_names", "call_text", "sha256_of", "file_source"]
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
             "LD_LIBRARY_PATH")
@@ -351,6 +351,17 @@ def _inside(path, root):
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def file_source(path, secrets=()):
+    """Where a single-file submission is read from: the file, or where it links to; None when it is a link
+    to a file outside its own folder that lies in one of `secrets` (the reference, the grading tests, the
+    output folder, ...). The code's copy and the written answers (checker.runner) follow this one rule."""
+    real = os.path.realpath(path)
+    if (os.path.islink(path) and not _inside(real, os.path.realpath(os.path.dirname(path)))
+            and any(_inside(real, os.path.realpath(s)) for s in secrets)):
+        return None
+    return real
+
+
 def _copy_submission(src, dest, secrets=()):
     """Copy a submission into a worker's temp dir without following links out of it.
 
@@ -368,9 +379,8 @@ def _copy_submission(src, dest, secrets=()):
     if not os.path.isdir(src):
         os.makedirs(dest)
         name = os.path.basename(src)
-        real = os.path.realpath(src)
-        if (os.path.islink(src) and not _inside(real, os.path.realpath(os.path.dirname(src)))
-                and any(_inside(real, os.path.realpath(s)) for s in secrets)):
+        real = file_source(src, secrets)
+        if real is None:
             left_out.append((name, "it is a link to a file in a folder the grader keeps from submissions"))
         elif not os.path.isfile(real):
             left_out.append((name, "it is not a regular file"))
