@@ -30,7 +30,7 @@ sys.path.insert(0, ROOT)
 from checker.errors import StudentError  # noqa: E402
 from checker.batch import grade_batch  # noqa: E402
 from checker.plugin import HwcheckPlugin  # noqa: E402
-from checker.probes import Probes  # noqa: E402
+from checker.worker.probes import Probes  # noqa: E402
 from checker.runner import PYTEST_ARGS  # noqa: E402
 from checker.sandbox import SubmissionHandle  # noqa: E402
 from checker.spec import load_spec, tests_path  # noqa: E402

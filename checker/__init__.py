@@ -1,7 +1,8 @@
 """hwcheck: an auto-grader and test harness for a transformer homework.
 
 This package is the library and CLI. It holds no logic here: see the modules.
-Worker side: `zygote`, `worker`, `isolation`, `loader`, `probes`, `wire`.
+Worker side (runs beside student code): the `worker` subpackage (`zygote`,
+`serve`, `isolation`, `loader`, `probes`); shared with it: `wire`, `errors`.
 Trusted side: `sandbox`, `plugin`, `compare`, `runner`, `batch`, `kit`, `spec`.
 Pure output: `scorecard`, `gradescope`, `gradebook`, `report`, `ci`, `atomic`.
 Command line: `cli` over `options`. Exceptions: `errors`.

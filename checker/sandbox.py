@@ -205,7 +205,7 @@ class Zygote:
         self._dir = tempfile.mkdtemp(prefix="hwcheck-zygote-")
         self._stderr = open(os.path.join(self._dir, "stderr"), "w+b")  # a pipe nobody reads could block it
         self.proc = subprocess.Popen(
-            [sys.executable, "-s", "-m", "checker.zygote", *[str(b.fileno()) for _, b in pairs]],
+            [sys.executable, "-s", "-m", "checker.worker.zygote", *[str(b.fileno()) for _, b in pairs]],
             pass_fds=[b.fileno() for _, b in pairs], env=env, cwd=self._dir,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
             start_new_session=True)

@@ -23,7 +23,7 @@ import numpy.testing
 import pytest
 
 from checker.errors import BadReturn, StudentError, StudentTimeout, WorkerCrashed
-from checker.isolation import landlock_abi
+from checker.worker.isolation import landlock_abi
 from checker.sandbox import Limits, SubmissionHandle, Zygote, sha256_of
 from sandbox_helpers import (CONTEXT_D1, GOOD, H_D1, H_E, WRONG, cmdline, descendants, wait_until,
                              with_marker, write)
@@ -375,8 +375,8 @@ CHATTY = GOOD + textwrap.dedent('''
 
     def chatty_unlimited(x):
         import gc
-        import checker.worker
-        checker.worker.KEEP = 10**9      # lift the worker-side cap: the trusted side caps again
+        import checker.worker.serve
+        checker.worker.serve.KEEP = 10**9      # lift the worker-side cap: the trusted side caps again
         for o in gc.get_objects():
             if type(o).__name__ == "CappedWriter":
                 o.kept = -10**9

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from checker.errors import MissingName, WorkerCrashed
-from checker.isolation import landlock_abi
+from checker.worker.isolation import landlock_abi
 from checker.sandbox import Limits, SubmissionHandle, Zygote, sha256_of
 from sandbox_helpers import CONTEXT_D1, GOOD, H_D1, H_E, descendants, notebook, wait_until, write
 
@@ -429,7 +429,7 @@ def test_worker_never_imports_the_secret_side(zyg, tmp_path):
                        "checker.compare", "pytest"):
             assert secret not in mods
         assert not [m for m in mods if m.startswith(("reference.", "assignments."))]
-        assert {"checker.worker", "checker.loader", "checker.wire", "numpy", "torch"} <= set(mods)
+        assert {"checker.worker.serve", "checker.worker.loader", "checker.wire", "numpy", "torch"} <= set(mods)
         assert not [m for m in h.call("listed_modules") if m == "checker" or m.startswith("checker.")]
     finally:
         h.close()

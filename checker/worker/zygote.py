@@ -1,4 +1,4 @@
-"""A warm parent that forks one worker per submission: `python -m checker.zygote FD`.
+"""A warm parent that forks one worker per submission: `python -m checker.worker.zygote FD`.
 
 What it is for: importing torch takes seconds; forking a process that has
 already imported it takes milliseconds. The zygote imports numpy, torch and
@@ -101,7 +101,7 @@ def main(argv=None):
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     import numpy  # noqa: F401  - warm imports shared by every worker
     import torch  # noqa: F401
-    from checker import worker  # noqa: F401
+    from checker.worker import serve  # noqa: F401
 
     torch.set_num_threads(int(os.environ.get("HWCHECK_THREADS", "1")))
     if os.environ.get("HWCHECK_WARM_META"):
@@ -197,8 +197,8 @@ def _child(ctrls, fd, header):
         _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
-        from checker import worker
-        worker.serve(socket.socket(fileno=fd), header)
+        from checker.worker import serve
+        serve.serve(socket.socket(fileno=fd), header)
     finally:
         os._exit(0)
 

@@ -20,9 +20,9 @@ import tempfile
 import time
 
 from checker import wire
-from checker.isolation import apply_isolation
-from checker.loader import Loader, format_student_tb, student_where, UnitTimeout
-from checker.probes import Probes, ProbeError
+from checker.worker.isolation import apply_isolation
+from checker.worker.loader import Loader, format_student_tb, student_where, UnitTimeout
+from checker.worker.probes import Probes, ProbeError
 
 __all__ = ["serve", "CappedWriter"]
 

@@ -1,0 +1,61 @@
+"""The trust boundary in the folder tree: checker.worker never imports the trusted side.
+
+The import-linter contract in pyproject.toml is run for real (and shown to fail
+on a copy of the tree where a worker module imports the reference); an AST walk
+also catches a trusted module added later that the contract does not name yet.
+"""
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKER = ROOT / "checker" / "worker"
+# what the worker side may import from hwcheck: itself, the wire protocol and the exception tree
+ALLOWED = ("checker.worker", "checker.wire", "checker.errors")
+
+
+def _lint(root):
+    exe = Path(sys.executable).with_name("lint-imports")
+    if not exe.exists():
+        pytest.skip("import-linter is not installed (pip install -e '.[test]')")
+    return subprocess.run([str(exe), "--no-logo", "--no-cache"], cwd=root, capture_output=True, text=True,
+                          timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root)})
+
+
+def test_import_contract_is_kept():
+    r = _lint(ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 kept, 0 broken" in r.stdout
+
+
+def test_import_contract_breaks_when_a_worker_module_imports_the_reference(tmp_path):
+    for d in ("checker", "reference", "assignments"):
+        shutil.copytree(ROOT / d, tmp_path / d, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    probes = tmp_path / "checker" / "worker" / "probes.py"
+    probes.write_text(probes.read_text() + "\nfrom reference import attention  # noqa\n")
+    r = _lint(tmp_path)
+    assert r.returncode != 0
+    assert "BROKEN" in r.stdout and "checker.worker.probes -> reference" in r.stdout
+
+
+def _imports(path):
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module
+            yield from (f"{node.module}.{a.name}" for a in node.names if node.module == "checker")
+
+
+@pytest.mark.parametrize("path", sorted(WORKER.glob("*.py")), ids=lambda p: p.name)
+def test_worker_modules_import_only_the_shared_protocol(path):
+    ours = [m for m in _imports(path) if m.split(".")[0] in ("checker", "reference", "assignments")]
+    bad = [m for m in ours if not m.startswith(ALLOWED) and m != "checker"]
+    assert not bad, f"{path.name} imports the trusted side: {bad}"
