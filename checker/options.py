@@ -21,7 +21,7 @@ __all__ = [
     "assignment_option", "required_assignment_option", "json_option", "device_option",
     "output_dir_option", "jobs_option", "resume_option", "timeout_option", "public_option",
     "seed_option", "ci_option", "junit_option", "min_score_option", "keep_raw_option",
-    "color_option", "force_option", "all_option",
+    "color_option", "force_option", "all_option", "only_option",
 ]
 
 DEVICE_CHOICES = {"cpu": ("cpu",), "cuda": ("cuda",), "all": ("cpu", "cuda")}
@@ -120,6 +120,11 @@ color_option = click.option(
 
 force_option = click.option(
     "--force", is_flag=True, default=False, help="Overwrite the file if it exists.")
+
+only_option = click.option(
+    "--only", "only", multiple=True, metavar="ID",
+    help="Regrade only these submissions (repeat --only for several), with the seed the batch's scorecards "
+         "in OUTDIR were graded with, and rewrite grades.csv; the others keep their scorecards.")
 
 all_option = click.option(
     "--all", "show_all", is_flag=True, default=False,
