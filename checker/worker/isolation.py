@@ -1,143 +1,47 @@
-"""Walls put around a worker process before it runs student code (Linux).
+"""The walls a worker puts up before it runs student code, strongest first (Linux).
 
-What it is for: called once in a freshly forked worker. It applies, in order,
-resource limits (memory, file size, no core dumps), a Landlock ruleset
-(read-only access to the Python installation minus the secret trees such as
-`reference/` and `assignments/`, read-write access to the worker's own temp
-dir only, plus reading and writing existing files under /dev: null, zero,
-random, shm and the GPU devices; no TCP, no signals or abstract sockets
-outside the worker's own domain), and, when running as root, either a
-switch to the `nobody` user (with a process-count limit) or, where `nobody`
-could not reach this Python, dropping every capability while keeping uid 0.
-Each layer that the kernel does not offer is skipped and named in the
-result, so the scorecard says what protected the run.
+What it is for: called once in a freshly forked worker. In order:
 
-What it is not: a container. Where Landlock is missing (old kernels, macOS)
-a submission can read and write files the user can, and without Landlock
-signal scoping (ABI 6) it can signal the user's other processes; process
-isolation, limits, the zygote's orphan sweep and the plain-data protocol
-still hold. Not covered even with Landlock: UDP and connecting to existing
-pathname unix sockets, disk use inside the temp dir, and the number of
-processes of a worker still running as uid 0.
+1. resource limits: no core dumps, files up to 256 MiB, RLIMIT_DATA;
+2. a cap on all of the worker's memory (`checker.worker.memory`: a cgroup
+   where the grader can make one, else RLIMIT_AS), shared mappings included;
+3. namespaces (`checker.worker.namespaces`): new mount, network, IPC, UTS
+   and PID namespaces (plus a user namespace when the grader is not root);
+   the worker's body runs as PID 1 of its PID namespace, so its whole process
+   tree dies with it; it sees a new root holding only the Python trees
+   (read-only, secrets carved out), a few files of /etc, a minimal /dev and
+   its own dir; it has no network at all;
+4. identity: an unprivileged uid (nobody) with no capabilities and
+   `no_new_privs`, whether the grader is root or an ordinary user;
+5. Landlock, on top, where the kernel has it (files, TCP, signals);
+6. where no network namespace could be made: a seccomp filter refusing
+   `socket()` (no TCP, UDP, or unix sockets of the host).
+
+Every layer that could not be put up is named in the returned list
+(`namespaces-unavailable(...)`, `uid-0-kept`, ...), which the scorecard keeps
+as `grader.isolation` and `grade` prints once per batch, so a TA knows how
+protected a run was.
+
+What it is not: a container runtime. Without namespaces (a container that
+forbids them) and running as root where nobody cannot reach Python, the
+worker keeps uid 0 without capabilities, and Landlock alone limits what it
+reads; that is said in `grader.isolation`.
 """
 
-import ctypes
+import glob
 import os
 import resource
 import sys
 
-__all__ = ["apply_isolation", "landlock_abi", "allowed_read_roots"]
+from checker.worker import landlock, memory, namespaces, seccomp
 
-_SYS_create, _SYS_add_rule, _SYS_restrict = 444, 445, 446
-_PR_SET_NO_NEW_PRIVS = 38
+__all__ = ["apply_isolation", "landlock_abi", "allowed_read_roots", "WEAK_MARKS"]
 
-# filesystem access rights
-EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
-MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
-REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
-READ = EXECUTE | READ_FILE | READ_DIR
-FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1, 5: (1 << 16) - 1}
-NET_BIND, NET_CONNECT = 1 << 0, 1 << 1
-SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1 << 0, 1 << 1
+landlock_abi = landlock.landlock_abi
+allowed_read_roots = landlock.allowed_read_roots
 
-
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
-
-
-class _PathBeneath(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-
-def _libc():
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def landlock_abi():
-    """The kernel's Landlock ABI version, 0 when unavailable."""
-    if not sys.platform.startswith("linux"):
-        return 0
-    try:
-        r = _libc().syscall(_SYS_create, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    except (OSError, AttributeError):
-        return 0
-    return max(int(r), 0)
-
-
-def allowed_read_roots(secrets):
-    """Directories the worker may read: system and Python trees, minus every secret tree."""
-    secrets = {os.path.realpath(s) for s in secrets if s}
-    candidates = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt",
-                  "/proc", "/sys", "/run/nvidia-persistenced", sys.prefix, sys.base_prefix,
-                  sys.exec_prefix, *[p for p in sys.path if p]]
-    roots = []
-    for c in candidates:
-        c = os.path.realpath(c)
-        if os.path.exists(c):
-            _allow_except(c, secrets, roots)
-    return sorted(set(roots))
-
-
-def _allow_except(path, secrets, out):
-    if path in secrets:
-        return
-    inside = [s for s in secrets if s.startswith(path.rstrip("/") + "/")]
-    if not inside:
-        out.append(path)
-        return
-    if not os.path.isdir(path) or os.path.islink(path):
-        return
-    try:
-        children = os.listdir(path)
-    except OSError:
-        return
-    for name in children:
-        child = os.path.join(path, name)
-        if os.path.islink(child):
-            real = os.path.realpath(child)
-            if any(real == s or real.startswith(s + "/") for s in secrets):
-                continue
-        _allow_except(child, secrets, out)
-
-
-def _landlock(abi, read_roots, rw_roots, dev_rw):
-    libc = _libc()
-    fs = FS_BY_ABI.get(abi, FS_BY_ABI[5])
-    attr = _RulesetAttr(fs, NET_BIND | NET_CONNECT if abi >= 4 else 0,
-                        SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL if abi >= 6 else 0)
-    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
-    fd = libc.syscall(_SYS_create, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
-    if fd < 0:
-        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
-    try:
-        def add(path, access):
-            try:
-                pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                return
-            try:
-                if not os.path.isdir(path):
-                    access &= EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
-                rule = _PathBeneath(access & fs, pfd)
-                libc.syscall(_SYS_add_rule, ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule),
-                             ctypes.c_uint32(0))
-            finally:
-                os.close(pfd)
-
-        for p in read_roots:
-            add(p, READ)
-        for p in rw_roots:
-            add(p, fs)
-        for p in dev_rw:
-            add(p, READ | WRITE_FILE | TRUNCATE | IOCTL_DEV)
-        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS)")
-        if libc.syscall(_SYS_restrict, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
-            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
-    finally:
-        os.close(fd)
+# words in `grader.isolation` that mean a wall was missing (grade prints them once per batch)
+WEAK_MARKS = ("unavailable", "failed", "uid-0-kept", "no-memory-cap")
 
 
 def _set_limit(which, value):
@@ -151,8 +55,22 @@ def _set_limit(which, value):
         return False
 
 
-def apply_isolation(workdir, secrets, memory_mb=4096):
-    """Apply every available wall to the current process; return the list of walls applied."""
+def _gpu_devices():
+    return [os.path.join("/dev", d) for d in _listdir("/dev") if d.startswith("nvidia")]
+
+
+def _link_paths():
+    """Paths as Python names them, whose symbolic links the new root must hold too."""
+    paths = ["/lib", "/lib64", "/lib32", "/bin", "/sbin", sys.executable, sys.prefix, sys.base_prefix,
+             sys.exec_prefix, *[p for p in sys.path if p]]
+    return [p for p in paths if os.path.lexists(p)]
+
+
+def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_namespaces=True):
+    """Apply every available wall to the current process; return the list of walls (and gaps).
+
+    May fork: with namespaces, the caller continues in the child (PID 1 of the new PID namespace)
+    and the original process only waits and exits as the child does."""
     applied = []
     if _set_limit(resource.RLIMIT_CORE, 0):
         applied.append("no-core-dumps")
@@ -160,35 +78,98 @@ def apply_isolation(workdir, secrets, memory_mb=4096):
         applied.append("file-size-256MiB")
     if memory_mb and _set_limit(resource.RLIMIT_DATA, memory_mb * 1024 * 1024):
         applied.append(f"memory-{memory_mb}MiB")
+    gpu = bool(_gpu_devices())
+    cap = memory.cap_memory(memory_mb, cgroup_parent, gpu=gpu) if memory_mb else None
+    applied.append(cap or "no-memory-cap(shared memory not counted)")
+    was_root = os.geteuid() == 0
+    read_roots = allowed_read_roots(secrets)
+    ns = None
+    if not use_namespaces:
+        applied.append("namespaces-off(HWCHECK_NAMESPACES=0)")
+    else:
+        try:
+            ns = namespaces.unshare_all()
+        except OSError as e:
+            applied.append(f"namespaces-unavailable({e.strerror or e})")
+    if ns:
+        if was_root:  # the worker's files become nobody's, the identity it ends with
+            _chown_tree(workdir, namespaces.NOBODY, namespaces.NOBODY)
+        namespaces.fork_init()  # from here on: PID 1 of the new PID namespace
+        applied.append("pid-namespace")
+        try:
+            skipped = namespaces.build_root(workdir, read_roots, _link_paths())
+            applied += ["mount-namespace", "network-namespace", "ipc-namespace"]
+            applied += [f"{s}-unavailable" for s in skipped]
+        except OSError as e:
+            # half-built mounts are this namespace's only: nothing of the host changed
+            os._exit(_fail(f"mount namespace failed: {e}"))
+        try:
+            namespaces.drop_privileges()
+            applied.append("user-nobody" + ("" if was_root else "-in-user-namespace"))
+        except OSError as e:
+            os._exit(_fail(f"dropping privileges failed: {e}"))
+    else:
+        applied += _without_namespaces(workdir, was_root)
     abi = landlock_abi()
     if abi >= 1:
-        devs = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/shm"]
-        devs += [os.path.join("/dev", d) for d in _listdir("/dev") if d.startswith("nvidia")]
-        devs += ["/dev/dri"] if os.path.exists("/dev/dri") else []
+        devs = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/shm",
+                *_gpu_devices()] + (["/dev/dri"] if os.path.exists("/dev/dri") else [])
+        extra = ["/proc", "/sys/devices/system/cpu"] + [p for pat in (*namespaces.ETC_ALLOW, "passwd", "group", "hosts")
+                                                        for p in glob.glob(os.path.join("/etc", pat))]
+        if gpu:
+            extra.append("/sys")
         try:
-            _landlock(abi, allowed_read_roots(secrets), [workdir], devs)
+            landlock.restrict(abi, read_roots + [p for p in extra if os.path.exists(p)], [workdir], devs)
             applied.append(f"landlock-abi{abi}" + ("-files-tcp" if abi >= 4 else "-files")
                            + ("-signals" if abi >= 6 else ""))
         except OSError as e:
             applied.append(f"landlock-failed({e.strerror or e})")
-    if os.geteuid() == 0 and not _others_can_read_python():
-        if _drop_capabilities():
-            applied.append("root-without-capabilities")
-    elif os.geteuid() == 0:
+    else:
+        applied.append("landlock-unavailable")
+    if not ns:
         try:
-            os.chown(workdir, 65534, 65534)
-            for root, dirs, files in os.walk(workdir):
-                for n in dirs + files:
-                    os.lchown(os.path.join(root, n), 65534, 65534)
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            applied.append("user-nobody")
-            if _set_limit(resource.RLIMIT_NPROC, 512):
-                applied.append("nproc-512")
+            seccomp.deny_sockets()
+            applied.append("seccomp-no-sockets")
         except OSError as e:
-            applied.append(f"drop-root-failed({e})")
+            applied.append(f"seccomp-failed({e.strerror or e})")
     return applied
+
+
+def _without_namespaces(workdir, was_root):
+    """The identity walls where no namespace could be made."""
+    if not was_root:
+        return []
+    if _others_can_read_python():
+        _chown_tree(workdir, namespaces.NOBODY, namespaces.NOBODY)
+        try:
+            namespaces.drop_privileges()
+            out = ["user-nobody"]
+            if _set_limit(resource.RLIMIT_NPROC, 512):
+                out.append("nproc-512")
+            return out
+        except OSError as e:
+            return [f"drop-root-failed({e})", "uid-0-kept"]
+    if _drop_capabilities():
+        return ["uid-0-kept(nobody cannot reach this Python; capabilities dropped)"]
+    return ["uid-0-kept"]
+
+
+def _fail(text):
+    try:
+        os.write(2, (text + "\n").encode())
+    except OSError:
+        pass
+    return 70
+
+
+def _chown_tree(path, uid, gid):
+    try:
+        os.chown(path, uid, gid)
+        for root, dirs, files in os.walk(path):
+            for n in dirs + files:
+                os.lchown(os.path.join(root, n), uid, gid)
+    except OSError:
+        pass
 
 
 def _others_can_read_python():
@@ -209,22 +190,16 @@ def _others_can_read_python():
     return True
 
 
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-
 def _drop_capabilities():
     """Keep uid 0 but drop every capability (no DAC override, no kill of others, no raw I/O)."""
+    import ctypes
     try:
-        libc = _libc()
+        libc = ctypes.CDLL(None, use_errno=True)
         for cap in range(64):
             libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
-        hdr, data = _CapHeader(0x20080522, 0), (_CapData * 2)()
-        return libc.capset(ctypes.byref(hdr), ctypes.byref(data)) == 0
+        namespaces._clear_capabilities(libc)
+        libc.prctl(38, 1, 0, 0, 0)  # no_new_privs
+        return True
     except (OSError, AttributeError):
         return False
 

@@ -75,7 +75,9 @@ def serve(sock, params):
     sys.stdin = io.StringIO("")
     workdir = params["workdir"]
     os.chdir(workdir)
-    isolation = apply_isolation(workdir, params.get("secrets", []), params.get("memory_mb", 4096))
+    isolation = apply_isolation(workdir, params.get("secrets", []), params.get("memory_mb", 4096),
+                                cgroup_parent=params.get("cgroup_parent"),
+                                use_namespaces=params.get("namespaces", True))
     os.environ.clear()
     os.environ.update(params.get("env", {}))
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir

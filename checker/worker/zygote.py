@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 
+from checker.worker import memory
+
 __all__ = ["main"]
 
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
@@ -109,6 +111,9 @@ def main(argv=None):
         with torch.device("meta"):
             torch.nn.functional.layer_norm(torch.empty(1, 2), (2,))
             torch.nn.functional.scaled_dot_product_attention(*[torch.empty(1, 1, 2, 2)] * 3)
+    # namespaces can be turned off to test the fallback walls (HWCHECK_NAMESPACES=0)
+    use_namespaces = os.environ.get("HWCHECK_NAMESPACES", "1") != "0"
+    cgroup = memory.cgroup_parent()  # where each worker's memory cgroup goes (None: RLIMIT_AS)
     workers, statuses, workdirs = set(), {}, {}
     made = set()  # worker dirs made here but not yet given to a worker: a kill between the two leaks none
     for ctrl in ctrls:
@@ -126,6 +131,7 @@ def main(argv=None):
                 workers.discard(pid)
                 statuses[pid] = status
                 _kill_tree(pid)  # its process group may still hold children
+                memory.release(pid, cgroup)
                 _remove_dir(workdirs.pop(pid, None), "hwcheck-w-")
 
     def sweep():
@@ -152,7 +158,7 @@ def main(argv=None):
                 if op == "fork" and fds:
                     pid = os.fork()
                     if pid == 0:
-                        _child(ctrls, fds[0], header)
+                        _child(ctrls, fds[0], {**header, "cgroup_parent": cgroup, "namespaces": use_namespaces})
                     os.close(fds[0])
                     workers.add(pid)
                     workdirs[pid] = header.get("workdir")
@@ -177,6 +183,7 @@ def main(argv=None):
         _sweep_until_childless(deadline=time.monotonic() + 3)
         for path in [*workdirs.values(), *made]:
             _remove_dir(path, "hwcheck-w-")
+        memory.remove_parent(cgroup)
         _remove_dir(os.getcwd(), "hwcheck-zygote-")
     os._exit(0)
 

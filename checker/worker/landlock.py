@@ -1,0 +1,140 @@
+"""Landlock rules for a worker: which files it may read or write, no TCP, no signals outside.
+
+What it is for: an unprivileged kernel wall that works without namespaces
+(inside a container that forbids them, say). `restrict(abi, read_roots,
+rw_roots, dev_rw)` allows reading `read_roots` (the Python trees with the
+secret trees carved out by `allowed_read_roots`), everything in `rw_roots`
+(the worker's own dir), reading and writing existing device files in
+`dev_rw`; with ABI 4 no TCP bind or connect, with ABI 6 no signals or
+abstract unix sockets outside the worker's domain.
+
+What it is not: a wall for UDP or for pathname unix sockets that already
+exist (the network namespace, or `checker.worker.seccomp`, covers those).
+"""
+
+import ctypes
+import os
+import sys
+
+__all__ = ["landlock_abi", "allowed_read_roots", "restrict", "READ_CANDIDATES"]
+
+_SYS_create, _SYS_add_rule, _SYS_restrict = 444, 445, 446
+_PR_SET_NO_NEW_PRIVS = 38
+
+# filesystem access rights
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
+REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+READ = EXECUTE | READ_FILE | READ_DIR
+FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1, 5: (1 << 16) - 1}
+NET_BIND, NET_CONNECT = 1 << 0, 1 << 1
+SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1 << 0, 1 << 1
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def landlock_abi():
+    """The kernel's Landlock ABI version, 0 when unavailable."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        r = _libc().syscall(_SYS_create, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    except (OSError, AttributeError):
+        return 0
+    return max(int(r), 0)
+
+
+# system trees a Python process reads; /etc is not among them (see namespaces.ETC_ALLOW for its few files)
+READ_CANDIDATES = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/opt", "/run/nvidia-persistenced")
+
+
+def allowed_read_roots(secrets):
+    """Directories the worker may read: system and Python trees, minus every secret tree."""
+    secrets = {os.path.realpath(s) for s in secrets if s}
+    candidates = [*READ_CANDIDATES, sys.prefix, sys.base_prefix, sys.exec_prefix, *[p for p in sys.path if p]]
+    roots = []
+    for c in candidates:
+        c = os.path.realpath(c)
+        if os.path.exists(c):
+            _allow_except(c, secrets, roots)
+    return sorted(set(roots))
+
+
+def _allow_except(path, secrets, out):
+    if path in secrets:
+        return
+    inside = [s for s in secrets if s.startswith(path.rstrip("/") + "/")]
+    if not inside:
+        out.append(path)
+        return
+    if not os.path.isdir(path) or os.path.islink(path):
+        return
+    try:
+        children = os.listdir(path)
+    except OSError:
+        return
+    for name in children:
+        child = os.path.join(path, name)
+        if os.path.islink(child):
+            real = os.path.realpath(child)
+            if any(real == s or real.startswith(s + "/") for s in secrets):
+                continue
+        _allow_except(child, secrets, out)
+
+
+def restrict(abi, read_roots, rw_roots, dev_rw):
+    """Apply the ruleset to this process (and every child it makes later); raises OSError."""
+    libc = _libc()
+    fs = FS_BY_ABI.get(abi, FS_BY_ABI[5])
+    attr = _RulesetAttr(fs, NET_BIND | NET_CONNECT if abi >= 4 else 0,
+                        SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL if abi >= 6 else 0)
+    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
+    fd = libc.syscall(_SYS_create, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
+    try:
+        def add(path, access):
+            try:
+                pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                return
+            try:
+                if not os.path.isdir(path):
+                    access &= EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+                rule = _PathBeneath(access & fs, pfd)
+                libc.syscall(_SYS_add_rule, ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule),
+                             ctypes.c_uint32(0))
+            finally:
+                os.close(pfd)
+
+        for p in read_roots:
+            add(p, READ)
+        for p in rw_roots:
+            add(p, fs)
+        for p in dev_rw:
+            add(p, READ | WRITE_FILE | TRUNCATE | IOCTL_DEV)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS)")
+        if libc.syscall(_SYS_restrict, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+    finally:
+        os.close(fd)
+
+
+def _listdir(p):
+    try:
+        return os.listdir(p)
+    except OSError:
+        return []

@@ -1,0 +1,326 @@
+"""Linux namespaces for a worker: its own users, mounts, network, PIDs, IPC and host name.
+
+What it is for: the strongest walls a worker gets, put up before any student
+code runs, the way bubblewrap and nsjail do it:
+
+- `unshare_all(uid)` moves the calling process into new mount, network, IPC,
+  UTS and PID namespaces. As root it needs nothing more (the worker drops to
+  an unprivileged uid later); as an ordinary user it first makes a user
+  namespace in which the grading user's uid is seen as `uid` (nobody), so the
+  mounts below are allowed without any privilege on the host.
+- `fork_init()` forks the worker's real body as PID 1 of the new PID
+  namespace; the parent stays outside, waits, and exits as the child did
+  (same code, same signal). When PID 1 dies, the kernel kills every process
+  left in its namespace: a worker's whole process tree dies with it, by
+  construction, not by a sweep that races a fork chain.
+- `build_root(...)` makes a new root file system on a tmpfs holding only
+  read-only binds of the trees Python and its packages need (never the
+  secret trees), a handful of files of /etc, a minimal /dev, a fresh /proc
+  of the new PID namespace, and the worker's own directory (read-write), then
+  pivots into it. Everything else of the host (/root, /home, /etc/shadow,
+  /tmp, the tmux and X sockets in it, other submissions, OUT) does not exist
+  for the worker. The new network namespace has only a loopback that is
+  down: no TCP or UDP anywhere, and abstract unix sockets are per namespace.
+- `drop_privileges(uid, gid)` ends with an unprivileged uid, no capabilities,
+  an empty bounding set and `no_new_privs`.
+
+What it is not: a policy. `checker.worker.isolation` decides which layers to
+use and names in the scorecard the ones that could not be put up (a
+container without CAP_SYS_ADMIN, a kernel with user namespaces disabled).
+"""
+
+import ctypes
+import errno
+import glob
+import os
+import platform
+import signal
+
+__all__ = ["NamespaceError", "unshare_all", "fork_init", "build_root", "drop_privileges", "NOBODY"]
+
+NOBODY = 65534
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+MNT_DETACH = 2
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 1, 4, 38
+_PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+_SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41, "ppc64le": 203, "s390x": 217}
+
+# files of /etc that Python, the dynamic loader and common packages read; nothing else of /etc is there
+ETC_ALLOW = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone",
+             "nsswitch.conf", "host.conf", "mime.types", "python3*", "matplotlibrc", "fonts")
+DEVICES = ("null", "zero", "full", "random", "urandom")
+SHM_SIZE = "64m"
+
+
+class NamespaceError(OSError):
+    """A namespace or mount step failed; the message names the step."""
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(ret, what):
+    if ret != 0:
+        e = ctypes.get_errno()
+        raise NamespaceError(e, f"{what}: {os.strerror(e)}")
+
+
+def _write(path, text):
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def unshare_all(uid=NOBODY, gid=NOBODY):
+    """New mount, network, IPC, UTS and PID namespaces (and a user namespace unless we are root).
+
+    Returns "root" or "userns": how the namespaces were made. Raises NamespaceError when the
+    kernel or a container refuses (the caller falls back to the other walls)."""
+    libc = _libc()
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID
+    if os.geteuid() == 0:
+        _check(libc.unshare(flags), "unshare(mount, net, ipc, uts, pid)")
+        return "root"
+    outer_uid, outer_gid = os.geteuid(), os.getegid()
+    _check(libc.unshare(flags | CLONE_NEWUSER), "unshare(user, mount, net, ipc, uts, pid)")
+    try:
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{uid} {outer_uid} 1")
+        _write("/proc/self/gid_map", f"{gid} {outer_gid} 1")
+    except OSError as e:
+        raise NamespaceError(e.errno, f"user namespace id maps: {e.strerror}") from e
+    return "userns"
+
+
+def fork_init():
+    """Fork; the child is PID 1 of the new PID namespace and returns. The parent never returns.
+
+    The parent waits for the child and exits as it did, so whoever watches the worker's pid (the
+    zygote, the trusted side) sees the child's own end (an exit code, SIGKILL for memory, SIGSEGV).
+    If the parent is killed first, the child gets SIGKILL (PR_SET_PDEATHSIG), and with it every
+    process of the namespace."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(w)
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        import select
+        if select.select([r], [], [], 0)[0]:  # the parent died before PDEATHSIG was armed
+            os._exit(0)
+        os.close(r)
+        return
+    os.close(r)
+    for fd in range(3, 1024):  # hold nothing of the conversation: only the child speaks
+        if fd != w:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(0)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+        os.kill(os.getpid(), sig)
+        os.kill(os.getpid(), signal.SIGKILL)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _mount(src, target, fstype, flags, data=None):
+    libc = _libc()
+    ret = libc.mount(None if src is None else src.encode(), target.encode(),
+                     None if fstype is None else fstype.encode(), ctypes.c_ulong(flags),
+                     None if data is None else data.encode())
+    _check(ret, f"mount {src or fstype} on {target}")
+
+
+def _locked_flags(path):
+    """Mount flags of the mount holding `path` that a remount inside a user namespace must keep."""
+    f = os.statvfs(path).f_flag
+    out = 0
+    for st, ms in ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
+                   (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME),
+                   (getattr(os, "ST_RELATIME", 4096), MS_RELATIME)):
+        if f & st:
+            out |= ms
+    return out
+
+
+def _bind(src, target, writable=False, recursive=True):
+    """Bind `src` at `target` (created as a dir or an empty file), read-only unless `writable`."""
+    if os.path.isdir(src):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if not os.path.exists(target):
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o644))
+    _mount(src, target, None, MS_BIND | (MS_REC if recursive else 0))
+    flags = MS_REMOUNT | MS_BIND | MS_NOSUID | _locked_flags(target) | (0 if writable else MS_RDONLY)
+    _mount(None, target, None, flags)
+
+
+def _mirror_links(path, newroot):
+    """Recreate in `newroot` the symbolic links along `path` (/lib -> usr/lib, a venv's python)."""
+    parts = [p for p in path.split("/") if p]
+    cur = "/"
+    for part in parts:
+        nxt = os.path.join(cur, part)
+        if os.path.islink(nxt):
+            inside = newroot + nxt
+            if not os.path.lexists(inside):
+                os.makedirs(os.path.dirname(inside), exist_ok=True)
+                os.symlink(os.readlink(nxt), inside)
+            _mirror_links(os.path.realpath(nxt), newroot)
+            cur = os.path.realpath(nxt)
+        else:
+            cur = nxt
+
+
+def build_root(workdir, read_roots, link_paths=(), passwd_uid=NOBODY, passwd_gid=NOBODY):
+    """Pivot into a new root holding `read_roots` (read-only), `workdir` (read-write) and little else.
+
+    `read_roots` are real paths (directories or files) with the secret trees already carved out;
+    `link_paths` are paths as Python names them (a venv's, /lib), whose symbolic links are
+    recreated. Returns the list of what was left out for want of support (e.g. "proc")."""
+    skipped = []
+    work_fd = os.open(workdir, os.O_PATH | os.O_CLOEXEC)
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    # the new root is a tmpfs laid over the worker's own dir: nothing of it is left on the host
+    newroot = workdir
+    _mount("tmpfs", newroot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m")
+    for path in read_roots:
+        if path in ("/", "/etc", "/dev", "/proc", "/tmp", "/sys") or not os.path.exists(path):
+            continue
+        _bind(path, newroot + path)
+    for path in link_paths:
+        _mirror_links(path, newroot)
+    os.makedirs(newroot + "/etc", exist_ok=True)
+    for pattern in ETC_ALLOW:
+        for path in glob.glob(os.path.join("/etc", pattern)):
+            real = os.path.realpath(path)
+            if os.path.islink(path):
+                os.symlink(os.readlink(path), newroot + path)
+                if os.path.exists(real) and not os.path.exists(newroot + real):
+                    _bind(real, newroot + real)
+            elif os.path.exists(path):
+                _bind(path, newroot + path)
+    with open(newroot + "/etc/passwd", "w") as f:
+        f.write(f"nobody:x:{passwd_uid}:{passwd_gid}:nobody:/nonexistent:/usr/sbin/nologin\n")
+    with open(newroot + "/etc/group", "w") as f:
+        f.write(f"nogroup:x:{passwd_gid}:\n")
+    with open(newroot + "/etc/hosts", "w") as f:
+        f.write("127.0.0.1 localhost\n")
+    # /dev: the harmless devices, the GPU's, and a small private /dev/shm
+    os.makedirs(newroot + "/dev", exist_ok=True)
+    _mount("tmpfs", newroot + "/dev", "tmpfs", MS_NOSUID, "mode=0755,size=64k")
+    for name in (*DEVICES, *[d for d in _listdir("/dev") if d.startswith("nvidia")], "dri"):
+        if os.path.exists("/dev/" + name):
+            _bind("/dev/" + name, newroot + "/dev/" + name, writable=True)
+    os.makedirs(newroot + "/dev/shm")
+    _mount("tmpfs", newroot + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={SHM_SIZE}")
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, newroot + "/dev/" + name)
+    os.makedirs(newroot + "/proc")
+    try:  # a /proc of this PID namespace: the worker sees its own processes only
+        _mount("proc", newroot + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except NamespaceError:
+        skipped.append("proc")
+    if os.path.isdir("/sys/devices/system/cpu"):  # CPU counts and caches, for BLAS and torch
+        _bind("/sys/devices/system/cpu", newroot + "/sys/devices/system/cpu")
+    if any(d.startswith("nvidia") for d in _listdir("/dev")) and os.path.isdir("/sys"):
+        _bind("/sys", newroot + "/sys")
+    os.makedirs(newroot + "/tmp", mode=0o755, exist_ok=True)
+    _bind(f"/proc/self/fd/{work_fd}", newroot + workdir, writable=True, recursive=False)
+    os.close(work_fd)
+    os.makedirs(newroot + "/.old")
+    pivot = _SYS_PIVOT_ROOT.get(platform.machine())
+    if pivot is None:
+        raise NamespaceError(errno.ENOSYS, f"pivot_root: unknown system call number on {platform.machine()}")
+    _check(_libc().syscall(pivot, newroot.encode(), (newroot + "/.old").encode()), "pivot_root")
+    os.chdir("/")
+    _check(_libc().umount2(b"/.old", MNT_DETACH), "umount the old root")
+    os.rmdir("/.old")
+    _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.chdir(workdir)
+    return skipped
+
+
+def drop_privileges(uid=NOBODY, gid=NOBODY):
+    """End as an unprivileged uid with no capabilities and no_new_privs (no set-uid way back)."""
+    libc = _libc()
+    if os.geteuid() == 0 and not _in_user_namespace():
+        for cap in range(64):
+            libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)  # every capability goes with uid 0
+        libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # /proc/self stays the worker's own
+    else:  # inside a user namespace: we already are `uid` there; give up the namespace's capabilities
+        for cap in range(64):
+            libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+        libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        _clear_capabilities(libc)
+    _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+    if _capabilities() != 0 or os.geteuid() != uid:
+        raise NamespaceError(errno.EPERM, "privileges were not dropped")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def _clear_capabilities(libc):
+    hdr, data = _CapHeader(0x20080522, 0), (_CapData * 2)()
+    _check(libc.capset(ctypes.byref(hdr), ctypes.byref(data)), "capset")
+
+
+def _capabilities():
+    """The effective capability mask of this process, from /proc/self/status (0 when unreadable)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return int(line.split()[1], 16)
+    except OSError:
+        pass
+    return 0
+
+
+def _in_user_namespace():
+    try:
+        with open("/proc/self/uid_map") as f:
+            return f.read().split() != ["0", "0", "4294967295"]
+    except OSError:
+        return False
+
+
+def _listdir(p):
+    try:
+        return os.listdir(p)
+    except OSError:
+        return []

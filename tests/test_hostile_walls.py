@@ -1,0 +1,406 @@
+"""Hostile tests of the worker's walls: identity, file view, sockets, memory, process tree (issue 17).
+
+Each test runs a real submission in a real worker and attacks as a student would:
+read /etc/shadow, talk to a server of the grading user over a unix socket (a
+real tmux server where tmux is installed), send UDP or TCP, map shared memory
+past the cap, leave a fork chain behind. They run as whoever runs the suite (CI
+runs as root) and, where the suite runs as root, once more as an ordinary user
+(a uid with no account, in a private mount namespace that makes the root-only
+Python under /root reachable, as a TA's own Python would be). The fallback walls
+(no namespaces: a container that forbids them) are tested with HWCHECK_NAMESPACES=0.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from checker.sandbox import Limits, SubmissionHandle, Zygote
+NOBODY = 65534  # the uid a worker ends with (checker.worker.NOBODY)
+from sandbox_helpers import GOOD, live_pids, wait_until, write
+
+pytestmark = pytest.mark.slow
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IS_ROOT = os.geteuid() == 0
+
+SPY = textwrap.dedent('''\
+    import os, socket, subprocess
+
+    def _try(f):
+        try:
+            return "ok: " + str(f())[:200]
+        except BaseException as e:
+            return "refused: " + type(e).__name__
+
+    def identity():
+        status = {l.split(":")[0]: l.split(":", 1)[1].strip() for l in open("/proc/self/status")
+                  if l.startswith(("CapEff", "CapPrm", "NoNewPrivs"))}
+        return {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "pid": os.getpid(),
+                "procs": [p for p in os.listdir("/proc") if p.isdigit()], **status}
+
+    def read(path):
+        return _try(lambda: open(path).read())
+
+    def listdir(path):
+        return _try(lambda: sorted(os.listdir(path)))
+
+    def unix(path, payload):
+        def go():
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(2)
+            s.connect(path)
+            s.sendall(payload.encode())
+            return "sent"
+        return _try(go)
+
+    def udp(port, payload):
+        def go():
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.sendto(payload.encode(), ("127.0.0.1", port))
+            return "sent"
+        return _try(go)
+
+    def tcp(port, payload):
+        def go():
+            s = socket.create_connection(("127.0.0.1", port), timeout=2)
+            s.sendall(payload.encode())
+            return "sent"
+        return _try(go)
+
+    def tmux(sock, command):
+        return _try(lambda: subprocess.run(["tmux", "-S", sock, "run-shell", command], capture_output=True,
+                                            timeout=5).returncode)
+    ''')
+
+
+@pytest.fixture(scope="module")
+def zyg():
+    with Zygote() as z:
+        yield z
+
+
+def _handle(zyg, path, **limits):
+    h = SubmissionHandle(str(path), zyg, Limits(**{"call_s": 10, "cell_s": 10, "submission_s": 60, **limits}))
+    report = h.load()
+    assert report["ok"], report
+    return h
+
+
+@pytest.fixture
+def request_cleanup():
+    paths = []
+    yield paths
+    for p in paths:
+        shutil.rmtree(p, ignore_errors=True)
+
+
+class _Listener:
+    """Servers of the grading user that a worker must not reach; each records what it received."""
+
+    def __init__(self, tmp_path):
+        self.got = []
+        self.dir = tmp_path / "services"
+        self.dir.mkdir()
+        os.chmod(self.dir, 0o755)
+        self.unix_path = str(self.dir / "svc.sock")
+        self.abstract = f"\0hwcheck-test-{os.getpid()}-{time.monotonic_ns()}"
+        self.socks = []
+        for family, kind, addr in ((socket.AF_UNIX, socket.SOCK_STREAM, self.unix_path),
+                                   (socket.AF_UNIX, socket.SOCK_STREAM, self.abstract),
+                                   (socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", 0)),
+                                   (socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", 0))):
+            s = socket.socket(family, kind)
+            s.bind(addr)
+            if kind == socket.SOCK_STREAM:
+                s.listen(5)
+            s.settimeout(0.2)
+            self.socks.append(s)
+        os.chmod(self.unix_path, 0o777)  # even a socket anyone may connect to
+        self.tcp_port = self.socks[2].getsockname()[1]
+        self.udp_port = self.socks[3].getsockname()[1]
+        self.stop = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop:
+            for s in self.socks:
+                try:
+                    if s.type == socket.SOCK_DGRAM:
+                        self.got.append(s.recv(100))
+                    else:
+                        c, _ = s.accept()
+                        c.settimeout(1)
+                        self.got.append(c.recv(100) or b"<connected>")
+                        c.close()
+                except OSError:
+                    pass
+
+    def close(self):
+        self.stop = True
+        self.thread.join(2)
+        for s in self.socks:
+            s.close()
+
+
+def _attack_everything(h, listener, tmp_path):
+    """Run every attack of the spy; return its answers."""
+    out = {"identity": h.call("identity"), "shadow": h.call("read", "/etc/shadow"),
+           "root": h.call("listdir", "/root"), "passwd": h.call("read", "/etc/passwd"),
+           "reference": h.call("read", os.path.join(REPO, "reference", "attention.py")),
+           "tmp": h.call("listdir", "/tmp"),
+           "unix": h.call("unix", listener.unix_path, "pathname"),
+           "abstract": h.call("unix", listener.abstract, "abstract"),
+           "udp": h.call("udp", listener.udp_port, "udp"),
+           "tcp": h.call("tcp", listener.tcp_port, "tcp")}
+    if shutil.which("tmux"):
+        sock = str(listener.dir / "tmux.sock")
+        marker = tmp_path / "tmux-ran"
+        subprocess.run(["tmux", "-S", sock, "new-session", "-d", "sleep 30"], check=True, timeout=10)
+        os.chmod(sock, 0o777)
+        try:
+            out["tmux"] = h.call("tmux", sock, f"touch {marker}")
+            time.sleep(0.3)
+            out["tmux_marker"] = marker.exists()
+        finally:
+            subprocess.run(["tmux", "-S", sock, "kill-server"], timeout=10)
+    return out
+
+
+def _assert_walled(out, listener, expect_uid=NOBODY):
+    ident = out["identity"]
+    assert ident["uid"] == expect_uid and ident["euid"] == expect_uid, ident
+    assert ident["uid"] != 0
+    assert int(ident["CapEff"], 16) == 0 and int(ident["CapPrm"], 16) == 0, ident
+    assert ident["NoNewPrivs"] == "1"
+    for key in ("shadow", "reference", "unix", "abstract", "udp", "tcp"):
+        assert out[key].startswith("refused"), (key, out[key])
+    assert not out["root"].startswith("ok") or out["root"] in ("ok: []", "ok: ['.pyenv']"), out["root"]
+    assert "root:x:0:0" not in out["passwd"]  # the host's accounts are not listed
+    time.sleep(0.3)
+    assert listener.got == [], f"a server of the grading user was reached: {listener.got}"
+    if "tmux" in out:
+        assert out["tmux_marker"] is False, "a tmux server of the grading user ran the worker's command"
+
+
+def test_worker_cannot_reach_the_grading_users_files_servers_or_network(zyg, tmp_path):
+    listener = _Listener(tmp_path)
+    h = _handle(zyg, write(tmp_path, "spy.py", SPY))
+    try:
+        out = _attack_everything(h, listener, tmp_path)
+        _assert_walled(out, listener)
+        # PID 1 of its own PID namespace: no process of the host is visible
+        assert out["identity"]["pid"] == 1
+        assert len(out["identity"]["procs"]) <= 3, out["identity"]["procs"]
+        assert {"pid-namespace", "mount-namespace", "network-namespace"} <= set(h.isolation)
+        assert any(w.startswith("user-nobody") for w in h.isolation)
+    finally:
+        h.close()
+        listener.close()
+
+
+PROBE = textwrap.dedent('''\
+    import json, sys
+    sys.path.insert(0, sys.argv[3])
+    from checker.sandbox import Limits, SubmissionHandle, Zygote
+    with Zygote() as z:
+        h = SubmissionHandle(sys.argv[1], z, Limits(call_s=10, cell_s=10, submission_s=60))
+        h.load()
+        out = {"isolation": h.isolation, "identity": h.call("identity"),
+               "secret": h.call("read", sys.argv[2]), "shadow": h.call("read", "/etc/shadow")}
+        h.close()
+    print(json.dumps(out))
+    ''')
+
+
+@pytest.mark.skipif(not IS_ROOT or not shutil.which("setpriv") or not shutil.which("unshare"),
+                    reason="needs root (to arrange an ordinary user whose Python is reachable) and util-linux")
+def test_as_an_ordinary_user_the_worker_owns_nothing_of_that_user(request_cleanup):
+    """The grader run by an ordinary user (uid 54321): its worker, inside a user namespace, cannot
+    read that user's own private file, even though the worker's uid outside is that user's."""
+    import pathlib
+    import tempfile
+    uid = 54321
+    work = pathlib.Path(tempfile.mkdtemp(prefix="hwcheck-user-test-", dir="/tmp"))  # /tmp/pytest-of-root is 0700
+    request_cleanup.append(work)
+    os.chmod(work, 0o755)
+    os.chown(work, uid, uid)
+    secret = work / "private.txt"
+    secret.write_text("the TA's private notes")
+    os.chown(secret, uid, uid)
+    os.chmod(secret, 0o600)
+    spy = work / "spy.py"
+    spy.write_text(SPY)
+    os.chown(spy, uid, uid)
+    probe = work / "probe.py"
+    probe.write_text(PROBE)
+    # /root (0700) holds this machine's Python: show the user only its .pyenv, as a TA's own install is
+    real_root = "/run/hwcheck-test-realroot"
+    script = (f"mkdir -p {real_root} && mount --bind /root {real_root} && "
+              f"mount -t tmpfs -o mode=0755 tmpfs /root && "
+              + " && ".join(f"mkdir -p /root/{d} && mount --bind {real_root}/{d} /root/{d}"
+                            for d in os.listdir("/root") if d in (".pyenv", ".local", ".cache"))
+              + f" && cd {work} && exec setpriv --reuid={uid} --regid={uid} --clear-groups "
+              f"env -i PATH=/usr/bin:/bin HOME={work} TMPDIR={work} {sys.executable} {probe} {spy} {secret} {REPO}")
+    r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["identity"]["uid"] == NOBODY and int(out["identity"]["CapEff"], 16) == 0
+    assert out["secret"].startswith("refused"), out["secret"]
+    assert out["shadow"].startswith("refused")
+    assert "user-nobody-in-user-namespace" in out["isolation"], out["isolation"]
+    assert out["identity"]["pid"] == 1
+
+
+MEMORY = textwrap.dedent('''\
+    import mmap
+
+    def shared(mb):
+        m = mmap.mmap(-1, mb << 20)           # shared anonymous: not counted by RLIMIT_DATA
+        for i in range(0, mb << 20, 4096):
+            m[i] = 1
+        return "kept %d MiB" % mb
+
+    def private(mb):
+        b = bytearray(mb << 20)
+        return len(b)
+    ''')
+
+
+def test_shared_memory_counts_against_the_cap(zyg, tmp_path):
+    h = _handle(zyg, write(tmp_path, "mem.py", MEMORY), memory_mb=384)
+    try:
+        assert h.call("private", 64) == 64 << 20  # honest use within the cap works
+        with pytest.raises(Exception) as e:
+            h.call("shared", 1024)
+        assert "kept" not in str(e.value)
+        assert any(w.startswith(("cgroup2-memory", "cgroup1-memory", "address-space")) for w in h.isolation), \
+            h.isolation
+    finally:
+        h.close()
+
+
+CHAIN = textwrap.dedent('''\
+    import ctypes, os, time
+
+    def chain(name, seconds):
+        """A fork chain in new sessions: each process names itself, forks the next and exits."""
+        if os.fork():
+            return "started"
+        os.setsid()
+        end = time.time() + seconds
+        libc = ctypes.CDLL(None)
+        while time.time() < end:
+            libc.prctl(15, name.encode(), 0, 0, 0)     # PR_SET_NAME
+            if os.fork():
+                os._exit(0)
+            os.setsid()
+            time.sleep(0.02)
+        os._exit(0)
+    ''')
+
+
+def _named(name):
+    out = []
+    for p in live_pids():
+        try:
+            with open(f"/proc/{p}/comm") as f:
+                if f.read().strip() == name:
+                    out.append(p)
+        except OSError:
+            pass
+    return out
+
+
+def test_a_fork_chain_dies_with_its_worker(zyg, tmp_path):
+    name = f"hwchain{os.getpid() % 10000}"
+    h = _handle(zyg, write(tmp_path, "chain.py", CHAIN))
+    try:
+        assert h.call("chain", name, 30) == "started"
+        alive = wait_until(lambda: _named(name), timeout=3)
+        assert alive, "the chain did not start"
+        mine = os.readlink("/proc/self/ns/pid")
+        theirs = {os.readlink(f"/proc/{p}/ns/pid") for p in alive if os.path.exists(f"/proc/{p}")}
+        assert theirs and mine not in theirs, "the chain runs in the grader's PID namespace"
+    finally:
+        h.close()
+    # the namespace dies with its init: nothing of the chain is left, with no sweep to wait for
+    assert wait_until(lambda: not _named(name), timeout=0.5), f"the chain outlived its worker: {_named(name)}"
+    time.sleep(0.5)
+    assert not _named(name)
+
+
+def test_without_namespaces_sockets_are_refused_and_the_gap_is_named(tmp_path, monkeypatch):
+    """A container that forbids namespaces: seccomp refuses every new socket, and grader.isolation
+    says the namespaces were missing."""
+    monkeypatch.setenv("HWCHECK_NAMESPACES", "0")
+    listener = _Listener(tmp_path)
+    with Zygote() as z:
+        h = _handle(z, write(tmp_path, "spy.py", SPY))
+        try:
+            assert any(w.startswith("namespaces-") for w in h.isolation), h.isolation
+            assert "seccomp-no-sockets" in h.isolation
+            for key, args in (("unix", (listener.unix_path, "p")), ("unix", (listener.abstract, "a")),
+                              ("udp", (listener.udp_port, "u")), ("tcp", (listener.tcp_port, "t"))):
+                assert h.call(key, *args).startswith("refused"), key
+            assert h.call("read", "/etc/shadow").startswith("refused")
+            if IS_ROOT:
+                ident = h.call("identity")
+                assert int(ident["CapEff"], 16) == 0
+                assert ident["uid"] != 0 or any("uid-0-kept" in w for w in h.isolation)
+            time.sleep(0.3)
+            assert listener.got == []
+        finally:
+            h.close()
+            listener.close()
+
+
+def test_grade_as_root_keeps_shadow_and_the_tmux_server_out_of_reach(tmp_path):
+    """The end-to-end attack of the issue: a submission that puts /etc/shadow into a test message and
+    asks a tmux server of the grading user to rewrite its scorecard gets neither."""
+    if not os.access("/etc/shadow", os.R_OK):
+        pytest.skip("this user cannot read /etc/shadow itself: nothing to leak")
+    shadow = open("/etc/shadow").read()
+    first_hash = next((ln.split(":")[1] for ln in shadow.splitlines() if len(ln.split(":")) > 2
+                       and len(ln.split(":")[1]) > 3), shadow.splitlines()[0])
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    out = tmp_path / "out"
+    sock = str(tmp_path / "tmux.sock")
+    marker = tmp_path / "forged"
+    attack = GOOD.replace("def get_scores(matrix, vector):\n    return matrix @ vector", textwrap.dedent(f'''\
+        def get_scores(matrix, vector):
+            import subprocess
+            try:
+                leak = open("/etc/shadow").read()
+            except OSError as e:
+                leak = str(e)
+            try:
+                subprocess.run(["tmux", "-S", {sock!r}, "run-shell", "touch {marker}"], timeout=5)
+            except Exception:
+                pass
+            raise ValueError(leak[:3000])'''))
+    assert attack != GOOD
+    (subs / "mallory.py").write_text(attack)
+    have_tmux = shutil.which("tmux") is not None
+    if have_tmux:
+        subprocess.run(["tmux", "-S", sock, "new-session", "-d", "sleep 60"], check=True, timeout=10)
+        os.chmod(sock, 0o777)
+    try:
+        r = subprocess.run([sys.executable, "-m", "checker.cli", "grade", str(subs), "-a", "attention",
+                            "-o", str(out), "--public"], capture_output=True, text=True, timeout=300, cwd=REPO)
+    finally:
+        if have_tmux:
+            subprocess.run(["tmux", "-S", sock, "kill-server"], timeout=10)
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    written = "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
+    assert "mallory" in written
+    assert first_hash not in written and first_hash not in r.stdout + r.stderr
+    assert not marker.exists(), "the tmux server ran the submission's command"
