@@ -4,7 +4,8 @@ What it is for:
 - `is_own_output(outdir, path)`: whether an entry of the folder being graded
   is something hwcheck wrote into OUTDIR (OUTDIR itself, its `gradescope/`
   folder, a scorecard, a raw report, grades.csv, answers.csv, manual.csv,
-  the lock), so that `-o` equal to (or inside) the submissions folder never
+  the lock), or a folder hwcheck wrote earlier (an older OUTDIR, recognised
+  by its lock; a `gradescope/` folder of results.json files), so that `-o` equal to (or inside) the submissions folder never
   grades hwcheck's own outputs as a student.
 - `Gradebook`: the batch's view of OUTDIR's scorecards, read once and then
   one at a time as each lands (`update(sid)`), so that `write()` can rewrite
@@ -56,12 +57,32 @@ def _is_scorecard(path):
     return isinstance(card, dict) and "schema_version" in card and isinstance(card.get("submission"), dict)
 
 
+def _looks_like_output(path):
+    """A folder hwcheck wrote: an older OUTDIR (its lock or gradebook beside scorecards), or a gradescope/
+    folder (every entry a folder holding only results.json)."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    if ".hwcheck.lock" in names or WRITTEN in names:
+        return True
+    if os.path.basename(os.path.normpath(path)) == "gradescope" and names:
+        try:
+            return all(os.listdir(os.path.join(path, n)) == ["results.json"] for n in names)
+        except OSError:
+            return False
+    return False
+
+
 def is_own_output(outdir, path):
-    """True when `path` is OUTDIR, lies inside OUTDIR's gradescope/ folder, or is a file hwcheck writes there."""
+    """True when `path` is OUTDIR, lies inside OUTDIR's gradescope/ folder, is a file hwcheck writes there,
+    or is a folder hwcheck wrote (an older OUTDIR, a gradescope/ folder of results.json files)."""
     out = os.path.realpath(outdir)
     real = os.path.realpath(path)
     if real == out or _inside(real, os.path.join(out, "gradescope")):
         return True
+    if os.path.isdir(real):
+        return _looks_like_output(real)
     if os.path.dirname(real) != out:
         return False
     name = os.path.basename(real)

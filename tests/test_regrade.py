@@ -1,0 +1,133 @@
+"""One student regraded (--only), -o inside the submissions folder, the gradebook kept current, notes of skipped loads.
+
+Real example submissions graded through the command line (`hwcheck grade`).
+"""
+import csv
+import json
+import os
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from checker.cli import main, resume_command
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "submissions", "attention")
+
+
+def _class(tmp_path):
+    d = tmp_path / "class"
+    d.mkdir()
+    for sid, example in (("alice", "correct.py"), ("bob", "no_scaling.py"), ("erin", "main_guard.py")):
+        shutil.copyfile(os.path.join(EXAMPLES, example), d / f"{sid}.py")
+    (d / "sam.py").write_text(open(os.path.join(EXAMPLES, "correct.py")).read()
+                              + "\nimport sys\nsys.exit(0)\n\ndef oops(:\n    pass\n")
+    return d
+
+
+def _grade(folder, out, *extra, code=0):
+    r = CliRunner().invoke(main, ["grade", str(folder), "-a", "attention", "-o", str(out), "--timeout", "5",
+                                  *extra])
+    assert r.exit_code == code, r.output
+    return r
+
+
+def _gradebook(out):
+    with open(os.path.join(out, "grades.csv"), newline="", encoding="utf-8-sig") as f:
+        return {row["id"]: row for row in csv.DictReader(f)}
+
+
+def _card(out, sid):
+    with open(os.path.join(out, f"{sid}.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("regrade")
+    folder = _class(tmp)
+    out = tmp / "out"
+    r = _grade(folder, out)
+    return folder, out, r
+
+
+def test_the_summary_prints_the_batch_seed(graded):
+    _, out, r = graded
+    seed = _card(out, "alice")["grader"]["seed"]
+    assert f"seed {seed} " in r.output
+
+
+def test_only_regrades_the_named_submission_with_the_batchs_seed(graded, tmp_path):
+    folder, out0, _ = graded
+    out = tmp_path / "out"
+    shutil.copytree(out0, out)
+    seed = _card(out, "alice")["grader"]["seed"]
+    before = {sid: os.path.getmtime(out / f"{sid}.json") for sid in ("alice", "bob", "erin", "sam")}
+    shutil.copyfile(os.path.join(EXAMPLES, "correct.py"), folder / "bob.py")  # a fixed test, an appeal: bob again
+    try:
+        r = _grade(folder, out, "--only", "bob")
+    finally:
+        shutil.copyfile(os.path.join(EXAMPLES, "no_scaling.py"), folder / "bob.py")
+    assert _card(out, "bob")["grader"]["seed"] == seed
+    assert os.path.getmtime(out / "bob.json") != before["bob"]
+    for sid in ("alice", "erin", "sam"):
+        assert os.path.getmtime(out / f"{sid}.json") == before[sid], f"{sid} was regraded"
+    book = _gradebook(out)
+    assert sorted(book) == ["alice", "bob", "erin", "sam"]
+    assert book["bob"]["total"] == book["alice"]["total"]
+    assert f"seed {seed} " in r.output
+    r = _grade(folder, out, "--only", "nobody", code=2)
+    assert "no submission 'nobody'" in r.output
+
+
+def test_an_outdir_equal_to_the_submissions_folder_never_grades_its_own_files(tmp_path):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    shutil.copyfile(os.path.join(EXAMPLES, "correct.py"), folder / "alice.py")
+    _grade(folder, folder)
+    r = _grade(folder, folder)  # the second run sees gradescope/, grades.csv, manual.csv, alice.json
+    assert sorted(_gradebook(folder)) == ["alice"]
+    assert not os.path.exists(folder / "gradescope.json")
+    assert "grading 1 submissions" in r.output
+    assert not [ln for ln in r.output.splitlines() if ln.startswith("[") and "gradescope" in ln]
+    assert "not graded" not in r.output and "grades.csv (not a" not in r.output
+    inside = folder / "graded"  # -o inside the folder, too
+    _grade(folder, inside)
+    r = _grade(folder, inside)
+    assert sorted(_gradebook(inside)) == ["alice"]
+
+
+def test_a_load_that_skipped_something_is_noted_in_grades_csv(graded):
+    _, out, _ = graded
+    book = _gradebook(out)
+    assert "load skipped 2" in book["sam"]["note"]
+    assert "sys.exit" in book["sam"]["note"] and "SyntaxError" in book["sam"]["note"]
+    assert book["alice"]["note"] == "" and book["bob"]["note"] == ""
+
+
+def test_the_gradebook_follows_each_scorecard(graded, tmp_path, monkeypatch):
+    """A batch stopped after its first scorecard (a kill, Ctrl-C) leaves grades.csv with that row."""
+    import checker.batch as batch
+    folder, _, _ = graded
+    out = tmp_path / "out"
+    real = batch.grade_one
+    calls = []
+
+    def stop_after_one(*args, **kwargs):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(batch, "grade_one", stop_after_one)
+    r = CliRunner().invoke(main, ["grade", str(folder), "-a", "attention", "-o", str(out), "--timeout", "5"])
+    assert r.exit_code == 130, r.output
+    assert list(_gradebook(out)) == ["alice"]
+    assert "interrupted: 1 of 4 submissions are graded and kept" in r.output
+    assert f"hwcheck grade {folder} -a attention -o {out} -j 1 --resume --timeout 5" in r.output
+
+
+def test_the_resume_command_quotes_what_a_shell_would_split():
+    assert resume_command("my class", "vit", "out dir", 2, None, True, 7, False, ("cpu",)) == \
+        "hwcheck grade 'my class' -a vit -o 'out dir' -j 2 --resume --public --seed 7 --device cpu"
