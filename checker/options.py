@@ -22,6 +22,7 @@ __all__ = [
     "output_dir_option", "jobs_option", "resume_option", "timeout_option", "public_option",
     "seed_option", "ci_option", "junit_option", "min_score_option", "keep_raw_option",
     "color_option", "force_option", "all_option", "only_option",
+    "report_output_option", "submissions_dir_option", "top_pairs_option",
 ]
 
 DEVICE_CHOICES = {"cpu": ("cpu",), "cuda": ("cuda",), "all": ("cpu", "cuda")}
@@ -129,3 +130,16 @@ only_option = click.option(
 all_option = click.option(
     "--all", "show_all", is_flag=True, default=False,
     help="Show everything (hidden tests, passed tests with points and times): the TA's view.")
+
+report_output_option = click.option(
+    "-o", "--output", "output", type=click.Path(dir_okay=False, writable=True), default=None,
+    metavar="FILE", help="Where to write the report (default: OUTDIR/report.html).")
+
+submissions_dir_option = click.option(
+    "--submissions", "submissions_dir", type=click.Path(exists=True, file_okay=False), default=None,
+    metavar="DIR", help="Where the submissions are now, when they moved since grading (the code for the "
+                        "similarity ranking is read by name from there; default: where each was graded).")
+
+top_pairs_option = click.option(
+    "--top", "top", type=click.IntRange(min=0), default=50, show_default=True,
+    help="How many of the most similar pairs of submissions the report lists.")

@@ -1,0 +1,215 @@
+"""`hwcheck report` on a real graded batch: its numbers against grades.csv and the scorecards.
+
+One batch of example attention submissions is graded once (hidden mode, module fixture): alice and bob
+hand in the same file, carol and dave two independent correct solutions (the example notebook, the
+reference), erin, frank and gina named mistakes and a load problem.
+"""
+
+import csv
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("matplotlib")
+pytest.importorskip("copydetect")
+
+from checker.classreport import data as cdata  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "submissions", "attention")
+BATCH = {
+    "alice.py": "correct.py", "bob.py": "correct.py",
+    "carol.ipynb": "correct_notebook.ipynb", "dave.py": os.path.join(ROOT, "reference", "attention.py"),
+    "erin.py": "no_scaling.py", "frank.py": "syntax_error.py", "gina.py": "softmax_wrong_axis.py",
+}
+
+pytestmark = pytest.mark.slow
+
+
+def _hwcheck(*args, check=True):
+    proc = subprocess.run([sys.executable, "-m", "checker.cli", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=600)
+    if check:
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+    return proc
+
+
+def page_data(path):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r'<script type="application/json" id="hwcheck-data">(.*?)</script>', text, re.DOTALL)
+    assert m, "the page carries its numbers"
+    return text, json.loads(m.group(1))
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    base = tmp_path_factory.mktemp("classreport")
+    subs = base / "subs"
+    subs.mkdir()
+    for name, src in BATCH.items():
+        shutil.copyfile(os.path.join(EXAMPLES, src), subs / name)
+    out = base / "out"
+    _hwcheck("grade", str(subs), "-a", "attention", "-o", str(out), "-j", "2", "--seed", "7")
+    return base, subs, out
+
+
+@pytest.fixture(scope="module")
+def report(batch):
+    _base, _subs, out = batch
+    proc = _hwcheck("report", str(out))
+    assert "wrote" in proc.stdout
+    text, data = page_data(out / "report.html")
+    return text, data
+
+
+def _gradebook(out):
+    with open(out / "grades.csv", encoding="utf-8-sig", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _cards(out):
+    cards = []
+    for name in sorted(os.listdir(out)):
+        if name.endswith(".json"):
+            with open(out / name, encoding="utf-8") as f:
+                card = json.load(f)
+            if isinstance(card, dict) and card.get("schema_version") == 1:
+                cards.append(card)
+    return cards
+
+
+def test_question_means_match_the_gradebook(batch, report):
+    _text, data = report
+    rows = _gradebook(batch[2])
+    assert data["submissions"] == len(rows) == len(BATCH)
+    for qid, q in data["questions"].items():
+        cells = [float(r[qid]) for r in rows if r[qid] != ""]
+        assert q["graded"] == len(cells)
+        if cells:
+            assert q["mean"] == pytest.approx(statistics.fmean(cells), abs=1e-3)
+            assert q["median"] == pytest.approx(statistics.median(cells), abs=1e-3)
+    totals = [float(r["total"]) for r in rows]
+    assert data["total"]["mean"] == pytest.approx(statistics.fmean(totals), abs=1e-3)
+    assert data["total"]["max"] == pytest.approx(float(rows[0]["max_total"]))
+    assert data["questions"]["Q1"]["max"] == 30
+
+
+def test_pass_rates_match_the_scorecards(batch, report):
+    _text, data = report
+    cards = _cards(batch[2])
+    assert data["tests"], "every test is listed"
+    for t in data["tests"]:
+        outcomes = [x["outcome"] for c in cards for q in c["questions"] if q["id"] == t["question"]
+                    for x in q["tests"] if x["name"] == t["name"] and x["outcome"] != "skipped"]
+        assert t["runs"] == len(outcomes)
+        if outcomes:
+            assert t["pass_rate"] == pytest.approx(outcomes.count("passed") / len(outcomes), abs=1e-4)
+    hidden = [t for t in data["tests"] if t["visibility"] == "hidden"]
+    assert hidden, "hidden mode: the hidden tests are analysed too"
+
+
+def test_mistakes_are_counted_per_student_and_question(batch, report):
+    _text, data = report
+    cards = {c["submission"]["id"]: c for c in _cards(batch[2])}
+    scaling = [m for m in data["mistakes"] if "1/sqrt(d_k) scaling" in m["hint"]]
+    assert {m["question"] for m in scaling} == {"Q1", "Q2", "Q3"}
+    for m in data["mistakes"]:
+        assert m["count"] == len(m["ids"]) > 0
+        for sid in m["ids"]:  # each named student's scorecard names a hint of that kind in that question
+            q = next(q for q in cards[sid]["questions"] if q["id"] == m["question"])
+            texts = [q.get("message") or ""] + [t["message"] for t in q["tests"]]
+            assert any(cdata.hint_key(h) == cdata.hint_key(m["hint"]) or cdata.hint_key(m["hint"]) in
+                       cdata.hint_key(h) for t in texts for h in cdata.hints_of(t)), (sid, m)
+    assert any(m["ids"] == ["gina"] and "wrong axis" in m["hint"] for m in data["mistakes"])
+    counts = [m["count"] for m in data["mistakes"]]
+    assert counts == sorted(counts, reverse=True)
+
+
+def test_copies_top_the_similarity_ranking_and_independent_solutions_do_not(report):
+    _text, data = report
+    sim = data["similarity"]
+    assert {sim[0]["a"], sim[0]["b"]} == {"alice", "bob"} and sim[0]["score"] == pytest.approx(1.0)
+    scores = [p["score"] for p in sim]
+    assert scores == sorted(scores, reverse=True)
+    independent = next(p for p in sim if {p["a"], p["b"]} == {"alice", "dave"})
+    assert independent["score"] < 0.3, independent
+    assert sim.index(independent) > 0
+
+
+def test_the_handout_code_is_left_out(batch):
+    from checker.classreport import similarity, sources
+    codes = {"alice": sources.code_of(batch[1] / "alice.py"), "carol": sources.code_of(batch[1] / "carol.ipynb")}
+    with_given = similarity.rank_pairs(codes, sources.given_code("attention"))[0]["score"]
+    without = similarity.rank_pairs(codes, [])[0]["score"]
+    assert with_given < without - 0.1, (with_given, without)
+
+
+def test_submissions_to_open_and_feedback_pages(report):
+    text, data = report
+    why = {a["id"]: " ".join(a["reasons"]) for a in data["attention"]}
+    assert "load" in why["frank"] and "SyntaxError" in why["frank"]
+    assert "full marks with load notes" in why["carol"]
+    assert "alice" not in why
+    assert data["manual_not_started"] == ["Q3-text"]
+    for sid in ("alice", "bob", "carol", "dave", "erin", "frank", "gina"):
+        assert f'id="student-{sid}"' in text
+    feedback = text[text.index('id="feedback"'):]
+    hidden = [t["name"] for t in data["tests"] if t["visibility"] == "hidden"]
+    assert hidden and not any(f"FAILED {name}" in feedback for name in hidden), "no hidden test in feedback"
+    assert "data:image/svg+xml;base64," in text and "http://" not in text.replace("http://www.w3.org", "")
+
+
+def test_manual_grades_and_a_moved_folder(batch, tmp_path):
+    _base, subs, out = batch
+    out2 = tmp_path / "out"
+    shutil.copytree(out, out2)
+    with open(out2 / "manual.csv", "a", encoding="utf-8", newline="") as f:
+        f.write("alice,Q3-text,8,clear\r\nbob,Q3-text,5,thin\r\n")
+    _hwcheck("grade", str(subs), "-a", "attention", "-o", str(out2), "--resume")  # rewrites grades.csv
+    moved = tmp_path / "moved"
+    shutil.copytree(subs, moved)
+    os.rename(out2, tmp_path / "elsewhere")
+    out2 = tmp_path / "elsewhere"
+    shutil.rmtree(subs.parent / "gone", ignore_errors=True)
+    os.rename(subs, subs.parent / "gone")
+    try:
+        proc = _hwcheck("report", str(out2), "-o", str(tmp_path / "r.html"))
+        assert "not found" in proc.stderr
+        _text, data = page_data(tmp_path / "r.html")
+        assert data["similarity"] == [] and "--submissions" in " ".join(data["notes"])
+        rows = _gradebook(out2)
+        cells = [float(r["Q3-text"]) for r in rows if r["Q3-text"] != ""]
+        assert data["questions"]["Q3-text"]["graded"] == len(cells) == 2
+        assert data["questions"]["Q3-text"]["mean"] == pytest.approx(statistics.fmean(cells))
+        assert data["total"]["mean"] == pytest.approx(statistics.fmean(float(r["total"]) for r in rows), abs=1e-3)
+        assert any("manual questions pending: Q3-text" in " ".join(a["reasons"]) for a in data["attention"])
+        _hwcheck("report", str(out2), "-o", str(tmp_path / "r2.html"), "--submissions", str(moved))
+        _text, data = page_data(tmp_path / "r2.html")
+        assert {data["similarity"][0]["a"], data["similarity"][0]["b"]} == {"alice", "bob"}
+    finally:
+        os.rename(subs.parent / "gone", subs)
+
+
+def test_without_the_extra_it_says_what_to_install(monkeypatch):
+    import importlib.util
+
+    from click.testing import CliRunner
+
+    from checker.cli import main
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "copydetect" else real(name, *a))
+    result = CliRunner().invoke(main, ["report", ROOT])
+    assert result.exit_code == 2
+    assert "pip install 'hwcheck[report]'" in result.output and "copydetect" in result.output
+
+
+def test_a_folder_without_scorecards_is_one_line(tmp_path):
+    proc = _hwcheck("report", str(tmp_path), check=False)
+    assert proc.returncode == 2 and "no hwcheck scorecards" in proc.stderr and "Traceback" not in proc.stderr
