@@ -9,9 +9,11 @@ UTF-8 with a byte order mark so that Excel reads students' accented names
 right, CRLF rows as spreadsheets expect) atomically, rows sorted by
 submission id. Python reads it with `encoding="utf-8-sig"`.
 A manual question that is still pending has an empty cell (to fill in by
-hand); `total` is the automatic score. Text cells that a spreadsheet would
-read as a formula (starting with `=`, `+`, `-`, `@`, tab or CR; submission ids
-come from students' file names) are prefixed with `'`.
+hand); `total` is the automatic score. Text cells go through
+`checker.escape.for_csv_cell` (submission ids come from students' file names,
+answers from their notebooks): one that a spreadsheet would read as a formula
+(starting with `=`, `+`, `-`, `@`, tab or CR) is prefixed with `'`, and
+control characters (ESC, BEL, bidi overrides) are shown as escapes.
 `answers_text` / `write_answers` give the TA the written answers to the
 questions graded by a person in one CSV (`id`, one column per such question;
 empty where none was found), to grade beside the gradebook.
@@ -24,16 +26,13 @@ import csv
 import io
 
 from .atomic import write_text_atomic
+from .escape import for_csv_cell
 
 __all__ = ["csv_header", "csv_row", "write_gradebook", "gradebook_text", "answers_text", "write_answers"]
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
 
 def _cell(value):
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
+    return for_csv_cell(value)  # formula-looking text defused, control characters shown escaped
 
 
 def _points(x):

@@ -18,6 +18,8 @@ import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 
+from .escape import (for_annotation_data, for_annotation_property, for_markdown, for_markdown_code, for_terminal,
+                     for_xml)
 from .scorecard import SEE_QUESTION_MESSAGE, test_message
 
 __all__ = [
@@ -30,11 +32,6 @@ _LABEL = {"failed": "FAILED", "error": "ERROR", "timeout": "TIMEOUT",
           "passed": "passed", "skipped": "skipped"}
 _GREEN, _RED, _YELLOW, _BOLD, _RESET = "\x1b[32m", "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
 
-# Control characters (but tab and newline) in messages could drive a terminal:
-# student code writes some of these messages. Show them escaped instead.
-_TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# Characters XML 1.0 cannot hold at all.
-_XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def format_points(x):
@@ -45,9 +42,9 @@ def format_points(x):
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
-def _safe(text):
-    text = str(text).replace("\r\n", "\n").replace("\r", "\n")
-    return _TERMINAL_UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+def _safe(text, newlines=True):
+    """Student-controlled text for the terminal (checker.escape): newlines=False keeps it in its line."""
+    return for_terminal(text, newlines)
 
 
 def _paint(text, code, color):
@@ -141,10 +138,10 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
     header = f"hwcheck: {scorecard.get('assignment')} - submission {submission.get('id')}"
     if submission.get("path") and submission.get("path") != submission.get("id"):
         header += f" ({submission['path']})"
-    lines = [_paint(_safe(header), _BOLD, color)]
+    lines = [_paint(_safe(header, False), _BOLD, color)]
     status = scorecard.get("status", "graded")
     if status != "graded":
-        lines.append(_paint(f"Status: {status.replace('_', ' ')}", _RED, color))
+        lines.append(_paint(f"Status: {_safe(str(status).replace('_', ' '), False)}", _RED, color))
     load = scorecard.get("load") or {}
     if load.get("messages"):
         if status == "load_failed":
@@ -162,7 +159,7 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
     lines.append("")
 
     for question in scorecard.get("questions") or []:
-        qid, title = _safe(question.get("id")), _safe(question.get("title") or "")
+        qid, title = _safe(question.get("id"), False), _safe(question.get("title") or "", False)
         if question.get("manual"):
             state = "pending (graded by a person)" if question.get("pending", True) else \
                 f"{format_points(question.get('score'))}/{format_points(question.get('max_score'))}"
@@ -214,7 +211,7 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
                 extra = (f"  {format_points(test.get('points'))}/"
                          f"{format_points(test.get('max_points'))}"
                          f"  {float(test.get('duration_s') or 0):.2f}s")
-            lines.append(f"    {label} {_safe(test.get('name'))}{hidden}{_where(test)}{extra}")
+            lines.append(f"    {label} {_safe(test.get('name'), False)}{hidden}{_safe(_where(test), False)}{extra}")
             if outcome != "passed" and test.get("message"):
                 message = str(test["message"])
                 if not verbose and "\nLikely mistake: " in message:  # one mistake named once per question
@@ -224,17 +221,17 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
                     told.add(likely)
                 lines.append(_indent(_safe(message), "        "))
             if outcome != "passed" and _defined_at(test):
-                lines.append(f"        {_safe(_defined_at(test))}")
+                lines.append(f"        {_safe(_defined_at(test), False)}")
             if outcome != "passed":
                 lines.append(_DROP)  # placeholder: the other failing variants of this test go here
                 placeholders.append((len(lines) - 1, key))
         for note, (index, names) in noted.items():
             shown_names = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-            lines[index] = (f"    {_paint('passed', _GREEN, color)} {_safe(shown_names)}: {_safe(note)}")
+            lines[index] = (f"    {_paint('passed', _GREEN, color)} {_safe(shown_names, False)}: {_safe(note)}")
         for index, key in placeholders:
             rest = shown.get(key) or []
             lines[index] = (f"        (also failed the same way, same test with other inputs: "
-                            f"{_safe(', '.join(rest[:8]))}"
+                            f"{_safe(', '.join(rest[:8]), False)}"
                             f"{f' and {len(rest) - 8} more' if len(rest) > 8 else ''}; -v shows each)"
                             if rest else _DROP)
         skipped = _skip_summary(tests)
@@ -249,7 +246,7 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
         lines.append(_paint(f"Grader bug: {len(scorecard['unassigned'])} tests belong to no question:",
                             _RED, color))
         for item in scorecard["unassigned"]:
-            lines.append(f"    {_safe(item.get('nodeid'))} ({_safe(item.get('why', ''))})")
+            lines.append(f"    {_safe(item.get('nodeid'), False)} ({_safe(item.get('why', ''), False)})")
     lines.append("")
     lines.append(_paint(_total_line(scorecard), _BOLD, color))
     return "\n".join(line for line in lines if line is not _DROP)
@@ -260,8 +257,7 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
 # ---------------------------------------------------------------------------
 
 def _md_cell(text):
-    text = str(text).replace("\r", " ").replace("\n", " ")
-    return text.replace("\\", "\\\\").replace("|", "\\|")
+    return for_markdown(text)
 
 
 def _md_fence(text):
@@ -276,7 +272,7 @@ def format_markdown(scorecard):
            f"{_md_cell(submission.get('id'))}", ""]
     out.append(f"**{_total_line(scorecard)}**")
     if scorecard.get("status", "graded") != "graded":
-        out.append(f"Status: **{scorecard['status']}**")
+        out.append(f"Status: **{_md_cell(scorecard['status'])}**")
     out += ["", "| Question | Score | Tests | Note |", "|---|---:|---|---|"]
     failures = []
     for question in scorecard.get("questions") or []:
@@ -305,12 +301,13 @@ def format_markdown(scorecard):
         for question, test in failures:
             bits = [test.get("outcome")] + [b for b in (test.get("device"), test.get("dtype")) if b]
             out.append(f"- **{_md_cell(question.get('id'))} \u203a {_md_cell(test.get('name'))}** "
-                       f"({', '.join(bits)})")
+                       f"({_md_cell(', '.join(str(b) for b in bits))})")
             message = test_message(question, test)
+            message = for_markdown_code(message) if message else message
             if message:
                 fence = _md_fence(message)
                 out += ["", f"  {fence}text"]
-                out += [f"  {line}" for line in message.replace("\r", "").split("\n")]
+                out += [f"  {line}" for line in message.split("\n")]
                 out += [f"  {fence}", ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -319,12 +316,7 @@ def format_markdown(scorecard):
 # GitHub workflow commands
 # ---------------------------------------------------------------------------
 
-def _escape_data(text):
-    return str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text):
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+_escape_data, _escape_property = for_annotation_data, for_annotation_property
 
 
 MAX_ANNOTATIONS = 10  # GitHub shows 10 error annotations of a step; more would be cut without a word
@@ -371,7 +363,7 @@ def github_annotations(scorecard):
 # ---------------------------------------------------------------------------
 
 def _xml_text(text):
-    return _XML_INVALID.sub("\ufffd", str(text))
+    return for_xml(text)
 
 
 def junit_xml(scorecard):
