@@ -830,7 +830,9 @@ class SubmissionHandle:
                             what=call_text(name, args, kwargs), key=f"{name}(...)")
 
     def torch_calls(self, name, *args, **kwargs):
-        """Call `name`; return (its value, the names of the torch functions it called): Probes.torch_calls."""
+        """Call `name`; return (its value, the names of the torch functions it called): Probes.torch_calls.
+        The names come from the student's own process: use them to fail a test, never to pass one
+        (checker.by_hand reads the source for that)."""
         self.called.append(name)
         if self.loaded and name not in self.names and self.load_ok:
             raise self.missing(name)
@@ -841,16 +843,25 @@ class SubmissionHandle:
                 [c for c in calls if isinstance(c, str)] if isinstance(calls, list) else [])
 
     def call_changes(self, name, *args, **kwargs):
-        """Call `name`; return (its value, the positions of the array arguments it changed in place):
-        Probes.call_changes."""
+        """Call `name`; return (its value, the positions of the array arguments it changed in place).
+        Decided here, not in the worker: the worker hands back its array arguments as they are after the
+        call (Probes.call_changes) and they are compared with the copies kept here of what was sent. An
+        argument not handed back as an array of the same shape counts as changed (a report that cannot
+        be read proves nothing); so a forged report must hand back what was sent, which is exactly what a
+        caller sees of a function that leaves its arguments alone."""
+        import numpy as np
         self.called.append(name)
         if self.loaded and name not in self.names and self.load_ok:
             raise self.missing(name)
+        kept = [np.array(a, copy=True) if type(a) is np.ndarray else None for a in args]
         r = self.request("call_changes", {"name": name, "args": list(args), "kwargs": kwargs},
                          what=call_text(name, args, kwargs), key=f"{name}(...)")
-        changed = r.get("changed") if isinstance(r, dict) else None
-        return (r.get("value") if isinstance(r, dict) else None,
-                [i for i in changed if type(i) is int and 0 <= i < len(args)] if isinstance(changed, list) else [])
+        after = r.get("args") if isinstance(r, dict) else None
+        after = after if isinstance(after, list) and len(after) == len(args) else [None] * len(args)
+        changed = [i for i, (a, b) in enumerate(zip(after, kept)) if b is not None and not (
+            isinstance(a, np.ndarray) and a.shape == b.shape and a.dtype == b.dtype
+            and np.array_equal(a, b, equal_nan=b.dtype.kind in "fc"))]
+        return (r.get("value") if isinstance(r, dict) else None), changed
 
     def top_level_ints(self):
         """{name: value} of the submission's top-level int variables (Probes.top_level_ints); {} if unreadable."""

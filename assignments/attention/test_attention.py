@@ -20,7 +20,10 @@ handout-value tests are public, most random-shape sweeps are hidden.
 
 import itertools
 import math
+import os
+import random
 import re
+import weakref
 
 import numpy as np
 import pytest
@@ -361,34 +364,150 @@ def _global_argument_hint(sub, got, fn, args):
 
 OWN_SOFTMAX = ("right with your own get_attention_weights as the softmax, which is wrong on these scores: "
                "counted in Q1 only (fix get_attention_weights and {name} follows)")
+NOT_CARRIED = ("\n(Your get_attention_weights was not used to excuse this answer: {why}.)")
+
+
+class _Carry:
+    """What carrying a softmax mistake forward needs to know about one submission, kept across its tests.
+
+    `q1_failed`: a Q1 test of get_attention_weights failed on its values in this run (only a mistake that
+    cost points in Q1 is carried). `q1`: [(scores, answer)] the student's softmax gave in those Q1 tests.
+    `oracle`: a second worker of the same submission, loaded fresh, that is only ever asked
+    get_attention_weights: the answers used to excuse a Q2/Q3 answer come from there, never from the
+    worker that has just run the function under test (a softmax that keeps a counter or a flag, or reads
+    its stack, answered the "right" weights there only after a stub that ignores W_Q and W_K)."""
+
+    def __init__(self):
+        self.q1_failed, self.q1, self.oracle, self.refused = False, [], None, None
+
+
+_CARRIES = weakref.WeakKeyDictionary()
+
+
+def _carry(sub):
+    try:
+        return _CARRIES.setdefault(sub, _Carry())
+    except TypeError:  # a handle that cannot be weakly referenced: nothing is carried
+        return _Carry()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _softmax_oracles_closed():
+    """The fresh workers of _Carry end with the submission's grading (this module's tests)."""
+    yield
+    for state in list(_CARRIES.values()):
+        if state.oracle is not None:
+            state.oracle.close()
+            state.oracle = None
+
+
+def _q1_softmax_judged(sub, close, scores, got, expected, **kw):
+    """close() for a Q1 test of get_attention_weights, remembering its input, answer and whether it failed."""
+    state = _carry(sub)
+    if len(state.q1) < 16:
+        try:
+            from checker.compare import as_plain_array
+            state.q1.append((np.array(scores, copy=True), as_plain_array(got, "get_attention_weights")))
+        except (GradingFailure, TypeError, ValueError):
+            pass
+    try:
+        close(got, expected, **kw)
+    except GradingFailure:
+        state.q1_failed = True
+        raise
+
+
+def _oracle(sub):
+    """The fresh worker that answers get_attention_weights for carried credit (see _Carry)."""
+    state = _carry(sub)
+    if state.oracle is None:
+        from checker.sandbox import SubmissionHandle
+        handle = SubmissionHandle(sub.path, sub.zygote, sub.limits, sub.secrets, sub.id + "-softmax")
+        weakref.finalize(sub, handle.close)
+        handle.load()
+        state.oracle = handle
+    return state.oracle
+
+
+def _same(a, b):
+    return a is not None and b is not None and a.shape == b.shape and np.allclose(a, b, rtol=1e-12, atol=0,
+                                                                                     equal_nan=True)
+
+
+def _softmax_answers(sub, scores):
+    """The student's get_attention_weights of each of `scores`, as the fresh worker answers them.
+
+    Each input is asked twice, and its mirror image (keys reversed) once, shuffled among the inputs of
+    the Q1 tests, in an order the student's code cannot predict. Credit is refused (GradingFailure, with
+    the reason) unless the function answers as a function of its scores would: the same scores, the same
+    answer, now and in Q1; and an answer that changes when the scores do."""
+    from checker.compare import as_plain_array
+    state = _carry(sub)
+    if state.refused:
+        raise GradingFailure(state.refused)
+    asks = [("s", i, S) for i, S in enumerate(scores)] * 2 + [("m", i, np.flip(S, -1)) for i, S in enumerate(scores)]
+    asks += [("q", i, S) for i, (S, _) in enumerate(state.q1[:4])]
+    random.Random(os.urandom(8)).shuffle(asks)
+    oracle, got = _oracle(sub), {}
+    for kind, i, S in asks:
+        try:
+            w = as_plain_array(oracle.call("get_attention_weights", _f64(S)), "get_attention_weights")
+            w = w.astype(np.float64) if w.shape == np.shape(S) else None
+        except (GradingFailure, TypeError, ValueError):
+            w = None
+        got.setdefault((kind, i), []).append(w)
+    why = None
+    for i, S in enumerate(scores):
+        first, again = got[("s", i)]
+        if first is None:
+            raise GradingFailure("")
+        if not _same(first, again):
+            why = "it gave two different answers to the same scores"
+        elif not np.array_equal(S, np.flip(S, -1)) and _same(first, got[("m", i)][0]):
+            why = "its answer did not change when the scores did"
+    for i, (S, answer) in enumerate(state.q1[:4]):
+        if not _same(got[("q", i)][0], answer.astype(np.float64) if answer.shape == np.shape(S) else None):
+            why = "it answered scores of the Q1 tests otherwise than it did in those tests"
+    if why:
+        state.refused = why
+        raise GradingFailure(why)
+    return [got[("s", i)][0] for i in range(len(scores))]
 
 
 def _close_own_softmax(sub, close, note, name, got, expected, own, **kw):
     """close(got, expected), with the error carried forward: an answer that is `own()`, the computation
     redone with the student's own get_attention_weights (called on the trusted side's scores), passes with
     a note. The softmax's mistake is Q1's and costs points there only (HOMEWORK.md: a mistake loses points
-    on its own question); a function whose own mistake is elsewhere still fails."""
+    on its own question); a function whose own mistake is elsewhere still fails.
+
+    Carried only when the mistake cost points in Q1 (a Q1 test of get_attention_weights failed in this
+    run), and only from answers the softmax gave when it could not know what they were for: in a fresh
+    worker that never runs the function under test, each asked twice among Q1's inputs in a random order
+    (_softmax_answers). A softmax that answers otherwise at other times, or ignores its scores, or
+    degenerates (zeros, NaN) earns nothing here."""
     try:
         close(got, expected, **kw)
     except GradingFailure as e:
+        if not _carry(sub).q1_failed:
+            raise
         try:
             carried = own()
             # no credit for a degenerate softmax (zeros, NaN) met by a stub that returns the same
             if not (np.isfinite(carried).all() and np.any(carried)):
                 raise e from None
             close(got, carried, what="", dtype=kw.get("dtype"))
-        except GradingFailure:
+        except GradingFailure as failure:
+            refused = _carry(sub).refused
+            if failure is not e and refused and failure.message == refused:
+                raise e.retold(e.message + NOT_CARRIED.format(why=refused)) from None
             raise e from None
         note(OWN_SOFTMAX.format(name=name))
 
 
 def _weights_by(sub, S):
-    """The student's get_attention_weights of the scores S (float64), as a float64 array."""
-    from checker.compare import as_plain_array
-    w = as_plain_array(sub.call("get_attention_weights", _f64(S)), "get_attention_weights").astype(np.float64)
-    if w.shape != np.shape(S):
-        raise GradingFailure("")
-    return w
+    """The student's get_attention_weights of the scores S (float64), as a float64 array, from the fresh
+    worker (_softmax_answers)."""
+    return _softmax_answers(sub, [_f64(S)])[0]
 
 
 def _own_self_attention(sub, X, Wq, Wk, Wv, row=None):
@@ -474,7 +593,8 @@ def test_scale_scores_handout(sub, ref, close):
 def test_attention_weights_handout(sub, ref, close):
     scaled = ref.scale_scores(ref.get_scores(H_E, H_D[1]), 4)
     got = sub.call("get_attention_weights", scaled)
-    close(got, ref.get_attention_weights(scaled), what="get_attention_weights(scaled scores of H_d[1])",
+    _q1_softmax_judged(sub, close, scaled, got, ref.get_attention_weights(scaled),
+                       what="get_attention_weights(scaled scores of H_d[1])",
           hints=_mistaken_softmaxes(scaled))
 
 
@@ -488,18 +608,39 @@ ATTENTION_CALLS = {"scaled_dot_product_attention": "torch's scaled_dot_product_a
                    "multi_head_attention_forward": "torch.nn.MultiheadAttention"}
 
 
+# The same, as bare names read in the source (checker.by_hand): F.softmax, x.softmax(...), nn.Softmax, ...
+SOFTMAX_NAMES = {"softmax", "log_softmax", "Softmax", "LogSoftmax"}
+ATTENTION_NAMES = {"scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention"}
+SOURCE_NAMES = {id(SOFTMAX_CALLS): SOFTMAX_NAMES, id(ATTENTION_CALLS): ATTENTION_NAMES}
+UNCLEAR = ("{name} uses {what}, which hides from a reading of the code what it calls (or reads the grader's "
+           "own state): the grader could not check that it is written by hand. Write it with plain calls "
+           "(np.exp, np.max, np.sum, @)")
+
+
 def _check_by_hand(sub, close, expected, forbidden, what, name, *args, own=None, note=None):
     """Right values, written by hand: a call that went through a library's own softmax or attention fails.
-    `own` and `note`: the error carried forward from the student's softmax, as _close_own_softmax."""
+    `own` and `note`: the error carried forward from the student's softmax, as _close_own_softmax.
+
+    "By hand" is decided on the trusted side, from the submission's files (checker.by_hand: the function's
+    source and everything it reaches by name). The worker's trace (sub.torch_calls) comes from the
+    student's own process, which can read the probe's frames, replace it through gc or call the library
+    from another thread: it may name a library call and fail the test, never pass it."""
+    from checker.by_hand import library_use
     got, calls = sub.torch_calls(name, *args)
     if own is None:
         close(got, expected, what=what)
     else:
         _close_own_softmax(sub, close, note, name, got, expected, own, what=what)
-    used = _unique_in_order(shown for fn, shown in forbidden.items() if fn in calls)
+    source = library_use(sub.path, name, SOURCE_NAMES[id(forbidden)], getattr(sub, "secrets", ()))
+    used = _unique_in_order(shown for fn, shown in forbidden.items() if fn in calls) or source.used
     if used:
         raise GradingFailure(f"{name} calls {' and '.join(used)}: its values are right, but the handout asks you "
                              "to write it by hand with numpy (np.exp, np.max, np.sum, @)")
+    if source.missing:
+        raise GradingFailure(f"the grader found no `def {name}` in your files, so it could not check that {name} is "
+                             "written by hand")
+    if source.unclear:
+        raise GradingFailure(UNCLEAR.format(name=name, what=" and ".join(source.unclear[:3])))
 
 
 def _unique_in_order(items):
@@ -562,7 +703,8 @@ SOFTMAX_LARGE = {
 def test_softmax_large_scores(sub, ref, close, case, dtype):
     s = np.array(SOFTMAX_LARGE[case], dtype=dtype)
     got = sub.call("get_attention_weights", s)
-    close(got, ref.get_attention_weights(_f64(s)), what=f"get_attention_weights({s.tolist()}) in {dtype}",
+    _q1_softmax_judged(sub, close, s, got, ref.get_attention_weights(_f64(s)),
+                       what=f"get_attention_weights({s.tolist()}) in {dtype}",
           dtype=dtype, hints=_mistaken_softmaxes(s))
 
 
@@ -571,7 +713,8 @@ def test_softmax_large_scores(sub, ref, close, case, dtype):
 def test_softmax_2d_over_last_axis(sub, ref, close, rng, dtype):
     s = _rand(rng, (3, 5), dtype, scale=2.0)
     got = sub.call("get_attention_weights", s)
-    close(got, ref.get_attention_weights(_f64(s)), what=f"get_attention_weights(scores of shape (3, 5)) in {dtype}",
+    _q1_softmax_judged(sub, close, s, got, ref.get_attention_weights(_f64(s)),
+                       what=f"get_attention_weights(scores of shape (3, 5)) in {dtype}",
           dtype=dtype, hints=_mistaken_softmaxes(s))
 
 
@@ -630,7 +773,8 @@ def test_context_vector_handout_shape_new_values(sub, ref, close, rng):
 def test_softmax_random_shapes(sub, ref, close, rng, shape, dtype):
     s = _rand(rng, shape, dtype, scale=3.0)
     got = sub.call("get_attention_weights", s)
-    close(got, ref.get_attention_weights(_f64(s)), what=f"get_attention_weights(scores of shape {shape}) in {dtype}",
+    _q1_softmax_judged(sub, close, s, got, ref.get_attention_weights(_f64(s)),
+                       what=f"get_attention_weights(scores of shape {shape}) in {dtype}",
           dtype=dtype, hints=_mistaken_softmaxes(s))
 
 

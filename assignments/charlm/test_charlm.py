@@ -595,15 +595,34 @@ def test_causal_mask_more_sizes(sub, close, T):
     _check_mask(sub, close, T)
 
 
+# the same, as bare names read in the source (checker.by_hand): F.layer_norm, nn.LayerNorm, ...
+NOT_BY_HAND_NAMES = {"masked_attention": {"scaled_dot_product_attention", "multi_head_attention_forward",
+                                          "MultiheadAttention"},
+                     "layer_norm": {"layer_norm", "LayerNorm"}}
+
+
 def _check_by_hand(sub, close, expected, name, *args, hints=()):
-    """Right values, written by hand: a call that went through a forbidden torch function fails."""
+    """Right values, written by hand: a call that went through a forbidden torch function fails.
+
+    Decided on the trusted side from the submission's files (checker.by_hand); the worker's trace
+    (sub.torch_calls) comes from the student's own process, which can see and replace the probe or call
+    the library from another thread, so it may fail the test but never passes it."""
+    from checker.by_hand import library_use
     got, calls = sub.torch_calls(name, *args)
     what = f"{name} on float32 input of shape {_shape(args[0].shape)}"
     close(got, _np64(expected), dtype="float32", what=what, hints=hints)
-    used = [shown for fn, shown in NOT_BY_HAND[name].items() if fn in calls]
+    source = library_use(sub.path, name, NOT_BY_HAND_NAMES[name], getattr(sub, "secrets", ()))
+    used = [shown for fn, shown in NOT_BY_HAND[name].items() if fn in calls] or source.used
     if used:
         _fail(f"{name} calls {' and '.join(used)}: its values are right, but the handout asks you to write it "
               "by hand (matmul, masked_fill, softmax, mean, var and sqrt are fine)")
+    if source.missing:
+        _fail(f"the grader found no `def {name}` in your files, so it could not check that {name} is "
+              "written by hand")
+    if source.unclear:
+        _fail(f"{name} uses {' and '.join(source.unclear[:3])}, which hides from a reading of the code what it "
+              "calls (or reads the grader's own state): the grader could not check that it is written by hand. "
+              "Write it with plain calls")
 
 
 @pytest.mark.question("attention")

@@ -90,18 +90,22 @@ class Probes:
         return self.function(name)(*args, **(kwargs or {}))
 
     def call_changes(self, name, args, kwargs):
-        """Call `name`; return its value and the positions of the array arguments it changed in place
-        (`scores /= ...` on the caller's array), so the trusted side can name that."""
+        """Call `name`; return its value and its array arguments as they are after the call (`args`: the
+        array, or None for an argument that is not one). It decides nothing: the trusted side compares
+        them with the copies it kept of what it sent (tests of `scores /= ...` on the caller's array).
+        Whatever runs here can be rewritten by the student, so this report is forgeable; but forging it
+        means handing back arguments equal to what was sent, which is what the caller sees of a function
+        that leaves its arguments unchanged (see SubmissionHandle.call_changes)."""
         import numpy as np
-        before = [np.array(a, copy=True) if type(a) is np.ndarray else None for a in args]
         value = self.function(name)(*args, **(kwargs or {}))
-        changed = [i for i, (a, b) in enumerate(zip(args, before))
-                   if b is not None and not (a.shape == b.shape and np.array_equal(a, b, equal_nan=True))]
-        return {"value": value, "changed": changed}
+        return {"value": value, "args": [a if type(a) is np.ndarray else None for a in args]}
 
     def torch_calls(self, name, args, kwargs):
         """Call `name`; return its value and the names of the torch functions it called (outermost only),
-        so the trusted side can see F.scaled_dot_product_attention in work the handout asks for by hand."""
+        so the trusted side can name F.scaled_dot_product_attention in work the handout asks for by hand.
+        A hint only: the code under test can see this probe (its frames, `gc`) and call the library where
+        the trace does not look (another thread), so the trusted side may fail a test on what this names
+        but never passes one on its silence; it decides from the source (checker.by_hand)."""
         from torch.overrides import TorchFunctionMode
 
         class Recorder(TorchFunctionMode):
