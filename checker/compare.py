@@ -9,7 +9,11 @@ answer that matches it is named ("no 1/sqrt(d_k) scaling").
 What it is not: aware of processes or pytest. It is pure: plain values in,
 `None` or a raised `GradingFailure` out. `got` is always converted to a
 base-class float64/bool/int numpy array first, so no student object's
-`__eq__` or `__array__` takes part in a comparison.
+`__eq__` or `__array__` takes part in a comparison. Only real numbers are
+numbers: a bool (True, np.True_, a bool array or tensor), a string, a complex
+number or an object where numbers are expected is refused by name, wherever it
+sits in the answer (True is neither 1 nor "truthy, so right"); True/False are
+compared as such only where the expected answer is itself bool (a mask).
 """
 
 import math
@@ -39,11 +43,16 @@ def tolerance(dtype, overrides=None, rtol=None, atol=None):
     return (r if rtol is None else rtol), (a if atol is None else atol)
 
 
-def as_plain_array(value, what="the value"):
-    """A base-class numpy array copy of plain data, or a GradingFailure saying what was wrong."""
+def as_plain_array(value, what="the value", allow_bool=False):
+    """A base-class numpy array copy of plain data, or a GradingFailure saying what was wrong.
+
+    Only real numbers are numbers here: a bool (True, np.True_, an array or tensor of dtype bool),
+    a string, a complex number or an object is refused, wherever it sits in a nested answer, with its
+    type named: True is not read as 1, nor as any truthy number (an array of True of the right shape
+    is not the answer). `allow_bool` is for answers that are themselves True/False (a causal mask)."""
     if value is None:
         raise GradingFailure(f"{what} returned None: does the function end with `return ...`?")
-    if isinstance(value, (str, bytes, dict)):
+    if isinstance(value, dict):
         raise GradingFailure(f"{what} returned a {type(value).__name__} ({_short(value)}), not numbers")
     if isinstance(value, (tuple, list)) and 1 < len(value) <= 4 and all(isinstance(v, np.ndarray) for v in value) \
             and len({v.shape for v in value}) > 1:
@@ -51,13 +60,68 @@ def as_plain_array(value, what="the value"):
         raise GradingFailure(
             f"{what} returned a {type(value).__name__} of {len(value)} arrays (shapes {shapes}), not one array: "
             "return only the result (nn.MultiheadAttention, for one, returns (output, weights): take its [0])")
+    bad = _not_a_number(value, allow_bool)
+    if bad:
+        raise GradingFailure(f"{what} returned {bad}, where numbers are expected" + _why_not(bad))
     try:
         arr = np.array(value, copy=True, subok=False)
     except (ValueError, TypeError) as e:
         raise GradingFailure(f"{what} returned a ragged or non-numeric value ({e})") from None
-    if arr.dtype.kind not in "biuf":
-        raise GradingFailure(f"{what} returned values of type {arr.dtype} ({_short(value)}), not numbers")
+    if arr.dtype.kind not in ("biuf" if allow_bool else "iuf"):
+        raise GradingFailure(f"{what} returned values of dtype {arr.dtype} ({_short(value)}), not numbers"
+                             + _why_not(_KIND_WORDS.get(arr.dtype.kind, "")))
     return arr
+
+
+_KIND_WORDS = {"b": "dtype bool", "c": "complex", "U": "str", "S": "bytes", "O": "object"}
+
+
+def _not_a_number(value, allow_bool, budget=None):
+    """Words naming the first part of a (nested) answer that is not a real number (its type, and its
+    dtype for an array), or ''. Lists and tuples are walked: np.array([4, True]) would hide the bool."""
+    budget = [100_000] if budget is None else budget
+    if isinstance(value, (bool, np.bool_)):
+        return "" if allow_bool else f"the {'numpy ' if isinstance(value, np.bool_) else ''}bool {value!r}"
+    if isinstance(value, (str, bytes)):
+        return f"a {type(value).__name__} ({_short(value, 30)})"
+    if isinstance(value, (complex, np.complexfloating)):
+        return f"the complex number {value!r}"
+    if isinstance(value, np.ndarray):
+        kind = value.dtype.kind
+        if kind in ("c", "U", "S", "O", "V", "M", "m") or (kind == "b" and not allow_bool):
+            what = "a 0-d array (or numpy scalar)" if value.ndim == 0 else \
+                f"an array (or tensor) of shape {_shape(value)}"
+            return f"{what} and dtype {value.dtype} ({_excerpt_any(value)})"
+        return ""
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            budget[0] -= 1
+            if budget[0] < 0:
+                return ""
+            bad = _not_a_number(v, allow_bool, budget)
+            if bad:
+                return bad + (f" at index {i} of the {type(value).__name__}" if " at index " not in bad else "")
+    return ""
+
+
+def _excerpt_any(a, n=4):
+    flat = a.reshape(-1)[:n].tolist()
+    return ", ".join(_short(x, 20) for x in flat) + (", ..." if a.size > n else "")
+
+
+def _why_not(bad):
+    """What to do instead, for the kind of value named in `bad`."""
+    if "bool" in bad:
+        return (": True/False are not numbers here (True is not read as 1). Return the computed values "
+                "(floats; ints for a shape or an index), not a comparison or a mask of them")
+    if "str" in bad or "bytes" in bad:
+        return ": a string is not a number (`'1.0'` is not 1.0). Return the value itself, not its text"
+    if "complex" in bad:
+        return (": the answers are real numbers; a complex value usually comes from the square root or power "
+                "of a negative number")
+    if "object" in bad:
+        return ": an object array holds Python objects, not numbers; build the array from numbers (a float dtype)"
+    return ""
 
 
 def _short(v, n=80):
@@ -82,10 +146,12 @@ def _shape(a):
 
 
 def _matches(got, exp, rtol, atol):
+    """Whether got matches exp: two bool arrays exactly; otherwise by numeric value (a bool counts
+    as 0 or 1 against a number, never as the truthiness of that number)."""
     if got.shape != exp.shape:
         return False
-    if exp.dtype.kind == "b" or got.dtype.kind == "b":
-        return bool(np.array_equal(got.astype(bool), exp.astype(bool)))
+    if exp.dtype.kind == "b" and got.dtype.kind == "b":
+        return bool(np.array_equal(got, exp))
     g, e = got.astype(np.float64), exp.astype(np.float64)
     both_nan = np.isnan(g) & np.isnan(e)
     ok = (np.abs(g - e) <= atol + rtol * np.abs(e)) | both_nan | ((g == e) & np.isinf(e))
@@ -126,7 +192,7 @@ def _hint_text(got, hints, rtol, atol, expected=None):
         if mistaken is None:
             continue
         try:
-            m = as_plain_array(mistaken)
+            m = as_plain_array(mistaken, allow_bool=True)
         except GradingFailure:
             continue
         if expected is not None and m.shape == expected.shape and _matches(expected, m, rtol, atol):
@@ -141,8 +207,9 @@ def _hint_text(got, hints, rtol, atol, expected=None):
 def compare(got, expected, *, what="the result", dtype=None, rtol=None, atol=None, hints=(),
             overrides=None, check_dtype=None):
     """Raise GradingFailure unless `got` matches `expected` within the tolerance of `dtype`."""
-    got_arr = as_plain_array(got, what)
     exp = np.array(expected, copy=True, subok=False)
+    # True/False are an answer only where the expected answer is True/False itself (a mask)
+    got_arr = as_plain_array(got, what, allow_bool=exp.dtype.kind == "b")
     if dtype is None:
         dtype = exp.dtype.name if exp.dtype.kind == "f" else "float64"
     judged = _judged_dtype(str(dtype).replace("torch.", ""), got_arr)

@@ -147,3 +147,40 @@ def test_a_tuple_of_arrays_is_named_as_such_not_as_a_ragged_value():
     assert "returned a tuple of 2 arrays (shapes (2, 5, 8) and (2, 2, 5, 5)), not one array" in msg
     assert "take its [0]" in msg and "ragged" not in msg
     compare([np.ones(2), np.ones(2)], np.ones((2, 2)))  # same shapes: a list of rows is still an answer
+
+
+# ------------------------------------------------ answers that are not numbers (issue 17 item 1)
+
+@pytest.mark.parametrize("got,expected,words", [
+    (np.ones(3, bool), np.array([0.5, 2.0, -1.0]), "dtype bool"),          # truthy, of the right shape
+    (np.array([0.5, 2.0, -1.0]) != 0, np.array([0.5, 2.0, -1.0]), "dtype bool"),  # the right answer cast to bool
+    ((True, True), (4, 2), "the bool True"),                               # a shape made of True
+    ((4, True), (4, 1), "the bool True at index 1 of the tuple"),          # True where the int 1 is right
+    ((np.bool_(True), 2), (1, 2), "the numpy bool"),
+    ((np.array(True), 2), (1, 2), "0-d array (or numpy scalar) and dtype bool"),  # np.True_ off the wire
+    ([np.ones(2, bool), np.zeros(2)], np.ones((2, 2)), "dtype bool"),      # hidden in a list of rows
+    ("1.0", np.array(1.0), "a str ('1.0')"),
+    (["1.0", "2.0"], np.array([1.0, 2.0]), "a str ('1.0') at index 0 of the list"),
+    (np.array([1.0, 2.0], dtype=object), np.array([1.0, 2.0]), "dtype object"),
+    (np.array([1.0, 2.0], dtype=complex), np.array([1.0, 2.0]), "dtype complex128"),
+    (1 + 0j, np.array(1.0), "the complex number"),
+])
+def test_what_is_not_a_real_number_is_refused_by_name(got, expected, words):
+    msg = fails(got, expected, what="f(x)")
+    assert msg.startswith("f(x) returned ") and words in msg and "where numbers are expected" in msg, msg
+
+
+def test_a_bool_answer_counts_where_the_answer_is_bool():
+    mask = np.triu(np.ones((3, 3), bool), 1)
+    compare(mask, mask)
+    compare(mask.astype(int), mask)  # 0/1 for a mask: the dtype is another test's matter
+    assert "expected True/False values" in fails(mask * 2, mask)
+    # a numeric answer against a bool hint is compared by value, not by truthiness
+    msg = fails(np.where(mask, 5, 0), mask, hints=[("hint", mask)])
+    assert "Likely mistake" not in msg
+
+
+def test_a_numeric_answer_is_not_matched_to_a_hint_by_truthiness():
+    exp = np.array([1.0, 2.0])
+    msg = fails(np.array([3.0, 3.0]), exp, hints=[("all True", np.array([True, True]))])
+    assert "Likely mistake" not in msg
