@@ -11,6 +11,17 @@ after a line that names the question (`# Q3-text`), or a top-level string
 assigned to a name like `Q3_text`. `find_answers` reads the submission's files
 as text on the trusted side.
 
+Student text is hostile input here, read by the trusted process: every pass
+over it is linear and capped. The patterns never nest repeats over the same
+characters (no backtracking blow-up), what follows a label is read up to
+_REGION_LINES lines and _REGION_CHARS characters, a notebook heading's answer
+up to _REGION_CELLS cells, and a `Q3_text = "..."` string is read with the
+tokenizer from its own line, never by parsing the whole file (a line nested
+200,000 deep cannot make the grader's parser fail). When a cap cuts something
+off, or a file cannot be read (a notebook's JSON nested too deeply), a note
+says so (`find_answers(..., notes=[])`): it costs the written answer, never the
+grade.
+
 What it is not: a grader (nobody scores the text here), and never a reader of
 anything but the submission's own regular files: links are not followed, files
 are read with a size cap, and only .ipynb/.py/.md/.txt files are looked at, so
@@ -18,39 +29,53 @@ a submission cannot make the scorecard quote another file.
 """
 
 import ast
+import functools
 import json
 import os
 import re
 import stat
+import tokenize
 
 __all__ = ["MAX_ANSWER", "find_answers", "answer_in_notebook", "answer_in_python"]
 
 MAX_ANSWER = 4000  # characters kept of one answer
 _MAX_FILE = 4 * 1024 * 1024
+_MAX_READ = 16 * 1024 * 1024  # characters read over all the files of a folder submission
 _MAX_FILES = 200
+_REGION_LINES = 2000  # lines read after a label (blank ones included)
+_REGION_CHARS = 4 * MAX_ANSWER  # characters read after a label
+_REGION_CELLS = 12  # notebook cells read after a heading
+_MAX_STRINGS = 20  # `Q3_text = ...` statements tried in one file
+_MAX_TOKENS = 1000  # tokens of one such statement
 _SUFFIXES = (".ipynb", ".py", ".md", ".txt")
-_PROMPT = re.compile(r"^\s*(\*\*|__)?\s*(your|my) answer\b\s*:?\s*(\*\*|__)?\s*:?\s*", re.IGNORECASE | re.MULTILINE)
-_PLACEHOLDER = re.compile(r"^\(?\s*replace this (line|text)[^)\n]*\)?\s*$|^\.\.\.$|^TODO\.?$", re.IGNORECASE)
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+# Linear patterns: no two adjacent repeats can match the same characters (so no backtracking blow-up)
+_PROMPT = re.compile(r"^[ \t]*(?:(?:\*\*|__)[ \t]*)?(?:your|my) answer\b[ \t]*:?[ \t]*(?:\*\*|__)?[ \t]*:?\s*",
+                     re.IGNORECASE | re.MULTILINE)
+_PLACEHOLDER = re.compile(r"^\(?[ \t]*replace this (?:line|text)[^)\n]*(?:\)[ \t]*)?$|^\.\.\.$|^TODO\.?$",
+                          re.IGNORECASE)
+_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]")
+_LEAD = re.compile(r"\s*(?:[-*]\s+)?(\*\*|__)?\s*")  # matched greedily to the end: no backtracking
+_TAIL = re.compile(r"\s*(?:\([^)]*\))?\s*:?\s*(\*\*|__)?\s*:?")
+_ASSIGNED = re.compile(r"^[A-Za-z_]\w*[ \t]*=(?!=)", re.MULTILINE)  # a top-level assignment's first line
 
 
 def _names(qid):
     """How the question is written in a heading or a variable: Q3-text, Q3 text, Q3_text."""
     parts = [re.escape(p) for p in re.split(r"[-_ ]+", str(qid)) if p]
     # "Q3-text", "Q3 text", "Q3_text", "Q3 - text", "Q3 – text", "Q3: text"
-    return re.compile(r"(?<![\w-])" + r"\s*[-_:\u2013\u2014]?\s*".join(parts) + r"(?![\w-])", re.IGNORECASE)
+    return re.compile(r"(?<![\w-])" + r"(?:\s*[-_:\u2013\u2014])?\s*".join(parts) + r"(?![\w-])", re.IGNORECASE)
 
 
 def _label(line, name):
     """The rest of a line that starts by naming the question in bold or with a colon
     (`**Q3-text:** my answer`, `Q3-text: my answer`), or None."""
-    m = re.match(r"^\s*(?:[-*]\s+)?(\*\*|__)?\s*", line)
+    m = _LEAD.match(line)
     rest = line[m.end():]
     found = name.match(rest)
     if not found:
         return None
     after = rest[found.end():]
-    tail = re.match(r"^\s*(?:\([^)]*\))?\s*:?\s*(\*\*|__)?\s*:?", after)
+    tail = _TAIL.match(after)
     if not (m.group(1) and tail.group(1)) and ":" not in tail.group(0):
         return None  # a sentence that happens to start with the name, not a label
     return after[tail.end():]
@@ -71,9 +96,42 @@ def _clean(text, prompt=None):
     return text[:MAX_ANSWER] if text else None
 
 
-def answer_in_notebook(nb, qid, prompt=None):
+class _Region:
+    """The text read after a label, up to _REGION_LINES lines and _REGION_CHARS characters."""
+
+    def __init__(self):
+        self.parts, self.lines, self.chars, self.cut = [], 0, 0, False
+
+    def add(self, text):
+        """Add text (one line or a cell); False once the caps are reached (the rest is not read)."""
+        if self.cut:
+            return False
+        lines = text.count("\n") + 1
+        if self.lines + lines > _REGION_LINES or self.chars + len(text) > _REGION_CHARS:
+            room = min(_REGION_CHARS - self.chars, len(text))
+            kept = "\n".join(text[:max(room, 0)].split("\n")[:max(_REGION_LINES - self.lines, 0)])
+            self.parts.append(kept)
+            self.cut = True
+            return False
+        self.parts.append(text)
+        self.lines += lines
+        self.chars += len(text) + 1
+        return True
+
+    def text(self):
+        return "\n".join(self.parts)
+
+
+def _note_cut(notes, qid, where, answer):
+    if notes is not None and (answer is None or len(answer) < MAX_ANSWER):
+        notes.append(f"Written answer {qid}: only the first {_REGION_LINES} lines ({_REGION_CHARS} characters) "
+                     f"after its label in {where} were read" + ("" if answer else "; no answer was found in them")
+                     + ".")
+
+
+def answer_in_notebook(nb, qid, prompt=None, notes=None, where="the notebook"):
     """The answer to `qid` in a parsed notebook dict, or None (`prompt`: the handout's question, not an
-    answer)."""
+    answer). `notes`: a list that is told what a cap cut off."""
     cells = nb.get("cells") if isinstance(nb, dict) else None
     if cells is None and isinstance(nb, dict) and isinstance(nb.get("worksheets"), list):  # nbformat 3
         cells = [c for ws in nb["worksheets"] if isinstance(ws, dict) and isinstance(ws.get("cells"), list)
@@ -81,40 +139,46 @@ def answer_in_notebook(nb, qid, prompt=None):
     if not isinstance(cells, list):
         return None
     name = _names(qid)
-    for i, cell in enumerate(cells):
-        if isinstance(cell, dict) and cell.get("cell_type") == "code":
-            answer = answer_in_python(_source(cell), qid, prompt)  # `# Q3-text` comments in a code cell
+    kinds = [cell.get("cell_type") if isinstance(cell, dict) else None for cell in cells]
+    texts = [_source(cell) if kind in ("code", "markdown") else "" for cell, kind in zip(cells, kinds)]
+    for i, (kind, text) in enumerate(zip(kinds, texts)):
+        if kind == "code":
+            answer = answer_in_python(text, qid, prompt, notes, where)  # `# Q3-text` comments in a code cell
             if answer:
                 return answer
-        if not isinstance(cell, dict) or cell.get("cell_type") != "markdown":
+        if kind != "markdown":
             continue
-        text = _source(cell)
         heading = next((line for line in text.splitlines() if _HEADING.match(line) and name.search(line)), None)
         label = None
         if heading is None:
-            heading = next((line for line in text.splitlines() if _label(line, name) is not None), None)
+            heading = next((line for line in text.splitlines()
+                            if name.search(line) and _label(line, name) is not None), None)
             if heading is None:
                 continue
             label = _label(heading, name)
-        parts = [(label or "") + text.split(heading, 1)[1]]
+        region = _Region()
+        region.add((label or "") + text.split(heading, 1)[1])
         skipped = 0
-        for nxt in cells[i + 1:]:
-            if not isinstance(nxt, dict):
+        for j in range(i + 1, min(len(cells), i + 1 + _REGION_CELLS)):
+            if kinds[j] is None:
                 break
-            if nxt.get("cell_type") != "markdown":
-                if skipped < 2 and _clean("\n".join(parts), prompt) is None:
+            if kinds[j] != "markdown":
+                if skipped < 2 and _clean(region.text(), prompt) is None:
                     skipped += 1  # a code cell between the heading and the answer written below it
                     continue
                 break
-            more = _source(nxt)
-            if any(_HEADING.match(line) for line in more.splitlines()[:1]):
+            if _HEADING.match(texts[j].split("\n", 1)[0]):
                 break
-            parts.append(more)
+            if not region.add(texts[j]):
+                break
         # the question's own prompt (*In a few sentences: ...*) is the handout's, not the answer
-        body = "\n".join(parts)
-        if _PROMPT.search(body):
-            body = body[_PROMPT.search(body).start():]
+        body = region.text()
+        asked = _PROMPT.search(body)
+        if asked:
+            body = body[asked.start():]
         answer = _clean(body, prompt)
+        if region.cut:
+            _note_cut(notes, qid, where, answer)
         if answer:
             return answer
     return None
@@ -125,36 +189,107 @@ def _source(cell):
     return "".join(s for s in src if isinstance(s, str)) if isinstance(src, list) else str(src)
 
 
-def answer_in_python(source, qid, prompt=None):
-    """The answer to `qid` in Python source text: a string assigned to Q3_text (any case), or the
-    comment lines after a comment naming the question. None when there is neither."""
-    name = _names(qid)
+def _assigned_string(lines, start, name):
+    """The string of the top-level statement `Q3_text = "..."` (or `a = Q3_text = ("..." "...")`) that
+    begins at lines[start], when a target is `name`; else None. Read with the tokenizer from that line
+    only, at most _REGION_LINES lines, _REGION_CHARS characters and _MAX_TOKENS tokens."""
+    def read():
+        size = 0
+        for line in lines[start:start + _REGION_LINES]:
+            size += len(line)
+            if size > _REGION_CHARS:
+                return
+            yield line
+    targets, strings, want = [], [], "target"
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        tree = None
-    for node in getattr(tree, "body", []):
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-                and isinstance(node.value.value, str)
-                and any(isinstance(t, ast.Name) and name.fullmatch(t.id) for t in node.targets)):
-            answer = _clean(node.value.value, prompt)
+        for n, tok in enumerate(tokenize.generate_tokens(functools.partial(next, read(), ""))):
+            if n > _MAX_TOKENS:
+                return None
+            if tok.type in (tokenize.NL, tokenize.COMMENT):
+                continue
+            if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                break
+            if want == "target" and tok.type == tokenize.NAME:
+                targets.append(tok.string)
+                want = "="
+            elif want == "=" and tok.type == tokenize.OP and tok.string == "=":
+                want = "value"
+            elif want == "value" and tok.type == tokenize.NAME and not strings:
+                targets.append(tok.string)  # a chained assignment: another target
+                want = "="
+            elif want == "value" and (tok.type == tokenize.STRING or tok.string in "()"):
+                strings.append(tok.string)
+            else:
+                return None
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if not strings or not any(name.fullmatch(t) for t in targets):
+        return None
+    try:
+        value = ast.literal_eval("(" + "\n".join(strings) + ")")
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def answer_in_python(source, qid, prompt=None, notes=None, where="the file"):
+    """The answer to `qid` in Python source text: a string assigned to Q3_text (any case), or the
+    comment lines after a comment naming the question. None when there is neither. `notes`: a list
+    that is told what a cap cut off."""
+    name = _names(qid)
+    lines = source.splitlines(True)
+    starts = {}  # character offset of each line -> its index, filled only as far as needed
+    tried = 0
+    for m in _ASSIGNED.finditer(source):
+        end = source.find("\n", m.start())
+        if not name.search(source, m.start(), m.end() if end < 0 else end):
+            continue
+        tried += 1
+        if tried > _MAX_STRINGS:
+            break
+        if not starts:
+            offset = 0
+            for k, line in enumerate(lines):
+                starts[offset] = k
+                offset += len(line)
+        if m.start() in starts:
+            value = _assigned_string(lines, starts[m.start()], name)
+            answer = _clean(value, prompt) if value is not None else None
             if answer:
                 return answer
     lines = source.splitlines()
-    for i, line in enumerate(lines):
-        if line.lstrip().startswith("#") and name.search(line):
-            # `# Q3-text: the answer starts on this line` (the label's line holds its first words)
-            first = _label(line.lstrip().lstrip("#"), name)
-            rest = [first.strip()] if first and first.strip() else []
-            for nxt in lines[i + 1:]:
-                if not nxt.lstrip().startswith("#"):
-                    if rest or nxt.strip():
-                        break
-                    continue
-                rest.append(nxt.lstrip()[1:].strip())
-            answer = _clean("\n".join(rest), prompt)
-            if answer:
-                return answer
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not (line.lstrip().startswith("#") and name.search(line)):
+            continue
+        # `# Q3-text: the answer starts on this line` (the label's line holds its first words)
+        first = _label(line.lstrip().lstrip("#"), name)
+        region = _Region()
+        has_text = bool(first and first.strip())
+        if has_text:
+            region.add(first.strip())
+        while i < len(lines):
+            nxt = lines[i]
+            if not nxt.lstrip().startswith("#"):
+                if has_text or nxt.strip():
+                    break
+                i += 1
+                continue
+            if not region.add(nxt.lstrip()[1:].strip()):
+                break
+            has_text = True
+            i += 1
+        # the next label is looked for after this one's text: every line is read once
+        answer = _clean(region.text(), prompt)
+        if region.cut:
+            _note_cut(notes, qid, where, answer)
+            i += 1
+            while i < len(lines) and lines[i].lstrip().startswith("#"):
+                i += 1  # the rest of a comment block too long to read is not read for another label
+        if answer:
+            return answer
     return None
 
 
@@ -190,28 +325,53 @@ def _files(path):
     return out[:_MAX_FILES]
 
 
-def find_answers(path, prompts):
+def find_answers(path, prompts, notes=None):
     """{qid: answer text or None} for a submission file or folder; `prompts` {qid: the handout's
-    question text or None}."""
+    question text or None}. `notes`: a list told, in words for the scorecard, what was not read
+    (a cap reached, a notebook nested too deeply to read)."""
     prompts = {str(q): p for q, p in dict(prompts).items()}
     found = {q: None for q in prompts}
     if not found:
         return found
+    total = 0
     for file in _files(os.fspath(path)):
         if os.path.islink(file) or not file.endswith(_SUFFIXES):
             continue
+        wanted = [q for q, a in found.items() if a is None]
+        if not wanted:
+            break
         text = _read(file)
         if text is None:
             continue
-        for qid in [q for q, a in found.items() if a is None]:
-            if file.endswith(".ipynb"):
-                try:
-                    found[qid] = answer_in_notebook(json.loads(text), qid, prompts[qid])
-                except (ValueError, RecursionError):
-                    pass
-            elif file.endswith(".py"):
-                found[qid] = answer_in_python(text, qid, prompts[qid])
-            else:
-                found[qid] = answer_in_python("\n".join("# " + line for line in text.splitlines()), qid,
-                                              prompts[qid]) if _names(qid).search(text) else None
+        shown = os.path.basename(file)
+        total += len(text)
+        if total > _MAX_READ:
+            if notes is not None:
+                notes.append(f"Written answers ({', '.join(wanted)}): {shown} and the files after it were not "
+                             f"read for them (a submission's files are read up to {_MAX_READ // 2**20} MiB).")
+            break
+        nb = None
+        if file.endswith(".ipynb"):
+            try:
+                nb = json.loads(text)
+            except ValueError:
+                continue  # not a notebook: the load messages say so
+            except (RecursionError, MemoryError):
+                if notes is not None:
+                    notes.append(f"Written answers ({', '.join(wanted)}): {shown} was not read for them: its "
+                                 "JSON is nested too deeply.")
+                continue
+        for qid in wanted:
+            try:
+                if nb is not None:
+                    found[qid] = answer_in_notebook(nb, qid, prompts[qid], notes, shown)
+                elif file.endswith(".py"):
+                    found[qid] = answer_in_python(text, qid, prompts[qid], notes, shown)
+                elif _names(qid).search(text):
+                    found[qid] = answer_in_python("\n".join("# " + line for line in text.splitlines()), qid,
+                                                  prompts[qid], notes, shown)
+            except (RecursionError, MemoryError) as e:  # never the grade: only this answer is lost
+                if notes is not None:
+                    notes.append(f"Written answer {qid}: {shown} could not be read for it "
+                                 f"({type(e).__name__}).")
     return found

@@ -212,7 +212,8 @@ class Grader:
         # written answers are read before any student code runs, so that code cannot change what is read
         manual = {q["id"]: q.get("prompt") for a in ([assignment] if assignment else assignment_ids())
                   for q in load_spec(a)["questions"] if q["manual"]}
-        handle.answers = find_answers(_answer_source(path, self.secrets), manual)
+        handle.answer_notes = []  # what the answer finder left unread (a cap reached): told, never graded
+        handle.answers = find_answers(_answer_source(path, self.secrets), manual, notes=handle.answer_notes)
         handle.load()
         note = None
         if assignment is None:
@@ -258,7 +259,7 @@ class Grader:
             raise HwcheckError(f"the grading tests of {assignment} did not run (pytest exit {exit_code}): "
                                + "; ".join(plugin.problems) + sink.getvalue()[-2000:])
         load = handle.load_report()
-        messages = ([note] if note else []) + load["messages"]
+        messages = ([note] if note else []) + load["messages"] + getattr(handle, "answer_notes", [])[:10]
         status = _status(handle, spec)
         if status == "load_failed" and load["ok"]:  # it ran without an error, and defined nothing asked for
             messages.append(nothing_defined(handle.path, handle.names, spec))
