@@ -176,17 +176,50 @@ def call_text(name, args, kwargs=None):
     return text if len(text) <= 160 else text[:156] + "...)"
 
 
-def close_names(name, names, n=3):
-    """Names that look like `name`: same letters ignoring case and underscores first, then difflib."""
-    norm = lambda s: re.sub(r"[_\W]", "", s).lower()  # noqa: E731
-    same = [x for x in names if norm(x) == norm(name) and x != name]
-    near = difflib.get_close_matches(name, names, n=n, cutoff=0.75)
-    prefix = [x for x in names if len(name) > 5 and (x.startswith(name[:6]) or name.startswith(x)) and len(x) > 3]
+_CLOSE_CANDIDATES = 500  # names compared with difflib at most, per suggestion
+_CLOSE_LONGEST = 80  # longer names are never compared (difflib is quadratic in a name's length)
+_NORM = re.compile(r"[_\W]")
+
+
+def _acronym(s):
+    """The capitals of a CamelCase name (VisionTransformer -> VT, ViT -> VT)."""
+    return "".join(c for c in s if c.isupper())
+
+
+def close_names(name, names, n=3, cutoff=0.75, acronyms=False):
+    """Names that look like `name`, closest first, and only close ones (an empty list says there is
+    none): the same letters ignoring case and underscores, then difflib's ratio >= `cutoff`, then a
+    shared long start, then (`acronyms`) the same CamelCase capitals (ViT for VisionTransformer).
+
+    Linear in the number of names and bounded per suggestion: one pass over `names`; difflib compares
+    at most _CLOSE_CANDIDATES names, each of a length that could reach the cutoff (names sharing the
+    first letter first) and none longer than _CLOSE_LONGEST characters."""
+    if not isinstance(name, str) or not name or len(name) > _CLOSE_LONGEST:
+        return []
+    key, caps = _NORM.sub("", name).lower(), _acronym(name)
+    lo, hi = len(name) * cutoff / (2 - cutoff), len(name) * (2 - cutoff) / cutoff  # ratio's length bounds
+    same, prefix, acronym, first, other = [], [], [], [], []
+    for x in names:
+        if not isinstance(x, str) or x == name or not x or len(x) > _CLOSE_LONGEST:
+            continue
+        if _NORM.sub("", x).lower() == key:
+            same.append(x)
+            continue
+        if len(name) > 5 and len(x) > 3 and (x.startswith(name[:6]) or name.startswith(x)):
+            prefix.append(x)
+        if acronyms and len(caps) >= 2 and _acronym(x) == caps and name[0] == x[0]:
+            acronym.append(x)
+        if lo <= len(x) <= hi:
+            (first if x[0].lower() == name[0].lower() else other).append(x)
+    pool = (first + other)[:_CLOSE_CANDIDATES]
+    near = difflib.get_close_matches(name, pool, n=n, cutoff=cutoff)
     out = []
-    for x in same + near + prefix:
-        if x not in out and x != name:
+    for x in same + near + prefix + acronym:
+        if len(out) >= n:
+            break
+        if x not in out:
             out.append(x)
-    return out[:n]
+    return out
 
 
 class Zygote:
@@ -655,7 +688,8 @@ class SubmissionHandle:
             names = header.get("names") if isinstance(header.get("names"), list) else []
             self.names = [n for n in names if isinstance(n, str)]
             classes = header.get("classes") if isinstance(header.get("classes"), list) else []
-            self.classes = [n for n in classes if isinstance(n, str) and n in self.names]
+            known = set(self.names)  # a set: a list made this quadratic in the number of names
+            self.classes = [n for n in classes if isinstance(n, str) and n in known]
             origins = header.get("origins") if isinstance(header.get("origins"), dict) else {}
             self.origins = {k: v[:200] for k, v in origins.items() if isinstance(k, str) and isinstance(v, str)}
             self.defs = _defs(header.get("defs"))
@@ -709,10 +743,15 @@ class SubmissionHandle:
         hint = f" Close spellings that exist: {', '.join(close)}." if close else ""
         own = [n for n in self.classes if n != name]
         if not close and name[:1].isupper() and own:
-            # a class under another name (ViT for VisionTransformer): name the classes the student wrote
-            likely = difflib.get_close_matches(name, own, n=1, cutoff=0.0)[0]
-            hint = (f" Classes your submission defines: {', '.join(sorted(own)[:8])}. If one of them is the "
-                    f"`{name}` the handout asks for, rename it, or add a line `{name} = {likely}` after it.")
+            # a class under another name (ViT for VisionTransformer): name the classes the student wrote,
+            # and suggest one only when its name is close (issue 19: never LayerNorm for CharTransformer)
+            likely = close_names(name, own, n=1, cutoff=0.6, acronyms=True)
+            shown = ", ".join(sorted(own[:1000])[:8]) + (", ..." if len(own) > 8 else "")
+            hint = (f" Classes your submission defines: {shown}. "
+                    + (f"If `{likely[0]}` is the `{name}` the handout asks for, rename it, or add a line "
+                       f"`{name} = {likely[0]}` after it." if likely else
+                       f"None of their names is close to `{name}`; if one of them is the class the handout "
+                       f"asks for, rename it to `{name}`, or add a line `{name} = YourClass` after it."))
         return MissingName(f"`{name}` is not defined in your submission.{hint}", missing_names=[name])
 
     def request(self, op, args, timeout=None, what=None, key=None):
