@@ -320,7 +320,7 @@ def _chunks(src):
             piece = "".join(lines[a:cuts[m]])
             try:
                 ast.parse(piece)
-            except SyntaxError:
+            except (SyntaxError, RecursionError, MemoryError):  # a statement too deeply nested to parse
                 continue
             out.append((a + 1, piece, True))
             k = m
@@ -414,7 +414,10 @@ class Loader:
         if key in self.skip or (shown, cell, line0) in self.skip:
             return
         try:
-            tree = ast.parse(code_src, filename)
+            try:
+                tree = ast.parse(code_src, filename)
+            except (RecursionError, MemoryError):  # 200,000 `.a` in a row: Python cannot compile it either
+                raise SyntaxError("a statement is nested too deeply for Python's parser") from None
         except SyntaxError as e:
             line = (e.lineno or 1) + line0 - 1
             self._msg("syntax_error", shown, cell, line,
@@ -536,7 +539,7 @@ class Loader:
             self.counts[(shown, cell_no)] = count
             try:
                 names = _assigned(ast.parse(_strip_magics(src)[0]))
-            except (SyntaxError, ValueError):
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue
             for name in names:
                 assigned.setdefault(name, []).append((cell_no, count))
@@ -554,7 +557,7 @@ class Loader:
             name = f"<{shown} cell {cell_no}>"
             try:
                 tree = ast.parse(code, name)
-            except SyntaxError:
+            except (SyntaxError, RecursionError, MemoryError):
                 self._run_unit(code, name, shown, cell_no, 1)  # records the error with its line
                 continue
             # one statement at a time, as for .py files: an `import matplotlib` that fails must not
@@ -585,7 +588,7 @@ class Loader:
         version the student last tried."""
         try:
             tree = ast.parse(_strip_magics(src)[0])
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             return
         for node in tree.body:
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -629,7 +632,10 @@ class Loader:
         # the whole file, so tracebacks show the student's line wherever it is
         linecache.cache[f] = (len(src), None, src.splitlines(True), f)
         try:
-            tree = ast.parse(src, f)
+            try:
+                tree = ast.parse(src, f)
+            except (RecursionError, MemoryError):  # 200,000 `.a` in a row: Python cannot compile it either
+                raise SyntaxError("a statement is nested too deeply for Python's parser") from None
         except SyntaxError as e:
             # A notebook saved as .py (Colab's "Download .py") keeps its `!pip` and `%magic` lines: skip them
             # as a notebook would, and parse again.
@@ -637,7 +643,7 @@ class Loader:
             if skipped:
                 try:
                     tree = ast.parse(stripped, f)
-                except SyntaxError:
+                except (SyntaxError, RecursionError, MemoryError):
                     tree = None
                 if tree is not None:
                     for line in skipped:
@@ -658,7 +664,7 @@ class Loader:
                     last = line0 + chunk.rstrip("\n").count("\n")
                     lost.append(f"lines {line0}-{last} (`{first[:60]}`)")
             self._msg("syntax_error", shown, None, e.lineno,
-                      f"SyntaxError in {shown}, line {e.lineno}: {e.msg}"
+                      f"SyntaxError in {shown}" + (f", line {e.lineno}" if e.lineno else "") + f": {e.msg}"
                       + (f"\n    {e.text.strip()}" if e.text else "")
                       + "\n  The grader loaded the parts of the file that parse; it left out "
                       + (", ".join(lost) if lost else "the broken part") + ".")
