@@ -301,6 +301,11 @@ def _close_shape(close, got, expected, what, hints=(), sub=None, fn=None, args=N
                   else f"an array of shape {got.shape}: return the shape itself (a tuple), not an array")
         raise GradingFailure(f"{what}: expected the shape {tuple(expected)}, a tuple of {len(expected)} ints, "
                              f"but got {advice}")
+    bools = _bools_in(got)
+    if bools:
+        raise GradingFailure(f"{what}: expected the shape {tuple(expected)}, a tuple of {len(expected)} ints, but "
+                             f"it holds {bools[0]}, a bool: True/False are not sizes (isinstance(True, int) holds "
+                             "in Python, but a shape made of True is not the shape). Return the ints themselves")
     try:
         close(got, expected, what=what, hints=hints)
     except GradingFailure as e:
@@ -313,6 +318,19 @@ def _close_shape(close, got, expected, what, hints=(), sub=None, fn=None, args=N
         raise GradingFailure(f"{what}: the numbers are right but {floats[0]} is a float; a shape holds ints "
                              "(np.zeros((4, 2.0)) raises TypeError): use // (d_model // num_heads), not / "
                              "(np.floor and np.ceil return floats too: wrap them in int(...))")
+
+
+def _bools_in(got):
+    """The entries of a shape answer that are bools (Python or numpy; a numpy scalar arrives as a 0-d
+    array), shown as the student would see them."""
+    items = list(got) if isinstance(got, (tuple, list)) else [got]
+    out = []
+    for x in items:
+        if isinstance(x, (bool, np.bool_)):
+            out.append(repr(x))
+        elif isinstance(x, np.ndarray) and x.dtype.kind == "b":
+            out.append(repr(x.item()) if x.ndim == 0 else f"an array of dtype bool {x.tolist()!r}")
+    return out
 
 
 def _floats_in(got):
