@@ -50,7 +50,8 @@ import traceback
 from checker import __version__
 from checker.atomic import write_json_atomic
 from checker.errors import HwcheckError
-from checker.gradebook import write_answers, write_gradebook
+from checker.escape import for_terminal
+from checker.outputs import Gradebook, is_own_output
 from checker.gradescope import make_failure_results, make_results
 from checker.report import format_points
 from checker.sandbox import sha256_of
@@ -378,6 +379,10 @@ class BatchResult:
         self.answers = None  # answers.csv, when the assignment has questions a person grades
         self.interrupted = False
         self.stale = []  # ids of scorecards in OUTDIR whose submission was not in this batch
+        self.seed = None  # the batch's seed (kept in its scorecards), for a later --only regrade
+        self.manual = None  # manual.csv, the TA's grades (checker.manual)
+        self.manual_added = 0  # rows appended to it for new submissions
+        self.problems = []  # rows of manual.csv that could not be used, and why
 
     @property
     def graded(self):
@@ -408,7 +413,7 @@ class BatchResult:
 
 
 def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=None, mode="hidden",
-                keep_raw=False, on_progress=None, seed=None, devices=("cpu", "cuda")):
+                keep_raw=False, on_progress=None, seed=None, devices=("cpu", "cuda"), only=None):
     """Grade `entries` ([(id, path)]) and write their files and the gradebook into `outdir`.
 
     jobs: trusted processes (1: in this process). resume: skip submissions
@@ -417,7 +422,11 @@ def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=No
     the run seed (default: random in hidden mode, the public seed in public
     mode); one seed for the whole batch, so every student gets the same
     inputs. on_progress(event) is called once per submission (see
-    `BatchResult.event`). Returns a `BatchResult`.
+    `BatchResult.event`). only: ids to regrade (whatever their scorecard
+    says); the others keep their scorecards, and the seed, when not given,
+    is the one the batch's scorecards in OUTDIR were graded with. Entries that
+    are OUTDIR's own files (`checker.outputs.is_own_output`) are never graded.
+    Returns a `BatchResult`.
     """
     if mode not in ("public", "hidden"):
         raise ValueError(f"mode must be 'public' or 'hidden', not {mode!r}")
@@ -432,12 +441,20 @@ def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=No
             f"{outdir} already holds scorecards of {', '.join(sorted(others))} "
             f"({sum(others.values())} files); grading {assignment} there would mix two assignments "
             f"in one grades.csv and could overwrite their scorecards: choose another output folder")
+    entries = [(sid, path) for sid, path in entries if not is_own_output(outdir, path)]
+    if only is not None:
+        only = set(only)
+        unknown = sorted(only - {sid for sid, _ in entries})
+        if unknown:
+            raise HwcheckError(f"--only: no submission {', '.join(map(repr, unknown))} in the folder graded "
+                               f"(ids: {', '.join(sid for sid, _ in entries[:20])}"
+                               f"{', ...' if len(entries) > 20 else ''})")
     os.makedirs(outdir, exist_ok=True)
     lock = _lock(outdir)
     try:
         return _grade_batch(list(entries), assignment, outdir, spec, spec_sha, jobs=jobs, resume=resume,
                             timeout=timeout, mode=mode, keep_raw=keep_raw, on_progress=on_progress,
-                            seed=seed, devices=devices)
+                            seed=seed, devices=devices, only=only)
     finally:
         os.close(lock)
 
@@ -455,18 +472,36 @@ def _lock(outdir):
 
 
 def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, timeout, mode, keep_raw,
-                 on_progress, seed, devices):
+                 on_progress, seed, devices, only=None):
     _remove_stale_temps(outdir)
     batch = BatchResult(assignment, outdir, len(entries), jobs)
+    book = Gradebook(outdir, spec, collect_scorecards(outdir, assignment), [sid for sid, _ in entries])
+    book.ensure_manual()  # the TA's file exists, with a row per submission, before the first scorecard
 
     def report(result):
         batch.results.append(result)
+        book.update(result["id"], scorecard_path(outdir, result["id"]))
+        try:  # the gradebook stays as current as the scorecards (a SIGKILL loses nothing of it)
+            book.write()
+        except OSError:
+            pass  # written again at the end
         if on_progress is not None:
             on_progress(batch.event(result))
 
     todo, seeds = [], []
+    if only is not None and seed is None and mode == "hidden":  # a regrade uses the batch's own seed
+        seeds = [(c.get("grader") or {}).get("seed") for c in book.cards.values()
+                 if (c.get("grader") or {}).get("mode") == mode and not (c.get("grader") or {}).get("internal_error")]
     for sid, path in entries:
-        if resume and is_current(outdir, sid, path, assignment, mode, keep_raw=keep_raw, spec_sha=spec_sha):
+        if only is not None and sid not in only:
+            card = _read_json(scorecard_path(outdir, sid))
+            if isinstance(card, dict) and isinstance(card.get("submission"), dict):
+                report({**_summary_of(sid, card, 0.0), "seconds": card.get("duration_s", 0.0), "resumed": True})
+            else:
+                batch.total -= 1  # not graded yet, and not asked for: left for a full run
+            continue
+        if only is None and resume and is_current(outdir, sid, path, assignment, mode, keep_raw=keep_raw,
+                                                  spec_sha=spec_sha):
             _restore_results(outdir, sid)
             card = _read_json(scorecard_path(outdir, sid))
             seeds.append((card.get("grader") or {}).get("seed"))
@@ -476,7 +511,8 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
     if seed is None and mode == "hidden":
         # A resumed batch goes on with the seed of its scorecards: one seed for the whole class.
         known = [x for x in seeds if isinstance(x, int) and not isinstance(x, bool)]
-        seed = known[0] if known else secrets.randbits(31)
+        seed = collections.Counter(known).most_common(1)[0][0] if known else secrets.randbits(31)
+    batch.seed = seed
 
     # Workers may read neither the output folder nor the folders holding the other submissions.
     secrets_ = sorted({os.path.abspath(outdir)} | {os.path.dirname(os.path.abspath(p)) for _, p in entries})
@@ -492,12 +528,9 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         raise
     finally:
         batch.elapsed = time.monotonic() - batch.started
-        cards = collect_scorecards(outdir, assignment)
-        graded = {sid for sid, _ in entries}
-        batch.stale = sorted(str(c["submission"].get("id")) for c in cards if c["submission"].get("id") not in graded)
-        notes = {sid: "not in the folder graded last: an older scorecard" for sid in batch.stale}
-        batch.gradebook = write_gradebook(gradebook_path(outdir), cards, spec, notes)
-        batch.answers = write_answers(os.path.join(outdir, "answers.csv"), cards, spec)
+        book.write(final=True)
+        batch.stale, batch.gradebook, batch.answers = book.stale, book.gradebook, book.answers
+        batch.manual, batch.manual_added, batch.problems = book.manual, book.added, book.problems
     return batch
 
 
@@ -829,17 +862,22 @@ def _clock(seconds):
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+def _line(text):
+    """A student-controlled string (an id, a message quoting a file name) kept inside its one line, escaped."""
+    return for_terminal(text, newlines=False)
+
+
 def progress_line(event):
     """`[3/12] alice: 72.5/100 graded 1.2s` (one line per submission, for logs)."""
     width = len(str(event["total"]))
-    head = f"[{event['done']:>{width}}/{event['total']}] {event['id']}: "
+    head = f"[{event['done']:>{width}}/{event['total']}] {_line(event['id'])}: "
     body = f"{_pts(event['score'])}/{_pts(event['max_score'])} {event['status']}"
     if event.get("resumed"):
         tail = " (up to date, not regraded)"
     else:
         tail = f" {float(event.get('seconds') or 0):.1f}s"
     if event.get("internal"):
-        tail += f" - hwcheck could not grade it: {event['internal']}"
+        tail += f" - hwcheck could not grade it: {_line(event['internal'])}"
     return head + body + tail
 
 
@@ -849,7 +887,7 @@ def progress_bar(event, width=80):
     stats = f" {done}/{total}  failed {event['failed']}  ETA {_clock(event.get('eta')) if done < total else '0:00'}"
     bar_width = max(10, min(40, width - len(stats) - 20))
     filled = int(bar_width * done / total) if total else bar_width
-    line = f"[{'#' * filled}{'.' * (bar_width - filled)}]{stats}  {event['id']}"
+    line = f"[{'#' * filled}{'.' * (bar_width - filled)}]{stats}  {_line(event['id'])}"
     return line[:max(width - 1, 20)]
 
 
@@ -870,18 +908,28 @@ def summary_lines(batch):
                      f"min {_pts(min(scores))}, max {_pts(max(scores))} "
                      f"(of {_pts(results[0]['max_score'])})")
     for r in batch.internal:
-        lines.append(f"  not graded: {r['id']}: {r['internal']}")
+        lines.append(f"  not graded: {_line(r['id'])}: {_line(r['internal'])}")
     if batch.internal:
         lines.append("  (hwcheck's own failures; rerun with --resume to grade those again)")
     if batch.interrupted:
         lines.append("  interrupted: rerun with --resume to grade the rest")
     if batch.stale:
-        lines.append(f"  {len(batch.stale)} older scorecards in {batch.outdir} are of submissions not in this "
-                     f"folder ({', '.join(batch.stale[:5])}{', ...' if len(batch.stale) > 5 else ''}); "
+        lines.append(f"  {len(batch.stale)} older scorecards in {_line(batch.outdir)} are of submissions not in this "
+                     f"folder ({_line(', '.join(batch.stale[:5]))}{', ...' if len(batch.stale) > 5 else ''}); "
                      f"grades.csv keeps them, marked in its note column")
     if batch.gradebook:
         lines.append(f"  wrote {batch.gradebook}, scorecards in {batch.outdir}, "
                      f"Gradescope files in {os.path.join(batch.outdir, 'gradescope')}")
     if batch.answers:
         lines.append(f"  wrote {batch.answers}: the written answers, for the questions graded by a person")
+    if batch.manual:
+        added = f" ({batch.manual_added} rows added for new submissions)" if batch.manual_added else ""
+        lines.append(f"  manual grades: {_line(batch.manual)}{added}, yours to edit (points and comments; "
+                     f"hwcheck only appends rows), merged into grades.csv and the totals")
+    for problem in batch.problems[:20]:
+        lines.append(f"  {_line(problem)}")
+    if len(batch.problems) > 20:
+        lines.append(f"  ... and {len(batch.problems) - 20} more rows of manual.csv not used")
+    if batch.seed is not None:
+        lines.append(f"  seed {batch.seed} (kept in the scorecards: `--only ID` regrades a submission with it)")
     return lines

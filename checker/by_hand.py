@@ -170,7 +170,7 @@ def _parse_leniently(code):
     too, runs the statements of a file with a syntax error elsewhere)."""
     try:
         return [ast.parse(code)]
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         pass
     blocks, current = [], []
     for line in code.split("\n"):
@@ -184,7 +184,7 @@ def _parse_leniently(code):
     for block in blocks:
         try:
             out.append(ast.parse("\n".join(block)))
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
     return out
 

@@ -24,10 +24,11 @@ import click
 
 from checker import __version__
 from checker.errors import HwcheckError
-from checker.options import (all_option, assignment_option, ci_option, color_option, device_option,
+from checker.escape import for_terminal
+from checker.options import (DEVICE_CHOICES, all_option, assignment_option, ci_option, color_option, device_option,
                              force_option, jobs_option, json_option, junit_option, keep_raw_option,
                              min_score_option, output_dir_option, public_option,
-                             required_assignment_option, resume_option, seed_option, timeout_option,
+                             required_assignment_option, resume_option, seed_option, timeout_option, only_option,
                              use_color)
 from checker.options import report_output_option, submissions_dir_option, top_pairs_option
 
@@ -43,7 +44,7 @@ class Fail(click.ClickException):
     exit_code = EXIT_ERROR
 
     def show(self, file=None):
-        click.echo(f"hwcheck: error: {self.format_message()}", err=True)
+        click.echo(f"hwcheck: error: {for_terminal(self.format_message(), newlines=False)}", err=True)
 
 
 def _guarded(f):
@@ -212,8 +213,9 @@ def check(submission, assignment, json_file, devices, timeout, ci, junit_file, m
 @seed_option
 @keep_raw_option
 @device_option
+@only_option
 @_guarded
-def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, keep_raw, devices):
+def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, keep_raw, devices, only):
     """Grade every submission in DIRECTORY (each .py/.ipynb file or folder is one).
 
     \b
@@ -223,18 +225,20 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
     hwcheck could not grade some (see the summary), 2 on usage or hwcheck errors.
     """
     from checker import batch
+    from checker.outputs import is_own_output
 
-    out_real = os.path.realpath(outdir)
     notes = []
     entries = [(sid, path) for sid, path in batch.list_entries(directory, notes)
-               if os.path.realpath(path) != out_real]
+               if not is_own_output(outdir, path)]  # -o inside DIR: hwcheck's own files are no submission
     for note in notes:
-        click.echo(f"hwcheck: {note}", err=True)
-    skipped = batch.skipped_entries(directory)
+        click.echo(f"hwcheck: {for_terminal(note, newlines=False)}", err=True)
+    skipped = [(name, why) for name, why in batch.skipped_entries(directory)
+               if not is_own_output(outdir, os.path.join(directory, name))]
     if skipped:
         shown = "; ".join(f"{name} ({why})" for name, why in skipped[:10])
         more = f"; and {len(skipped) - 10} more" if len(skipped) > 10 else ""
-        click.echo(f"hwcheck: not graded, {len(skipped)} entries of {directory}: {shown}{more}", err=True)
+        click.echo(for_terminal(f"hwcheck: not graded, {len(skipped)} entries of {directory}: {shown}{more}",
+                                newlines=False), err=True)
     if not entries:
         raise Fail(f"no submissions in {directory} (a submission is a .py or .ipynb file, or a folder)")
 
@@ -253,16 +257,45 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
 
     click.echo(f"hwcheck: grading {len(entries)} submissions of {assignment} "
                f"({'public' if public else 'hidden'} tests, -j {jobs}) into {outdir}", err=True)
+    state["kept"] = 0
+
+    def counted(event):  # what is kept, for the words on Ctrl-C
+        state["kept"] = event["done"]
+        on_progress(event)
+
     try:
         result = batch.grade_batch(entries, assignment, outdir, jobs=jobs, resume=resume, timeout=timeout,
                                    mode="public" if public else "hidden", keep_raw=keep_raw,
-                                   on_progress=on_progress, seed=seed, devices=devices)
+                                   on_progress=counted, seed=seed, devices=devices,
+                                   only=only or None)
+    except KeyboardInterrupt:
+        if on_tty and state["width"]:
+            click.echo("", err=True)
+            state["width"] = 0
+        click.echo(f"hwcheck: interrupted: {state['kept']} of {len(entries)} submissions are graded and kept in "
+                   f"{for_terminal(outdir, newlines=False)} (grades.csv holds them); go on with:\n  "
+                   + for_terminal(resume_command(directory, assignment, outdir, jobs, timeout, public, seed,
+                                                 keep_raw, devices), newlines=False), err=True)
+        raise
     finally:
         if on_tty and state["width"]:
             click.echo("", err=True)
     for line in batch.summary_lines(result):
         click.echo(line)
     sys.exit(EXIT_FAILED if result.internal else EXIT_OK)
+
+
+def resume_command(directory, assignment, outdir, jobs, timeout, public, seed, keep_raw, devices):
+    """The exact `hwcheck grade ... --resume` command that goes on with an interrupted batch."""
+    import shlex
+    words = ["hwcheck", "grade", directory, "-a", assignment, "-o", outdir, "-j", str(jobs), "--resume"]
+    words += ["--timeout", f"{timeout:g}"] if timeout else []
+    words += ["--public"] if public else []
+    words += ["--seed", str(seed)] if seed is not None else []
+    words += ["--keep-raw"] if keep_raw else []
+    words += ["--device", {v: k for k, v in DEVICE_CHOICES.items()}[tuple(devices)]] \
+        if tuple(devices) != DEVICE_CHOICES["all"] else []
+    return " ".join(shlex.quote(w) for w in words)
 
 
 # ---------------------------------------------------------------------------
@@ -360,7 +393,8 @@ def init_ci(assignment, sub_path, package, output, force):
         if sub_path is None:
             raise Fail("say which file is your homework with --path (relative to the repository root): "
                        + (f"found {', '.join(seen)}" if seen else "no .ipynb or .py file here besides starters"))
-        click.echo(f"checking {sub_path} (the one homework file here; --path picks another)", err=True)
+        click.echo(f"checking {for_terminal(sub_path, newlines=False)} (the one homework file here; --path picks "
+                   "another)", err=True)
     try:
         text = workflow_yaml(assignment=assignment, path=sub_path, package=package)
     except ValueError as e:

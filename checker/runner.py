@@ -32,7 +32,7 @@ from checker.sandbox import Limits, SubmissionHandle, Zygote, file_source, secre
 from checker.scorecard import build_scorecard
 from checker.spec import assignment_ids, infer_assignment, load_spec, spec_sha256, tests_path
 
-__all__ = ["Grader", "environment", "submission_id"]
+__all__ = ["Grader", "environment", "submission_id", "skipped_in_load"]
 
 PYTEST_ARGS = ["-q", "--tb=no", "-s", "-p", "no:logging", "-p", "no:warnings", "-p", "no:stepwise", "-p", "no:cacheprovider", "-p", "no:benchmark",
                "-p", "no:randomly", "-p", "no:xdist", "-p", "no:hypothesispytest",
@@ -143,6 +143,19 @@ def nothing_defined(path, names, spec):
     mine = ", ".join(f"`{n}`" for n in own[:6]) + (", ..." if len(own) > 6 else "")
     return (f"{shown} defines none of the names {spec['id']} asks for ({asked}); it defines {mine}. "
             f"Is this the right file, and the right assignment?")
+
+
+_SKIPPING = ("syntax_error", "exit", "timeout", "training", "crash")  # the loader's kinds that leave code out
+
+
+def skipped_in_load(messages):
+    """The first line of each load message that left some of the student's code out (for grades.csv's note)."""
+    out = []
+    for m in messages:
+        if m.get("kind") in _SKIPPING:
+            line = str(m.get("text", "")).split("\n", 1)[0].strip()
+            out.append(line[:160] + ("..." if len(line) > 160 else ""))
+    return out
 
 
 def _loosest_limits(timeout=None):
@@ -267,7 +280,7 @@ class Grader:
         scorecard = build_scorecard(
             report, spec,
             submission={"id": handle.id, "path": handle.path, "sha256": sha256_of(handle.path)},
-            load={"ok": load["ok"], "messages": messages},
+            load={"ok": load["ok"], "messages": messages, "skipped": skipped_in_load(handle.load_messages)},
             environment=environment(),
             grader={"version": __version__, "mode": self.mode, "spec_sha256": spec_sha256(assignment),
                     "seed": self.seed, "isolation": load["isolation"],

@@ -41,7 +41,7 @@ __all__ = ["Zygote", "SubmissionHandle", "ModuleHandle", "ForwardResult", "Limit
            "secret_paths", "close_names", "call_text", "sha256_of", "file_source"]
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-            "LD_LIBRARY_PATH")
+            "LD_LIBRARY_PATH", "HWCHECK_NAMESPACES")  # HWCHECK_NAMESPACES=0: test the fallback walls
 MAX_RESPAWNS = 6     # units skipped because they crashed or hung the worker while loading
 MAX_RESTARTS = 50    # fresh workers after a call crashed or hung one (each costs a reload)
 KEEP_STDOUT = 64 * 1024
@@ -446,7 +446,23 @@ def _copy_submission(src, dest, secrets=()):
                     shutil.copyfile(real, os.path.join(dest, name))
                 except OSError as e:
                     left_out.append((name, f"it could not be read ({e.strerror or e})"))
+    left_out += _leave_out_starters(dest)
     return left_out
+
+
+def _leave_out_starters(dest):
+    """The shipped starter notebook beside the student's own file is removed from the copy (its stubs would
+    replace the student's code); a folder that holds only starters keeps them."""
+    from checker.starter import LEFT_OUT, starter_units
+    units = [os.path.join(d, n) for d, _, names in os.walk(dest) for n in names if n.endswith((".py", ".ipynb"))]
+    starters = starter_units(units)
+    if not starters:
+        return []
+    if len(starters) == len(units):  # nothing else to grade: the starter is the submission
+        return []
+    for p in starters:
+        os.unlink(p)
+    return [(os.path.relpath(p, dest), LEFT_OUT) for p in starters]
 
 
 def _unit(header):
