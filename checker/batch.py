@@ -238,7 +238,19 @@ def _write(outdir, sid, card, *, keep_raw, raw=None):
 def _summary_of(sid, card, seconds):
     return {"id": sid, "status": card.get("status"), "score": card.get("score"),
             "max_score": card.get("max_score"), "seconds": round(seconds, 3),
-            "internal": (card.get("grader") or {}).get("internal_error"), "resumed": False}
+            "internal": (card.get("grader") or {}).get("internal_error"), "resumed": False,
+            "gaps": isolation_gaps((card.get("grader") or {}).get("isolation"))}
+
+
+# words in grader.isolation that name a wall missing on the machine that ran the worker
+_GAP_MARKS = ("unavailable", "failed", "uid-0-kept", "no-memory-cap", "namespaces-off")
+
+
+def isolation_gaps(walls):
+    """The entries of a scorecard's grader.isolation that say a wall could not be put up."""
+    if not isinstance(walls, list):
+        return []
+    return [str(w)[:120] for w in walls if isinstance(w, str) and any(m in w for m in _GAP_MARKS)]
 
 
 def grade_one(grader, sid, path, assignment, outdir, *, keep_raw=False):
@@ -907,6 +919,10 @@ def summary_lines(batch):
                      f"median {_pts(round(statistics.median(scores), 2))}, "
                      f"min {_pts(min(scores))}, max {_pts(max(scores))} "
                      f"(of {_pts(results[0]['max_score'])})")
+    gaps = sorted({g for r in results for g in r.get("gaps") or ()})
+    if gaps:  # once per batch: how protected this run was (the README's trust model says what each means)
+        lines.append(f"  isolation: walls missing on this machine: {_line(', '.join(gaps))} "
+                     "(see the README's trust model; each scorecard's grader.isolation lists the walls)")
     for r in batch.internal:
         lines.append(f"  not graded: {_line(r['id'])}: {_line(r['internal'])}")
     if batch.internal:

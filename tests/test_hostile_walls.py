@@ -404,3 +404,23 @@ def test_grade_as_root_keeps_shadow_and_the_tmux_server_out_of_reach(tmp_path):
     assert "mallory" in written
     assert first_hash not in written and first_hash not in r.stdout + r.stderr
     assert not marker.exists(), "the tmux server ran the submission's command"
+
+
+def test_grade_names_the_missing_walls_once_per_batch(tmp_path):
+    """Where a wall cannot be put up, `grade` says so once for the batch, and each scorecard keeps it."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name in ("alice", "bob"):
+        (subs / f"{name}.py").write_text(GOOD)
+    out = tmp_path / "out"
+    env = {**os.environ, "HWCHECK_NAMESPACES": "0"}
+    r = subprocess.run([sys.executable, "-m", "checker.cli", "grade", str(subs), "-a", "attention", "-o", str(out),
+                        "--public"], capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = [ln for ln in r.stdout.splitlines() if "walls missing" in ln]
+    assert len(lines) == 1 and "namespaces-off" in lines[0], r.stdout
+    card = json.loads((out / "alice.json").read_text())
+    assert any(w.startswith("namespaces-off") for w in card["grader"]["isolation"])
+    r = subprocess.run([sys.executable, "-m", "checker.cli", "grade", str(subs), "-a", "attention", "-o",
+                        str(tmp_path / "out2"), "--public"], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert r.returncode == 0 and "namespaces-off" not in r.stdout, r.stdout
