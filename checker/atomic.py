@@ -77,7 +77,12 @@ def dumps_json(obj):
     NaN and Infinity are refused (ValueError): they are not JSON, and a strict
     reader such as Gradescope's would reject the whole file.
     """
-    return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    text = json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a path whose name is not UTF-8 (surrogate-escaped): \udcXX escapes keep it
+        text = json.dumps(obj, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+    return text
 
 
 def write_json_atomic(path, obj, *, mode=None):

@@ -142,7 +142,9 @@ def list_entries(folder, notes=None):
 
 
 def _short_id(sid):
-    raw = sid.encode("utf-8", "surrogateescape")
+    # a name that is not UTF-8 (a Windows zip's cp1252 `café`) gets an id that is: `caf\xe9`
+    sid = os.fsencode(sid).decode("utf-8", "backslashreplace")
+    raw = sid.encode("utf-8")
     if len(raw) <= MAX_ID_BYTES:
         return sid
     digest = hashlib.sha256(raw).hexdigest()[:10]

@@ -43,7 +43,11 @@ PYTEST_ARGS = ["-q", "--tb=no", "-s", "-p", "no:logging", "-p", "no:warnings", "
 
 
 def submission_id(path):
+    """The id of a submission: its file name without the extension (a folder's name), always valid
+    Unicode: bytes of a name that are not UTF-8 (a Windows zip's cp1252 `café`) are shown as `\\xe9`, so
+    the id can be written to CSV, JSON and a terminal (the path itself still opens the file)."""
     base = os.path.basename(os.path.abspath(path).rstrip("/"))
+    base = os.fsencode(base).decode("utf-8", "backslashreplace")
     return os.path.splitext(base)[0] if os.path.isfile(path) else base
 
 

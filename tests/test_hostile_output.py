@@ -210,3 +210,28 @@ def test_junit_report_holds_no_control_character(checked):
     texts = [e.text or "" for e in root.iter()] + [v for e in root.iter() for v in e.attrib.values()]
     _assert_nothing_raw("".join(texts), "the JUnit report's parsed text")
     assert any("student says \\x1b]0;pwned\\x07" in t for t in texts)
+
+
+def test_a_file_name_that_is_not_utf8_is_graded_not_a_batch_error(tmp_path):
+    """A Windows zip's cp1252 `café.py` (byte 0xE9): the batch stopped with an internal UnicodeEncodeError
+    while writing manual.csv, then the scorecard. It is now graded under the id `caf\\xe9`, every file
+    hwcheck writes is valid UTF-8, and the scorecard's path still opens the file."""
+    root = Path(__file__).resolve().parents[1]
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    good = (root / "submissions" / "attention" / "correct.py").read_bytes()
+    with open(os.path.join(os.fsencode(subs), b"caf\xe9.py"), "wb") as f:
+        f.write(good)
+    (subs / "bob.py").write_bytes(good)
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "checker.cli", "grade", str(subs), "-a", "attention", "-o", str(out),
+                        "--public"], capture_output=True, cwd=root, timeout=300)
+    assert r.returncode == 0, (r.stdout + r.stderr).decode(errors="replace")
+    rows = list(csv.DictReader((out / "grades.csv").read_text(encoding="utf-8-sig").splitlines()))
+    assert {row["id"]: row["status"] for row in rows} == {"bob": "graded", "caf\\xe9": "graded"}
+    assert rows[0]["total"] == rows[1]["total"]
+    for p in out.rglob("*"):
+        if p.is_file():
+            p.read_bytes().decode("utf-8")  # nothing hwcheck wrote holds a byte that is not UTF-8
+    card = json.loads((out / "caf\\xe9.json").read_text())
+    assert open(card["submission"]["path"], "rb").read() == good
