@@ -79,7 +79,7 @@ class InProcessHandle(SubmissionHandle):
         self.last_dtypes = []
         self.called, self.defs, self.origins, self.classes, self.timeouts = [], {}, {}, [], {}
 
-    def request(self, op, args, timeout=None, what=None):
+    def request(self, op, args, timeout=None, what=None, key=None):
         obj, bufs = wire.encode(args)
         args = wire.decode_worker(obj, bufs)
         t0 = time.perf_counter()

@@ -3,7 +3,8 @@
 This package is the library and CLI. It holds no logic here: see the modules.
 Worker side (runs beside student code): the `worker` subpackage (`zygote`,
 `serve`, `isolation`, `loader`, `probes`); shared with it: `wire`, `errors`.
-Trusted side: `sandbox`, `plugin`, `compare`, `runner`, `batch`, `kit`, `spec`.
+Trusted side: `sandbox` (over `zygote_client`, `submission_files`, `names`),
+`plugin`, `compare`, `by_hand`, `runner`, `batch`, `kit`, `spec`.
 Pure output: `scorecard`, `gradescope`, `gradebook`, `report`, `ci`, `atomic`.
 Command line: `cli` over `options`. Exceptions: `errors`.
 """

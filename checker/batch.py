@@ -54,7 +54,7 @@ from checker.escape import for_terminal
 from checker.outputs import Gradebook, is_own_output
 from checker.gradescope import make_failure_results, make_results
 from checker.report import format_points
-from checker.sandbox import sha256_of
+from checker.submission_files import sha256_of
 from checker.scorecard import SCHEMA_VERSION, STATUSES, build_scorecard
 from checker.spec import load_spec, spec_sha256
 
@@ -686,7 +686,7 @@ class _Pool:
     """One zygote with `n` channels and `n` forked trusted workers, one per channel."""
 
     def __init__(self, n, options):
-        from checker.sandbox import Zygote
+        from checker.zygote_client import Zygote
         # the zygote imports torch in the background while this process warms up, once, before forking
         # (no torch op runs in this process)
         self.zygote = Zygote(channels=n, warm_meta=_uses_torch(options["assignment"]))

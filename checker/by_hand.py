@@ -29,7 +29,7 @@ not read; numpy itself is allowed). It never imports or runs student code.
 import ast
 import os
 
-from checker.sandbox import file_source
+from checker.submission_files import file_source
 from checker.worker.loader import _cells, _strip_magics, list_units
 
 __all__ = ["library_use", "SourceReport"]

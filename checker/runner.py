@@ -28,7 +28,9 @@ from checker.errors import HwcheckError
 from checker.freetext import find_answers
 from checker.worker.loader import list_units
 from checker.plugin import HwcheckPlugin
-from checker.sandbox import Limits, SubmissionHandle, Zygote, file_source, secret_paths, sha256_of
+from checker.sandbox import Limits, SubmissionHandle
+from checker.submission_files import file_source, secret_paths, sha256_of
+from checker.zygote_client import Zygote
 from checker.scorecard import build_scorecard
 from checker.spec import assignment_ids, infer_assignment, load_spec, spec_sha256, tests_path
 

@@ -19,29 +19,23 @@ plain data (`wire`) and turns the worker's answers into values or
 `GradingFailure`s.
 """
 
-import difflib
-import hashlib
-import importlib.util
-import json
 import os
 import re
 import shutil
 import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import time
 
 from checker import wire
-from checker.errors import (BadReturn, MissingName, SandboxError, StudentError, StudentTimeout,
-                            WorkerCrashed)
+from checker.errors import BadReturn, MissingName, StudentError, StudentTimeout, WorkerCrashed
+from checker.names import call_text, close_names
+from checker.submission_files import copy_submission, file_source, secret_paths, sha256_of
+from checker.zygote_client import Zygote
 
+# Zygote, secret_paths, close_names, call_text, sha256_of and file_source live in their own modules
+# (zygote_client, submission_files, names) and are named here too, for the callers that import them from here
 __all__ = ["Zygote", "SubmissionHandle", "ModuleHandle", "ForwardResult", "Limits",
            "secret_paths", "close_names", "call_text", "sha256_of", "file_source"]
 
-SAFE_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-            "LD_LIBRARY_PATH", "HWCHECK_NAMESPACES")  # HWCHECK_NAMESPACES=0: test the fallback walls
 MAX_RESPAWNS = 6     # units skipped because they crashed or hung the worker while loading
 MAX_RESTARTS = 50    # fresh workers after a call crashed or hung one (each costs a reload)
 KEEP_STDOUT = 64 * 1024
@@ -88,53 +82,6 @@ class Limits:
         return cls(**lim)
 
 
-def secret_paths(extra=()):
-    """Trees a worker must not read: the reference solutions, the grading tests, plus `extra`."""
-    out = []
-    for pkg in ("reference", "assignments"):
-        spec = importlib.util.find_spec(pkg)
-        if spec and spec.submodule_search_locations:
-            out.extend(os.path.realpath(p) for p in spec.submodule_search_locations)
-    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    for sub in ("tests", "submissions", "bench", ".git"):
-        if os.path.isdir(os.path.join(root, sub)):
-            out.append(os.path.join(root, sub))
-    out.extend(os.path.realpath(p) for p in extra if p)
-    return sorted(set(out))
-
-
-def sha256_of(path):
-    """A hash of a file, or of a folder's relevant files (names and contents).
-
-    In a folder, a link counts by where it points and a pipe or device by its
-    name only: neither is opened (a pipe would block the grader for ever).
-    """
-    import stat
-    h = hashlib.sha256()
-
-    def feed(p):
-        with open(p, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-
-    if os.path.isfile(path):
-        feed(path)
-        return h.hexdigest()
-    for root, dirs, files in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for n in sorted(files):
-            p = os.path.join(root, n)
-            h.update(os.path.relpath(p, path).encode() + b"\0")
-            mode = os.lstat(p).st_mode
-            if stat.S_ISLNK(mode):
-                h.update(b"\0link\0" + os.fsencode(os.readlink(p)))
-            elif stat.S_ISREG(mode):
-                feed(p)
-            else:
-                h.update(b"\0special\0")
-    return h.hexdigest()
-
-
 # torch errors whose words do not say their usual cause in student code
 TORCH_ERROR_NOTES = [
     (re.compile(r"element 0 of tensors does not require grad"),
@@ -152,198 +99,6 @@ TORCH_ERROR_NOTES = [
      "an axis that only inputs with more axes have: count axes from the end (dim=-1, .transpose(-2, -1)), "
      "so that any number of leading batch or head axes works"),
 ]
-
-
-def call_text(name, args, kwargs=None):
-    """How a call is named in messages: `split_heads(array (4, 6) float64, 4)`: arrays by shape and dtype,
-    numbers as they are, anything else by its type; cut at 160 characters."""
-    def one(x):
-        if hasattr(x, "shape") and hasattr(x, "dtype"):
-            kind = "tensor" if type(x).__module__.startswith("torch") else "array"
-            return f"{kind} ({', '.join(str(int(n)) for n in x.shape)}{',' if len(x.shape) == 1 else ''}) " \
-                   f"{str(x.dtype).replace('torch.', '')}"
-        if x is None or isinstance(x, (bool, int, float)):
-            return repr(x)[:20]
-        if isinstance(x, str):
-            return repr(x[:20] + ("..." if len(x) > 20 else ""))
-        if isinstance(x, (list, tuple)) and len(x) <= 4 and all(type(v) in (int, float, bool) for v in x):
-            return repr(tuple(x) if isinstance(x, tuple) else list(x))  # sizes such as (4, 6): shown as they are
-        if isinstance(x, (list, tuple)):
-            return f"a {type(x).__name__} of {len(x)}"
-        return type(x).__name__
-    parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in (kwargs or {}).items()]
-    text = f"{name}({', '.join(parts)})"
-    return text if len(text) <= 160 else text[:156] + "...)"
-
-
-_CLOSE_CANDIDATES = 500  # names compared with difflib at most, per suggestion
-_CLOSE_LONGEST = 80  # longer names are never compared (difflib is quadratic in a name's length)
-_NORM = re.compile(r"[_\W]")
-
-
-def _acronym(s):
-    """The capitals of a CamelCase name (VisionTransformer -> VT, ViT -> VT)."""
-    return "".join(c for c in s if c.isupper())
-
-
-def close_names(name, names, n=3, cutoff=0.75, acronyms=False):
-    """Names that look like `name`, closest first, and only close ones (an empty list says there is
-    none): the same letters ignoring case and underscores, then difflib's ratio >= `cutoff`, then a
-    shared long start, then (`acronyms`) the same CamelCase capitals (ViT for VisionTransformer).
-
-    Linear in the number of names and bounded per suggestion: one pass over `names`; difflib compares
-    at most _CLOSE_CANDIDATES names, each of a length that could reach the cutoff (names sharing the
-    first letter first) and none longer than _CLOSE_LONGEST characters."""
-    if not isinstance(name, str) or not name or len(name) > _CLOSE_LONGEST:
-        return []
-    key, caps = _NORM.sub("", name).lower(), _acronym(name)
-    lo, hi = len(name) * cutoff / (2 - cutoff), len(name) * (2 - cutoff) / cutoff  # ratio's length bounds
-    same, prefix, acronym, first, other = [], [], [], [], []
-    for x in names:
-        if not isinstance(x, str) or x == name or not x or len(x) > _CLOSE_LONGEST:
-            continue
-        if _NORM.sub("", x).lower() == key:
-            same.append(x)
-            continue
-        if len(name) > 5 and len(x) > 3 and (x.startswith(name[:6]) or name.startswith(x)):
-            prefix.append(x)
-        if acronyms and len(caps) >= 2 and _acronym(x) == caps and name[0] == x[0]:
-            acronym.append(x)
-        if lo <= len(x) <= hi:
-            (first if x[0].lower() == name[0].lower() else other).append(x)
-    pool = (first + other)[:_CLOSE_CANDIDATES]
-    near = difflib.get_close_matches(name, pool, n=n, cutoff=cutoff)
-    out = []
-    for x in same + near + prefix + acronym:
-        if len(out) >= n:
-            break
-        if x not in out:
-            out.append(x)
-    return out
-
-
-class Zygote:
-    """The warm forking parent of workers: one per batch, with one control channel per trusted
-    process (`channel(i)`). It imports torch in the background; the first request waits for it."""
-
-    def __init__(self, channels=1, warm_meta=False):
-        pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(channels)]
-        env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
-        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", HWCHECK_THREADS="1",
-                   PYTHONPATH=_import_root(), PYTHONDONTWRITEBYTECODE="1",
-                   PYTHONHASHSEED="0", TORCHINDUCTOR_CACHE_DIR="/nonexistent",
-                   **({"HWCHECK_WARM_META": "1"} if warm_meta else {}))
-        # the zygote removes only dirs in its temp dir: it must be ours, whatever TMPDIR says
-        env["TMPDIR"] = os.path.realpath(tempfile.gettempdir())
-        self._dir = tempfile.mkdtemp(prefix="hwcheck-zygote-")
-        self._stderr = open(os.path.join(self._dir, "stderr"), "w+b")  # a pipe nobody reads could block it
-        self.proc = subprocess.Popen(
-            [sys.executable, "-s", "-m", "checker.worker.zygote", *[str(b.fileno()) for _, b in pairs]],
-            pass_fds=[b.fileno() for _, b in pairs], env=env, cwd=self._dir,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
-            start_new_session=True)
-        for _, b in pairs:
-            b.close()
-        self.channels = [a for a, _ in pairs]
-        self.pid = self.proc.pid
-        self.ctrl = self.channels[0]
-        self._ready = set()  # channels whose "ready" message was read: the zygote starts in the background
-
-    def channel(self, i):
-        """A view of this zygote bound to control channel i (one per trusted process)."""
-        view = object.__new__(Zygote)
-        view.__dict__.update(self.__dict__)
-        view.ctrl = self.channels[i]
-        return view
-
-    def _ask(self, obj, fds=()):
-        """Send one request on this channel and return its reply.
-
-        The zygote starts in the background and says "ready" once on every channel. Whoever reads
-        that message skips it; no one waits for it first, because a trusted process that replaced a
-        dead one cannot know whether the dead one (or `_Pool.drain`) already read it. Until this
-        process has seen the zygote answer, the first reply may take as long as importing torch."""
-        fd = self.ctrl.fileno()
-        deadline = time.monotonic() + (30 if fd in self._ready else 120)
-        try:
-            socket.send_fds(self.ctrl, [json.dumps(obj).encode()], list(fds))
-            while True:
-                self.ctrl.settimeout(max(0.05, deadline - time.monotonic()))
-                msg = json.loads(self.ctrl.recv(65536) or b"null")
-                self._ready.add(fd)
-                if isinstance(msg, dict) and msg.get("ready") and len(msg) <= 2:
-                    continue  # the start-up message, not a reply
-                return msg
-        except (OSError, ValueError) as e:
-            if fd not in self._ready:
-                err = ""
-                if not self.alive():  # (not proc.poll(): a forked trusted process is not its parent)
-                    self._stderr.seek(0)
-                    err = self._stderr.read().decode(errors="replace")[-2000:]
-                raise SandboxError(f"the worker zygote did not start: {err or e}") from None
-            raise SandboxError(f"the worker zygote stopped answering ({e})") from None
-
-    def mkdir(self):
-        """A fresh worker dir (mode 0700) in the temp dir, made and remembered by the zygote, which removes
-        it when it exits even if no worker was ever forked for it."""
-        reply = self._ask({"op": "mkdir"})
-        if not isinstance(reply, dict) or not isinstance(reply.get("path"), str):
-            raise SandboxError(f"the worker zygote made no worker dir: {reply}")
-        return reply["path"]
-
-    def fork(self, params):
-        a, b = socket.socketpair()
-        try:
-            reply = self._ask({"op": "fork", **params}, [b.fileno()])
-        finally:
-            b.close()
-        if "pid" not in reply:
-            a.close()
-            raise SandboxError(f"fork failed: {reply}")
-        return reply["pid"], a
-
-    def status(self, pid):
-        try:
-            return self._ask({"op": "status", "pid": pid}).get("status")
-        except SandboxError:
-            return None
-
-    def alive(self):
-        """Is the zygote running? (Works from forked trusted processes too, where it is no child.)"""
-        try:
-            os.kill(self.pid, 0)
-        except OSError:
-            return False
-        try:
-            with open(f"/proc/{self.pid}/stat") as f:
-                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-        except OSError:
-            return True
-
-    def close(self):
-        for ch in getattr(self, "channels", []):
-            try:
-                ch.close()
-            except OSError:
-                pass
-        if self.proc.poll() is None:
-            try:
-                self.proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self._stderr.close()
-        shutil.rmtree(self._dir, ignore_errors=True)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-def _import_root():
-    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
 def _describe_status(status, memory_mb=None):
@@ -378,91 +133,6 @@ def _describe_status(status, memory_mb=None):
         return (f"your code ended the process that runs it with os._exit({code}) (or another hard exit); "
                 "use `return` or raise an exception instead")
     return "the process running your code died"
-
-
-def _inside(path, root):
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def file_source(path, secrets=()):
-    """Where a single-file submission is read from: the file, or where it links to; None when it is a link
-    to a file outside its own folder that lies in one of `secrets` (the reference, the grading tests, the
-    output folder, ...). The code's copy and the written answers (checker.runner) follow this one rule."""
-    real = os.path.realpath(path)
-    if (os.path.islink(path) and not _inside(real, os.path.realpath(os.path.dirname(path)))
-            and any(_inside(real, os.path.realpath(s)) for s in secrets)):
-        return None
-    return real
-
-
-def _copy_submission(src, dest, secrets=()):
-    """Copy a submission into a worker's temp dir without following links out of it.
-
-    The copy is made by the trusted side, before any wall is up, so a link to
-    `reference/attention.py` (or any file of the grading machine) must not be
-    followed. Inside a folder submission a link is followed only to a regular
-    file inside that folder; links to folders, links that leave, pipes and
-    devices are left out. A single-file submission that is itself a link was
-    put there by whoever runs hwcheck (a TA's export that links to a store,
-    say), so it is followed, unless it points into one of `secrets` (the
-    reference, the grading tests, the output folder, ...). Returns
-    [(name, why)] of what was left out.
-    """
-    left_out = []
-    if not os.path.isdir(src):
-        os.makedirs(dest)
-        name = os.path.basename(src)
-        real = file_source(src, secrets)
-        if real is None:
-            left_out.append((name, "it is a link to a file in a folder the grader keeps from submissions"))
-        elif not os.path.isfile(real):
-            left_out.append((name, "it is not a regular file"))
-        else:
-            shutil.copyfile(real, os.path.join(dest, name))
-        return left_out
-    root = os.path.realpath(src)
-    for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
-        rel = os.path.relpath(dirpath, src)
-        os.makedirs(os.path.normpath(os.path.join(dest, rel)), exist_ok=True)
-        keep = []
-        for d in sorted(dirnames):
-            if d in (".git", "__pycache__"):
-                continue
-            if os.path.islink(os.path.join(dirpath, d)):
-                left_out.append((os.path.normpath(os.path.join(rel, d)), "links to folders are not followed"))
-                continue
-            keep.append(d)
-        dirnames[:] = keep
-        for n in sorted(filenames):
-            p = os.path.join(dirpath, n)
-            name = os.path.normpath(os.path.join(rel, n))
-            real = os.path.realpath(p)
-            if os.path.islink(p) and not _inside(real, root):
-                left_out.append((name, "it is a link to a file outside the submission"))
-            elif not os.path.isfile(real):
-                left_out.append((name, "it is not a regular file"))
-            else:
-                try:
-                    shutil.copyfile(real, os.path.join(dest, name))
-                except OSError as e:
-                    left_out.append((name, f"it could not be read ({e.strerror or e})"))
-    left_out += _leave_out_starters(dest)
-    return left_out
-
-
-def _leave_out_starters(dest):
-    """The shipped starter notebook beside the student's own file is removed from the copy (its stubs would
-    replace the student's code); a folder that holds only starters keeps them."""
-    from checker.starter import LEFT_OUT, starter_units
-    units = [os.path.join(d, n) for d, _, names in os.walk(dest) for n in names if n.endswith((".py", ".ipynb"))]
-    starters = starter_units(units)
-    if not starters:
-        return []
-    if len(starters) == len(units):  # nothing else to grade: the starter is the submission
-        return []
-    for p in starters:
-        os.unlink(p)
-    return [(os.path.relpath(p, dest), LEFT_OUT) for p in starters]
 
 
 def _unit(header):
@@ -545,7 +215,7 @@ class SubmissionHandle:
         self._kill()
         self.workdir = self.zygote.mkdir()  # the zygote owns it from birth: a SIGKILL here leaks nothing
         dest = os.path.join(self.workdir, "submission")
-        left_out = _copy_submission(self.path, dest, self.secrets)
+        left_out = copy_submission(self.path, dest, self.secrets)
         if self.generation == 0:
             for name, why in left_out:
                 self.load_messages.append({"kind": "link", "file": name, "cell": None, "line": None,

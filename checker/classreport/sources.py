@@ -118,7 +118,7 @@ def locate_code(scorecards, submissions_dir=None):
     A submission is read where its scorecard says it was graded from, or from `submissions_dir` under
     the same name; "changed" are those whose sha256 differs from the one the scorecard recorded.
     """
-    from checker.sandbox import sha256_of
+    from checker.submission_files import sha256_of
     codes, missing, changed = {}, [], []
     for card in scorecards:
         sub = card.get("submission") or {}
