@@ -1,10 +1,12 @@
 """The instructor's gradebook: one CSV row per scorecard.
 
 What it is for: `csv_header(spec)` and `csv_row(scorecard)` give the columns
-`id, total, <one per question id, spec order>, max_total, status, mode, note`
-(mode: the tests run, "hidden" or "public"; note: what the batch says of the
-row, such as a submission no longer in the folder graded);
-`write_gradebook(path, scorecards, spec, notes)` writes them (stdlib `csv`,
+`id, student, student_id, total, <one per question id, spec order>, max_total,
+status, mode, note` (student, student_id: who handed the submission in, as the
+LMS export or the roster says (`checker.lms`, `checker.roster`), NFC-normalised;
+empty when nothing says; mode: the tests run, "hidden" or "public"; note: what
+the batch says of the row, such as a submission no longer in the folder graded);
+`write_gradebook(path, scorecards, spec, notes, people)` writes them (stdlib `csv`,
 UTF-8 with a byte order mark so that Excel reads students' accented names
 right, CRLF rows as spreadsheets expect) atomically, rows sorted by
 submission id. Python reads it with `encoding="utf-8-sig"`.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import io
+import unicodedata
 
 from .atomic import write_text_atomic
 from .escape import for_csv_cell
@@ -43,25 +46,29 @@ def _points(x):
 
 
 def csv_header(spec):
-    """Column names: id, total, each question id in spec order, max_total, status, mode, note."""
-    return ["id", "total", *[str(q["id"]) for q in spec.get("questions") or []],
+    """Column names: id, student, student_id, total, each question id in spec order, max_total, status, mode, note."""
+    return ["id", "student", "student_id", "total", *[str(q["id"]) for q in spec.get("questions") or []],
             "max_total", "status", "mode", "note"]
 
 
-def csv_row(scorecard, spec=None, note=""):
+def csv_row(scorecard, spec=None, note="", person=None):
     """The row of one scorecard (numbers as int/float, pending manual cells empty).
 
     Question columns follow `spec`'s order when given (a question the
     scorecard lacks gets an empty cell), else the scorecard's own order.
+    person: {student, student_id} of the submission (None: empty cells).
     """
     by_id = {}
     for q in scorecard.get("questions") or []:
         by_id[str(q["id"])] = "" if q.get("manual") and q.get("pending", True) \
             else _points(q.get("score"))
-    order = csv_header(spec)[2:-4] if spec is not None else list(by_id)
+    order = csv_header(spec)[4:-4] if spec is not None else list(by_id)
     submission = scorecard.get("submission") or {}
+    person = person or {}
     return [
         _cell(str(submission.get("id", ""))),
+        _cell(unicodedata.normalize("NFC", str(person.get("student") or ""))),
+        _cell(unicodedata.normalize("NFC", str(person.get("student_id") or ""))),
         _points(scorecard.get("score")),
         *[by_id.get(qid, "") for qid in order],
         _points(scorecard.get("max_score")),
@@ -75,11 +82,12 @@ def _sid(sc):
     return str((sc.get("submission") or {}).get("id", ""))
 
 
-def gradebook_text(scorecards, spec, notes=None):
-    """The CSV text of the gradebook (header, then rows sorted by submission id); notes: {id: text}."""
-    notes = notes or {}
+def gradebook_text(scorecards, spec, notes=None, people=None):
+    """The CSV text of the gradebook (header, then rows sorted by submission id); notes: {id: text};
+    people: {id: {student, student_id}}."""
+    notes, people = notes or {}, people or {}
     ordered = sorted(scorecards, key=_sid)
-    rows = [csv_row(sc, spec, notes.get(_sid(sc), "")) for sc in ordered]
+    rows = [csv_row(sc, spec, notes.get(_sid(sc), ""), people.get(_sid(sc))) for sc in ordered]
     buffer = io.StringIO()
     writer = csv.writer(buffer)  # excel dialect: CRLF rows, minimal quoting
     writer.writerow(csv_header(spec))
@@ -87,9 +95,9 @@ def gradebook_text(scorecards, spec, notes=None):
     return buffer.getvalue()
 
 
-def write_gradebook(path, scorecards, spec, notes=None):
+def write_gradebook(path, scorecards, spec, notes=None, people=None):
     """Write the gradebook CSV at `path` atomically (UTF-8 with a BOM); returns the path."""
-    return write_text_atomic(path, gradebook_text(scorecards, spec, notes), encoding="utf-8-sig")
+    return write_text_atomic(path, gradebook_text(scorecards, spec, notes, people), encoding="utf-8-sig")
 
 
 def _manual_ids(spec):

@@ -14,7 +14,10 @@ What it is for:
   `write(final=True)` also rewrites each submission's Gradescope
   results.json with the grades of manual.csv merged in. The TA's manual.csv
   (`checker.manual`) is created / appended to by `ensure_manual(ids)` and
-  merged into every row; its problems are kept in `problems`.
+  merged into every row; its problems are kept in `problems`. Who each
+  submission is (grades.csv's `student`, `student_id`), the identical-code
+  groups and the roster's verdicts come from OUTDIR/.students.json
+  (`checker.lms.prepare`), read once per Gradebook.
 - `load_note(card)`: the grades.csv note of a submission whose load skipped
   something (a sys.exit, a training loop, a statement that does not parse,
   a statement stopped by the time limit).
@@ -36,7 +39,8 @@ from .manual import MANUAL_CSV, apply_manual, describe, ensure_rows, manual_path
 __all__ = ["OWN_FILES", "is_own_output", "load_note", "Gradebook"]
 
 WRITTEN = ".grades.csv.sha256"  # the sha256 of the grades.csv hwcheck wrote last: a different one was edited
-OWN_FILES = ("grades.csv", "answers.csv", MANUAL_CSV, ".hwcheck.lock", WRITTEN)
+OWN_FILES = ("grades.csv", "answers.csv", MANUAL_CSV, ".hwcheck.lock", WRITTEN, ".students.json", "canvas.csv",
+             "moodle.csv")
 STALE_NOTE = "not in the folder graded last: an older scorecard"
 
 
@@ -99,6 +103,18 @@ def load_note(card):
     return f"load skipped {len(skipped)}: {shown}{more}"
 
 
+def _people_notes(sid, person, same):
+    """grades.csv's notes from students.json: late (Canvas), identical code, no match in the roster."""
+    out = []
+    if person.get("late"):
+        out.append("late (the LMS marked it LATE)")
+    if same:
+        out.append(f"identical code to {', '.join(map(str, same))} (comments, whitespace and the starter aside)")
+    if person.get("roster") == "unmatched":
+        out.append("matches no student of the roster")
+    return out
+
+
 def _read(path):
     try:
         with open(path, encoding="utf-8") as f:
@@ -119,6 +135,10 @@ class Gradebook:
         self.gradebook = self.answers = None
         self.manual = manual_path(outdir)
         self.added = 0
+        from .lms import read_students
+        known = read_students(outdir)
+        self.people = known.get("students") if isinstance(known.get("students"), dict) else {}
+        self.identical = known.get("identical") if isinstance(known.get("identical"), dict) else {}
 
     @property
     def stale(self):
@@ -168,6 +188,7 @@ class Gradebook:
             merged = apply_manual(card, entries.get(sid))
             note = [STALE_NOTE] if sid not in self.ids else []
             note += [t for t in (load_note(card), describe(merged)) if t]
+            note += _people_notes(sid, self.people.get(sid) or {}, self.identical.get(sid))
             if note:
                 notes[sid] = "; ".join(note)
             cards.append(merged)
@@ -175,7 +196,8 @@ class Gradebook:
 
     def write(self, final=False):
         cards, notes = self.merged()
-        self.gradebook = write_gradebook(os.path.join(self.outdir, "grades.csv"), cards, self.spec, notes)
+        self.gradebook = write_gradebook(os.path.join(self.outdir, "grades.csv"), cards, self.spec, notes,
+                                         self.people)
         with open(self.gradebook, "rb") as f:
             write_text_atomic(os.path.join(self.outdir, WRITTEN), hashlib.sha256(f.read()).hexdigest() + "\n",
                               encoding="ascii")

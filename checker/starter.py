@@ -16,7 +16,7 @@ import functools
 import json
 import os
 
-__all__ = ["is_starter", "starter_units", "LEFT_OUT"]
+__all__ = ["is_starter", "starter_units", "starter_cells", "LEFT_OUT"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LEFT_OUT = "it is the shipped starter notebook, unchanged (not graded: your own file beside it is)"
@@ -68,3 +68,8 @@ def is_starter(path):
 def starter_units(paths):
     """The starters among `paths` (the .py/.ipynb files of one folder submission)."""
     return [p for p in paths if is_starter(p)]
+
+
+def starter_cells():
+    """Every shipped starter's normalised code cells (a set of strings), for code that is no student's own."""
+    return {cell for cells in _starters() for cell in cells}

@@ -226,12 +226,12 @@ def test_gradebook_csv_opens_with_one_row_per_submission(j1):
     out, _ = j1
     with open(os.path.join(out, "grades.csv"), newline="", encoding="utf-8-sig") as f:
         rows = list(csv.reader(f))
-    assert rows[0] == (["id", "total"] + [q["id"] for q in SPEC["questions"]]
+    assert rows[0] == (["id", "student", "student_id", "total"] + [q["id"] for q in SPEC["questions"]]
                        + ["max_total", "status", "mode", "note"])
     assert [r[0] for r in rows[1:]] == IDS
     for row in rows[1:]:
         card = _card(out, row[0])
-        assert float(row[1]) == pytest.approx(card["score"])
+        assert float(row[3]) == pytest.approx(card["score"])
         assert row[-3:-1] == [card["status"], "hidden"]
         skipped = card["load"].get("skipped") or []  # what the load left out is flagged for the TA
         assert row[-1] == (f"load skipped {len(skipped)}: " + skipped[0] if skipped else "") or \

@@ -37,10 +37,10 @@ def scorecard(sid, outcomes, status=None):
 
 
 def test_header_and_row():
-    assert csv_header(SPEC) == ["id", "total", "Q1", "Q2", "Q3-text", "max_total", "status", "mode", "note"]
+    assert csv_header(SPEC) == ["id", "student", "student_id", "total", "Q1", "Q2", "Q3-text", "max_total", "status", "mode", "note"]
     card = scorecard("bob", [("Q1", "passed"), ("Q1", "failed"), ("Q2", "passed")])
-    assert csv_row(card) == ["bob", 45, 15, 30, "", 70, "graded", "hidden", ""]
-    assert csv_row(card, SPEC, "older") == ["bob", 45, 15, 30, "", 70, "graded", "hidden", "older"]
+    assert csv_row(card) == ["bob", "", "", 45, 15, 30, "", 70, "graded", "hidden", ""]
+    assert csv_row(card, SPEC, "older") == ["bob", "", "", 45, 15, 30, "", 70, "graded", "hidden", "older"]
 
 
 def test_write_gradebook_round_trip(tmp_path):
@@ -51,15 +51,16 @@ def test_write_gradebook_round_trip(tmp_path):
         scorecard("=HYPERLINK(\"x\")", [], status="load_failed"),
     ]
     path = tmp_path / "out" / "gradebook.csv"
-    write_gradebook(path, cards, SPEC, {"zoe": "-not in the folder"})
-    assert path.read_bytes().startswith(b"\xef\xbb\xbfid,total,")  # a BOM: Excel reads \u00ef right
+    people = {"zoe": {"student": "Zo\u0065\u0308 M\u0075\u0308ller", "student_id": "=s9"}}  # NFD, formula-like
+    write_gradebook(path, cards, SPEC, {"zoe": "-not in the folder"}, people)
+    assert path.read_bytes().startswith(b"\xef\xbb\xbfid,student,student_id,total,")  # a BOM: Excel reads \u00ef right
     with open(path, newline="", encoding="utf-8-sig") as f:
         rows = list(csv.reader(f))
     assert rows[0] == csv_header(SPEC)
     assert rows[1:] == [
-        ["'=HYPERLINK(\"x\")", "0", "0", "0", "", "70", "load_failed", "hidden", ""],
-        ["al\u00efce, \"the\" first", "20", "20", "0", "", "70", "graded", "hidden", ""],
-        ["zoe", "60", "30", "30", "", "70", "graded", "hidden", "'-not in the folder"],
+        ["'=HYPERLINK(\"x\")", "", "", "0", "0", "0", "", "70", "load_failed", "hidden", ""],
+        ["al\u00efce, \"the\" first", "", "", "20", "20", "0", "", "70", "graded", "hidden", ""],
+        ["zoe", "Zo\u00eb M\u00fcller", "'=s9", "60", "30", "30", "", "70", "graded", "hidden", "'-not in the folder"],
     ]
     assert os.listdir(path.parent) == ["gradebook.csv"]
 
@@ -71,6 +72,6 @@ def test_fractional_points_are_written_plainly(tmp_path):
     write_gradebook(path, [card], SPEC)
     with open(path, newline="", encoding="utf-8-sig") as f:
         row = list(csv.reader(f))[1]
-    assert row[:4] == ["c", "40", "10", "30"]
+    assert row[:6] == ["c", "", "", "40", "10", "30"]
     card = scorecard("d", [("Q1", "passed")] * 6 + [("Q1", "failed")])
-    assert csv_row(card)[2] == 25.7143  # 30 * 6/7, rounded once
+    assert csv_row(card)[4] == 25.7143  # 30 * 6/7, rounded once

@@ -1,0 +1,182 @@
+"""The class roster: who should have handed in, matched with the submissions graded.
+
+What it is for: `hwcheck grade ... --roster roster.csv`. `read_roster(path)` reads a CSV
+(UTF-8, with or without a byte order mark; a Canvas gradebook export, a Moodle grading
+worksheet, a GitHub Classroom roster or a plain `name,student_id,email` file) into rows
+{name, student_id, email, canvas_user_id, sis_user_id, sis_login_id, section,
+moodle_participant}; `match_roster(people, rows)` matches each submission's identity
+(`checker.lms`) to a row by id, then e-mail, then name, everything NFC-normalised and
+case-folded (a name also as letters only, and as "lastfirst", which is how Canvas writes
+it in file names), and returns the identities with the roster's name and ids filled in,
+plus the report: the students with no submission and the submissions that match no one.
+
+What it is not: a reader of the LMS's folder layout (`checker.lms`) or a gradebook writer.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import unicodedata
+
+from .errors import HwcheckError
+
+__all__ = ["read_roster", "match_roster", "roster_lines"]
+
+# header (case-folded, spaces squeezed) -> field
+_FIELDS = {
+    "name": "name", "student": "name", "full name": "name", "student name": "name", "fullname": "name",
+    "first name": "first", "firstname": "first", "given name": "first",
+    "last name": "last", "lastname": "last", "surname": "last", "family name": "last",
+    "student_id": "student_id", "student id": "student_id", "sid": "student_id", "id number": "student_id",
+    "matriculation number": "student_id", "identifier": "identifier", "github_username": "student_id",
+    "github username": "student_id", "username": "student_id", "login": "student_id",
+    "email": "email", "email address": "email", "e-mail": "email",
+    "id": "id", "sis user id": "sis_user_id", "sis login id": "sis_login_id", "section": "section",
+}
+
+
+def _norm(text):
+    return " ".join(unicodedata.normalize("NFC", str(text or "")).split())
+
+
+def _key(text):
+    return _norm(text).casefold()
+
+
+def _letters(text):
+    return "".join(ch for ch in _key(text) if ch.isalnum())
+
+
+def read_roster(path):
+    """The roster's rows (see the module docstring); a file with no name, id or e-mail column is an error."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            table = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError) as e:
+        raise HwcheckError(f"the roster {path} could not be read: {e}") from None
+    if not table:
+        raise HwcheckError(f"the roster {path} is empty")
+    header = [_FIELDS.get(_key(h)) for h in table[0]]
+    if not {"name", "first", "last", "student_id", "email", "identifier", "id"} & set(header):
+        raise HwcheckError(f"the roster {path} has none of the columns name, student_id, email "
+                           f"(its header: {', '.join(table[0][:8])})")
+    canvas = "sis_user_id" in header
+    rows = []
+    for cells in table[1:]:
+        raw = {}
+        for field, value in zip(header, cells):
+            if field and field not in raw:
+                raw[field] = _norm(value)
+        name = raw.get("name") or " ".join(x for x in (raw.get("first"), raw.get("last")) if x)
+        if not any(raw.values()) or _key(name) in ("points possible", "test student"):
+            continue  # Canvas's second row, and its test student
+        row = {"name": name, "student_id": raw.get("student_id", ""), "email": raw.get("email", "")}
+        if canvas:
+            row.update(canvas_user_id=raw.get("id", ""), sis_user_id=raw.get("sis_user_id", ""),
+                       sis_login_id=raw.get("sis_login_id", ""), section=raw.get("section", ""))
+            row["student_id"] = row["student_id"] or row["sis_user_id"] or row["canvas_user_id"]
+        elif raw.get("id"):
+            row["student_id"] = row["student_id"] or raw["id"]
+        m = re.match(r"^participant\s*(\d+)$", _key(raw.get("identifier", "")))
+        if m:
+            row["moodle_participant"] = m[1]
+        elif raw.get("identifier"):
+            row["student_id"] = row["student_id"] or raw["identifier"]
+        rows.append(row)
+    return rows
+
+
+def _name_keys(name):
+    """A name's letters-only keys: as written, and last word first ("Jürgen Müller" -> "müllerjürgen")."""
+    keys = {_letters(name)}
+    if "," in name:  # "Müller, Jürgen"
+        last, _, first = name.partition(",")
+        keys.add(_letters(last + first))
+        keys.add(_letters(first + last))
+    words = _norm(name).split()
+    if len(words) > 1:
+        keys.add(_letters(words[-1] + "".join(words[:-1])))
+    keys.discard("")
+    return keys
+
+
+def _row_keys(row):
+    keys = {("id", _key(v)) for v in (row.get("student_id"), row.get("sis_user_id"), row.get("sis_login_id")) if v}
+    if row.get("canvas_user_id"):
+        keys.add(("canvas", row["canvas_user_id"]))
+    if row.get("moodle_participant"):
+        keys.add(("moodle", row["moodle_participant"]))
+    if row.get("email"):
+        keys.add(("email", _key(row["email"])))
+    keys |= {("name", k) for k in _name_keys(row.get("name", ""))}
+    return keys
+
+
+def _person_keys(sid, person):
+    """The keys to look a submission up by, most trusted first: the LMS's own ids, student ids, e-mails, names.
+
+    Canvas's user id and Moodle's participant id are matched only with the same column of a roster
+    exported from that LMS (they are no student number)."""
+    keys = []
+    platform = person.get("platform")
+    if person.get("canvas_user_id"):
+        keys.append(("canvas", str(person["canvas_user_id"])))
+    if person.get("moodle_participant"):
+        keys.append(("moodle", str(person["moodle_participant"])))
+    if platform not in ("canvas", "moodle"):
+        keys += [("id", _key(v)) for v in str(person.get("student_id", "")).split("; ") if v]
+    if not person:  # a plain folder: the id may be a student number, a login or a name
+        keys.append(("id", _key(sid)))
+    keys += [("email", _key(e)) for e in str(person.get("email", "")).split("; ") if e]
+    names = [n for n in str(person.get("student", "")).split("; ") if n] or ([sid] if not person else [])
+    keys += [("name", k) for n in names for k in sorted(_name_keys(n))]
+    return keys
+
+
+def match_roster(people, rows):
+    """(people with the roster's data merged, report {matched, missing: [row], unmatched: [id]}).
+
+    people: {id: identity}. A roster row matches at most one submission (the first, by id).
+    """
+    index = {}
+    for i, row in enumerate(rows):
+        for k in _row_keys(row):
+            index.setdefault(k, set()).add(i)
+    used, merged, unmatched = set(), {}, []
+    for sid in sorted(people):
+        person = dict(people[sid])
+        hit = None
+        for k in _person_keys(sid, person):
+            found = sorted(index.get(k, set()) - used)
+            if len(found) == 1:  # an ambiguous key (two students named alike) decides nothing
+                hit = found[0]
+                break
+        if hit is None:
+            unmatched.append(sid)
+            person["roster"] = "unmatched"
+        else:
+            used.add(hit)
+            row = rows[hit]
+            person.update({k: v for k, v in row.items() if v and k not in ("name",)})
+            person["student"] = row.get("name") or person.get("student", "")
+            person["roster"] = "matched"
+        merged[sid] = person
+    missing = [rows[i] for i in range(len(rows)) if i not in used]
+    return merged, {"matched": len(used), "students": len(rows), "missing": missing, "unmatched": unmatched}
+
+
+def roster_lines(report, people):
+    """The TA's lines about the roster: how many matched, who has no submission, which submissions match no one."""
+    if not report:
+        return []
+    lines = [f"roster: {report['matched']} of {report['students']} students have a submission"]
+    for row in report["missing"]:
+        who = row.get("name") or row.get("email") or row.get("student_id")
+        extra = ", ".join(x for x in (row.get("student_id"), row.get("email")) if x and x != who)
+        lines.append(f"roster: no submission from {who}" + (f" ({extra})" if extra else ""))
+    for sid in report["unmatched"]:
+        who = (people.get(sid) or {}).get("student")
+        lines.append(f"roster: submission {sid}" + (f" ({who})" if who and who != sid else "")
+                     + " matches no student of the roster")
+    return lines

@@ -1,0 +1,237 @@
+"""LMS exports (Canvas, Moodle, Gradescope, GitHub Classroom): recognised, grouped per student, graded through
+the real `hwcheck grade` command; grades.csv's student columns, the roster's report, canvas.csv and moodle.csv,
+and the identical-code notes."""
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import unicodedata
+
+import pytest
+
+from checker import lms
+from checker.identical import identical_groups
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUB = os.path.join(ROOT, "submissions", "attention")
+NFD = lambda s: unicodedata.normalize("NFD", s)  # noqa: E731  (macOS writes file names so)
+NFC = lambda s: unicodedata.normalize("NFC", s)  # noqa: E731
+
+
+def _hwcheck(*args):
+    return subprocess.run([sys.executable, "-m", "checker.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+
+
+def _csv(path):
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        return list(csv.reader(f))
+
+
+def _book(out):
+    with open(os.path.join(out, "grades.csv"), newline="", encoding="utf-8-sig") as f:
+        return {row["id"]: row for row in csv.DictReader(f)}
+
+
+def _reworded(src):
+    """correct.py with other comments and spacing: the same code."""
+    return "# my own work, honest\n" + src.replace("\n\n", "\n\n\n").replace(" = ", "  =  ")
+
+
+def _copy(src, dest):
+    shutil.copyfile(os.path.join(SUB, src), dest)
+
+
+# ---------------------------------------------------------------------------
+# Canvas
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def canvas(tmp_path_factory):
+    base = tmp_path_factory.mktemp("canvas")
+    folder, out = base / "submissions", str(base / "graded")
+    folder.mkdir()
+    _copy("correct.py", folder / NFD("müllerjürgen_LATE_101_9001_attention.py"))
+    with open(os.path.join(SUB, "correct.py"), encoding="utf-8") as f:
+        (folder / "smithbob_103_9003_attention.py").write_text(_reworded(f.read()), encoding="utf-8")
+    # three files of one student, the notebook uploaded twice (Canvas's "-1"): one submission, graded whole
+    _copy("correct_folder/q1.py", folder / "doejane_102_9002_q1.py")
+    _copy("correct_folder/q2.py", folder / "doejane_102_9002_q2.py")
+    _copy("correct_folder/q3.ipynb", folder / "doejane_102_9002_q3-1.ipynb")
+    _copy("no_scaling.py", folder / "leeann_104_9004_attention.py")
+    roster = base / "roster.csv"
+    roster.write_text("name,student_id,email\nJürgen Müller,s1,jm@uni.example\nJane Doe,s2,jd@uni.example\n"
+                      "Ann Lee,s4,al@uni.example\nAlice Absent,s3,aa@uni.example\n", encoding="utf-8")
+    run = _hwcheck("grade", str(folder), "-a", "attention", "-o", out, "--public", "--roster", str(roster))
+    assert run.returncode == 0, run.stdout + run.stderr
+    return out, run
+
+
+def test_canvas_files_of_one_student_are_one_submission(canvas):
+    out, _ = canvas
+    book = _book(out)
+    assert sorted(book) == ["doejane_102", "leeann_104", NFC("müllerjürgen_101"), "smithbob_103"]
+    staged = os.path.join(out, lms.STAGE, "doejane_102")
+    assert sorted(os.listdir(staged)) == ["q1.py", "q2.py", "q3.ipynb"]  # own names, "-1" taken off
+    # the notebook imports its two .py files: graded together it gets the full automatic score
+    assert book["doejane_102"]["total"] == book[NFC("müllerjürgen_101")]["total"] == "90"
+
+
+def test_canvas_student_columns_match_the_roster_across_unicode_forms(canvas):
+    out, _ = canvas
+    book = _book(out)
+    mueller = book[NFC("müllerjürgen_101")]
+    assert (mueller["student"], mueller["student_id"]) == ("Jürgen Müller", "s1")  # NFD file name, NFC roster
+    assert mueller["student"] == NFC(mueller["student"])
+    assert (book["leeann_104"]["student"], book["leeann_104"]["student_id"]) == ("Ann Lee", "s4")
+    assert (book["smithbob_103"]["student"], book["smithbob_103"]["student_id"]) == ("smithbob", "103")
+    assert "late" in mueller["note"]
+
+
+def test_canvas_roster_report(canvas):
+    _, run = canvas
+    assert "roster: 3 of 4 students have a submission" in run.stdout
+    assert "roster: no submission from Alice Absent (s3, aa@uni.example)" in run.stdout
+    assert "roster: submission smithbob_103 (smithbob) matches no student of the roster" in run.stdout
+    assert "matches no student of the roster" in _book(canvas[0])["smithbob_103"]["note"]
+
+
+def test_identical_code_is_flagged_in_the_notes(canvas):
+    book = _book(canvas[0])
+    assert f"identical code to {NFC('müllerjürgen_101')}" in book["smithbob_103"]["note"]
+    assert "identical code to smithbob_103" in book[NFC("müllerjürgen_101")]["note"]
+    assert "identical" not in book["leeann_104"]["note"] and "identical" not in book["doejane_102"]["note"]
+
+
+def test_canvas_csv_is_canvas_import_format(canvas):
+    out, _ = canvas
+    rows = _csv(os.path.join(out, "canvas.csv"))
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "attention"]
+    assert rows[1] == ["Points Possible", "", "", "", "", "100"]
+    assert rows[2:] == [["Jane Doe", "102", "", "", "", "90"], ["Ann Lee", "104", "", "", "", "48.32"],
+                        ["Jürgen Müller", "101", "", "", "", "90"], ["smithbob", "103", "", "", "", "90"]]
+    again = _hwcheck("export", out, "--canvas", "Homework 1 (4567)")
+    assert again.returncode == 0, again.stderr
+    assert _csv(os.path.join(out, "canvas.csv"))[0][-1] == "Homework 1 (4567)"
+
+
+# ---------------------------------------------------------------------------
+# Moodle
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def moodle(tmp_path_factory):
+    base = tmp_path_factory.mktemp("moodle")
+    folder, out = base / "submissions", str(base / "graded")
+    folder.mkdir()
+    _copy("correct.py", folder / NFD("Jürgen Müller_201_assignsubmission_file_attention.py"))
+    shutil.copytree(os.path.join(SUB, "correct_folder"), folder / "Jane Doe_202_assignsubmission_file_")
+    (folder / "Jane Doe_202_assignsubmission_onlinetext_").mkdir()
+    (folder / "Jane Doe_202_assignsubmission_onlinetext_" / "onlinetext.html").write_text("<p>done</p>")
+    _copy("no_scaling.py", folder / "Bob Smith_203_assignsubmission_file_attention.py")
+    run = _hwcheck("grade", str(folder), "-a", "attention", "-o", out, "--public")
+    assert run.returncode == 0, run.stdout + run.stderr
+    return out, run
+
+
+def test_moodle_files_and_folders_are_one_submission_each(moodle):
+    out, _ = moodle
+    book = _book(out)
+    assert sorted(book) == ["Bob Smith_203", "Jane Doe_202", NFC("Jürgen Müller_201")]
+    assert book["Jane Doe_202"]["total"] == "90"
+    assert (book[NFC("Jürgen Müller_201")]["student"], book[NFC("Jürgen Müller_201")]["student_id"]) == \
+        (NFC("Jürgen Müller"), "201")
+
+
+def test_moodle_worksheet_has_moodle_columns_and_manual_grades(moodle):
+    out, _ = moodle
+    rows = _csv(os.path.join(out, "moodle.csv"))
+    assert rows[0] == ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
+                       "Grade can be changed", "Last modified (submission)", "Last modified (grade)",
+                       "Feedback comments"]
+    assert rows[1:] == [["Participant 203", "Bob Smith", "", "", "48.32", "100", "Yes", "", "", ""],
+                        ["Participant 202", "Jane Doe", "", "", "90", "100", "Yes", "", "", ""],
+                        ["Participant 201", NFC("Jürgen Müller"), "", "", "90", "100", "Yes", "", "", ""]]
+    with open(os.path.join(out, "manual.csv"), "a", encoding="utf-8", newline="") as f:
+        f.write("Jane Doe_202,adjustment,-5,late\r\n")
+    lines = [line for line in open(os.path.join(out, "manual.csv"), encoding="utf-8-sig")]
+    with open(os.path.join(out, "manual.csv"), "w", encoding="utf-8-sig", newline="") as f:
+        f.write("".join(line.replace("Jane Doe_202,Q3-text,,", "Jane Doe_202,Q3-text,8,") for line in lines))
+    again = _hwcheck("export", out)
+    assert again.returncode == 0, again.stderr
+    jane = [r for r in _csv(os.path.join(out, "moodle.csv")) if r[0] == "Participant 202"]
+    assert jane[0][4] == "93"  # 90 automatic + 8 by hand - 5
+
+
+# ---------------------------------------------------------------------------
+# Gradescope and GitHub Classroom
+# ---------------------------------------------------------------------------
+
+METADATA = """submission_111:
+  :submitters:
+  - :name: "J\\u00fcrgen M\\u00fcller"
+    :sid: 's1'
+    :email: jm@uni.example
+  :created_at: 2026-11-01 10:00:00.000000000 -07:00
+  :score: 90.0
+  :history:
+  - :created_at: 2026-10-31 09:00:00.000000000 -07:00
+    :score: 40.0
+submission_222:
+  :submitters:
+  - :name: O'Brien, Pat
+    :sid: '0042'
+    :email: pat@uni.example
+"""
+
+
+@pytest.fixture(scope="module")
+def gradescope(tmp_path_factory):
+    base = tmp_path_factory.mktemp("gradescope")
+    folder, out = base / "export", str(base / "graded")
+    folder.mkdir()
+    (folder / "submission_metadata.yml").write_text(METADATA, encoding="utf-8")
+    (folder / "submission_111").mkdir()
+    _copy("correct.py", folder / "submission_111" / "attention.py")
+    (folder / "submission_222").mkdir()
+    _copy("correct_notebook.ipynb", folder / "submission_222" / "attention.ipynb")
+    run = _hwcheck("grade", str(folder), "-a", "attention", "-o", out, "--public")
+    assert run.returncode == 0, run.stdout + run.stderr
+    return out
+
+
+def test_gradescope_export_names_its_submitters(gradescope):
+    book = _book(gradescope)
+    assert sorted(book) == ["submission_111", "submission_222"]
+    assert (book["submission_111"]["student"], book["submission_111"]["student_id"]) == ("Jürgen Müller", "s1")
+    assert (book["submission_222"]["student"], book["submission_222"]["student_id"]) == ("O'Brien, Pat", "0042")
+    assert not os.path.exists(os.path.join(gradescope, "canvas.csv"))
+
+
+def test_classroom_repositories_are_students_and_the_starter_is_not_their_code(tmp_path):
+    folder = tmp_path / "hw1-submissions"
+    for user in ("alice", "bob"):
+        repo = folder / f"hw1-{user}"
+        repo.mkdir(parents=True)
+        (repo / ".git").mkdir()
+        shutil.copyfile(os.path.join(ROOT, "assignments", "attention", "starter.ipynb"), repo / "starter.ipynb")
+    _copy("correct.py", folder / "hw1-alice" / "attention.py")
+    _copy("no_scaling.py", folder / "hw1-bob" / "attention.py")
+    layout = lms.recognise(str(folder))
+    assert layout.platform == "classroom"
+    assert {s.sid: (s.student, s.student_id) for s in layout.students.values()} == \
+        {"hw1-alice": ("alice", "alice"), "hw1-bob": ("bob", "bob")}
+    entries = lms.prepare(str(folder), str(tmp_path / "out"), [], assignment="attention")
+    assert entries == [("hw1-alice", str(folder / "hw1-alice")), ("hw1-bob", str(folder / "hw1-bob"))]
+    # the same starter in both repositories makes nothing identical; the same code beside it does
+    assert identical_groups(entries) == {}
+    _copy("correct.py", folder / "hw1-bob" / "attention.py")
+    assert identical_groups(entries) == {"hw1-alice": ["hw1-bob"], "hw1-bob": ["hw1-alice"]}
+
+
+def test_a_plain_folder_is_no_lms_layout(tmp_path):
+    _copy("correct.py", tmp_path / "alice.py")
+    _copy("no_scaling.py", tmp_path / "bob.py")
+    assert lms.recognise(str(tmp_path)).platform is None
