@@ -1,0 +1,204 @@
+"""`hwcheck grade --scheduler / --cluster`: a real 2-process Dask LocalCluster grades like `-j 1`.
+
+One LocalCluster of two worker processes (module fixture, allowed-failures 1
+as hwcheck's own clusters have) grades six example submissions of
+submissions/attention (files, a folder, a notebook, a syntax error; no_scaling.py is left out: its
+score varied between two -j 1 runs of one seed under load, 48.32 and 53.61, a flake of its own) with the
+public tests and one seed; `-j 1` grades the same folder with the same seed.
+Scores, statuses, the gradebook and the walls reported must be the same, and
+the scorecards must name the TA's files (the workers got bytes). Then a Dask
+worker process is SIGKILLed mid-batch: what was finished stays, the rest is
+graded after the retry.
+"""
+import csv
+import json
+import os
+import shutil
+import signal
+import threading
+import time
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from click.testing import CliRunner  # noqa: E402
+
+from checker import batch  # noqa: E402
+from checker.cli import main  # noqa: E402
+from checker.cluster import DaskExecutor, pack_submission, unpack_submission  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "submissions", "attention")
+PICKED = ["correct.py", "missing_names.py", "correct_folder", "correct_notebook.ipynb", "syntax_error.py",
+          "softmax_wrong_axis.py"]
+SEED = "4242"
+
+
+@pytest.fixture(scope="module")
+def subs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("class")
+    for name in PICKED:
+        src = os.path.join(EXAMPLES, name)
+        (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, d / name)
+    return d
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    import logging
+
+    import dask
+    from distributed import Client, LocalCluster
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        lc = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                          silence_logs=logging.ERROR)
+    client = Client(lc)
+    yield lc, client
+    client.close()
+    lc.close()
+
+
+def _grade(subs, out, *extra):
+    r = CliRunner().invoke(main, ["grade", str(subs), "-a", "attention", "-o", str(out), "--public",
+                                  "--seed", SEED, *extra])
+    assert r.exit_code == 0, r.output
+    return r
+
+
+def _cards(out):
+    return {c["submission"]["id"]: c for c in batch.collect_scorecards(str(out), "attention")}
+
+
+def _rows(out):
+    with open(os.path.join(out, "grades.csv"), encoding="utf-8-sig") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def local(subs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("local")
+    _grade(subs, out, "-j", "1")
+    return out
+
+
+@pytest.fixture(scope="module")
+def on_cluster(subs, cluster, tmp_path_factory):
+    out = tmp_path_factory.mktemp("dask")
+    r = _grade(subs, out, "--scheduler", cluster[0].scheduler_address)
+    return out, r
+
+
+def test_the_cluster_grades_as_one_local_process(local, on_cluster, subs):
+    out, r = on_cluster
+    assert "the Dask cluster at tcp://" in r.output
+    mine, theirs = _cards(local), _cards(out)
+    assert sorted(mine) == sorted(theirs) == sorted(os.path.splitext(n)[0] for n in PICKED)
+    for sid, card in mine.items():
+        other = theirs[sid]
+        assert (other["score"], other["status"]) == (card["score"], card["status"]), sid
+        assert [(q["id"], q["score"]) for q in other["questions"]] == [(q["id"], q["score"]) for q in card["questions"]]
+        assert [t["outcome"] for q in other["questions"] for t in q["tests"]] == \
+               [t["outcome"] for q in card["questions"] for t in q["tests"]], sid
+        assert other["load"]["messages"] == card["load"]["messages"], sid
+        # the workers got bytes; the scorecard names the TA's file, as --resume and the report need
+        assert other["submission"]["path"] == card["submission"]["path"]
+        assert other["submission"]["sha256"] == card["submission"]["sha256"]
+        assert other["grader"]["seed"] == card["grader"]["seed"] == int(SEED)
+        # the walls were put up on the Dask worker as they are here (the same machine)
+        assert other["grader"]["isolation"] == card["grader"]["isolation"] and other["grader"]["isolation"]
+        assert not other["grader"].get("internal_error")
+    assert _rows(out) == _rows(local)
+    assert {s: 1 for s in mine} == {s: 1 for s in os.listdir(os.path.join(out, "gradescope"))}
+
+
+def test_resume_on_the_cluster_regrades_nothing_current(on_cluster, subs, cluster):
+    out, _ = on_cluster
+    before = {sid: os.stat(batch.scorecard_path(str(out), sid)).st_mtime_ns for sid in _cards(out)}
+    r = _grade(subs, out, "--scheduler", cluster[0].scheduler_address, "--resume")
+    assert "6 up to date" in r.output
+    assert before == {sid: os.stat(batch.scorecard_path(str(out), sid)).st_mtime_ns for sid in _cards(out)}
+
+
+def test_a_folder_travels_as_bytes_and_links_stay_links(tmp_path):
+    sub = tmp_path / "carol"
+    (sub / "pkg").mkdir(parents=True)
+    (sub / "pkg" / "a.py").write_text("x = 1\n")
+    (sub / "inside.py").symlink_to("pkg/a.py")
+    (sub / "leaves.py").symlink_to("/etc/hostname")
+    (sub / ".git").mkdir()
+    (sub / ".git" / "HEAD").write_text("ref\n")
+    name, kind, blob = pack_submission(str(sub))
+    assert (name, kind) == ("carol", "tar")
+    dest = tmp_path / "worker"
+    dest.mkdir()
+    path = unpack_submission(str(dest), name, kind, blob)
+    assert open(os.path.join(path, "pkg", "a.py")).read() == "x = 1\n"
+    assert os.readlink(os.path.join(path, "inside.py")) == "pkg/a.py"
+    assert os.readlink(os.path.join(path, "leaves.py")) == "/etc/hostname"  # left out by the worker's copy
+    assert not os.path.exists(os.path.join(path, ".git"))
+
+
+def test_a_tar_cannot_write_outside_the_submission(tmp_path):
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for evil in ("../escaped.py", "/tmp/abs_escaped.py"):
+            info = tarfile.TarInfo(evil)
+            info.size = 3
+            tar.addfile(info, io.BytesIO(b"x=1"))
+    (tmp_path / "w").mkdir()
+    unpack_submission(str(tmp_path / "w"), "s", "tar", buf.getvalue())
+    assert not (tmp_path / "escaped.py").exists() and not os.path.exists("/tmp/abs_escaped.py")
+
+
+def test_a_killed_dask_worker_loses_nothing_finished(subs, cluster, local, tmp_path):
+    lc, client = cluster
+    out = tmp_path / "killed"
+    outcome = {}
+
+    def run():
+        try:
+            entries = batch.list_entries(str(subs))
+            outcome["result"] = batch.grade_batch(entries, "attention", str(out), mode="public", seed=int(SEED),
+                                                  executor=DaskExecutor(scheduler=lc.scheduler_address))
+        except BaseException as e:  # noqa: BLE001 - shown by the assertion below
+            outcome["error"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    deadline = time.monotonic() + 240
+    while not _cards(out) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    finished = {sid: json.dumps(c, sort_keys=True) for sid, c in _cards(out).items()}
+    assert finished, "no submission was graded"
+    pids = client.run(os.getpid)
+    busy = [addr for addr, keys in client.processing().items() if keys]
+    assert busy, "no worker held a submission when the first scorecard landed"
+    os.kill(pids[busy[0]], signal.SIGKILL)
+    t.join(timeout=300)
+    assert not t.is_alive() and "error" not in outcome, outcome
+    cards, expected = _cards(out), _cards(local)
+    assert sorted(cards) == sorted(expected)
+    for sid, text in finished.items():  # what was written before the kill is kept as it was
+        assert json.dumps(cards[sid], sort_keys=True) == text
+    for sid, card in cards.items():  # the rest was graded after the retry (or said why not)
+        if card["status"] == "crashed":
+            assert "Dask worker" in card["grader"]["internal_error"], card["grader"]
+        else:
+            assert card["score"] == expected[sid]["score"], (sid, card["grader"], expected[sid]["grader"])
+    assert len(outcome["result"].results) == len(PICKED)
+    assert len(_rows(out)) == len(PICKED)
+    client.wait_for_workers(2, timeout=60)  # the nanny restarted it
+
+
+def test_cluster_options_are_checked(subs, tmp_path):
+    r = CliRunner().invoke(main, ["grade", str(subs), "-a", "attention", "-o", str(tmp_path / "o"),
+                                  "--cluster", "remote:2"])
+    assert r.exit_code == 2 and "local:N" in r.output
+    r = CliRunner().invoke(main, ["grade", str(subs), "-a", "attention", "-o", str(tmp_path / "o"),
+                                  "--cluster", "local:2", "-j", "2"])
+    assert r.exit_code == 2 and "-j counts processes" in r.output

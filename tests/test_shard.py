@@ -1,0 +1,129 @@
+"""`hwcheck grade --shard I/N` and `hwcheck merge`: slices of a folder merged equal one unsharded run.
+
+Four example submissions of submissions/attention are graded unsharded and as
+shards 1/2 and 2/2 (public tests, one seed, -j 1); `merge` of the two shard
+folders gives the unsharded grades.csv and scorecards. Merging folders graded
+with another seed, assignment or hwcheck version, or overlapping shards, is
+refused with a sentence naming the folders; a missing shard is said, exit 1.
+"""
+import csv
+import json
+import os
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from checker import batch
+from checker.cli import main
+from checker.shard import parse_shard, shard_entries
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "submissions", "attention")
+PICKED = ["correct.py", "correct_folder", "syntax_error.py", "softmax_wrong_axis.py"]
+SEED = "777"
+
+
+@pytest.fixture(scope="module")
+def subs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("class")
+    for name in PICKED:
+        src = os.path.join(EXAMPLES, name)
+        (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, d / name)
+    return d
+
+
+def _grade(subs, out, *extra, code=0):
+    r = CliRunner().invoke(main, ["grade", str(subs), "-a", "attention", "-o", str(out), "--public",
+                                  "--seed", SEED, *extra])
+    assert r.exit_code == code, r.output
+    return r
+
+
+@pytest.fixture(scope="module")
+def graded(subs, tmp_path_factory):
+    d = tmp_path_factory.mktemp("graded")
+    _grade(subs, d / "whole")
+    _grade(subs, d / "s1", "--shard", "1/2")
+    _grade(subs, d / "s2", "--shard", "2/2")
+    return d
+
+
+def _rows(out):
+    with open(os.path.join(out, "grades.csv"), encoding="utf-8-sig") as f:
+        return list(csv.DictReader(f))
+
+
+def _merge(*args):
+    return CliRunner().invoke(main, ["merge", *map(str, args)])
+
+
+def test_slices_are_deterministic_disjoint_and_balanced():
+    entries = [(f"s{i:02d}", f"/x/s{i:02d}.py") for i in range(11)]
+    slices = [shard_entries(list(reversed(entries)), i, 3) for i in (1, 2, 3)]
+    assert sorted(e for s in slices for e in s) == entries
+    assert sorted(len(s) for s in slices) == [3, 4, 4]
+    assert slices == [shard_entries(entries, i, 3) for i in (1, 2, 3)]
+    assert parse_shard("2/4") == (2, 4)
+    for bad in ("0/2", "3/2", "1", "a/b"):
+        with pytest.raises(ValueError):
+            parse_shard(bad)
+
+
+@pytest.mark.slow
+def test_merged_shards_equal_one_unsharded_run(graded, tmp_path):
+    s1, s2 = (set(c["submission"]["id"] for c in batch.collect_scorecards(str(graded / s), "attention"))
+              for s in ("s1", "s2"))
+    assert s1 and s2 and not s1 & s2
+    r = _merge(graded / "s1", graded / "s2", "-o", tmp_path / "merged")
+    assert r.exit_code == 0, r.output
+    assert _rows(tmp_path / "merged") == _rows(graded / "whole")
+    whole = {c["submission"]["id"]: c for c in batch.collect_scorecards(str(graded / "whole"), "attention")}
+    merged = {c["submission"]["id"]: c for c in batch.collect_scorecards(str(tmp_path / "merged"), "attention")}
+    assert {s: c["score"] for s, c in merged.items()} == {s: c["score"] for s, c in whole.items()}
+    for sid in whole:
+        assert os.path.isfile(batch.results_path(str(tmp_path / "merged"), sid))
+    assert os.path.isfile(tmp_path / "merged" / "manual.csv")
+
+
+@pytest.mark.slow
+def test_a_missing_shard_is_said(graded, tmp_path):
+    r = _merge(graded / "s1", "-o", tmp_path / "m")
+    assert r.exit_code == 1 and "shards 2/2 are missing" in r.output
+
+
+def _altered(src, dest, change):
+    shutil.copytree(src, dest)
+    for c in batch.collect_scorecards(str(dest), "attention"):
+        change(c)
+        with open(batch.scorecard_path(str(dest), c["submission"]["id"]), "w") as f:
+            json.dump(c, f)
+    return dest
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what,change", [
+    ("seed", lambda c: c["grader"].update(seed=1)),
+    ("hwcheck version", lambda c: c["grader"].update(version="0.0.9")),
+    ("mode", lambda c: c["grader"].update(mode="hidden")),
+])
+def test_merge_refuses_folders_graded_otherwise(graded, tmp_path, what, change):
+    other = _altered(graded / "s2", tmp_path / "other", change)
+    r = _merge(graded / "s1", other, "-o", tmp_path / "m")
+    assert r.exit_code == 2 and f"graded with {what}" in r.output, r.output
+    assert not os.path.exists(tmp_path / "m" / "grades.csv")
+
+
+@pytest.mark.slow
+def test_merge_refuses_mixed_assignments_and_overlaps(graded, tmp_path):
+    other = _altered(graded / "s2", tmp_path / "other", lambda c: c.update(assignment="vit"))
+    r = _merge(graded / "s1", other, "-o", tmp_path / "m")
+    assert r.exit_code == 2 and "merge one assignment at a time" in r.output, r.output
+    r = _merge(graded / "s1", graded / "whole", "-o", tmp_path / "m2")
+    assert r.exit_code == 2 and "graded in both" in r.output, r.output
+
+
+def test_hidden_shards_need_a_seed(subs, tmp_path):
+    r = CliRunner().invoke(main, ["grade", str(subs), "-a", "attention", "-o", str(tmp_path / "o"),
+                                  "--shard", "1/2"])
+    assert r.exit_code == 2 and "--shard needs --seed" in r.output
