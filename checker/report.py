@@ -4,7 +4,10 @@ What it is for: pure text out of a scorecard dict:
 - `format_scorecard` — what `hwcheck check` prints (plain, or ANSI colour);
 - `format_markdown` — a GitHub Actions step summary (table + failures);
 - `github_annotations` — `::error ...::` workflow-command lines, one per
-  failed test, escaped as GitHub requires;
+  failed test, escaped as GitHub requires (`::notice` when the score reaches
+  `--min-score`: the run passes, the failures are for information);
+- `min_score_line` — what `check --min-score` says: reached or not, and the
+  most the automatic tests can give;
 - `junit_xml` — JUnit XML (one testsuite per question) for CI test viewers.
 Give it the student view (`checker.scorecard.student_view`) for anything a
 student sees.
@@ -24,7 +27,7 @@ from .scorecard import SEE_QUESTION_MESSAGE, test_message
 
 __all__ = [
     "answer_note", "format_points", "format_scorecard", "format_markdown",
-    "github_annotations", "junit_xml",
+    "github_annotations", "junit_xml", "min_score_line", "automatic_max", "ALL_NOT_STARTED",
 ]
 
 _FAILING = ("failed", "error", "timeout")
@@ -67,6 +70,35 @@ def _total_line(scorecard):
     if pending:
         line += f" ({format_points(pending)} pending manual)"
     return line
+
+
+ALL_NOT_STARTED = ("Not started: every question graded automatically is still at the starter's stubs "
+                   "(`raise NotImplementedError`).")
+
+
+def _all_not_started(scorecard):
+    auto = [q for q in scorecard.get("questions") or [] if not q.get("manual")]
+    return bool(auto) and all(q.get("not_started") for q in auto)
+
+
+def automatic_max(scorecard):
+    """The most the automatic tests can give: the points of the questions not graded by a person."""
+    return sum(float(q.get("max_score") or 0) for q in scorecard.get("questions") or [] if not q.get("manual"))
+
+
+def min_score_line(scorecard, min_score):
+    """What `check --min-score` says: whether the score reaches it, and, when not, the most that can be
+    earned automatically (the rest of the points are graded by a person, after the deadline)."""
+    score, best = float(scorecard.get("score") or 0), automatic_max(scorecard)
+    manual = float(scorecard.get("max_score") or 0) - best
+    if score >= min_score:
+        return f"--min-score {format_points(min_score)} reached: the score is {format_points(score)}."
+    line = (f"--min-score {format_points(min_score)} not reached: the score is {format_points(score)}; "
+            f"the most the automatic tests can give is {format_points(best)}")
+    line += f" (the other {format_points(manual)} points are graded by a person)" if manual > 0 else ""
+    if min_score > best:
+        line += f", so no submission can reach {format_points(min_score)} here"
+    return line + "."
 
 
 def _hidden_note(scorecard, question):
@@ -156,6 +188,8 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
                                 "defined is missing; the rest was graded):", _YELLOW, color))
         for message in load["messages"]:
             lines.append(_indent(_safe(message), "    "))
+    if _all_not_started(scorecard):
+        lines.append(_paint(ALL_NOT_STARTED, _YELLOW, color))
     lines.append("")
 
     for question in scorecard.get("questions") or []:
@@ -180,7 +214,9 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
         placeholders = []
         covered = [t for t in tests if t.get("outcome") != "passed" and t.get("message") == SEE_QUESTION_MESSAGE]
         if covered and not verbose:  # the question's message says it once for all of them
-            lines.append(f"    ({len(covered)} test{'s' if len(covered) != 1 else ''} could not run because of this)")
+            plural = "s" if len(covered) != 1 else ""
+            lines.append(f"    ({len(covered)} test{plural} failed because of this)" if question.get("not_started")
+                         else f"    ({len(covered)} test{plural} could not run because of this)")
             tests = [t for t in tests if t not in covered]
         noted = {}  # a note on how passing tests were checked -> the index of its line
         told = set()  # "Likely mistake: ..." paragraphs already shown under this question
@@ -234,7 +270,7 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
                             f"{_safe(', '.join(rest[:8]), False)}"
                             f"{f' and {len(rest) - 8} more' if len(rest) > 8 else ''}; -v shows each)"
                             if rest else _DROP)
-        skipped = _skip_summary(tests)
+        skipped = None if question.get("not_started") and not verbose else _skip_summary(tests)
         if skipped:
             lines.append("    " + _paint(_safe(skipped), _YELLOW, color))
         hidden = _hidden_note(scorecard, question)
@@ -265,12 +301,19 @@ def _md_fence(text):
     return "`" * max(3, longest + 1)
 
 
-def format_markdown(scorecard):
-    """A Markdown step summary: total, a table of questions, then each failure."""
+def format_markdown(scorecard, min_score=None):
+    """A Markdown step summary: total, a table of questions, then each failure.
+
+    A question not started says so once in the table; its failures are not listed one by one.
+    With `min_score`, a line says whether the score reaches it (`min_score_line`)."""
     submission = scorecard.get("submission") or {}
     out = [f"## hwcheck: {_md_cell(scorecard.get('assignment'))} - "
            f"{_md_cell(submission.get('id'))}", ""]
     out.append(f"**{_total_line(scorecard)}**")
+    if min_score is not None:
+        out += ["", _md_cell(min_score_line(scorecard, min_score))]
+    if _all_not_started(scorecard):
+        out += ["", _md_cell(ALL_NOT_STARTED)]
     if scorecard.get("status", "graded") != "graded":
         out.append(f"Status: **{_md_cell(scorecard['status'])}**")
     out += ["", "| Question | Score | Tests | Note |", "|---|---:|---|---|"]
@@ -294,7 +337,7 @@ def format_markdown(scorecard):
                    f"{format_points(question.get('max_score'))} | {_md_cell(summary)} "
                    f"| {_md_cell(question.get('message') or '')} |")
         for test in question.get("tests") or []:
-            if test.get("outcome") in _FAILING:
+            if test.get("outcome") in _FAILING and not question.get("not_started"):
                 failures.append((question, test))
     if failures:
         out += ["", "### Failures", ""]
@@ -322,13 +365,21 @@ _escape_data, _escape_property = for_annotation_data, for_annotation_property
 MAX_ANNOTATIONS = 10  # GitHub shows 10 error annotations of a step; more would be cut without a word
 
 
-def github_annotations(scorecard):
+def github_annotations(scorecard, min_score=None):
     """`::error ...::message` lines for the failed, error or timed-out tests.
 
     Tests of one question that fail with one message at one place share one
-    annotation ("test_x and 2 more"); past `MAX_ANNOTATIONS`, the last line says how many
-    more failed and where to read them.
+    annotation ("test_x and 2 more"), and a question not started is one annotation;
+    past `MAX_ANNOTATIONS`, the last line says how many more failed and where to read them.
+    With `min_score`: when the score reaches it the run passes, so the lines are
+    `::notice` (information, not errors) and the first says the score reached it; when not,
+    the first line is an error saying so and the most the automatic tests can give.
     """
+    level = "notice" if min_score is not None and float(scorecard.get("score") or 0) >= min_score else "error"
+    head = []
+    if min_score is not None:
+        head.append(f"::{level} title={_escape_property('hwcheck --min-score')}::"
+                    + _escape_data(min_score_line(scorecard, min_score)))
     groups = {}
     for question in scorecard.get("questions") or []:
         for test in question.get("tests") or []:
@@ -338,8 +389,8 @@ def github_annotations(scorecard):
             where = test.get("where")
             if isinstance(where, dict) and where.get("file"):
                 props.append(f"file={_escape_property(where['file'])}")
-                if where.get("line") and not where.get("cell"):  # a line within a notebook cell is no line of the file
-                    props.append(f"line={_escape_property(where['line'])}")
+                if where.get("line") and not where.get("cell") and not question.get("not_started"):
+                    props.append(f"line={_escape_property(where['line'])}")  # a notebook cell's line is no line of the file
             message = test_message(question, test) or test.get("outcome")
             key = (str(question.get("id")), tuple(props), message)
             groups.setdefault(key, []).append(test)
@@ -348,14 +399,15 @@ def github_annotations(scorecard):
         outcomes = sorted({str(t.get("outcome")) for t in tests})
         what = str(tests[0].get("name")) + (f" and {len(tests) - 1} more" if len(tests) > 1 else "")
         title = f"{qid} \u203a {what} ({', '.join(outcomes)})"
-        lines.append(f"::error {','.join([*props, f'title={_escape_property(title)}'])}::{_escape_data(message)}")
-    if len(lines) > MAX_ANNOTATIONS:
-        rest = sum(len(ts) for ts in list(groups.values())[MAX_ANNOTATIONS - 1:])
-        lines = lines[:MAX_ANNOTATIONS - 1] + [
-            f"::error title={_escape_property('hwcheck')}::"
+        lines.append(f"::{level} {','.join([*props, f'title={_escape_property(title)}'])}::{_escape_data(message)}")
+    room = MAX_ANNOTATIONS - len(head)
+    if len(lines) > room:
+        rest = sum(len(ts) for ts in list(groups.values())[room - 1:])
+        lines = lines[:room - 1] + [
+            f"::{level} title={_escape_property('hwcheck')}::"
             + _escape_data(f"{rest} more failing tests: the job summary lists them all, "
                            "or run `hwcheck check` on your submission")]
-    return lines
+    return head + lines
 
 
 # ---------------------------------------------------------------------------

@@ -28,13 +28,14 @@ import ast
 import copy
 import json
 import math
+import re
 from decimal import ROUND_HALF_UP, Decimal
 from importlib import resources
 
 __all__ = [
     "SCHEMA_VERSION", "STATUSES", "OUTCOMES", "MODES",
     "MANUAL_MESSAGE", "SEE_QUESTION_MESSAGE",
-    "build_scorecard", "student_view", "load_schema", "validate",
+    "build_scorecard", "not_started_stubs", "shared_raise_places", "student_view", "load_schema", "validate",
     "test_name", "test_message", "skip_reason", "iter_tests",
 ]
 
@@ -238,10 +239,11 @@ def _earned(points, weights, passed):
     return (points * got / total).quantize(_QUANTUM, rounding=ROUND_HALF_UP)
 
 
-def make_question(qspec, entries, *, mode="public"):
+def make_question(qspec, entries, *, mode="public", shared_raises=()):
     """One scorecard question from its spec table and its (test, weight, missing) entries.
 
     Returns (question dict, Decimal score). Manual questions take no tests.
+    shared_raises: `shared_raise_places` of the whole report (for `not_started_stubs`).
     """
     points = Decimal(str(qspec.get("points", 0)))
     question = {
@@ -286,6 +288,13 @@ def make_question(qspec, entries, *, mode="public"):
         question["message"] = "\n".join(messages)
         for i in runnable:
             tests[i]["message"] = SEE_QUESTION_MESSAGE
+    else:
+        stubs = not_started_stubs([tests[i] for i in runnable], shared_raises)
+        if stubs:  # the starter's stubs, untouched: one line instead of a hint per test
+            question["not_started"] = True
+            question["message"] = _not_started_message(stubs)
+            for i in runnable:
+                tests[i]["message"] = SEE_QUESTION_MESSAGE
 
     hidden_in_report = sum(1 for t in tests if t["visibility"] == "hidden")
     if hidden_in_report == 0 and mode == "public":
@@ -293,6 +302,74 @@ def make_question(qspec, entries, *, mode="public"):
         hidden_in_report = len(qspec.get("hidden_tests") or [])
     question["hidden_tests"] = hidden_in_report
     return question, score
+
+
+_RAISED_NOT_IMPLEMENTED = re.compile(r"\braised NotImplementedError\b")
+_SUBJECT = re.compile(r"\s*([A-Za-z_]\w*)")
+
+
+def _raise_of(test):
+    """(the name a NotImplementedError failure is about, the place it was raised), or None."""
+    message = str(test.get("message") or "")
+    subject = _SUBJECT.match(message)
+    if not (subject and _RAISED_NOT_IMPLEMENTED.search(message)):
+        return None
+    where = test.get("where") if isinstance(test.get("where"), dict) else {}
+    return subject.group(1), (where.get("file"), where.get("cell"), where.get("line"))
+
+
+def shared_raise_places(tests):
+    """The places where NotImplementedError was raised for failures about more than one name: a
+    written function calling a helper that is still a stub (self_attention -> the softmax)."""
+    names = {}
+    for test in tests:
+        found = _raise_of(test)
+        if found and found[1][0]:
+            names.setdefault(found[1], set()).add(found[0])
+    return {place for place, who in names.items() if len(who) > 1}
+
+
+def not_started_stubs(tests, shared_raises=()):
+    """The names still at the starter's stub, when a question's runnable `tests` say it is not started; else [].
+
+    Not started: no test passed, at least one failed because the student's code raised
+    NotImplementedError (the starter's stubs do), and every other failure is about one of those
+    same names (`where.function`: a class whose forward is a stub has no parameters either).
+    A name is what the failure's message is about, its first word (`get_scores(...) raised ...`,
+    `VisionTransformer.forward raised ...`), as every failure message of a call starts.
+    A raise at a place shared by failures about several names (`shared_raise_places`) is the stub
+    of the one its text names (the starter's stubs name themselves); for the others it is a
+    helper's stub, so they are started. One started function or method (a failure about anything
+    else, a passed test) makes the question started, and its failures keep their hints.
+    """
+    if not tests or any(t.get("outcome") in ("passed", "skipped") for t in tests):
+        return []
+    stubs, others = [], []
+    for t in tests:
+        found = _raise_of(t)
+        if not found:
+            others.append(t)
+            continue
+        name, place = found
+        if place in shared_raises:
+            said = str(t.get("message") or "").split("raised NotImplementedError", 1)[1]
+            if not re.search(rf"\b{re.escape(name)}\b", said):
+                return []
+        stubs.append(name)
+    stubs = _unique(stubs)
+    for t in others:
+        where = t.get("where") if isinstance(t.get("where"), dict) else {}
+        if where.get("function") not in stubs:
+            return []
+    return stubs
+
+
+def _not_started_message(stubs):
+    names = [f"`{n}`" for n in stubs]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    one = len(names) == 1
+    return (f"Not started: {listed} still raise{'s' if one else ''} NotImplementedError, as in the starter. "
+            f"Write {'it' if one else 'them'} and check again.")
 
 
 def _unique(items):
@@ -368,9 +445,10 @@ def build_scorecard(report, spec, *, submission, load, environment, grader,
         unassigned.append({"nodeid": nodeid, "outcome": str(test.get("outcome")), "why": why})
 
     questions, auto_score, max_total = [], Decimal(0), Decimal(0)
+    shared = shared_raise_places(e[0] for entries in by_question.values() for e in entries)
     for qspec in qspecs:
         question, score = make_question(qspec, by_question[str(qspec["id"])],
-                                        mode=grader["mode"])
+                                        mode=grader["mode"], shared_raises=shared)
         if question["manual"] and answers is not None and question["id"] in answers:
             answer = answers[question["id"]]
             question["answer"] = str(answer) if answer is not None else None
