@@ -234,6 +234,7 @@ def test_gradebook_csv_opens_with_one_row_per_submission(j1):
         assert float(row[3]) == pytest.approx(card["score"])
         assert row[-3:-1] == [card["status"], "hidden"]
         skipped = card["load"].get("skipped") or []  # what the load left out is flagged for the TA
+        row[-1] = "; ".join(p for p in row[-1].split("; ") if not p.startswith("identical code to "))
         assert row[-1] == (f"load skipped {len(skipped)}: " + skipped[0] if skipped else "") or \
             (skipped and row[-1].startswith(f"load skipped {len(skipped)}: "))
         assert len(row) == len(rows[0])
@@ -360,7 +361,7 @@ def test_grade_options_reach_the_batch(subs, tmp_path, monkeypatch):
         r = CliRunner().invoke(main, ["grade", str(subs), "-a", "vit", "-o", str(out), "-j", "0", "--resume",
                                       "--public", "--keep-raw", "--timeout", "7.5", "--device", "cpu"])
     finally:
-        out.rmdir()
+        shutil.rmtree(out)  # (it holds .students.json, written before the batch)
     assert r.exit_code == 1, r.output
     assert [sid for sid, _ in seen["entries"]] == IDS
     assert seen["assignment"] == "vit" and seen["outdir"] == str(out)
@@ -465,7 +466,7 @@ def test_kill_midway_then_resume_loses_nothing_and_grades_nothing_twice(subs, tm
             validate(json.loads(open(path, encoding="utf-8").read()))
         elif os.path.isfile(path):
             assert name.startswith(".") and name.endswith(".tmp") or name in (
-                "grades.csv", "answers.csv", "manual.csv", ".hwcheck.lock", ".grades.csv.sha256"), name
+                "grades.csv", "answers.csv", "manual.csv", ".hwcheck.lock", ".grades.csv.sha256", ".students.json"), name
     with open(out / "grades.csv", newline="", encoding="utf-8-sig") as f:  # as current as the scorecards
         rows = [row[0] for row in list(csv.reader(f))[1:]]  # (but the one or two landing as the kill came)
     assert rows and set(rows) <= {n[:-5] for n in before} and len(before) - len(rows) <= 2
