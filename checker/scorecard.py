@@ -306,14 +306,15 @@ def make_question(qspec, entries, *, mode="public", shared_raises=()):
 
 _RAISED_NOT_IMPLEMENTED = re.compile(r"\braised NotImplementedError\b")
 _SUBJECT = re.compile(r"\s*([A-Za-z_]\w*)")
+_STUB_LINE = re.compile(r"\n\s*raise NotImplementedError\b")  # the line of the student's code that raised
 
 
 def _raise_of(test):
     """(the name a NotImplementedError failure is about, the place it was raised), or None."""
     message = str(test.get("message") or "")
     subject = _SUBJECT.match(message)
-    if not (subject and _RAISED_NOT_IMPLEMENTED.search(message)):
-        return None
+    if not (subject and _RAISED_NOT_IMPLEMENTED.search(message) and _STUB_LINE.search(message)):
+        return None  # torch's own NotImplementedError (a forward defined outside its class) is no stub
     where = test.get("where") if isinstance(test.get("where"), dict) else {}
     return subject.group(1), (where.get("file"), where.get("cell"), where.get("line"))
 
@@ -333,7 +334,7 @@ def not_started_stubs(tests, shared_raises=()):
     """The names still at the starter's stub, when a question's runnable `tests` say it is not started; else [].
 
     Not started: no test passed, at least one failed because the student's code raised
-    NotImplementedError (the starter's stubs do), and every other failure is about one of those
+    NotImplementedError at a `raise NotImplementedError` line (the starter's stubs do), and every other failure is about one of those
     same names (`where.function`: a class whose forward is a stub has no parameters either).
     A name is what the failure's message is about, its first word (`get_scores(...) raised ...`,
     `VisionTransformer.forward raised ...`), as every failure message of a call starts.
