@@ -1,0 +1,139 @@
+"""`import checker; checker.check()` and `%hwcheck` in a real kernel, from an in-memory notebook with no path.
+
+Each test runs a notebook through nbclient + ipykernel (the kernel is this venv's Python), so the check
+sees exactly what a student's kernel would: IPython's history of executed cells, no notebook file.
+The verdicts are compared with `hwcheck check`'s (the runner's) on the same code saved as a file.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytestmark = pytest.mark.slow
+
+
+def _cells_of(path):
+    """The submission's code cut into cells at its '# ---- Qn ----' banners, as a student's notebook is."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return [c for c in re.split(r"\n(?=# -+ Q)", text) if c.strip()]
+
+
+def _run(cells, tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    # no path, no file: the kernel knows nothing of a notebook on disk (as on Colab)
+    env_before = os.environ.pop("JPY_SESSION_NAME", None)
+    try:
+        client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=True,
+                                         resources={"metadata": {"path": str(tmp_path)}})
+        client.execute()
+    finally:
+        if env_before is not None:
+            os.environ["JPY_SESSION_NAME"] = env_before
+    return nb
+
+
+def _output(cell):
+    """(text/plain, text/html) of a cell's displayed result; fails with the cell's errors otherwise."""
+    for out in cell.outputs:
+        if out.output_type in ("execute_result", "display_data"):
+            return out.data.get("text/plain", ""), out.data.get("text/html", "")
+    raise AssertionError(f"no result shown by {cell.source!r}: {[dict(o) for o in cell.outputs]}")
+
+
+def _points_in_text(text):
+    return {m.group(1): m.group(2) for m in re.finditer(r"^(Q[\w-]+)\s+(\S+/\S+|pending)", text, re.M)}
+
+
+def _expected(path, tmp_path):
+    """The view `hwcheck check FILE --json` writes (a process of its own, as the notebook's check runs)."""
+    out = tmp_path / "expected.json"
+    p = subprocess.run([sys.executable, "-m", "checker.cli", "check", path, "--json", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode in (0, 1) and out.exists(), p.stdout + p.stderr
+    view = json.loads(out.read_text())
+    from checker.report import format_points
+    return view, {q["id"]: (f"{format_points(q['score'])}/{format_points(q['max_score'])}" if not q["manual"]
+                            else "pending") for q in view["questions"]}
+
+
+@pytest.mark.parametrize("sub", ["correct.py", "no_scaling.py"])
+def test_check_in_a_kernel_gives_hwcheck_checks_verdicts(tmp_path, sub):
+    path = os.path.join(ROOT, "submissions", "attention", sub)
+    view, points = _expected(path, tmp_path)
+    nb = _run(_cells_of(path) + ["import checker\nr = checker.check()\nr", "checker.check('Q1')",
+                                 "r.score, r.max_score"], tmp_path)
+    text, page = _output(nb.cells[-3])
+    assert "the code run in this kernel" in text
+    assert _points_in_text(text) == points, text
+    from checker.report import format_points
+    assert f"Total: {format_points(view['score'])}/{format_points(view['max_score'])}" in text
+    for qid, pts in points.items():  # the HTML has a row per question with the same points
+        row = re.search(r"<tr><td[^>]*>" + re.escape(qid) + r"</td>.*?</tr>", page)
+        assert row and (pts.split("/")[0] in row.group(0) or pts == "pending"), (qid, page[:2000])
+    assert "<script" not in page and "href=" not in page and "<link" not in page
+    failing = [t for q in view["questions"] for t in q["tests"] if t["outcome"] in ("failed", "error")]
+    for t in failing:  # each failure is folded open with its message (the hint included)
+        assert f"<code>{t['name']}</code>" in page
+        first = t["message"].splitlines()[0]
+        assert first.replace("'", "&#x27;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;") \
+            in page or first in text
+    assert ('<details open style="margin:2px 0"><summary' in page) == bool(failing)
+    one, one_page = _output(nb.cells[-2])
+    assert _points_in_text(one) == {"Q1": points["Q1"]}, one
+    assert "Q2" not in _points_in_text(one) and ">Q1<" in one_page
+    score = _output(nb.cells[-1])[0]
+    assert score == repr((view["score"], view["max_score"])).replace(".0", "") or \
+        score == repr((view["score"], view["max_score"]))
+
+
+def test_hwcheck_magic_checks_one_question(tmp_path):
+    path = os.path.join(ROOT, "submissions", "attention", "no_scaling.py")
+    _view, points = _expected(path, tmp_path)
+    nb = _run(_cells_of(path) + ["%load_ext checker", "%hwcheck Q1"], tmp_path)
+    text, page = _output(nb.cells[-1])
+    assert _points_in_text(text) == {"Q1": points["Q1"]}, text
+    assert "FAILED" in page
+
+
+def test_check_names_the_cell_as_the_student_sees_it(tmp_path):
+    """A failing cell is named by its In [n], not by a count that includes markdown or the check cells."""
+    path = os.path.join(ROOT, "submissions", "attention", "correct.py")
+    cells = _cells_of(path)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# My homework"), nbformat.v4.new_code_cell("import checker")] + \
+        [nbformat.v4.new_code_cell(c) for c in cells[:2]] + \
+        [nbformat.v4.new_code_cell("open('data/cats.txt').read()")] + \
+        [nbformat.v4.new_code_cell(c) for c in cells[2:]] + \
+        [nbformat.v4.new_code_cell("checker.check()")]
+    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=True)
+    client.execute()
+    text = _output(nb.cells[-1])[0]
+    # In [4]: the markdown cell is no cell, and the `import checker` cell (In [1]) is left out of what is
+    # checked but not out of the count
+    assert "notebook.ipynb, In [4], line 1 raised FileNotFoundError" in text, text
+
+
+def test_check_outside_a_kernel_says_where_it_works():
+    import checker
+    from checker.errors import HwcheckError
+    with pytest.raises(HwcheckError, match="hwcheck check"):
+        checker.check()
+
+
+def test_history_notebook_leaves_out_hwchecks_own_lines():
+    from checker.notebook import history_notebook
+    nb = history_notebook([(1, "import numpy as np\nx = 1"), (2, "import checker\nr = checker.check()"),
+                           (3, "r"), (4, "%load_ext checker"), (5, "%hwcheck Q1"), (6, "%matplotlib inline\ny = 2")])
+    assert [(c["execution_count"], c["source"]) for c in nb["cells"]] == \
+        [(1, "import numpy as np\nx = 1"), (6, "%matplotlib inline\ny = 2")]
+    json.dumps(nb)
