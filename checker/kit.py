@@ -111,7 +111,8 @@ def build_kit(outdir, record, package=None):
     """Write the student kit into `outdir`; `record(aid)` returns the recorded answers of an assignment.
 
     package: the pip spec the kit will be published as; written to
-    `checker/kit.json` for `hwcheck init-ci` (see `checker.ci.kit_package`).
+    `checker/kit.json` for `hwcheck init-ci` (see `checker.ci.kit_package`) and into the
+    student README. The kit's pyproject.toml and README.md come from `checker.kit_files`.
     """
     from checker.spec import ASSIGNMENTS_DIR, assignment_ids, load_spec, tests_path
     if os.path.exists(outdir) and os.listdir(outdir):
@@ -130,16 +131,19 @@ def build_kit(outdir, record, package=None):
             f.write(_strip_hidden(source, hidden))
         with open(os.path.join(outdir, "assignments", aid, RECORDED), "w", encoding="utf-8") as f:
             json.dump(record(aid), f)
-    if package:
-        from checker.ci import KIT_FILE, _value
-        with open(os.path.join(outdir, "checker", KIT_FILE), "w", encoding="utf-8") as f:
-            json.dump({"package": _value("package", package)}, f)
+    from checker.ci import KIT_FILE, _value
+    from checker.kit_files import kit_pyproject, kit_readme
+    # kit.json marks this copy as the student kit (the CLI then offers no `kit` nor `grade`), and says
+    # where it is published for `hwcheck init-ci`
+    with open(os.path.join(outdir, "checker", KIT_FILE), "w", encoding="utf-8") as f:
+        json.dump({"student_kit": True, **({"package": _value("package", package)} if package else {})}, f)
     with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
-        pyproject = f.read()
-    pyproject = pyproject.replace('"reference", ', "")
+        pyproject = kit_pyproject(f.read())
     with open(os.path.join(outdir, "pyproject.toml"), "w", encoding="utf-8") as f:
         f.write(pyproject)
-    shutil.copy(os.path.join(ROOT, "README.md"), os.path.join(outdir, "README.md"))
+    titles = [(aid, load_spec(aid).get("title", aid)) for aid in assignment_ids()]
+    with open(os.path.join(outdir, "README.md"), "w", encoding="utf-8") as f:
+        f.write(kit_readme(titles, package))
     return outdir
 
 

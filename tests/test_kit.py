@@ -129,3 +129,85 @@ def test_the_kits_init_ci_installs_the_kit_from_where_it_was_published(kit, tmp_
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"pip install {KIT_PACKAGE}" in p.stdout
     assert "hwcheck check my_attention.ipynb -a attention --ci" in p.stdout
+
+
+def _kit_cli(kit, *args, cwd=None):
+    return subprocess.run([sys.executable, "-c", RUN_FROM_KIT, str(kit), *args], capture_output=True, text=True,
+                          timeout=120, cwd=cwd or str(kit))
+
+
+def test_the_kits_readme_is_written_for_students(kit):
+    """Install (the CPU build of torch first), check from a terminal, a notebook and Colab, and CI: and
+    nothing of what the kit lacks (grading with hidden tests, `kit`, the reference solutions)."""
+    readme = (kit / "README.md").read_text()
+    torch_cpu = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+    assert torch_cpu in readme and f"pip install {KIT_PACKAGE}" in readme
+    assert readme.index(torch_cpu) < readme.index(f"pip install {KIT_PACKAGE}")
+    assert f"!pip install -q {KIT_PACKAGE}" in readme  # a Colab cell
+    for line in ("hwcheck check my_attention.ipynb", "import checker", "checker.check()", 'checker.check("Q1")',
+                 "%load_ext checker", "%hwcheck Q1", "hwcheck init-ci -a attention", "Colab"):
+        assert line in readme, line
+    for word in ("hwcheck grade", "hwcheck kit", "reference", "--hidden", "gradescope", "TA"):
+        assert word not in readme, word
+    pyproject = (kit / "pyproject.toml").read_text()
+    assert 'requires = ["setuptools>=77,<85"]' in pyproject and "reference" not in pyproject
+    assert "[project.optional-dependencies]" not in pyproject and "importlinter" not in pyproject
+    p = _kit_cli(kit, "--help")
+    assert p.returncode == 0, p.stderr
+    offered = {line.split()[0] for line in p.stdout.split("Commands:")[1].splitlines() if line.strip()}
+    assert offered == {"check", "list", "show", "init-ci"}, p.stdout
+    assert "grade" not in p.stdout and "TAs" not in p.stdout
+
+
+def test_the_kit_builds_with_its_pinned_backend_without_deprecation_warnings(kit, tmp_path):
+    from packaging.specifiers import SpecifierSet
+    from importlib.metadata import version
+    from checker.kit_files import BUILD_REQUIRES
+    # the backend here (the one this test builds with, offline) is one the kit's pin allows
+    assert version("setuptools") in SpecifierSet(BUILD_REQUIRES.split("setuptools", 1)[1])
+    import shutil
+    src = tmp_path / "kit"
+    shutil.copytree(kit, src)
+    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
+                        "-w", str(tmp_path / "dist"), str(src)], capture_output=True, text=True, timeout=300)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-3000:]
+    assert "deprecat" not in out.lower(), [line for line in out.splitlines() if "eprecat" in line][:5]
+    # (with PYTHONDONTWRITEBYTECODE set, setuptools says it skips byte-compiling: an environment's choice)
+    warned = [line for line in out.splitlines() if "warning" in line.lower() and "byte-compiling is disabled" not in line]
+    assert not warned, warned[:5]
+    wheel = next((tmp_path / "dist").glob("hwcheck-*.whl"))
+    import zipfile
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not [n for n in names if n.startswith("reference/")]
+    assert "checker/kit.json" in names and "assignments/attention/recorded.json" in names
+
+
+@pytest.mark.slow
+def test_the_kit_installs_cpu_only_in_a_fresh_venv_as_its_readme_says_and_checks_a_notebook(kit, tmp_path):
+    """The README's steps in a new venv: torch's CPU build first (here the wheel on this machine's disk,
+    as .ci/run installs it), then the kit; no nvidia-* package comes in, and `hwcheck check` works."""
+    import shutil
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    pip = [str(venv / "bin" / "python"), "-m", "pip"]
+    p = subprocess.run(pip + ["install", "-q", "torch==2.13.0"], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    src = tmp_path / "hwcheck-student"
+    shutil.copytree(kit, src)
+    p = subprocess.run(pip + ["install", "-q", str(src)], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "deprecat" not in (p.stdout + p.stderr).lower(), p.stderr
+    listed = subprocess.run(pip + ["list", "--format=freeze"], capture_output=True, text=True, timeout=120).stdout
+    assert not [line for line in listed.splitlines() if line.lower().startswith("nvidia")], listed
+    assert "torch==2.13.0+cpu" in listed, listed
+    nb = tmp_path / "work" / "my_attention.ipynb"
+    nb.parent.mkdir()
+    shutil.copy(os.path.join(ROOT, "submissions", "attention", "correct_notebook.ipynb"), nb)
+    p = subprocess.run([str(venv / "bin" / "hwcheck"), "check", nb.name], capture_output=True, text=True,
+                       timeout=600, cwd=nb.parent)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Total: 90/100" in p.stdout and "pending" in p.stdout, p.stdout
+    import_check = subprocess.run([str(venv / "bin" / "python"), "-c", "import checker; print(checker.check)"],
+                                  capture_output=True, text=True, timeout=120, cwd=nb.parent)
+    assert import_check.returncode == 0 and "function check" in import_check.stdout, import_check.stderr
