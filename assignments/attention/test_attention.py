@@ -9,7 +9,11 @@ overflows or runs over the wrong axis, a head scaled by sqrt(d_model), the
 head-weight shape answered as a head's output shape, a function that reads
 the handout's notebook variables instead of its arguments. Each mistaken
 answer is computed here, on the trusted side, by the small `_mistaken_*`
-models below.
+models below. A shape answer is judged as a shape, in shape words. An edge
+case where some mistakes are invisible (one token, n = 1, one head, rows of
+one score) earns only for a function also right where they show, and an
+answer equal to one the function gave earlier for other inputs is named as a
+cached answer (checker.edge_gate).
 
 What it is not: a test of the reference itself (tests/test_reference_attention.py
 checks it against HOMEWORK.md's numbers and torch), or code that runs in a
@@ -29,6 +33,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
+from checker.edge_gate import answer_log, logged_close, only_if_right_elsewhere
 from checker.errors import GradingFailure, StudentError
 
 # --------------------------------------------------------------------------- handout data (HOMEWORK.md)
@@ -82,11 +87,26 @@ KQ_SWAPPED = "the scores were computed as K Q^T instead of Q K^T (row i must be 
 HEAD_WEIGHT_IS_OUTPUT = ("this is the shape of one head's output (T x d_model/num_heads); one head's weight "
                          "W_i^Q maps d_model features to d_model/num_heads, so it is "
                          "(d_model, d_model // num_heads) and does not depend on T")
+ABS_NORM = ("the weights were normalised by the sum of their absolute values (`s / np.abs(s).sum()`), which is "
+            "not a softmax: the weights are exp(s) / sum(exp(s)), so they are all positive and a larger score "
+            "always gets a larger weight")
+AVERAGED = ("this is the plain average of the encoder states (`H.mean(axis=0)`): the context vector weights "
+            "each state by its attention weight, `w @ H`")
+KEYS_WITH_W_Q = ("the keys were computed with W_Q (or W_V) instead of W_K: k_j = X[j] @ W_K, "
+                 "while the queries use W_Q")
 GLOBALS = ("the function seems to use the handout's notebook variables ({names}) instead of its own "
            "arguments: it must work on whatever it is given")
 
 
 # --------------------------------------------------------------------------- trusted-side helpers
+
+
+@pytest.fixture
+def close(close, sub):
+    """The plugin's close, naming an answer that this function already gave for other inputs
+    (checker.edge_gate: a result cached in a global)."""
+    return logged_close(close, sub)
+
 
 def _f64(a):
     """A float64 copy of an input, so expected answers are computed exactly from what was sent."""
@@ -137,10 +157,18 @@ def _softmax_whole_array(s):
     return e / e.sum()
 
 
+def _abs_normalised(s, axis=-1):
+    """Weights made by dividing the scores by the sum of their absolute values (not a softmax)."""
+    s = _f64(s)
+    with np.errstate(all="ignore"):
+        return s / np.abs(s).sum(axis=axis, keepdims=True)
+
+
 def _mistaken_softmaxes(s):
     return [(OVERFLOW, _softmax_naive(s)), (GLOBAL_MAX, _softmax_global_max(s)),
             (WRONG_AXIS, _softmax_axis0(s) if np.ndim(s) == 2 else None),
-            (WHOLE_ARRAY, _softmax_whole_array(s) if np.ndim(s) == 2 and np.shape(s)[0] > 1 else None)]
+            (WHOLE_ARRAY, _softmax_whole_array(s) if np.ndim(s) == 2 and np.shape(s)[0] > 1 else None),
+            (ABS_NORM, _abs_normalised(s))]
 
 
 def _combine_hints(w, H):
@@ -154,6 +182,7 @@ def _combine_hints(w, H):
         hints.append((FEATURE_AXIS, H @ w))
     if T in (1, 4):  # shapes with which `w[:, None] * H_e` or `w @ H_e` still runs
         hints.append((GLOBALS.format(names="H_e"), (w[:, None] * H_E).sum(0)))
+    hints.append((AVERAGED, H.mean(0)))
     return hints
 
 
@@ -172,8 +201,9 @@ def _call_with_shape_note(sub, name, *args, T, n):
         raise
 
 
-def _mistaken_context(enc, dec, *, scale="sqrt", enc_scores=None, enc_sum=None):
-    """Q1 end to end with one mistake: scale in {"sqrt", "none", "n", "T"}; enc_scores/enc_sum replace enc in a step."""
+def _mistaken_context(enc, dec, *, scale="sqrt", enc_scores=None, enc_sum=None, weights=None):
+    """Q1 end to end with one mistake: scale in {"sqrt", "none", "n", "T"}; enc_scores/enc_sum replace enc in a
+    step; weights: what made the weights of the scaled scores, when not a softmax."""
     enc, dec = _f64(enc), _f64(dec)
     es = enc if enc_scores is None else enc_scores
     ew = enc if enc_sum is None else enc_sum
@@ -181,7 +211,7 @@ def _mistaken_context(enc, dec, *, scale="sqrt", enc_scores=None, enc_sum=None):
     scores = es @ dec
     div = {"sqrt": math.sqrt(n), "none": 1.0, "n": float(n), "T": math.sqrt(len(es)), "half": n / 2,
            "twice": 2.0 * n, "fixed": 2.0}[scale]
-    return _softmax(scores / div) @ ew
+    return (weights or _softmax)(scores / div) @ ew
 
 
 def _context_hints(enc, dec):
@@ -193,14 +223,15 @@ def _context_hints(enc, dec):
             (HALF_N, _mistaken_context(enc, dec, scale="half") if dec.shape[-1] != 4 else None),
             (TWICE_N, _mistaken_context(enc, dec, scale="twice")),
             (FIXED_SQRT4, _mistaken_context(enc, dec, scale="fixed") if dec.shape[-1] != 4 else None),
+            (ABS_NORM, _mistaken_context(enc, dec, weights=_abs_normalised)),
             ] + _combine_hints(w, enc)
 
 
-def _mistaken_self_attention(X, Wq, Wk, Wv, *, scale=None, softmax=_softmax, kq=False, query=None):
-    """All-token self-attention with one mistake (scale: the divisor; kq: K Q^T instead of Q K^T; query:
-    the matrix the queries were projected with, when not W_Q)."""
+def _mistaken_self_attention(X, Wq, Wk, Wv, *, scale=None, softmax=_softmax, kq=False, query=None, key=None):
+    """All-token self-attention with one mistake (scale: the divisor; kq: K Q^T instead of Q K^T; query, key:
+    the matrix the queries or keys were projected with, when not W_Q or W_K)."""
     X, Wq, Wk, Wv = map(_f64, (X, Wq, Wk, Wv))
-    Q, K, V = X @ (Wq if query is None else _f64(query)), X @ Wk, X @ Wv
+    Q, K, V = X @ (Wq if query is None else _f64(query)), X @ (Wk if key is None else _f64(key)), X @ Wv
     S = K @ Q.T if kq else Q @ K.T
     div = math.sqrt(K.shape[-1]) if scale is None else scale
     return softmax(S / div) @ V
@@ -240,6 +271,9 @@ def _self_attention_hints(X, Wq, Wk, Wv, row=None):
              pick(_mistaken_self_attention(X, Wq, Wk, Wv, query=Wk)) if Wk.shape == Wq.shape else None),
             ("the query was projected with W_K (or W_V) instead of W_Q: q = X[i] @ W_Q",
              pick(_mistaken_self_attention(X, Wq, Wk, Wv, query=Wv)) if Wv.shape == Wq.shape else None),
+            (KEYS_WITH_W_Q, pick(_mistaken_self_attention(X, Wq, Wk, Wv, key=Wq)) if Wk.shape == Wq.shape else None),
+            (KEYS_WITH_W_Q, pick(_mistaken_self_attention(X, Wq, Wk, Wv, key=Wv)) if Wv.shape == Wk.shape else None),
+            (ABS_NORM, pick(_mistaken_self_attention(X, Wq, Wk, Wv, softmax=_abs_normalised))),
             ("the scores were divided by sqrt(T), the number of tokens, instead of sqrt(d_k), the width of the keys",
              pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=math.sqrt(X.shape[0])))
              if X.shape[0] != Wk.shape[-1] else None),
@@ -252,7 +286,7 @@ def _self_attention_hints(X, Wq, Wk, Wv, row=None):
 
 
 def _mistaken_mha(X, Wq, Wk, Wv, Wo, h, *, scale=None, softmax=_softmax, interleaved=False, apply_wo=True,
-                  reverse=False, stacked=False):
+                  reverse=False, stacked=False, keys_q=False):
     """Multi-head attention with one mistake, head by head (scale: the divisor of every head; reverse:
     the heads concatenated last first)."""
     X, Wq, Wk, Wv, Wo = map(_f64, (X, Wq, Wk, Wv, Wo))
@@ -261,7 +295,7 @@ def _mistaken_mha(X, Wq, Wk, Wv, Wo, h, *, scale=None, softmax=_softmax, interle
     heads = []
     for i in range(h):
         cols = np.arange(i, d, h) if interleaved else np.arange(i * hs, (i + 1) * hs)
-        Q, K, V = X @ Wq[:, cols], X @ Wk[:, cols], X @ Wv[:, cols]
+        Q, K, V = X @ Wq[:, cols], X @ (Wq if keys_q else Wk)[:, cols], X @ Wv[:, cols]
         div = math.sqrt(hs) if scale is None else scale
         heads.append(softmax(Q @ K.T / div) @ V)
     C = np.concatenate(heads[::-1] if reverse else heads, axis=1)
@@ -287,6 +321,7 @@ def _mha_hints(X, Wq, Wk, Wv, Wo, h):
              "without moving the head axis, which mixes the tokens' rows: concatenate along the features, "
              "`np.concatenate(heads, axis=1)` (or transpose to (T, num_heads, d/num_heads) before the reshape)",
              _mistaken_mha(X, Wq, Wk, Wv, Wo, h, stacked=True) if h > 1 and X.shape[0] > 1 else None),
+            (KEYS_WITH_W_Q, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, keys_q=True)),
             ("the concatenated heads were not multiplied by W_O", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, apply_wo=False)),
             ("the heads were concatenated in reverse order: Concat(head_1, ..., head_h) keeps head 1 first, so "
              "that its columns meet the first rows of W_O", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, reverse=True)
@@ -306,8 +341,12 @@ def _close_shape(close, got, expected, what, hints=(), sub=None, fn=None, args=N
         raise GradingFailure(f"{what}: expected the shape {tuple(expected)}, a tuple of {len(expected)} ints, but "
                              f"it holds {bools[0]}, a bool: True/False are not sizes (isinstance(True, int) holds "
                              "in Python, but a shape made of True is not the shape). Return the ints themselves")
+    log, key = answer_log(sub), what.split("(")[0]
+    stale = [(text, tuple(int(x) for x in m.reshape(-1))) for text, m in log.stale_hints(key, expected)
+             if m.ndim == 1 and np.all(m == np.round(m))]
+    log.add(key, [float(x) for x in np.asarray(got, dtype=object).reshape(-1)] if _plain_sizes(got) else None, expected)
     try:
-        close(got, expected, what=what, hints=hints)
+        _same_shape(got, expected, what, list(hints) + stale)
     except GradingFailure as e:
         hint = None if "Likely mistake" in e.message or args is None else _global_argument_hint(sub, got, fn, args)
         if hint is None:
@@ -318,6 +357,50 @@ def _close_shape(close, got, expected, what, hints=(), sub=None, fn=None, args=N
         raise GradingFailure(f"{what}: the numbers are right but {floats[0]} is a float; a shape holds ints "
                              "(np.zeros((4, 2.0)) raises TypeError): use // (d_model // num_heads), not / "
                              "(np.floor and np.ceil return floats too: wrap them in int(...))")
+
+
+def _same_shape(got, expected, what, hints=()):
+    """A shape answer judged as a shape and told in shape words ("expected the shape (4, 2), got (2, 4)"),
+    never in a float comparison's words (a relative difference); a known wrong shape among `hints`
+    [(text, shape)] is named. Right sizes held in floats pass here (_close_shape says that next)."""
+    from checker.compare import as_plain_array
+    arr = as_plain_array(got, what)  # a string, None or an object is refused in its own words
+    exp = tuple(int(x) for x in expected)
+    flat = arr.astype(np.float64).reshape(-1)
+    if arr.ndim == 1 and flat.size == len(exp) and np.array_equal(flat, np.array(exp, dtype=np.float64)):
+        return
+    sizes = tuple(int(x) if float(x).is_integer() else float(x) for x in flat[:8])
+    shown = ("(" + ", ".join(map(str, sizes)) + ("," if len(sizes) == 1 else "") + (", ..." if flat.size > 8 else "")
+             + ")") if arr.ndim == 1 else (f"the single number {sizes[0]}" if arr.ndim == 0 else
+                                           f"nested sizes of array shape {arr.shape}")
+    msg = f"{what}: expected the shape {exp}, got {shown}"
+    if arr.ndim == 1 and flat.size != len(exp):
+        msg += f": {flat.size} size{'s' if flat.size != 1 else ''} for a shape of {len(exp)} axes"
+    elif arr.ndim == 0:
+        msg += f": a shape is a tuple of {len(exp)} sizes"
+    named = []
+    for text, mistaken in hints or ():
+        if mistaken is None or text in named:
+            continue
+        m = tuple(mistaken)
+        if m != exp and arr.ndim == 1 and len(m) == flat.size and np.array_equal(np.array(m, dtype=np.float64), flat):
+            named.append(text)
+    if named:
+        msg += (f"\nLikely mistake: {named[0]}; or {named[1]} (this input cannot tell these apart)."
+                if len(named) > 1 else f"\nLikely mistake: {named[0]}.")
+    raise GradingFailure(msg)
+
+
+def _shape_right(sub, ref, name, *args):
+    """GradingFailure unless the shape function `name` answers the reference's shape for `args`."""
+    what = f"{name}{args}"
+    _same_shape(sub.call(name, *args), getattr(ref, name)(*args), what)
+
+
+def _plain_sizes(got):
+    """Whether a shape answer is a flat tuple/list of real numbers (what the answer log keeps)."""
+    return isinstance(got, (tuple, list)) and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                  for x in got)
 
 
 def _bools_in(got):
@@ -608,6 +691,18 @@ def test_scale_scores_handout(sub, ref, close):
 
 
 @pytest.mark.question("Q1")
+@pytest.mark.parametrize("n", [9, 3])
+def test_scale_scores_new_values(sub, ref, close, rng, n):
+    """Public: scores and widths other than the handout's (n = 4), so a scale_scores that divides by a
+    notebook value instead of its `n` shows in the self-check (issue 20)."""
+    s = rng.standard_normal(5) * 3
+    got = sub.call("scale_scores", s, n)
+    close(got, ref.scale_scores(s, n), what=f"scale_scores(5 random scores, {n})",
+          hints=[(SCALED_BY_N, s / n), (HALF_N, s / (n / 2)), (TWICE_N, s / (2 * n)), (FIXED_SQRT4, s / 2.0),
+                 ("the scores were multiplied by sqrt(n)", s * math.sqrt(n))])
+
+
+@pytest.mark.question("Q1")
 def test_attention_weights_handout(sub, ref, close):
     scaled = ref.scale_scores(ref.get_scores(H_E, H_D[1]), 4)
     got = sub.call("get_attention_weights", scaled)
@@ -739,10 +834,10 @@ def test_softmax_2d_over_last_axis(sub, ref, close, rng, dtype):
 SCORE_SHAPES = [(5, 3), (1, 4), (2, 7)]  # (T, n): T != n, T = 1, odd widths
 
 
-@pytest.mark.question("Q1")
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("T,n", SCORE_SHAPES)
-def test_get_scores_random(sub, ref, close, rng, T, n, dtype):
+ONE_TOKEN = "a single token, whose only weight is 1 whatever the scores"
+
+
+def _check_get_scores(sub, ref, close, rng, T, n, dtype):
     M, v = _rand(rng, (T, n), dtype), _rand(rng, (n,), dtype)
     got = sub.call("get_scores", M, v)
     close(got, ref.get_scores(_f64(M), _f64(v)), what=f"get_scores(matrix, vector) with T={T}, n={n}, {dtype}",
@@ -752,7 +847,14 @@ def test_get_scores_random(sub, ref, close, rng, T, n, dtype):
 @pytest.mark.question("Q1")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("T,n", SCORE_SHAPES)
-def test_get_context_vector_random(sub, ref, close, rng, T, n, dtype):
+def test_get_scores_random(sub, ref, close, rng, T, n, dtype):
+    _check_get_scores(sub, ref, close, rng, T, n, dtype)
+    if T == 1:
+        only_if_right_elsewhere("get_scores", "a single token", "T=5, n=3",
+                                lambda: _check_get_scores(sub, ref, close, rng, 5, 3, dtype))
+
+
+def _check_get_context_vector(sub, ref, close, rng, T, n, dtype):
     w = _softmax(rng.standard_normal(T)).astype(dtype)
     H = _rand(rng, (T, n), dtype)
     got = _call_with_shape_note(sub, "get_context_vector", w, H, T=T, n=n)
@@ -763,12 +865,29 @@ def test_get_context_vector_random(sub, ref, close, rng, T, n, dtype):
 @pytest.mark.question("Q1")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("T,n", SCORE_SHAPES)
-def test_context_vector_random(sub, ref, close, rng, T, n, dtype):
+def test_get_context_vector_random(sub, ref, close, rng, T, n, dtype):
+    _check_get_context_vector(sub, ref, close, rng, T, n, dtype)
+    if T == 1:  # one state: its average, its sum and its weighted sum are all the same
+        only_if_right_elsewhere("get_context_vector", ONE_TOKEN, "T=5, n=3",
+                                lambda: _check_get_context_vector(sub, ref, close, rng, 5, 3, dtype))
+
+
+def _check_context_vector(sub, ref, close, rng, T, n, dtype):
     enc, dec = _rand(rng, (T, n), dtype), _rand(rng, (n,), dtype)
     got = _call_with_shape_note(sub, "context_vector", enc, dec, T=T, n=n)
     close(got, ref.context_vector(_f64(enc), _f64(dec)),
           what=f"context_vector(encoder_states, decoder_state) with T={T}, n={n}, {dtype}", dtype=dtype,
           hints=_context_hints(enc, dec))
+
+
+@pytest.mark.question("Q1")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("T,n", SCORE_SHAPES)
+def test_context_vector_random(sub, ref, close, rng, T, n, dtype):
+    _check_context_vector(sub, ref, close, rng, T, n, dtype)
+    if T == 1:  # one token: any scaling, any normalisation of one score gives the weight 1
+        only_if_right_elsewhere("context_vector", ONE_TOKEN, "T=5, n=3",
+                                lambda: _check_context_vector(sub, ref, close, rng, 5, 3, dtype))
 
 
 @pytest.mark.question("Q1")
@@ -789,6 +908,13 @@ def test_context_vector_handout_shape_new_values(sub, ref, close, rng):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(1,), (7,), (1, 1), (4, 1), (3, 6), (6, 2)])
 def test_softmax_random_shapes(sub, ref, close, rng, shape, dtype):
+    _check_softmax_shape(sub, ref, close, rng, shape, dtype)
+    if shape[-1] == 1:  # rows of one score: any normalisation gives 1
+        only_if_right_elsewhere("get_attention_weights", "rows of a single score", "scores of shape (3, 6)",
+                                lambda: _check_softmax_shape(sub, ref, close, rng, (3, 6), dtype))
+
+
+def _check_softmax_shape(sub, ref, close, rng, shape, dtype):
     s = _rand(rng, shape, dtype, scale=3.0)
     got = sub.call("get_attention_weights", s)
     _q1_softmax_judged(sub, close, s, got, ref.get_attention_weights(_f64(s)),
@@ -800,6 +926,13 @@ def test_softmax_random_shapes(sub, ref, close, rng, shape, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("T,n", [(1, 1), (6, 9), (3, 2)])
 def test_scale_scores_random(sub, ref, close, rng, T, n, dtype):
+    _check_scale_scores(sub, ref, close, rng, T, n, dtype)
+    if n == 1:  # sqrt(1) = 1: dividing by it, by 1, or not at all are the same
+        only_if_right_elsewhere("scale_scores", "n = 1", "n = 9",
+                                lambda: _check_scale_scores(sub, ref, close, rng, 6, 9, dtype))
+
+
+def _check_scale_scores(sub, ref, close, rng, T, n, dtype):
     s = _rand(rng, (T,), dtype, scale=3.0)
     got = sub.call("scale_scores", s, n)
     close(got, ref.scale_scores(_f64(s), n), what=f"scale_scores(scores of shape ({T},), {n}) in {dtype}",
@@ -867,6 +1000,16 @@ SA_SHAPES = [(5, 3, 4, 2), (1, 4, 4, 4), (2, 7, 3, 5)]  # (T, d, d_k, d_v)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("T,d,dk,dv", SA_SHAPES)
 def test_self_attention_random(sub, ref, close, note, rng, T, d, dk, dv, dtype):
+    _check_self_attention(sub, ref, close, note, rng, T, d, dk, dv, dtype)
+    if T == 1:
+        only_if_right_elsewhere("self_attention", ONE_TOKEN, "T=5, d=3, d_k=4, d_v=2",
+                                lambda: _check_self_attention(sub, ref, close, _QUIET, rng, 5, 3, 4, 2, dtype))
+
+
+_QUIET = lambda text: None  # noqa: E731  (a note fixture that keeps nothing: a gate's own check)
+
+
+def _check_self_attention(sub, ref, close, note, rng, T, d, dk, dv, dtype):
     X, Wq, Wk, Wv = _tokens_and_projections(rng, T, d, (dk, dk, dv), dtype)
     got = sub.call("self_attention", X, Wq, Wk, Wv)
     _close_own_softmax(sub, close, note, "self_attention", got, ref.self_attention(*map(_f64, (X, Wq, Wk, Wv))),
@@ -902,6 +1045,25 @@ def test_self_attention_handout_shape_new_values(sub, ref, close, note, rng):
     _close_own_softmax(sub, close, note, "self_attention", got, ref.self_attention(*args),
                        own=lambda: _own_self_attention(sub, *args),
                        what="self_attention(new random X (3 x 4), W_Q, W_K, W_V (4 x 4))", hints=hints)
+
+
+@pytest.mark.question("Q2")
+def test_self_attention_token_handout_shape_new_values(sub, ref, close, note, rng):
+    """Public: 3 x 4 and 4 x 4 like the handout but other numbers, every token: a self_attention_token that
+    reads the notebook's X / W_Q / W_K / W_V shows here, not first in the hidden tests (issue 20)."""
+    args = [rng.standard_normal(s) for s in [(3, 4), (4, 4), (4, 4), (4, 4)]]
+    handout = [X_HANDOUT, W_Q, W_K, W_V]
+    for i in range(3):
+        hints = _self_attention_hints(*args, row=i)
+        for mask in itertools.product([False, True], repeat=4):
+            if any(mask):
+                mixed = [h if m else a for a, h, m in zip(args, handout, mask)]
+                hints.append((GLOBALS.format(names="X, W_Q, W_K, W_V"), _mistaken_self_attention(*mixed)[i]))
+        got = sub.call("self_attention_token", *args, i)
+        _close_own_softmax(sub, close, note, "self_attention_token", got, ref.self_attention_token(*args, i),
+                           own=lambda: _own_self_attention(sub, *args, row=i),
+                           what=f"self_attention_token(new random X (3 x 4), W_Q, W_K, W_V (4 x 4), {i})",
+                           hints=hints)
 
 
 @pytest.mark.question("Q2")
@@ -954,6 +1116,13 @@ def _check_blocks(sub, ref, close, W, h, dtype, label):
 @pytest.mark.question("Q3")
 @pytest.mark.parametrize("d,width,h", [(4, 4, 2), (3, 6, 3), (5, 10, 5), (2, 6, 1), (4, 6, 6)])
 def test_split_heads_blocks(sub, ref, close, d, width, h):
+    _check_arange_blocks(sub, ref, close, d, width, h)
+    if h in (1, width):  # one head (the whole W) or one column a head: every way of cutting agrees
+        only_if_right_elsewhere("split_heads", f"{h} head{'s' if h > 1 else ''} of width {width // h}",
+                                "W of shape (3, 6) in 3 heads", lambda: _check_arange_blocks(sub, ref, close, 3, 6, 3))
+
+
+def _check_arange_blocks(sub, ref, close, d, width, h):
     W = np.arange(d * width, dtype=np.float64).reshape(d, width) / 10  # every entry tells where it came from
     _check_blocks(sub, ref, close, W, h, "float64", f"W of shape ({d}, {width}) with W[r, c] = r*{width/10:g} + c/10")
 
@@ -989,6 +1158,9 @@ def test_head_weight_shape(sub, ref, close, d, h):
                   "(d_model, d_model // num_heads)", (d // h, d) if h > 1 else None))
     _close_shape(close, got, ref.head_weight_shape(d, h), what=f"head_weight_shape(d_model={d}, num_heads={h})",
                  hints=hints, sub=sub, fn=ref.head_weight_shape, args={"d_model": d, "num_heads": h})
+    if h == 1:  # one head: an answer that leaves num_heads out is right here
+        only_if_right_elsewhere("head_weight_shape", "num_heads=1", "head_weight_shape(d_model=6, num_heads=3)",
+                                lambda: _shape_right(sub, ref, "head_weight_shape", 6, 3))
 
 
 @pytest.mark.question("Q3")
@@ -1002,6 +1174,9 @@ def test_head_output_shape(sub, ref, close, T, d, h):
                         ("the shape is transposed: one row per token, (seq_len, d_model // num_heads)",
                          (d // h, T) if T != d // h else None)],
                  sub=sub, fn=ref.head_output_shape, args={"seq_len": T, "d_model": d, "num_heads": h})
+    if h == 1:  # one head: an answer that leaves num_heads out is right here
+        only_if_right_elsewhere("head_output_shape", "num_heads=1", "head_output_shape(seq_len=7, d_model=6, num_heads=3)",
+                                lambda: _shape_right(sub, ref, "head_output_shape", 7, 6, 3))
 
 
 @pytest.mark.question("Q3")
@@ -1012,6 +1187,9 @@ def test_concat_shape(sub, ref, close, T, d, h):
                  hints=[("that is the shape of one head's output; the concatenation puts all num_heads heads side by side",
                          (T, d // h) if h > 1 else None)],
                  sub=sub, fn=ref.concat_shape, args={"seq_len": T, "d_model": d, "num_heads": h})
+    if h == 1:  # one head: an answer that leaves num_heads out is right here
+        only_if_right_elsewhere("concat_shape", "num_heads=1", "concat_shape(seq_len=7, d_model=6, num_heads=3)",
+                                lambda: _shape_right(sub, ref, "concat_shape", 7, 6, 3))
 
 
 @pytest.mark.question("Q3")
@@ -1023,6 +1201,9 @@ def test_w_o_shape(sub, ref, close, d, h):
                          "(num_heads * d_model // num_heads features) back to d_model",
                          (d, d // h) if h > 1 else None)],
                  sub=sub, fn=ref.w_o_shape, args={"d_model": d, "num_heads": h})
+    if h == 1:  # one head: an answer that leaves num_heads out is right here
+        only_if_right_elsewhere("w_o_shape", "num_heads=1", "w_o_shape(d_model=6, num_heads=3)",
+                                lambda: _shape_right(sub, ref, "w_o_shape", 6, 3))
 
 
 @pytest.mark.question("Q3")
@@ -1098,6 +1279,19 @@ def test_multi_head_attention_by_hand(sub, ref, close, note):
 def test_multi_head_attention(sub, ref, close, note, rng, T, d, h, dtype):
     X, Ws = _mha_case(rng, T, d, dtype)
     _check_mha(sub, ref, close, note, X, Ws, h, dtype, f"random X ({T} x {d}), W_Q, W_K, W_V, W_O ({d} x {d}), {dtype}")
+    _mha_gate(sub, ref, close, rng, T, d, h, dtype)
+
+
+def _mha_gate(sub, ref, close, rng, T, d, h, dtype):
+    """An edge case of multi_head_attention (one token, one head, heads of width 1) earns only for a
+    function also right on 5 tokens, d = 6 in 3 heads (checker.edge_gate)."""
+    edge = [w for w, hit in [(ONE_TOKEN, T == 1), ("a single head, which any split and concatenation keeps whole",
+                                                    h == 1), ("heads of width 1, where sqrt(d_k) = 1", d // h == 1)]
+            if hit]
+    if edge:
+        X, Ws = _mha_case(rng, 5, 6, dtype)
+        only_if_right_elsewhere("multi_head_attention", "; ".join(edge), "5 tokens, d = 6, 3 heads",
+                                lambda: _check_mha(sub, ref, close, _QUIET, X, Ws, 3, dtype, f"random X (5 x 6), {dtype}"))
 
 
 @pytest.mark.question("Q3")
@@ -1106,3 +1300,4 @@ def test_multi_head_attention(sub, ref, close, note, rng, T, d, h, dtype):
 def test_multi_head_attention_random(sub, ref, close, note, rng, T, d, h, dtype):
     X, Ws = _mha_case(rng, T, d, dtype)
     _check_mha(sub, ref, close, note, X, Ws, h, dtype, f"random X ({T} x {d}), W_Q, W_K, W_V, W_O ({d} x {d}), {dtype}")
+    _mha_gate(sub, ref, close, rng, T, d, h, dtype)
