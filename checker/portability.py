@@ -102,11 +102,38 @@ def _said(message):
     return (said[:locs[-1].start()] if locs else said).lower()
 
 
+def _copies_out(message):
+    """Did the code stop on the meta device because it copied a tensor to the CPU (`.cpu()`, `.numpy()`)?"""
+    said = _said(message)
+    return "copy out of meta" in said or "meta device type tensor to numpy" in said
+
+
+def _copied_back(run, first, done, what):
+    """The code copies a tensor to the CPU, which the meta device cannot do; on a GPU that is legal when the
+    result comes back to the input's device (`.cpu()` ... `.to(x.device)`). Run it again with a CPU tensor
+    of stand-in values for each copy: what comes back to the meta device passes; what stays on the CPU (it
+    meets the meta weights, or it is the result) is charged with the first error's words."""
+    try:
+        r = run(True)
+    except StudentError as again:
+        said = _said(again.message)
+        if meta_only(again.message) or not ("device" in said or _copies_out(again.message)):
+            return NOT_CHECKED
+        r = None
+    if isinstance(r, dict) and r.get("device") == "meta":
+        return r.get("shape")
+    raise first.retold(f"{first.message}\n({done}.)\nLikely mistake: the code copies a tensor to the CPU "
+                       f"({_TO_CPU}) and does not bring it back to the input's device (`.to(x.device)`); keep "
+                       "the work on the input's device.") from None
+
+
 def _judge(run, done, what):
     try:
         try:
             r = run(False)
         except StudentError as e:
+            if _copies_out(e.message):
+                return _copied_back(run, e, done, what)
             if not meta_only(e.message):
                 raise
             # it reads values: again, with stand-ins for them; only a device error counts then

@@ -46,6 +46,19 @@ SUB = textwrap.dedent('''\
             return self.lin(x).cpu()
 
 
+    class CpuRoundTrip(Good):
+        def forward(self, x):
+            buf = torch.empty(x.shape)
+            buf.copy_(x)  # through a CPU buffer (a numpy step, a logging copy) and back: legal on a GPU
+            h = torch.from_numpy(x.detach().cpu().numpy() * 0 + buf.numpy()).to(x.device)
+            return self.lin(h.to(x.device))
+
+
+    class CpuNotBack(Good):
+        def forward(self, x):
+            return self.lin(x.cpu())  # the CPU copy meets the weights, which are on the GPU
+
+
     class FreshOutput(Good):
         def forward(self, x):
             return torch.zeros(x.shape)  # never meets a tensor on x's device
@@ -187,3 +200,12 @@ def test_meta_only_reads_the_students_exception_not_the_callers_words():
     assert meta_only("Net.forward raised RuntimeError: Tensor.item() cannot be called on meta tensors")
     assert not meta_only("Net on meta tensors raised RuntimeError: Tensor on device cpu is not on the expected "
                          "device meta!")
+
+
+def test_a_copy_through_the_cpu_and_back_runs_on_another_device(sub):
+    # the meta device cannot copy out (`Cannot copy out of meta tensor`); a GPU can: the copies are given
+    # stand-in values, and the module passes because what it copied comes back to the input's device
+    assert check_runs_on_another_device(sub.new("CpuRoundTrip", 4), (2, 3, 4), "CpuRoundTrip(4)") == [2, 3, 4]
+    with pytest.raises(StudentError) as info:
+        check_runs_on_another_device(sub.new("CpuNotBack", 4), (2, 3, 4), "CpuNotBack(4)")
+    assert "does not bring it back to the input's device" in info.value.message

@@ -377,7 +377,8 @@ def _all_positions(m, x, y, filled):
 
 def _values_stood_in(on):
     """A torch function mode under which reading a value out of a meta tensor gives a stand-in instead of
-    an error: `.item()` and `int()`/`float()` give 0, `bool()` gives False, `.tolist()` zeros. The meta
+    an error: `.item()` and `int()`/`float()` give 0, `bool()` gives False, `.tolist()` and `.numpy()`
+    zeros, a copy to the CPU a CPU tensor of zeros. The meta
     device has no values; code that looks at them (a NaN assert, a max for a stable softmax) would
     otherwise stop there, before the tensors it makes could meet the meta weights. (`on`=False: no mode.)"""
     import contextlib
@@ -390,13 +391,33 @@ def _values_stood_in(on):
     T = torch.Tensor
     stand_ins = {T.item: lambda t: 0.0 if t.is_floating_point() else (False if t.dtype == torch.bool else 0),
                  T.__bool__: lambda t: False, T.__float__: lambda t: 0.0, T.__int__: lambda t: 0,
-                 T.__index__: lambda t: 0, T.tolist: lambda t: torch.zeros(t.shape, dtype=t.dtype).tolist()}
+                 T.__index__: lambda t: 0, T.tolist: lambda t: torch.zeros(t.shape, dtype=t.dtype).tolist(),
+                 T.numpy: lambda t: torch.zeros(t.shape, dtype=t.dtype).numpy()}
+    # a copy out of a meta tensor (`.cpu()`, `.to("cpu")`, `buffer.copy_(x)`) gets a CPU tensor of zeros, so
+    # that code which copies back to the input's device runs on, and code which stays on the CPU meets the
+    # meta weights, as it would meet CUDA weights
+    copies = {T.cpu, T.to, T.copy_}
+
+    def zeros_like(t):
+        return torch.zeros(t.shape, dtype=t.dtype)
 
     class Mode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
             if func in stand_ins and args and isinstance(args[0], T) and args[0].is_meta:
                 return stand_ins[func](args[0])
-            return func(*args, **(kwargs or {}))
+            if func in copies:
+                try:
+                    return func(*args, **kwargs)
+                except NotImplementedError as e:
+                    if "copy out of meta" not in str(e).lower():
+                        raise
+                    if func is T.copy_ and len(args) > 1 and isinstance(args[1], T) and args[1].is_meta:
+                        return func(args[0], zeros_like(args[1]), *args[2:], **kwargs)
+                    if args and isinstance(args[0], T) and args[0].is_meta:
+                        return func(zeros_like(args[0]), *args[1:], **kwargs)
+                    raise
+            return func(*args, **kwargs)
 
     return Mode()
 
