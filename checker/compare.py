@@ -243,6 +243,9 @@ def compare(got, expected, *, what="the result", dtype=None, rtol=None, atol=Non
                 f"{what}: {n_bad} of {exp.size} entries differ\nexpected {_excerpt(exp.astype(int))}\n"
                 f"     got {_excerpt(got_arr.astype(int))}" + _hint_text(got_arr, hints, rtol, atol, exp))
         return
+    if not _matches(got_arr, exp, rtol, atol) and exp.dtype.kind in "iu" and _whole_numbers(got_arr):
+        # a shape, a count or an index: told exactly, not in a float tolerance's words
+        raise GradingFailure(f"{what}: " + _exact_mismatch(got_arr, exp) + _hint_text(got_arr, hints, rtol, atol, exp))
     if not _matches(got_arr, exp, rtol, atol):
         note = ""
         if judged != dtype and got_arr.dtype.name == dtype:
@@ -257,6 +260,25 @@ def compare(got, expected, *, what="the result", dtype=None, rtol=None, atol=Non
                     ".float())? Keep the input's dtype all the way through.")
         raise GradingFailure(f"{what}: values differ\n" + describe_mismatch(got_arr, exp, rtol, atol)
                              + note + _hint_text(got_arr, hints, rtol, atol, exp))
+
+
+def _whole_numbers(a):
+    """An integer array, or a float one holding whole numbers only (a shape returned as floats)?"""
+    if a.dtype.kind in "iu":
+        return True
+    return (a.dtype.kind == "f" and bool(a.size) and bool(np.isfinite(a).all())
+            and bool(np.all(np.abs(a) < 2.0 ** 53)) and bool(np.array_equal(a, np.round(a))))
+
+
+def _exact_mismatch(got, exp):
+    """How an integer answer (a shape, a count, an index) differs from the expected one, exactly."""
+    g, e = got.astype(np.int64), exp.astype(np.int64)
+    if e.ndim == 1 and e.size <= 8:
+        return f"expected {tuple(int(v) for v in e)}, got {tuple(int(v) for v in g)}"
+    if e.ndim == 0:
+        return f"expected {int(e)}, got {int(g)}"
+    n_bad = int((g != e).sum())
+    return f"{n_bad} of {e.size} entries differ\nexpected {_excerpt(e)}\n     got {_excerpt(g)}"
 
 
 def _judged_dtype(dtype, got_arr):

@@ -184,3 +184,14 @@ def test_a_numeric_answer_is_not_matched_to_a_hint_by_truthiness():
     exp = np.array([1.0, 2.0])
     msg = fails(np.array([3.0, 3.0]), exp, hints=[("all True", np.array([True, True]))])
     assert "Likely mistake" not in msg
+
+
+def test_a_wrong_shape_or_count_is_told_exactly_not_in_tolerance_words():
+    # issue 19: a shape answered wrong read "relative difference 0.875"
+    msg = fails((2, 2, 48), (2, 16, 48), what="grid(...)")
+    assert msg == "grid(...): expected (2, 16, 48), got (2, 2, 48)", msg
+    assert "expected (2, 16, 48), got (2, 2, 48)" in fails(np.array([2.0, 2.0, 48.0]), (2, 16, 48))
+    msg = fails(np.arange(12).reshape(3, 4) * 0, np.arange(12).reshape(3, 4))
+    assert "11 of 12 entries differ" in msg and "tolerance" not in msg and "relative" not in msg
+    # a fractional answer to a count is judged as before
+    assert "relative difference" in fails(np.array([2.5]), np.array([2]))
