@@ -110,7 +110,7 @@ class HwcheckPlugin:
             # the student's own file and line, for CI annotations: where it raised, else the def it is about
             where = _where_of(exc) or _def_of(self._handle, exc.message, exc.missing_names)
             if isinstance(where, dict) and where.get("file"):
-                meta["where"] = {k: where.get(k) for k in ("file", "cell", "line", "function")}
+                meta["where"] = {k: where.get(k) for k in ("file", "cell", "label", "line", "function")}
             rep.longrepr = exc.message
         elif call.when == "call" and isinstance(exc, AssertionError):
             meta["outcome"] = "failed"

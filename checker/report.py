@@ -156,7 +156,7 @@ def _defined_at(test):
     where = test.get("where")
     if not (isinstance(where, dict) and where.get("function") and where.get("file")):
         return ""
-    place = str(where["file"]) + (f", cell {where['cell']}" if where.get("cell") else "")
+    place = str(where["file"]) + (f", {where.get('label') or 'cell ' + str(where['cell'])}" if where.get("cell") else "")
     place += f", line {where['line']}" if where.get("line") else ""
     return f"(your `{where['function']}` is in {place})"
 

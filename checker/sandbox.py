@@ -138,13 +138,21 @@ def _describe_status(status, memory_mb=None):
 def _unit(header):
     """A unit event from the (untrusted) worker, checked: {file: str, cell: int|None, line: int|None}."""
     file, cell, line = header.get("file"), header.get("cell"), header.get("line")
+    label = header.get("label")  # how the notebook shows the cell ("In [7]"), told by the loader
     return {"file": str(file)[:200] if file is not None else "?",
             "cell": cell if type(cell) is int else None,
-            "line": line if type(line) is int else None}
+            "line": line if type(line) is int else None,
+            "label": label[:40] if isinstance(label, str) and type(cell) is int else None}
+
+
+def _cell_words(where):
+    """How the student's notebook shows a cell: the worker's label ("In [7]", "the 4th code cell"), else its number."""
+    label = where.get("label")
+    return label[:40] if isinstance(label, str) and label else f"cell {where.get('cell')}"
 
 
 def _where(unit):
-    return (f"{unit['file']}, cell {unit['cell']}" if unit["cell"] is not None
+    return (f"{unit['file']}, {unit.get('label') or 'cell ' + str(unit['cell'])}" if unit["cell"] is not None
             else f"{unit['file']}, line {unit['line']}")
 
 
@@ -523,7 +531,7 @@ class SubmissionHandle:
         where = err.get("where") if isinstance(err.get("where"), dict) else None
         loc = ""
         if where:
-            loc = f" at {where.get('file')}" + (f", cell {where['cell']}" if where.get("cell") is not None else "") \
+            loc = f" at {where.get('file')}" + (f", {_cell_words(where)}" if where.get("cell") is not None else "") \
                   + f", line {where.get('line')}"
             if where.get("code"):
                 loc += f":\n    {str(where['code'])[:200]}"
@@ -645,6 +653,7 @@ def _defs(raw, whys=None):
         out[name[:200]] = {"file": d["file"][:200],
                            "cell": cell if type(cell) is int and cell >= 1 else None,
                            "line": line if type(line) is int and line >= 1 else None,
+                           **({"label": d["label"][:40]} if isinstance(d.get("label"), str) else {}),
                            **({"why": d["why"]} if whys is not None else {})}
     return out
 

@@ -203,6 +203,8 @@ def make_test(test, md):
             n = where.get(key)
             if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
                 out["where"][key] = n
+        if "cell" in out["where"] and isinstance(where.get("label"), str):  # as the notebook shows it: "In [7]"
+            out["where"]["label"] = where["label"][:40]
         if isinstance(where.get("function"), str):  # not where it failed, but the def the failure is about
             out["where"]["function"] = where["function"]
     missing = md.get("missing_names") or []

@@ -493,6 +493,7 @@ def test_a_wrong_answer_is_located_at_the_students_def(warm, tmp_path, monkeypat
     # a line within a notebook cell is no line of the .ipynb file: the annotation names the file only
     assert scores and all(ln.startswith("::error file=hw/q3.ipynb,title=") for ln in scores), scores[:2]
     assert "(your `scale_scores` is in q2.py, line 3)" in r.stdout
-    assert "(your `get_scores` is in q3.ipynb, cell 2, line 4)" in r.stdout
+    # the cell as the notebook shows it: it never ran, and the markdown cell above it is not counted
+    assert "(your `get_scores` is in q3.ipynb, the 1st code cell, line 4)" in r.stdout
     missing = [ln for ln in r.stdout.splitlines() if ln.startswith("::error ") and "test_context_vector" in ln]
     assert missing and not any("file=" in ln for ln in missing)  # a missing function has no place

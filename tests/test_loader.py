@@ -93,7 +93,7 @@ NOTEBOOK_CELLS = [
 
 
 def test_notebook_with_failing_cells_and_magics(zyg, tmp_path):
-    rest = body_of_good().replace("def get_scores(", "def _earlier_get_scores(")  # get_scores is in cell 4
+    rest = body_of_good().replace("def get_scores(", "def _earlier_get_scores(")  # get_scores is in the 3rd code cell
     cells = [rest if c is None else c for c in NOTEBOOK_CELLS]
     path = write(tmp_path, "homework.ipynb", notebook(cells))
     h, report = load(zyg, path)
@@ -102,19 +102,19 @@ def test_notebook_with_failing_cells_and_magics(zyg, tmp_path):
         context_ok(h)
         assert h.call("triple", 2) == 6
         o = report["origins"]
-        assert o["np"] == "homework.ipynb, cell 2"
-        assert o["get_scores"] == "homework.ipynb, cell 4"        # the %%time cell's body ran
-        assert o["context_vector"] == "homework.ipynb, cell 6"
-        assert o["triple"] == "homework.ipynb, cell 11"
+        assert o["np"] == "homework.ipynb, the 1st code cell"  # code cells are counted, not markdown
+        assert o["get_scores"] == "homework.ipynb, the 3rd code cell"        # the %%time cell's body ran
+        assert o["context_vector"] == "homework.ipynb, the 5th code cell"
+        assert o["triple"] == "homework.ipynb, the 10th code cell"
         text = "\n".join(report["messages"])
         for magic in ("%matplotlib inline", "!pip install einops", "files = !ls", "%%bash"):
             assert magic in text, (magic, text)
-        assert "homework.ipynb, cell 5, line 2 raised FileNotFoundError" in text
+        assert "homework.ipynb, the 4th code cell, line 2 raised FileNotFoundError" in text
         assert "data = np.load('weights.npy')" in text
         # an error inside a function from another cell names both places, with the student's code
-        assert "homework.ipynb, cell 9, line 1 raised FileNotFoundError" in text
-        assert "in homework.ipynb, cell 8, line 2\n    return open('cats/1.png', 'rb').read()" in text
-        assert "homework.ipynb, cell 11, line 2 raised NameError" in text and "H_e" in text
+        assert "homework.ipynb, the 8th code cell, line 1 raised FileNotFoundError" in text
+        assert "in homework.ipynb, the 7th code cell, line 2\n    return open('cats/1.png', 'rb').read()" in text
+        assert "homework.ipynb, the 10th code cell, line 2 raised NameError" in text and "H_e" in text
         assert not report["ok"]
     finally:
         h.close()
@@ -142,7 +142,7 @@ def test_folder_submission(zyg, tmp_path):
         o = report["origins"]
         assert o["softmax"].startswith("helpers.py, line ")
         assert o["get_attention_weights"].startswith("attention.py, line ")
-        assert o["head_weight_shape"] == "questions.ipynb, cell 2"
+        assert o["head_weight_shape"] == "questions.ipynb, the 2nd code cell"
     finally:
         h.close()
 
@@ -266,9 +266,9 @@ def test_hanging_cell_is_stopped_and_the_rest_loads(zyg, tmp_path):
     h, report = load(zyg, write(tmp_path, "slow.ipynb", notebook(cells)), cell_s=1)
     try:
         text = "\n".join(report["messages"])
-        assert "slow.ipynb, cell 2" in text and "longer than 1 s" in text
+        assert "slow.ipynb, the 2nd code cell" in text and "longer than 1 s" in text
         context_ok(h)
-        assert report["origins"]["context_vector"] == "slow.ipynb, cell 3"
+        assert report["origins"]["context_vector"] == "slow.ipynb, the 3rd code cell"
     finally:
         h.close()
 
@@ -284,7 +284,7 @@ def test_slow_training_cells_spend_neither_the_tests_time_nor_run_again(zyg, tmp
     h, report = load(zyg, write(tmp_path, "train.ipynb", notebook(cells)), cell_s=1, submission_s=1.5)
     try:
         text = "\n".join(report["messages"])
-        assert "train.ipynb, cell 3" in text and "train.ipynb, cell 4" in text, text
+        assert "train.ipynb, the 3rd code cell" in text and "train.ipynb, the 4th code cell" in text, text
         assert h.time_left() > 1.4, "loading spent the calls' budget"
         context_ok(h)
         with pytest.raises(WorkerCrashed):
@@ -321,13 +321,13 @@ def test_training_at_the_top_level_is_not_run(zyg, tmp_path):
     try:
         text = "\n".join(report["messages"])
         assert report["ok"], text
-        assert "trains.ipynb, cell 3, line 4: a training loop (it calls .backward()) was not run" in text
+        assert "trains.ipynb, the 3rd code cell, line 4: a training loop (it calls .backward()) was not run" in text
         assert "never uses a trained model" in text
-        assert "cell 4, line 6: a call of train(), which trains a model" in text
-        assert "cell 4, line 7 was not run either: it uses `trained`" in text
+        assert "the 4th code cell, line 6: a call of train(), which trains a model" in text
+        assert "the 4th code cell, line 7 was not run either: it uses `trained`" in text
         assert "longer than" not in text and "raised" not in text, text
         assert h.call("uses_loop_vars") == [True, 1, True, 0]
-        assert "cell 7, line 4: sampling text from the model (a .generate() call) was not run either" in text
+        assert "the 7th code cell, line 4: sampling text from the model (a .generate() call) was not run either" in text
         assert "after_sampling" in report["origins"]
         context_ok(h)
     finally:
@@ -351,10 +351,10 @@ def test_knock_on_failures_are_told_once_under_the_failure_that_caused_them(zyg,
     try:
         msgs = report["messages"]
         assert len(msgs) == 2, msgs
-        assert "data.ipynb, cell 2, line 1 raised FileNotFoundError" in msgs[0]
-        assert ("then 4 later statements failed for want of what it would have defined: cell 3, line 1; "
-                "cell 3, line 2; cell 4, line 1; cell 4, line 3") in msgs[0]
-        assert "cell 6, line 1 raised NameError: name 'undefined_thing' is not defined" in msgs[1]
+        assert "data.ipynb, the 2nd code cell, line 1 raised FileNotFoundError" in msgs[0]
+        assert ("then 4 later statements failed for want of what it would have defined: the 3rd code cell, line 1; "
+                "the 3rd code cell, line 2; the 4th code cell, line 1; the 4th code cell, line 3") in msgs[0]
+        assert "the 6th code cell, line 1 raised NameError: name 'undefined_thing' is not defined" in msgs[1]
         assert not report["ok"]
         context_ok(h)
     finally:
@@ -370,12 +370,12 @@ def test_cells_that_kill_the_worker_are_skipped(zyg, tmp_path):
     h, report = load(zyg, write(tmp_path, "crashy.ipynb", notebook(cells)))
     try:
         text = "\n".join(report["messages"])
-        assert "crashy.ipynb, cell 2: your code ended the process that runs it with os._exit(1)" in text
-        assert "crashy.ipynb, cell 4: your code crashed with a segmentation fault" in text
+        assert "crashy.ipynb, the 2nd code cell: your code ended the process that runs it with os._exit(1)" in text
+        assert "crashy.ipynb, the 4th code cell: your code crashed with a segmentation fault" in text
         assert text.count("skipped this cell") == 2
         assert h.respawns == 2
         context_ok(h)
-        assert report["origins"]["get_scores"] == "crashy.ipynb, cell 3"
+        assert report["origins"]["get_scores"] == "crashy.ipynb, the 3rd code cell"
         assert not report["ok"]
     finally:
         h.close()
@@ -481,8 +481,8 @@ def test_a_failing_statement_in_a_cell_does_not_take_the_rest_of_the_cell_down(z
         context_ok(h)  # defined after the failing line of cell 2
         assert h.call("get_scores", np.eye(2), np.ones(2)).tolist() == [1.0, 1.0]
         text = "\n".join(report["messages"])
-        assert "hw.ipynb, cell 1, line 2 raised ModuleNotFoundError" in text
-        assert "hw.ipynb, cell 2, line 1 raised NameError" in text
+        assert "hw.ipynb, the 1st code cell, line 2 raised ModuleNotFoundError" in text
+        assert "hw.ipynb, the 2nd code cell, line 1 raised NameError" in text
         assert {"math", "x", "y", "get_scores"} <= set(report["names"])
     finally:
         h.close()
@@ -581,10 +581,11 @@ def test_a_def_redefined_in_a_cell_run_earlier_is_pointed_out(zyg, tmp_path):
     h, report = load(zyg, path)
     try:
         assert h.call("f", 1) == 1  # top to bottom: cell 3's f
-        notes = [m for m in report["messages"] if "is defined in cell" in m]
+        notes = [m for m in report["messages"] if "again, lower in the notebook" in m]
         assert len(notes) == 1, report["messages"]  # g was redefined in the order it ran: nothing to say
-        assert "`f` is defined in cell 2 and again in cell 3" in notes[0]
-        assert "execution counts [9] and [3]" in notes[0]
+        # named as the notebook shows them: by their In [n]
+        assert "`f` is defined in In [9] and again, lower in the notebook, in In [3]" in notes[0]
+        assert "In [9] ran last" in notes[0]
         assert report["ok"]  # a note, not a failure
     finally:
         h.close()
@@ -609,7 +610,7 @@ def test_only_a_line_that_starts_a_statement_is_a_magic(zyg, tmp_path):
         assert "!= 0" not in text and "% num_heads" not in text and "!not" not in text, text
         assert {"a", "b", "text"} <= set(report["origins"]), report["origins"]
         skipped = [m for m in report["messages"] if "t = %timeit -o f()" in m]
-        assert len(skipped) == 1 and "then 1 later statement failed" in skipped[0] and "cell 4" in skipped[0]
+        assert len(skipped) == 1 and "then 1 later statement failed" in skipped[0] and "the 4th code cell" in skipped[0]
         assert "NameError" not in text, text
     finally:
         h.close()
@@ -623,7 +624,7 @@ def test_a_def_that_two_files_of_a_folder_define_differently_is_pointed_out(zyg,
         assert h.call("f", 1) == 1  # name order: scratch.ipynb runs last
         notes = [m for m in report["messages"] if "differently" in m]
         assert len(notes) == 1, report["messages"]  # g is the same in both: nothing to say
-        assert notes[0].startswith("`f` is defined in homework.ipynb, cell 1") and "scratch.ipynb is graded" in notes[0]
+        assert notes[0].startswith("`f` is defined in homework.ipynb, the 1st code cell") and "scratch.ipynb is graded" in notes[0]
         assert report["ok"]
     finally:
         h.close()
@@ -722,7 +723,7 @@ def test_a_function_name_rebound_to_its_result_is_told_with_the_cell(zyg, tmp_pa
         with pytest.raises(StudentError) as e:
             h.call("context_vector", np.array(H_E), np.array(H_D1))
         assert "`context_vector` holds a numpy.ndarray, not a function" in e.value.message
-        assert "rebound.ipynb, cell 3 gives the name that value" in e.value.message
+        assert "rebound.ipynb, the 3rd code cell gives the name that value" in e.value.message
     finally:
         h.close()
 
@@ -736,8 +737,8 @@ def test_a_name_assigned_in_a_later_cell_that_ran_earlier_is_explained(zyg, tmp_
     h, report = load(zyg, path)
     try:
         text = "\n".join(report["messages"])
-        assert ("`K` is assigned in cell 3, below this one; in your notebook it ran before this one "
-                "(execution counts [2] and [4])") in text, text
+        assert "order2.ipynb, In [4], line 1 raised NameError: name 'K' is not defined" in text, text
+        assert "`K` is assigned in In [2], below this one; in your notebook it ran before this one. " in text, text
         assert "Restart & Run All" in text
         assert text.count("below this one") == 1  # missing_name is assigned nowhere: no such note
     finally:

@@ -137,3 +137,69 @@ def test_history_notebook_leaves_out_hwchecks_own_lines():
     assert [(c["execution_count"], c["source"]) for c in nb["cells"]] == \
         [(1, "import numpy as np\nx = 1"), (6, "%matplotlib inline\ny = 2")]
     json.dumps(nb)
+
+
+class _Kernel:
+    """Just what saved_notebook_path reads of an IPython shell."""
+
+    def __init__(self, ns):
+        self.user_ns = ns
+
+
+def test_a_saved_notebook_is_checked_only_when_it_holds_what_was_run(tmp_path, monkeypatch):
+    from checker.notebook import _saved_matches, saved_notebook_path
+    path = tmp_path / "hw.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("## Q3-text\n**Your answer:** heads look at different things"),
+                nbformat.v4.new_code_cell("import numpy as np", execution_count=1),
+                nbformat.v4.new_code_cell("x = np.ones(3)", execution_count=2),
+                nbformat.v4.new_code_cell("y = 2", execution_count=None)]
+    path.write_text(nbformat.writes(nb))
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    assert saved_notebook_path(_Kernel({})) == str(path)
+    assert saved_notebook_path(_Kernel({"__vsc_ipynb_file__": str(tmp_path / "gone.ipynb")})) == str(path)
+    ran = [(1, "import numpy as np"), (2, "x = np.ones(3)"), (3, "import checker\nchecker.check()")]
+    assert _saved_matches(str(path), ran)  # the check cell itself is not expected in the file
+    assert not _saved_matches(str(path), [(1, "import numpy as np"), (2, "x = np.zeros(3)")])  # edited, unsaved
+    assert not _saved_matches(str(path), ran[:2] + [(3, "z = 5")])  # run after the last save
+    monkeypatch.delenv("JPY_SESSION_NAME")
+    assert saved_notebook_path(_Kernel({})) is None  # Colab: no file; the kernel's history is checked
+
+
+def test_check_reads_the_saved_notebook_when_jupyter_names_it_and_it_holds_what_ran(tmp_path, monkeypatch):
+    """The saved file is checked (its markdown answer found) when every cell run is saved as run."""
+    path = os.path.join(ROOT, "submissions", "attention", "correct.py")
+    code = _cells_of(path)
+    saved = nbformat.v4.new_notebook()
+    saved.cells = [nbformat.v4.new_code_cell(c, execution_count=i) for i, c in enumerate(code, 1)] + \
+        [nbformat.v4.new_markdown_cell("## Q3-text\n**Your answer:** each head can attend to a different "
+                                       "relation between tokens, in its own smaller subspace.")]
+    nb_path = tmp_path / "my_attention.ipynb"
+    nb_path.write_text(nbformat.writes(saved))
+    monkeypatch.setenv("JPY_SESSION_NAME", str(nb_path))  # what Jupyter Server tells its kernels
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in code] + [nbformat.v4.new_code_cell("import checker\n"
+                                                                                        "checker.check()")]
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=True).execute()
+    text = _output(nb.cells[-1])[0]
+    assert f"checked: the saved notebook {nb_path}" in text, text
+    assert "Your answer was found" in text, text
+    # one cell changed in the kernel and not saved: the kernel's code is checked, and the student told
+    nb.cells[0].source += "\nextra = 1"
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=True).execute()
+    text = _output(nb.cells[-1])[0]
+    assert "the code run in this kernel" in text and "save it before you hand it in" in text, text
+
+
+def test_the_page_shows_student_text_and_never_runs_it():
+    from checker.notebook_html import scorecard_html
+    evil = "<script>alert(1)</script><a href='x'>\x1b[31m"
+    view = {"assignment": "attention", "submission": {"id": evil}, "status": "graded", "score": 0, "max_score": 30,
+            "load": {"ok": False, "messages": [f"notebook.ipynb, In [2], line 1 raised ValueError: {evil}"]},
+            "questions": [{"id": "Q1", "title": evil, "score": 0, "max_score": 30, "manual": False, "hidden_tests": 3,
+                           "tests": [{"name": f"test_x[{evil}]", "outcome": "failed", "message": evil,
+                                      "where": {"file": evil, "cell": 2, "label": "In [2]", "line": 1}}]}]}
+    page = scorecard_html(view, source=evil)
+    assert "<script" not in page and "<a " not in page  # shown as text, never markup
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "\x1b" not in page and "\\x1b" in page
+    assert "In [2]" in page and "<details open" in page

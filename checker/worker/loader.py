@@ -181,7 +181,7 @@ def _archive_or_document(path):
 
 
 def _cells(nb_path):
-    """[(cell number, source, execution count)] of a notebook's code cells.
+    """[(code cell number, source, execution count)] of a notebook's code cells (1 = the first code cell).
 
     Reads nbformat 4 (`cells`, `source`, `execution_count`) and nbformat 3
     (`worksheets`, `input`, `prompt_number`), with or without a UTF-8 byte
@@ -220,7 +220,8 @@ def _cells(nb_path):
         count = cell.get("execution_count", cell.get("prompt_number"))
         if isinstance(src, list):
             src = "".join(x for x in src if isinstance(x, str))
-        out.append((i + 1, src if isinstance(src, str) else "", count if type(count) is int else None))
+        # numbered among the code cells only (a markdown cell is no cell a student counts)
+        out.append((len(out) + 1, src if isinstance(src, str) else "", count if type(count) is int else None))
     return out
 
 
@@ -371,7 +372,7 @@ class Loader:
         finally:
             for i, where in self.after.items():
                 same = self.messages[i]["file"]
-                where = [_loc(f, c, n) if f != same else _loc("", c, n).lstrip(", ") for f, c, n in where]
+                where = [_loc(f, c, n) if f != same else _loc(f, c, n)[len(f):].lstrip(", ") for f, c, n in where]
                 shown = "; ".join(where[:8]) + (f" and {len(where) - 8} more" if len(where) > 8 else "")
                 self.messages[i]["text"] += (f"\n  then {len(where)} later statement{'s' * (len(where) > 1)} "
                                              f"failed for want of what it would have defined: {shown}")
@@ -440,7 +441,8 @@ class Loader:
         if cache:
             linecache.cache[filename] = (len(code_src), None, ("\n" * (line0 - 1) + code_src).splitlines(True),
                                          filename)
-        self.on_unit({"file": shown, "cell": cell, "line": line0})
+        self.on_unit({"file": shown, "cell": cell, "line": line0,
+                      **({"label": _cell_label(shown, cell)} if cell is not None else {})})
         try:
             for node in tree.body:  # `from __future__ import ...` holds for the rest of the file, as in IPython
                 if isinstance(node, ast.ImportFrom) and node.module == "__future__":
@@ -501,7 +503,8 @@ class Loader:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 if node.name in self.ns:
                     self._note_other_file(node, shown, cell)
-                    self.defs[node.name] = {"file": shown, "cell": cell, "line": node.lineno}
+                    self.defs[node.name] = {"file": shown, "cell": cell, "line": node.lineno,
+                                            **({"label": _cell_label(shown, cell)} if cell is not None else {})}
                 else:
                     self.unrun[node.name] = {"file": shown, "cell": cell, "line": node.lineno, "why": "stopped"}
         for node, guarded in _nested_defs(tree.body):
@@ -537,6 +540,7 @@ class Loader:
         assigned = self.assigned_in.setdefault(shown, {})  # name -> [(cell, execution count)] of top-level binds
         for cell_no, src, count in cells:
             self.counts[(shown, cell_no)] = count
+            _CELL_LABELS[(shown, cell_no)] = f"In [{count}]" if count is not None else f"the {_nth(cell_no)} code cell"
             try:
                 names = _assigned(ast.parse(_strip_magics(src)[0]))
             except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -550,7 +554,7 @@ class Loader:
             code, skipped = _strip_magics(src)
             for s in skipped:
                 self._msg("magic", shown, cell_no, None,
-                          f"{shown} cell {cell_no}: skipped IPython line `{s[:80]}` (magics and shell commands do not run in the grader)")
+                          f"{_loc(shown, cell_no, None)}: skipped IPython line `{s[:80]}` (magics and shell commands do not run in the grader)")
                 self._skipped_binds(s)
             if not code.strip():
                 continue
@@ -577,9 +581,9 @@ class Loader:
             return ""
         c, n = later[0]
         mine = self.counts.get((shown, cell))
-        ran = (f"; in your notebook it ran before this one (execution counts [{n}] and [{mine}])"
-               if n is not None and mine is not None and n < mine else "")
-        return (f"\n  `{name}` is assigned in cell {c}, below this one{ran}. The grader runs the cells top to "
+        ran = ("; in your notebook it ran before this one" if n is not None and mine is not None and n < mine
+               else "")  # (both are named by their In [n] then)
+        return (f"\n  `{name}` is assigned in {_cell_label(shown, c)}, below this one{ran}. The grader runs the cells top to "
                 f"bottom, as Restart & Run All does: move that assignment above its first use.")
 
     def _note_redefinitions(self, src, shown, cell_no, count, seen):
@@ -598,9 +602,9 @@ class Loader:
             if before is None or before[0] == cell_no or None in (before[1], count) or before[1] < count:
                 continue
             self._msg("note", shown, cell_no, node.lineno,
-                      f"`{node.name}` is defined in cell {before[0]} and again in cell {cell_no}. The grader runs "
-                      f"the cells top to bottom, so the one in cell {cell_no} is graded; but in your notebook cell "
-                      f"{before[0]} ran last (execution counts [{before[1]}] and [{count}]), so the version you "
+                      f"`{node.name}` is defined in {_cell_label(shown, before[0])} and again, lower in the notebook, "
+                      f"in {_cell_label(shown, cell_no)}. The grader runs the cells top to bottom, so the lower one "
+                      f"is graded; but in your notebook {_cell_label(shown, before[0])} ran last, so the version you "
                       "tried last may be the other one. Delete the one you do not want.")
 
     def _writefile(self, src, shown, cell_no):
@@ -616,10 +620,10 @@ class Loader:
         try:
             with open(names[0], "a" if append else "w", encoding="utf-8") as out:
                 out.write(body if body.endswith("\n") else body + "\n")
-            self._msg("magic", shown, cell_no, None, f"{shown} cell {cell_no}: %%writefile wrote {names[0]}")
+            self._msg("magic", shown, cell_no, None, f"{_loc(shown, cell_no, None)}: %%writefile wrote {names[0]}")
         except OSError as e:
             self._msg("error", shown, cell_no, 1,
-                      f"{shown}, cell {cell_no}: %%writefile could not write {names[0]}: {e.strerror or e}")
+                      f"{_loc(shown, cell_no, None)}: %%writefile could not write {names[0]}: {e.strerror or e}")
         return True
 
     def _load_py(self, f, shown):
@@ -776,8 +780,21 @@ def _assigned(tree):
     return names
 
 
+# (notebook, code cell number) -> how the student's notebook shows that cell: "In [7]" (its execution count)
+# or "the 4th code cell" (never run). One worker loads one submission, so one table serves the process.
+_CELL_LABELS = {}
+
+
+def _nth(n):
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _cell_label(shown, cell):
+    return _CELL_LABELS.get((shown, cell)) or f"cell {cell}"
+
+
 def _loc(shown, cell, line):
-    s = shown + (f", cell {cell}" if cell is not None else "")
+    s = shown + (f", {_cell_label(shown, cell)}" if cell is not None else "")
     return s + (f", line {line}" if line else "")
 
 
@@ -833,7 +850,8 @@ def _student_frames(exc, files):
             shown, cell = files[fn]
             line = tb.tb_lineno
             code = (linecache.getline(fn, line) or "").strip()
-            out.append({"file": shown, "cell": cell, "line": line, "code": code})
+            out.append({"file": shown, "cell": cell, "line": line, "code": code,
+                        **({"label": _cell_label(shown, cell)} if cell is not None else {})})
         tb = tb.tb_next
     return out
 
