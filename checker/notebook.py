@@ -119,8 +119,12 @@ def saved_notebook_path(ip):
     """The notebook file this kernel runs, where the front end says (Jupyter Server's JPY_SESSION_NAME,
     VS Code's __vsc_ipynb_file__), or None (Colab, a console, an old server)."""
     for path in (ip.user_ns.get("__vsc_ipynb_file__"), os.environ.get("JPY_SESSION_NAME")):
-        if isinstance(path, str) and path.endswith(".ipynb") and os.path.isfile(path):
-            return path
+        if not (isinstance(path, str) and path.endswith(".ipynb")):
+            continue
+        # Jupyter Server gives the path from its root (older) or in full; the kernel runs in the notebook's folder
+        for candidate in (path, os.path.join(os.getcwd(), os.path.basename(path))):
+            if os.path.isfile(candidate):
+                return os.path.abspath(candidate)
     return None
 
 

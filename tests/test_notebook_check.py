@@ -162,6 +162,9 @@ def test_a_saved_notebook_is_checked_only_when_it_holds_what_was_run(tmp_path, m
     assert _saved_matches(str(path), ran)  # the check cell itself is not expected in the file
     assert not _saved_matches(str(path), [(1, "import numpy as np"), (2, "x = np.zeros(3)")])  # edited, unsaved
     assert not _saved_matches(str(path), ran[:2] + [(3, "z = 5")])  # run after the last save
+    monkeypatch.chdir(tmp_path)  # a server root elsewhere: the path is relative to it, the kernel runs here
+    monkeypatch.setenv("JPY_SESSION_NAME", "course/week1/hw.ipynb")
+    assert saved_notebook_path(_Kernel({})) == str(path)
     monkeypatch.delenv("JPY_SESSION_NAME")
     assert saved_notebook_path(_Kernel({})) is None  # Colab: no file; the kernel's history is checked
 
