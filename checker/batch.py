@@ -427,7 +427,7 @@ class BatchResult:
 
 
 def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=None, mode="hidden",
-                keep_raw=False, on_progress=None, seed=None, devices=("cpu", "cuda"), only=None):
+                keep_raw=False, on_progress=None, seed=None, devices=("cpu", "cuda"), only=None, executor=None):
     """Grade `entries` ([(id, path)]) and write their files and the gradebook into `outdir`.
 
     jobs: trusted processes (1: in this process). resume: skip submissions
@@ -440,7 +440,8 @@ def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=No
     says); the others keep their scorecards, and the seed, when not given,
     is the one the batch's scorecards in OUTDIR were graded with. Entries that
     are OUTDIR's own files (`checker.outputs.is_own_output`) are never graded.
-    Returns a `BatchResult`.
+    executor(todo, options, report), when given, grades instead of the local
+    processes (`checker.cluster.DaskExecutor`). Returns a `BatchResult`.
     """
     if mode not in ("public", "hidden"):
         raise ValueError(f"mode must be 'public' or 'hidden', not {mode!r}")
@@ -468,7 +469,7 @@ def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=No
     try:
         return _grade_batch(list(entries), assignment, outdir, spec, spec_sha, jobs=jobs, resume=resume,
                             timeout=timeout, mode=mode, keep_raw=keep_raw, on_progress=on_progress,
-                            seed=seed, devices=devices, only=only)
+                            seed=seed, devices=devices, only=only, executor=executor)
     finally:
         os.close(lock)
 
@@ -486,7 +487,7 @@ def _lock(outdir):
 
 
 def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, timeout, mode, keep_raw,
-                 on_progress, seed, devices, only=None):
+                 on_progress, seed, devices, only=None, executor=None):
     _remove_stale_temps(outdir)
     batch = BatchResult(assignment, outdir, len(entries), jobs)
     book = Gradebook(outdir, spec, collect_scorecards(outdir, assignment), [sid for sid, _ in entries])
@@ -533,7 +534,9 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
     options = {"assignment": assignment, "outdir": outdir, "mode": mode, "seed": seed, "secrets": secrets_,
                "timeout": timeout, "keep_raw": keep_raw, "devices": tuple(devices)}
     try:
-        if todo and (jobs <= 1 or len(todo) == 1):
+        if todo and executor is not None:
+            executor(todo, options, report)
+        elif todo and (jobs <= 1 or len(todo) == 1):
             _run_in_process(todo, options, report)
         elif todo:
             _run_parallel(todo, min(jobs, len(todo)), options, report)

@@ -30,7 +30,11 @@ from checker.options import (DEVICE_CHOICES, all_option, assignment_option, ci_o
                              min_score_option, output_dir_option, public_option,
                              required_assignment_option, resume_option, seed_option, timeout_option, only_option,
                              use_color)
-from checker.options import report_output_option, submissions_dir_option, top_pairs_option
+from checker.options import report_output_option, submissions_dir_option, top_pairs_option, verbose_option
+
+from checker.options import autograder_root_option, torch_wheel_option
+from checker.options import canvas_title_option, roster_option
+from checker.options import cluster_option, scheduler_option, shard_option
 
 __all__ = ["main"]
 
@@ -154,8 +158,7 @@ def _repo_relative(view, submission):
 @junit_option
 @min_score_option
 @color_option
-@click.option("-v", "--verbose", is_flag=True, default=False,
-              help="Also list the tests that passed, with their points and times.")
+@verbose_option
 @_guarded
 def check(submission, assignment, json_file, devices, timeout, ci, junit_file, min_score, color, verbose):
     """Self-check SUBMISSION (a .py file, a notebook or a folder) on the public tests.
@@ -164,7 +167,7 @@ def check(submission, assignment, json_file, devices, timeout, ci, junit_file, m
     with --min-score, when the score is below it), 2 on usage or hwcheck errors.
     """
     from checker.atomic import dumps_json, write_json_atomic, write_text_atomic
-    from checker.report import format_markdown, format_scorecard, github_annotations, junit_xml
+    from checker.report import format_markdown, format_scorecard, github_annotations, junit_xml, min_score_line
     from checker.runner import Grader
     from checker.scorecard import student_view
 
@@ -182,17 +185,18 @@ def check(submission, assignment, json_file, devices, timeout, ci, junit_file, m
         if json_file:
             write_json_atomic(json_file, view)
     if ci:
-        for line in github_annotations(_repo_relative(view, submission)):
+        for line in github_annotations(_repo_relative(view, submission), min_score=min_score):
             click.echo(line)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
             with open(summary, "a", encoding="utf-8") as f:
-                f.write(format_markdown(view))
+                f.write(format_markdown(view, min_score=min_score))
     if junit_file:
         write_text_atomic(junit_file, junit_xml(view))
 
     if min_score is not None:
         ok = float(view.get("score") or 0) >= min_score
+        click.echo(min_score_line(view, min_score), err=json_file == "-")  # stdout stays JSON with --json -
     else:
         ok = _all_passed(view)
     sys.exit(EXIT_OK if ok else EXIT_FAILED)
@@ -214,8 +218,13 @@ def check(submission, assignment, json_file, devices, timeout, ci, junit_file, m
 @keep_raw_option
 @device_option
 @only_option
+@roster_option
+@scheduler_option
+@cluster_option
+@shard_option
 @_guarded
-def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, keep_raw, devices, only):
+def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, keep_raw, devices, only, roster=None,
+          scheduler=None, cluster=None, shard=None):
     """Grade every submission in DIRECTORY (each .py/.ipynb file or folder is one).
 
     \b
@@ -228,7 +237,8 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
     from checker.outputs import is_own_output
 
     notes = []
-    entries = [(sid, path) for sid, path in batch.list_entries(directory, notes)
+    from checker import lms  # an LMS's export: one submission per student, whatever files they handed in
+    entries = [(sid, path) for sid, path in lms.prepare(directory, outdir, notes, roster=roster, assignment=assignment)
                if not is_own_output(outdir, path)]  # -o inside DIR: hwcheck's own files are no submission
     for note in notes:
         click.echo(f"hwcheck: {for_terminal(note, newlines=False)}", err=True)
@@ -241,6 +251,14 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
                                 newlines=False), err=True)
     if not entries:
         raise Fail(f"no submissions in {directory} (a submission is a .py or .ipynb file, or a folder)")
+    executor, where = _executor(jobs, scheduler, cluster), f"-j {jobs}"
+    if executor is not None:
+        where = executor.describe()
+    if shard:  # one slice of the folder (a CI matrix, a SLURM array), the same seed for every slice
+        from checker.shard import check_shard_seed, shard_entries
+        check_shard_seed(public, seed)
+        all_entries, entries = entries, shard_entries(entries, *shard)
+        where += f", shard {shard[0]}/{shard[1]}: {len(entries)} of {len(all_entries)}"
 
     on_tty = _isatty("stderr")
     state = {"width": 0}
@@ -256,7 +274,7 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
             click.echo(batch.progress_line(event), err=True)
 
     click.echo(f"hwcheck: grading {len(entries)} submissions of {assignment} "
-               f"({'public' if public else 'hidden'} tests, -j {jobs}) into {outdir}", err=True)
+               f"({'public' if public else 'hidden'} tests, {where}) into {outdir}", err=True)
     state["kept"] = 0
 
     def counted(event):  # what is kept, for the words on Ctrl-C
@@ -267,7 +285,7 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
         result = batch.grade_batch(entries, assignment, outdir, jobs=jobs, resume=resume, timeout=timeout,
                                    mode="public" if public else "hidden", keep_raw=keep_raw,
                                    on_progress=counted, seed=seed, devices=devices,
-                                   only=only or None)
+                                   only=only or None, executor=executor)
     except KeyboardInterrupt:
         if on_tty and state["width"]:
             click.echo("", err=True)
@@ -275,20 +293,64 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
         click.echo(f"hwcheck: interrupted: {state['kept']} of {len(entries)} submissions are graded and kept in "
                    f"{for_terminal(outdir, newlines=False)} (grades.csv holds them); go on with:\n  "
                    + for_terminal(resume_command(directory, assignment, outdir, jobs, timeout, public, seed,
-                                                 keep_raw, devices), newlines=False), err=True)
+                                                 keep_raw, devices, scheduler=scheduler, cluster=cluster,
+                                                 shard=shard), newlines=False), err=True)
         raise
     finally:
         if on_tty and state["width"]:
             click.echo("", err=True)
+    if shard:
+        from checker.shard import write_shard_info
+        write_shard_info(outdir, shard[0], shard[1], all_entries, result)
+    if executor is not None:
+        result.jobs = executor.workers  # the summary's rate is per this many graders at once
     for line in batch.summary_lines(result):
         click.echo(line)
+    for line in lms.after_batch(outdir, assignment):  # the roster's verdicts, canvas.csv / moodle.csv
+        click.echo(for_terminal(line, newlines=False))
     sys.exit(EXIT_FAILED if result.internal else EXIT_OK)
 
 
-def resume_command(directory, assignment, outdir, jobs, timeout, public, seed, keep_raw, devices):
+@main.command("export")
+@click.argument("outdir", type=click.Path(exists=True, file_okay=False))
+@canvas_title_option
+@_guarded
+def export_command(outdir, canvas_title):
+    """Write OUTDIR/canvas.csv / moodle.csv again (manual.csv's grades merged), for the LMS to import.
+
+    `grade` writes them when the folder graded is a Canvas or Moodle export; run
+    this after grading by hand, or to give Canvas's column title (--canvas).
+    """
+    from checker import lms
+    lines = lms.after_batch(outdir, None, canvas_title, roster=False)
+    if not lines:
+        raise Fail(f"{outdir} holds no Canvas or Moodle students (grade a Canvas or Moodle export, or give --roster "
+                   f"a roster exported from one)")
+    for line in lines:
+        click.echo(for_terminal(line, newlines=False))
+
+
+def _executor(jobs, scheduler, cluster):
+    """The Dask executor of --scheduler / --cluster (checker.cluster), or None for the local processes."""
+    if scheduler is None and cluster is None:
+        return None
+    if scheduler is not None and cluster is not None:
+        raise Fail("give either --scheduler or --cluster, not both")
+    if jobs != 1:
+        raise Fail("-j counts processes on this machine; with --scheduler or --cluster the Dask workers grade")
+    from checker.cluster import DaskExecutor
+    return DaskExecutor(scheduler=scheduler, local_workers=cluster[1] if cluster else None)
+
+
+def resume_command(directory, assignment, outdir, jobs, timeout, public, seed, keep_raw, devices, *,
+                   scheduler=None, cluster=None, shard=None):
     """The exact `hwcheck grade ... --resume` command that goes on with an interrupted batch."""
     import shlex
-    words = ["hwcheck", "grade", directory, "-a", assignment, "-o", outdir, "-j", str(jobs), "--resume"]
+    words = ["hwcheck", "grade", directory, "-a", assignment, "-o", outdir]
+    words += (["--scheduler", scheduler] if scheduler else ["--cluster", f"local:{cluster[1]}"] if cluster
+              else ["-j", str(jobs)])
+    words += ["--shard", f"{shard[0]}/{shard[1]}"] if shard else []
+    words += ["--resume"]
     words += ["--timeout", f"{timeout:g}"] if timeout else []
     words += ["--public"] if public else []
     words += ["--seed", str(seed)] if seed is not None else []
@@ -305,10 +367,11 @@ def resume_command(directory, assignment, outdir, jobs, timeout, public, seed, k
 @main.command()
 @click.argument("scorecard_file", metavar="SCORECARD.json", type=click.Path(exists=True, dir_okay=False))
 @all_option
+@verbose_option
 @color_option
 @_guarded
-def show(scorecard_file, show_all, color):
-    """Print a scorecard as `check` would (the student's view unless --all)."""
+def show(scorecard_file, show_all, verbose, color):
+    """Print a scorecard as `check` would (the student's view unless --all; -v as `check -v`)."""
     from checker.report import format_scorecard
     from checker.scorecard import student_view
 
@@ -328,7 +391,7 @@ def show(scorecard_file, show_all, color):
         raise Fail(f"{scorecard_file} is not a valid scorecard: {getattr(e, 'message', e)}") from None
     colored = _color(color)
     view = card if show_all else student_view(card)
-    click.echo(format_scorecard(view, color=colored, verbose=show_all), color=colored)
+    click.echo(format_scorecard(view, color=colored, verbose=show_all or verbose), color=colored)
 
 
 # ---------------------------------------------------------------------------
@@ -444,6 +507,84 @@ def kit(outdir, package):
     click.echo(f"wrote the student kit to {outdir} (no reference solutions, no hidden tests); "
                f"students install it with `pip install {outdir}`")
 
+
+# ---------------------------------------------------------------------------
+# gradescope, autograde
+# ---------------------------------------------------------------------------
+
+@main.command()
+@required_assignment_option
+@click.option("-o", "--output", default="autograder.zip", show_default=True, type=click.Path(dir_okay=False),
+              help="Where to write the autograder zip.")
+@torch_wheel_option
+@timeout_option
+@force_option
+@_guarded
+def gradescope(assignment, output, torch_wheel, timeout, force):
+    """Build the Gradescope autograder zip of an assignment (all tests, hidden ones included).
+
+    Upload it as the assignment's autograder (Configure Autograder > Zip file upload).
+    Its setup.sh installs the CPU build of the torch installed here and this hwcheck;
+    its run_autograder grades each submission and writes results.json.
+    """
+    from checker.autograder import write_autograder_zip
+    if os.path.exists(output) and not force:
+        raise Fail(f"{output} already exists; use --force to overwrite it")
+    info = write_autograder_zip(output, assignment, torch_wheel=torch_wheel, timeout=timeout)
+    click.echo(f"wrote {for_terminal(info['path'], newlines=False)} ({info['size'] / 1e6:.1f} MB): "
+               f"{', '.join(info['files'])}; torch {info['torch']} (CPU) "
+               + ("from the wheel inside" if torch_wheel else "from PyTorch's CPU index at setup"))
+    click.echo("upload it on Gradescope: Configure Autograder > Zip file upload (base image Ubuntu 22.04 or later)")
+
+
+@main.command(hidden=True)
+@required_assignment_option
+@autograder_root_option
+@timeout_option
+def autograde(assignment, root, timeout):
+    """Inside Gradescope's container: grade ROOT/submission, write ROOT/results/results.json (never fails)."""
+    from checker.autograde import autograde as run
+    results = run(root, assignment, timeout=timeout)
+    click.echo(f"hwcheck autograde: {results.get('score')} points; {len(results.get('tests') or [])} tests "
+               f"in {os.path.join(root, 'results', 'results.json')}", err=True)
+
+
+# ---------------------------------------------------------------------------
+# merge
+# ---------------------------------------------------------------------------
+
+@main.command()
+@click.argument("sources", nargs=-1, required=True, metavar="OUTDIR...",
+                type=click.Path(exists=True, file_okay=False))
+@output_dir_option
+@_guarded
+def merge(sources, outdir):
+    """Merge the output folders of `grade --shard I/N` into one OUTDIR and gradebook.
+
+    Refuses folders of different assignments, seeds, modes, grading tests or
+    hwcheck versions, and a submission graded in two of them. Exit status 1
+    when a shard is missing.
+    """
+    from checker.shard import merge as merge_folders
+    result = merge_folders(list(sources), outdir)
+    for note in result.notes:
+        click.echo(f"hwcheck: {for_terminal(note, newlines=False)}", err=True)
+    click.echo(f"merged {result.cards} scorecards of {result.assignment} from {len(sources)} folders into "
+               f"{for_terminal(outdir, newlines=False)}; wrote {for_terminal(result.gradebook, newlines=False)}")
+    sys.exit(EXIT_FAILED if result.missing else EXIT_OK)
+
+
+def _offer_only_what_the_kit_can_do():
+    """In the student kit, `hwcheck --help` lists the student's commands only (the others stay callable)."""
+    from checker.kit_files import STUDENT_COMMANDS, installed_as_kit
+    if installed_as_kit():
+        for name, command in main.commands.items():
+            command.hidden = command.hidden or name not in STUDENT_COMMANDS
+        main.help = "\n".join(line.replace("check and grade", "check") for line in (main.help or "").splitlines()
+                              if "TAs:" not in line)
+
+
+_offer_only_what_the_kit_can_do()
 
 if __name__ == "__main__":
     main()

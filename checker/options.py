@@ -21,8 +21,9 @@ __all__ = [
     "assignment_option", "required_assignment_option", "json_option", "device_option",
     "output_dir_option", "jobs_option", "resume_option", "timeout_option", "public_option",
     "seed_option", "ci_option", "junit_option", "min_score_option", "keep_raw_option",
-    "color_option", "force_option", "all_option", "only_option",
+    "color_option", "force_option", "all_option", "only_option", "verbose_option",
     "report_output_option", "submissions_dir_option", "top_pairs_option",
+    "torch_wheel_option", "autograder_root_option",
 ]
 
 DEVICE_CHOICES = {"cpu": ("cpu",), "cuda": ("cuda",), "all": ("cpu", "cuda")}
@@ -127,6 +128,11 @@ only_option = click.option(
     help="Regrade only these submissions (repeat --only for several), with the seed the batch's scorecards "
          "in OUTDIR were graded with, and rewrite grades.csv; the others keep their scorecards.")
 
+verbose_option = click.option(
+    "-v", "--verbose", "verbose", is_flag=True, default=False,
+    help="Show each test: the passed ones with their points and times, and every failing variant in full "
+         "(not grouped).")
+
 all_option = click.option(
     "--all", "show_all", is_flag=True, default=False,
     help="Show everything (hidden tests, passed tests with points and times): the TA's view.")
@@ -143,3 +149,65 @@ submissions_dir_option = click.option(
 top_pairs_option = click.option(
     "--top", "top", type=click.IntRange(min=0), default=50, show_default=True,
     help="How many of the most similar pairs of submissions the report lists.")
+
+torch_wheel_option = click.option(
+    "--torch-wheel", "torch_wheel", type=click.Path(exists=True, dir_okay=False), default=None, metavar="WHEEL",
+    help="A CPU torch wheel (of the version installed here) to put in the zip: setup.sh installs it instead "
+         "of fetching torch from PyTorch's CPU index (for a container without that index).")
+
+autograder_root_option = click.option(
+    "--root", "root", type=click.Path(file_okay=False), metavar="DIR",
+    default=lambda: os.environ.get("HWCHECK_AUTOGRADER_ROOT") or "/autograder",
+    help="Gradescope's layout: grades DIR/submission, writes DIR/results/results.json "
+         "(default: $HWCHECK_AUTOGRADER_ROOT, else /autograder).")
+
+roster_option = click.option(
+    "--roster", "roster", type=click.Path(exists=True, dir_okay=False), default=None, metavar="ROSTER.csv",
+    help="The class roster (a CSV with name / student_id / email columns, or the LMS's gradebook export): "
+         "grade lists the students with no submission and the submissions that match no student, and "
+         "fills grades.csv's student columns from it.")
+
+canvas_title_option = click.option(
+    "--canvas", "canvas_title", default=None, metavar="TITLE",
+    help="The title of the assignment's column in canvas.csv, as Canvas's own gradebook export writes it "
+         "(\"Homework 3 (123456)\"), so that the import updates that assignment (default: the assignment id).")
+
+__all__ += ["roster_option", "canvas_title_option"]
+
+
+def _parsed(parse):
+    def callback(ctx, param, value):
+        if value is None:
+            return None
+        try:
+            return parse(value)
+        except ValueError as e:
+            raise click.BadParameter(str(e)) from None
+    return callback
+
+
+def _cluster(value):
+    from checker.cluster import parse_cluster
+    return parse_cluster(value)
+
+
+def _shard(value):
+    from checker.shard import parse_shard
+    return parse_shard(value)
+
+
+scheduler_option = click.option(
+    "--scheduler", "scheduler", default=None, metavar="ADDRESS",
+    help="Grade on the running Dask cluster at ADDRESS (tcp://HOST:8786) instead of -j processes here "
+         "(pip install 'hwcheck[dask]' here and on the workers).")
+
+cluster_option = click.option(
+    "--cluster", "cluster", default=None, metavar="local:N", callback=_parsed(_cluster),
+    help="Start a Dask LocalCluster of N worker processes for this batch (the 'dask' extra).")
+
+shard_option = click.option(
+    "--shard", "shard", default=None, metavar="I/N", callback=_parsed(_shard),
+    help="Grade only the I-th of N deterministic slices of DIRECTORY (a CI matrix, a SLURM array); "
+         "`hwcheck merge` joins the slices' output folders. Hidden mode needs --seed.")
+
+__all__ += ["scheduler_option", "cluster_option", "shard_option"]
