@@ -555,7 +555,13 @@ def test_mhsa_queries_and_keys_differ(sub, rng, seed):
               if min(fit[a, b] for a in (i, j, k) for b in (i, j, k)) > 1e-3]  # weights read accurately
     if not cycles:
         pytest.skip("the attention weights of these tokens are too close to 0 to compare the cycles")
-    if max(cycles) > 100 * tol:
+    spread = float(np.max(log_a.max(axis=1) - log_a.min(axis=1)))  # how far the scores of a query differ
+    if spread < 1e-3:
+        pytest.skip("judged by the other tests, not here: every query weighs the keys (almost) equally, so "
+                    "there is no order of the scores to compare")
+    # symmetric scores leave only the fit's rounding in the cycles; small weights (scores near 0) give
+    # small cycles too, but in proportion to the spread of the scores
+    if max(cycles) > max(tol, 0.01 * spread):
         return
     raise GradingFailure(
         f"{what} on {N} tokens with one head: the attention weights a_ij (query i over key j), read off the "
