@@ -29,31 +29,30 @@ replaced, and the others go on. If the zygote itself dies, the workers are
 stopped, their submissions are put back once, and a fresh zygote and workers
 take over.
 
-What it is not: a renderer beyond the one-line progress texts below, or a
-command line (`checker.cli`).
+What it is not: a renderer (the progress and summary texts are
+`checker.progress`), the folder listing (`checker.entries`), or a command
+line (`checker.cli`). The names of those two modules are importable from here
+too, for callers of the library.
 """
 
 import collections
-import hashlib
 import json
-import math
 import multiprocessing
 import multiprocessing.connection
 import os
 import re
 import secrets
 import signal
-import statistics
 import time
 import traceback
 
 from checker import __version__
 from checker.atomic import write_json_atomic
+from checker.entries import MAX_ID_BYTES, SUBMISSION_SUFFIXES, list_entries, skipped_entries  # noqa: F401
 from checker.errors import HwcheckError
-from checker.escape import for_terminal
 from checker.outputs import Gradebook, is_own_output
+from checker.progress import isolation_gaps, progress_bar, progress_line, summary_lines  # noqa: F401
 from checker.gradescope import make_failure_results, make_results
-from checker.report import format_points
 from checker.submission_files import sha256_of
 from checker.scorecard import SCHEMA_VERSION, STATUSES, build_scorecard
 from checker.spec import load_spec, spec_sha256
@@ -63,10 +62,8 @@ __all__ = ["SUBMISSION_SUFFIXES", "BatchResult", "list_entries", "skipped_entrie
            "crashed_scorecard", "collect_scorecards", "progress_line", "progress_bar",
            "summary_lines"]
 
-SUBMISSION_SUFFIXES = (".py", ".ipynb")
 MAX_POOL_RESTARTS = 3       # fresh zygotes after the zygote died
 MAX_IDLE_DEATHS = 3         # a worker slot that dies this often holding no submission is given up
-MAX_ID_BYTES = 150          # OUTDIR/<id>.raw.json must fit a file name's 255 bytes
 _STALE_TMP = re.compile(r"^\..+\.(json|csv)\.[^.]+\.tmp$")   # checker.atomic's temporary names
 
 
@@ -88,100 +85,6 @@ def raw_path(outdir, sid):
 
 def gradebook_path(outdir):
     return os.path.join(outdir, "grades.csv")
-
-
-def list_entries(folder, notes=None):
-    """[(id, path)] of the submissions in `folder`, sorted by id.
-
-    A submission is a `.py` or `.ipynb` file (id: the file's stem) or a folder
-    (id: its name). An id too long for its output files' names (over
-    `MAX_ID_BYTES` bytes in UTF-8) is cut and ends with a hash of the whole
-    name, so two long names that share a beginning stay apart. Hidden entries
-    (starting with '.'), `__pycache__` and other files are skipped. Entries
-    that would share an id (`bob.py` and `bob.ipynb`, or a folder `bob`; or
-    `bob.raw.py`, whose raw report would be `bob`'s) keep their suffix in the
-    id (`bob.py`, `bob.ipynb`), and a sentence saying so is appended to
-    `notes` when a list is given.
-    """
-    if not os.path.isdir(folder):
-        raise HwcheckError(f"{folder} is not a folder")
-    found = {}
-    for name in sorted(os.listdir(folder)):
-        if name.startswith(".") or name == "__pycache__":
-            continue
-        path = os.path.join(folder, name)
-        if os.path.isdir(path):
-            sid = name
-        elif os.path.isfile(path) and name.endswith(SUBMISSION_SUFFIXES):
-            sid = os.path.splitext(name)[0]
-        else:
-            continue
-        if not sid or sid.startswith("."):
-            continue
-        found.setdefault(_short_id(sid), []).append(path)
-    clashing = {sid for sid, paths in found.items() if len(paths) > 1}
-    clashing |= {sid for sid in found if sid.endswith(".raw") and sid[:-4] in found}
-    entries = []
-    for sid, paths in sorted(found.items()):
-        if sid not in clashing:
-            entries.append((sid, paths[0]))
-            continue
-        kept = []
-        for path in paths:
-            new = _short_id(os.path.basename(path)) if os.path.isfile(path) else sid
-            entries.append((new, path))
-            kept.append(new)
-        if notes is not None:
-            notes.append(f"{' and '.join(os.path.basename(p) for p in paths)} would share the output files of "
-                         f"{sid!r}: graded as {', '.join(kept)}; if they are one student's, keep one")
-    ids = collections.Counter(sid for sid, _ in entries)
-    if any(n > 1 for n in ids.values()):  # a clash the renaming made (a file `bob.py` named `bob.py.py`?)
-        sid = next(s for s, n in ids.items() if n > 1)
-        raise HwcheckError(f"two submissions would share the output files of {sid!r}; rename one")
-    return sorted(entries)
-
-
-def _short_id(sid):
-    # a name that is not UTF-8 (a Windows zip's cp1252 `café`) gets an id that is: `caf\xe9`
-    sid = os.fsencode(sid).decode("utf-8", "backslashreplace")
-    raw = sid.encode("utf-8")
-    if len(raw) <= MAX_ID_BYTES:
-        return sid
-    digest = hashlib.sha256(raw).hexdigest()[:10]
-    head = raw[:MAX_ID_BYTES - 12].decode("utf-8", "ignore").rstrip()  # never half a character
-    return f"{head}~{digest}"
-
-
-_QUIET = {".git", ".hwcheck.lock", ".DS_Store", "__pycache__", "__MACOSX", ".ipynb_checkpoints", "Thumbs.db",
-          "desktop.ini"}
-
-
-def skipped_entries(folder):
-    """[(name, why)] of the entries of `folder` that `list_entries` does not grade, so a TA can see them.
-
-    Version-control folders, caches and the files operating systems leave
-    behind are not listed.
-    """
-    out = []
-    for name in sorted(os.listdir(folder)):
-        if name in _QUIET:
-            continue
-        path = os.path.join(folder, name)
-        low = name.lower()
-        if name.startswith("."):
-            if low.endswith(SUBMISSION_SUFFIXES) or os.path.isdir(path):
-                out.append((name, "its name starts with '.' (hidden)"))
-        elif os.path.isdir(path) or (os.path.isfile(path) and name.endswith(SUBMISSION_SUFFIXES)):
-            continue
-        elif low.endswith((".zip", ".tar", ".tar.gz", ".tgz", ".rar", ".7z")):
-            out.append((name, "an archive: unpack it into a folder of that name to grade it"))
-        elif low.endswith((".py", ".ipynb")):
-            out.append((name, "rename it to end in lower-case .py or .ipynb"))
-        elif not os.path.isfile(path) and not os.path.isdir(path):
-            out.append((name, "not a regular file (a broken link?)"))
-        else:
-            out.append((name, "not a .py or .ipynb file, nor a folder"))
-    return out
 
 
 # ---------------------------------------------------------------------------
@@ -242,17 +145,6 @@ def _summary_of(sid, card, seconds):
             "max_score": card.get("max_score"), "seconds": round(seconds, 3),
             "internal": (card.get("grader") or {}).get("internal_error"), "resumed": False,
             "gaps": isolation_gaps((card.get("grader") or {}).get("isolation"))}
-
-
-# words in grader.isolation that name a wall missing on the machine that ran the worker
-_GAP_MARKS = ("unavailable", "failed", "uid-0-kept", "no-memory-cap", "namespaces-off")
-
-
-def isolation_gaps(walls):
-    """The entries of a scorecard's grader.isolation that say a wall could not be put up."""
-    if not isinstance(walls, list):
-        return []
-    return [str(w)[:120] for w in walls if isinstance(w, str) and any(m in w for m in _GAP_MARKS)]
 
 
 def grade_one(grader, sid, path, assignment, outdir, *, keep_raw=False):
@@ -862,95 +754,3 @@ def _replace_dead(pool, i, options, report):
     pool.start(i)
 
 
-# ---------------------------------------------------------------------------
-# texts for the command line
-# ---------------------------------------------------------------------------
-
-def _pts(x):
-    return format_points(x)  # as `check` and `show` print points: 84.34, not 84.3396
-
-
-def _clock(seconds):
-    if seconds is None or not math.isfinite(seconds):
-        return "--:--"
-    seconds = int(round(seconds))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
-def _line(text):
-    """A student-controlled string (an id, a message quoting a file name) kept inside its one line, escaped."""
-    return for_terminal(text, newlines=False)
-
-
-def progress_line(event):
-    """`[3/12] alice: 72.5/100 graded 1.2s` (one line per submission, for logs)."""
-    width = len(str(event["total"]))
-    head = f"[{event['done']:>{width}}/{event['total']}] {_line(event['id'])}: "
-    body = f"{_pts(event['score'])}/{_pts(event['max_score'])} {event['status']}"
-    if event.get("resumed"):
-        tail = " (up to date, not regraded)"
-    else:
-        tail = f" {float(event.get('seconds') or 0):.1f}s"
-    if event.get("internal"):
-        tail += f" - hwcheck could not grade it: {_line(event['internal'])}"
-    return head + body + tail
-
-
-def progress_bar(event, width=80):
-    """One line, rewritten in place on a terminal: bar, done/total, failed, ETA, last id."""
-    done, total = event["done"], event["total"]
-    stats = f" {done}/{total}  failed {event['failed']}  ETA {_clock(event.get('eta')) if done < total else '0:00'}"
-    bar_width = max(10, min(40, width - len(stats) - 20))
-    filled = int(bar_width * done / total) if total else bar_width
-    line = f"[{'#' * filled}{'.' * (bar_width - filled)}]{stats}  {_line(event['id'])}"
-    return line[:max(width - 1, 20)]
-
-
-def summary_lines(batch):
-    """The lines printed after a batch."""
-    results = batch.results
-    graded, resumed = batch.graded, batch.resumed
-    rate = len(graded) / batch.elapsed * 60 if batch.elapsed > 0 and graded else 0
-    lines = [f"{batch.assignment}: {len(results)}/{batch.total} submissions in {batch.elapsed:.1f} s "
-             f"({len(graded)} graded, {len(resumed)} up to date"
-             + (f"; {rate:.1f} per minute with -j {batch.jobs}" if graded else "") + ")"]
-    if results:
-        counts = collections.Counter(r["status"] for r in results)
-        lines.append("  status: " + ", ".join(f"{s} {counts[s]}" for s in STATUSES if counts[s]))
-        scores = [float(r["score"] or 0) for r in results]
-        lines.append(f"  score: mean {_pts(round(statistics.mean(scores), 2))}, "
-                     f"median {_pts(round(statistics.median(scores), 2))}, "
-                     f"min {_pts(min(scores))}, max {_pts(max(scores))} "
-                     f"(of {_pts(results[0]['max_score'])})")
-    gaps = sorted({g for r in results for g in r.get("gaps") or ()})
-    if gaps:  # once per batch: how protected this run was (the README's trust model says what each means)
-        lines.append(f"  isolation: walls missing on this machine: {_line(', '.join(gaps))} "
-                     "(see the README's trust model; each scorecard's grader.isolation lists the walls)")
-    for r in batch.internal:
-        lines.append(f"  not graded: {_line(r['id'])}: {_line(r['internal'])}")
-    if batch.internal:
-        lines.append("  (hwcheck's own failures; rerun with --resume to grade those again)")
-    if batch.interrupted:
-        lines.append("  interrupted: rerun with --resume to grade the rest")
-    if batch.stale:
-        lines.append(f"  {len(batch.stale)} older scorecards in {_line(batch.outdir)} are of submissions not in this "
-                     f"folder ({_line(', '.join(batch.stale[:5]))}{', ...' if len(batch.stale) > 5 else ''}); "
-                     f"grades.csv keeps them, marked in its note column")
-    if batch.gradebook:
-        lines.append(f"  wrote {batch.gradebook}, scorecards in {batch.outdir}, "
-                     f"Gradescope files in {os.path.join(batch.outdir, 'gradescope')}")
-    if batch.answers:
-        lines.append(f"  wrote {batch.answers}: the written answers, for the questions graded by a person")
-    if batch.manual:
-        added = f" ({batch.manual_added} rows added for new submissions)" if batch.manual_added else ""
-        lines.append(f"  manual grades: {_line(batch.manual)}{added}, yours to edit (points and comments; "
-                     f"hwcheck only appends rows), merged into grades.csv and the totals")
-    for problem in batch.problems[:20]:
-        lines.append(f"  {_line(problem)}")
-    if len(batch.problems) > 20:
-        lines.append(f"  ... and {len(batch.problems) - 20} more rows of manual.csv not used")
-    if batch.seed is not None:
-        lines.append(f"  seed {batch.seed} (kept in the scorecards: `--only ID` regrades a submission with it)")
-    return lines

@@ -1,0 +1,121 @@
+"""What a batch prints: a progress line or bar per submission, and the summary after it.
+
+What it is for: pure texts from the batch's events and result (`progress_line`,
+`progress_bar`, `summary_lines`), every student-controlled string kept on its
+line and escaped (`checker.escape`); `isolation_gaps` picks from a scorecard's
+`grader.isolation` the walls that could not be put up, which the summary
+names once per batch.
+
+What it is not: the batch (`checker.batch`) or the command line; it prints nothing itself.
+"""
+
+import collections
+import math
+import os
+import statistics
+
+from checker.escape import for_terminal
+from checker.report import format_points
+from checker.scorecard import STATUSES
+
+__all__ = ["progress_line", "progress_bar", "summary_lines", "isolation_gaps"]
+
+def _pts(x):
+    return format_points(x)  # as `check` and `show` print points: 84.34, not 84.3396
+
+
+def _clock(seconds):
+    if seconds is None or not math.isfinite(seconds):
+        return "--:--"
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def _line(text):
+    """A student-controlled string (an id, a message quoting a file name) kept inside its one line, escaped."""
+    return for_terminal(text, newlines=False)
+
+
+# words in grader.isolation that name a wall missing on the machine that ran the worker
+_GAP_MARKS = ("unavailable", "failed", "uid-0-kept", "no-memory-cap", "namespaces-off")
+
+
+def isolation_gaps(walls):
+    """The entries of a scorecard's grader.isolation that say a wall could not be put up."""
+    if not isinstance(walls, list):
+        return []
+    return [str(w)[:120] for w in walls if isinstance(w, str) and any(m in w for m in _GAP_MARKS)]
+
+
+def progress_line(event):
+    """`[3/12] alice: 72.5/100 graded 1.2s` (one line per submission, for logs)."""
+    width = len(str(event["total"]))
+    head = f"[{event['done']:>{width}}/{event['total']}] {_line(event['id'])}: "
+    body = f"{_pts(event['score'])}/{_pts(event['max_score'])} {event['status']}"
+    if event.get("resumed"):
+        tail = " (up to date, not regraded)"
+    else:
+        tail = f" {float(event.get('seconds') or 0):.1f}s"
+    if event.get("internal"):
+        tail += f" - hwcheck could not grade it: {_line(event['internal'])}"
+    return head + body + tail
+
+
+def progress_bar(event, width=80):
+    """One line, rewritten in place on a terminal: bar, done/total, failed, ETA, last id."""
+    done, total = event["done"], event["total"]
+    stats = f" {done}/{total}  failed {event['failed']}  ETA {_clock(event.get('eta')) if done < total else '0:00'}"
+    bar_width = max(10, min(40, width - len(stats) - 20))
+    filled = int(bar_width * done / total) if total else bar_width
+    line = f"[{'#' * filled}{'.' * (bar_width - filled)}]{stats}  {_line(event['id'])}"
+    return line[:max(width - 1, 20)]
+
+
+def summary_lines(batch):
+    """The lines printed after a batch."""
+    results = batch.results
+    graded, resumed = batch.graded, batch.resumed
+    rate = len(graded) / batch.elapsed * 60 if batch.elapsed > 0 and graded else 0
+    lines = [f"{batch.assignment}: {len(results)}/{batch.total} submissions in {batch.elapsed:.1f} s "
+             f"({len(graded)} graded, {len(resumed)} up to date"
+             + (f"; {rate:.1f} per minute with -j {batch.jobs}" if graded else "") + ")"]
+    if results:
+        counts = collections.Counter(r["status"] for r in results)
+        lines.append("  status: " + ", ".join(f"{s} {counts[s]}" for s in STATUSES if counts[s]))
+        scores = [float(r["score"] or 0) for r in results]
+        lines.append(f"  score: mean {_pts(round(statistics.mean(scores), 2))}, "
+                     f"median {_pts(round(statistics.median(scores), 2))}, "
+                     f"min {_pts(min(scores))}, max {_pts(max(scores))} "
+                     f"(of {_pts(results[0]['max_score'])})")
+    gaps = sorted({g for r in results for g in r.get("gaps") or ()})
+    if gaps:  # once per batch: how protected this run was (the README's trust model says what each means)
+        lines.append(f"  isolation: walls missing on this machine: {_line(', '.join(gaps))} "
+                     "(see the README's trust model; each scorecard's grader.isolation lists the walls)")
+    for r in batch.internal:
+        lines.append(f"  not graded: {_line(r['id'])}: {_line(r['internal'])}")
+    if batch.internal:
+        lines.append("  (hwcheck's own failures; rerun with --resume to grade those again)")
+    if batch.interrupted:
+        lines.append("  interrupted: rerun with --resume to grade the rest")
+    if batch.stale:
+        lines.append(f"  {len(batch.stale)} older scorecards in {_line(batch.outdir)} are of submissions not in this "
+                     f"folder ({_line(', '.join(batch.stale[:5]))}{', ...' if len(batch.stale) > 5 else ''}); "
+                     f"grades.csv keeps them, marked in its note column")
+    if batch.gradebook:
+        lines.append(f"  wrote {batch.gradebook}, scorecards in {batch.outdir}, "
+                     f"Gradescope files in {os.path.join(batch.outdir, 'gradescope')}")
+    if batch.answers:
+        lines.append(f"  wrote {batch.answers}: the written answers, for the questions graded by a person")
+    if batch.manual:
+        added = f" ({batch.manual_added} rows added for new submissions)" if batch.manual_added else ""
+        lines.append(f"  manual grades: {_line(batch.manual)}{added}, yours to edit (points and comments; "
+                     f"hwcheck only appends rows), merged into grades.csv and the totals")
+    for problem in batch.problems[:20]:
+        lines.append(f"  {_line(problem)}")
+    if len(batch.problems) > 20:
+        lines.append(f"  ... and {len(batch.problems) - 20} more rows of manual.csv not used")
+    if batch.seed is not None:
+        lines.append(f"  seed {batch.seed} (kept in the scorecards: `--only ID` regrades a submission with it)")
+    return lines
