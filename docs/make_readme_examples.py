@@ -52,6 +52,8 @@ def command_list():
                         (p.get_help_record(top) for p in cli.get_params(top)) if opts])
     for name in cli.list_commands(top):
         command = cli.get_command(top, name)
+        if command.hidden:  # `autograde` runs inside Gradescope's container, from the zip's run_autograder
+            continue
         ctx = click.Context(command, info_name=name, parent=top)
         args = " ".join(p.make_metavar(ctx) if hasattr(p, "make_metavar") else p.name.upper()
                         for p in command.get_params(ctx) if isinstance(p, click.Argument))

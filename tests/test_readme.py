@@ -28,6 +28,9 @@ def test_the_command_list_names_every_command_and_option():
     listed = readme.split("<!-- commands -->", 1)[1].split("<!-- /commands -->", 1)[0]
     top = click.Context(main, info_name="hwcheck")
     for name in main.list_commands(top):
+        if main.get_command(top, name).hidden:  # autograde: run by the Gradescope zip, not by a person
+            assert f"\nhwcheck {name}" not in listed, name
+            continue
         assert f"\nhwcheck {name}" in listed, name
         for param in main.get_command(top, name).params:
             for opt in getattr(param, "opts", []) if isinstance(param, click.Option) else []:
