@@ -216,7 +216,10 @@ def check_in_graph(m, x, weight, what):
 
 # ---------------------------------------------------------------- patchify
 
-def _check_patchify(sub, ref, close, images, patch, dtype="float64", got=None):
+def _check_patchify(sub, ref, close, images, patch, dtype="float64", got=None, gate=True):
+    """Judge patchify on `images`. Where a listed mistake gives the right patches on these images (one patch
+    is a plain reshape, one channel hides the channel order, one row or column of patches hides the grid
+    order), the test earns only for a patchify that is also right where they show (`gate`)."""
     B, C, H, W = images.shape
     P_h, P_w = (patch, patch) if isinstance(patch, int) else patch
     N = (H // P_h) * (W // P_w)
@@ -235,6 +238,15 @@ def _check_patchify(sub, ref, close, images, patch, dtype="float64", got=None):
         if "Likely mistake" not in e.message and _reads_patch_swapped(sub, images, patch, expected):
             raise e.retold(f"{e.message}\nLikely mistake: {SWAPPED_PATCH_HINT}.") from None
         raise
+    hidden = [words for words, mistaken in (("a plain reshape", reshaped), ("channel-last patches", channel_last),
+                                            ("patches numbered column by column", column_major))
+              if mistaken.shape == expected.shape and np.array_equal(mistaken, expected)]
+    if gate and hidden:
+        revealing = torch.from_numpy(np.random.default_rng(0).standard_normal((2, 3, 8, 12)))
+        only_if_right_elsewhere(
+            "patchify", f"{' and '.join(hidden)} would be right as well",
+            "images of shape (2, 3, 8, 12) cut into 4 x 4 patches",
+            lambda: _check_patchify(sub, ref, close, revealing, 4, gate=False))
 
 
 def _reads_patch_swapped(sub, images, patch, expected):
@@ -290,14 +302,6 @@ def test_patchify_dtype_and_device(sub, ref, close, rng, device, float_dtype):
 ])
 def test_patchify_more_shapes(sub, ref, close, rng, shape, patch):
     _check_patchify(sub, ref, close, randn(rng, shape, "float64"), patch)
-    B, C, H, W = shape
-    P_h, P_w = (patch, patch) if isinstance(patch, int) else patch
-    if (H // P_h) * (W // P_w) == 1:
-        # one patch is the whole image: cut by a plain reshape, it is right; it earns only for a patchify
-        # that also tiles a grid of patches
-        only_if_right_elsewhere("patchify", "a single patch, which a plain reshape also cuts right",
-                                "images of shape (2, 3, 8, 8) cut into 4 x 4 patches",
-                                lambda: _check_patchify(sub, ref, close, randn(rng, (2, 3, 8, 8), "float64"), 4))
 
 
 # ---------------------------------------------------------------- multi-head self-attention
