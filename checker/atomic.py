@@ -5,6 +5,7 @@ Gradescope's results.json, the gradebook CSV) is written here: to a temporary
 file in the same folder, flushed and fsync'ed, then renamed over the target
 with `os.replace` (atomic on POSIX within one file system). Parent folders are
 created. A failed write leaves the old file untouched and no temporary behind.
+`read_json` reads such a file back, None when it is missing or not JSON.
 What it is not: a lock (two writers race; the last rename wins) or a
 serializer beyond `json.dumps`.
 """
@@ -16,7 +17,7 @@ import json
 import os
 import tempfile
 
-__all__ = ["write_text_atomic", "write_json_atomic", "dumps_json"]
+__all__ = ["write_text_atomic", "write_json_atomic", "dumps_json", "read_json"]
 
 _DEFAULT_MODE = 0o644
 
@@ -103,3 +104,12 @@ def _fsync_dir(folder):
         pass
     finally:
         os.close(fd)
+
+
+def read_json(path):
+    """The JSON value of the file at `path`, or None when it is missing, unreadable or not JSON."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None

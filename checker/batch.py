@@ -47,7 +47,7 @@ import time
 import traceback
 
 from checker import __version__
-from checker.atomic import write_json_atomic
+from checker.atomic import write_json_atomic, read_json
 from checker.entries import MAX_ID_BYTES, SUBMISSION_SUFFIXES, list_entries, skipped_entries  # noqa: F401
 from checker.errors import HwcheckError
 from checker.outputs import Gradebook, is_own_output
@@ -184,14 +184,6 @@ def _where(e):
 # resume
 # ---------------------------------------------------------------------------
 
-def _read_json(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
 def is_current(outdir, sid, path, assignment, mode, *, keep_raw=False, sha=None, spec_sha=None):
     """True when OUTDIR/<id>.json is a complete scorecard of this very submission and grader.
 
@@ -199,7 +191,7 @@ def is_current(outdir, sid, path, assignment, mode, *, keep_raw=False, sha=None,
     sha256, a known status, and no internal error of hwcheck. With keep_raw,
     the raw report must be there too.
     """
-    card = _read_json(scorecard_path(outdir, sid))
+    card = read_json(scorecard_path(outdir, sid))
     if not isinstance(card, dict) or card.get("schema_version") != SCHEMA_VERSION:
         return False
     sub, grader = card.get("submission"), card.get("grader")
@@ -219,9 +211,9 @@ def is_current(outdir, sid, path, assignment, mode, *, keep_raw=False, sha=None,
 
 def _restore_results(outdir, sid):
     """A current scorecard whose results.json is gone or broken: rewrite it from the scorecard."""
-    if isinstance(_read_json(results_path(outdir, sid)), dict):
+    if isinstance(read_json(results_path(outdir, sid)), dict):
         return
-    write_json_atomic(results_path(outdir, sid), make_results(_read_json(scorecard_path(outdir, sid))))
+    write_json_atomic(results_path(outdir, sid), make_results(read_json(scorecard_path(outdir, sid))))
 
 
 def _remove_stale_temps(outdir):
@@ -252,7 +244,7 @@ def _scorecards_in(outdir):
     for name in names:
         if not name.endswith(".json") or name.startswith("."):
             continue
-        card = _read_json(os.path.join(outdir, name))
+        card = read_json(os.path.join(outdir, name))
         if (isinstance(card, dict) and card.get("schema_version") == SCHEMA_VERSION
                 and isinstance(card.get("assignment"), str) and isinstance(card.get("submission"), dict)
                 and isinstance(card.get("questions"), list)):
@@ -401,7 +393,7 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
                  if (c.get("grader") or {}).get("mode") == mode and not (c.get("grader") or {}).get("internal_error")]
     for sid, path in entries:
         if only is not None and sid not in only:
-            card = _read_json(scorecard_path(outdir, sid))
+            card = read_json(scorecard_path(outdir, sid))
             if isinstance(card, dict) and isinstance(card.get("submission"), dict):
                 report({**_summary_of(sid, card, 0.0), "seconds": card.get("duration_s", 0.0), "resumed": True})
             else:
@@ -410,7 +402,7 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         if only is None and resume and is_current(outdir, sid, path, assignment, mode, keep_raw=keep_raw,
                                                   spec_sha=spec_sha):
             _restore_results(outdir, sid)
-            card = _read_json(scorecard_path(outdir, sid))
+            card = read_json(scorecard_path(outdir, sid))
             seeds.append((card.get("grader") or {}).get("seed"))
             report({**_summary_of(sid, card, 0.0), "seconds": card.get("duration_s", 0.0), "resumed": True})
         else:

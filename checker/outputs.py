@@ -31,7 +31,7 @@ import hashlib
 import json
 import os
 
-from .atomic import write_json_atomic, write_text_atomic
+from .atomic import read_json, write_json_atomic, write_text_atomic
 from .gradebook import write_answers, write_gradebook
 from .gradescope import make_results
 from .manual import MANUAL_CSV, apply_manual, describe, ensure_rows, manual_path, read_manual, typed_into_gradebook
@@ -115,14 +115,6 @@ def _people_notes(sid, person, same):
     return out
 
 
-def _read(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
 class Gradebook:
     """grades.csv, answers.csv and the merge of manual.csv, kept current as scorecards land."""
 
@@ -175,7 +167,7 @@ class Gradebook:
 
     def update(self, sid, path):
         """Read the scorecard that just landed (a missing or broken one is left as it was)."""
-        card = _read(path)
+        card = read_json(path)
         if isinstance(card, dict) and isinstance(card.get("submission"), dict):
             self.cards[sid] = card
 
@@ -217,5 +209,5 @@ class Gradebook:
         if said:
             results["output"] += f"\nGraded by a person: {said}"
         path = os.path.join(self.outdir, "gradescope", sid, "results.json")
-        if _read(path) != results:
+        if read_json(path) != results:
             write_json_atomic(path, results)

@@ -22,10 +22,10 @@ uses Dask for that).
 """
 
 import hashlib
-import json
 import os
 import shutil
 
+from checker.atomic import read_json
 from checker import __version__
 from checker.errors import HwcheckError
 
@@ -71,14 +71,6 @@ def write_shard_info(outdir, index, count, all_entries, batch):
         "version": __version__})
 
 
-def _read_json(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
 class MergeResult:
     def __init__(self, dest, assignment):
         self.dest, self.assignment = dest, assignment
@@ -115,7 +107,7 @@ def merge(sources, dest):
         cards = list(batch._scorecards_in(src))
         if not cards:
             raise HwcheckError(f"{src} holds no scorecards (is it an output folder of `hwcheck grade`?)")
-        info = _read_json(os.path.join(src, SHARD_FILE))
+        info = read_json(os.path.join(src, SHARD_FILE))
         if isinstance(info, dict) and info.get("hwcheck_shard") == 1:
             infos.append((src, info))
         for card in cards:
@@ -161,7 +153,7 @@ def merge(sources, dest):
             if os.path.isfile(raw):
                 shutil.copyfile(raw, batch.raw_path(dest, sid) + ".part")
                 os.replace(batch.raw_path(dest, sid) + ".part", batch.raw_path(dest, sid))
-            results = _read_json(batch.results_path(src, sid))
+            results = read_json(batch.results_path(src, sid))
             if isinstance(results, dict):
                 write_json_atomic(batch.results_path(dest, sid), results)
             write_json_atomic(batch.scorecard_path(dest, sid), card)  # last: it marks the submission done

@@ -56,7 +56,7 @@ def _set_limit(which, value):
 
 
 def _gpu_devices():
-    return [os.path.join("/dev", d) for d in _listdir("/dev") if d.startswith("nvidia")]
+    return [os.path.join("/dev", d) for d in namespaces._listdir("/dev") if d.startswith("nvidia")]
 
 
 def _link_paths():
@@ -202,10 +202,3 @@ def _drop_capabilities():
         return True
     except (OSError, AttributeError):
         return False
-
-
-def _listdir(p):
-    try:
-        return os.listdir(p)
-    except OSError:
-        return []
