@@ -35,6 +35,7 @@ import pytest
 import torch
 
 from checker.compare import as_plain_array
+from checker.edge_gate import only_if_right_elsewhere
 from checker.errors import GradingFailure, StudentError
 from checker.notebook_globals import naming_globals
 from checker.portability import check_runs_on_another_device, meta_only
@@ -80,22 +81,6 @@ _NOT_MODULES = {"Tensor", "Parameter", "NoneType", "tuple", "list", "dict", "int
 
 
 # ---------------------------------------------------------------- helpers
-
-EDGE_SKIP = ("judged by the other tests, not here: on this input ({edge}) some listed mistakes give the right "
-             "answer, so it earns points only for a {name} that is also right on an input where they show, "
-             "and on {other} it was not ({why})")
-
-
-def only_if_right_elsewhere(name, edge, other, check):
-    """After an edge-case test passed: run `check()`, the same code judged on an input where the listed
-    mistakes show (`other` says which); a GradingFailure there skips this test with the reason, so that its
-    share goes to the tests that judge the mistake (the rule of the tests of arguments changed in place)."""
-    try:
-        check()
-    except GradingFailure as e:
-        first = (e.message or "").strip().splitlines()[:1]
-        pytest.skip(EDGE_SKIP.format(edge=edge, name=name, other=other, why=first[0][:200] if first else "it failed"))
-
 
 @contextlib.contextmanager
 def explained():
