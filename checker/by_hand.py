@@ -30,7 +30,7 @@ import ast
 import os
 
 from checker.submission_files import file_source
-from checker.worker.loader import _cells, _strip_magics, list_units
+from checker.worker.sources import _cells, _strip_magics, list_units
 
 __all__ = ["library_use", "SourceReport"]
 

@@ -52,7 +52,7 @@ def _tokens(text):
 
 
 def _units(path):
-    from checker.worker.loader import list_units
+    from checker.worker.sources import list_units
     from checker.starter import starter_units
     units = list_units(path)
     starters = set(starter_units(units)) if len(units) > 1 else set()

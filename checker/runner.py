@@ -26,7 +26,7 @@ import pytest
 from checker import __version__
 from checker.errors import HwcheckError
 from checker.freetext import find_answers
-from checker.worker.loader import list_units
+from checker.worker.sources import list_units
 from checker.plugin import HwcheckPlugin
 from checker.sandbox import Limits, SubmissionHandle
 from checker.submission_files import file_source, secret_paths, sha256_of

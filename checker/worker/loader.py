@@ -18,25 +18,18 @@ never in the grading process. It judges nothing.
 
 import __future__
 import ast
-import io
-import json
 import linecache
 import os
 import re
 import signal
 import sys
-import tokenize
 import traceback
 import types
 
-__all__ = ["Loader", "UnitTimeout", "student_where", "format_student_tb", "list_units"]
+from checker.worker.sources import (ASSIGNED_MAGIC_RE, NotebookError, _archive_or_document, _cells,  # noqa: F401
+                                    _chunks, _strip_magics, list_units, read_source)
 
-MAGIC_RE = re.compile(r"^\s*[%!]")
-HELP_RE = re.compile(r"^\s*\??[\w.]+\?\??\s*$")  # `np.mean?`, `??f`: IPython help
-ASSIGNED_MAGIC_RE = re.compile(r"^\s*[\w.,\s]+=\s*[%!]")  # `files = !ls`, `t = %timeit -o f()`
-TIME_RE = re.compile(r"^(\s*(?:[\w.,\s]+=\s*)?)%time\s+(.*)$")  # `%time f()`, `y = %time f()`: runs f()
-RUN_BODY = ("time", "capture", "prun")  # cell magics whose body runs in the notebook's namespace
-SUFFIXES = (".py", ".ipynb")
+__all__ = ["Loader", "UnitTimeout", "student_where", "format_student_tb", "list_units"]
 
 
 # Packages that only show things (plots, progress bars, notebook widgets, experiment loggers). When one is
@@ -123,213 +116,6 @@ class _IPythonStub:
 
 def _display(*objs, **kwargs):
     return None
-
-
-def read_source(path):
-    """A .py file's text as Python reads it: the encoding its coding line declares (PEP 263), else UTF-8."""
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    advice = "save the file as UTF-8, or declare its encoding in a first line such as `# -*- coding: cp1252 -*-`"
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
-        text = raw.decode(encoding)
-    except SyntaxError as e:  # undeclared non-UTF-8 bytes in the first two lines, or an unknown codec
-        raise UnicodeError(f"{e.msg}; {advice}") from None
-    except UnicodeDecodeError as e:
-        raise UnicodeError(f"byte {e.start} is not {e.encoding}; {advice}") from None
-    return text[1:] if text.startswith("\ufeff") else text
-
-
-def list_units(path):
-    """The files of a submission in load order: .py files first (importable by notebooks), then notebooks."""
-    if os.path.isfile(path):
-        return [path]
-    files = []
-    for root, dirs, names in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")) and d != "ipynb_checkpoints")
-        for n in sorted(names):
-            if n.endswith(SUFFIXES) and not n.startswith("."):
-                files.append(os.path.join(root, n))
-    return sorted(files, key=lambda f: (not f.endswith(".py"), f))
-
-
-class NotebookError(ValueError):
-    """A .ipynb file that cannot be read as a notebook; the text says why and what to do."""
-
-
-_RESAVE = "open it in Jupyter (or Colab) and save it again, or download it again from where you wrote it"
-
-
-_MAGIC = [(b"PK\x03\x04", "a zip archive (unzip it first)"), (b"PK\x05\x06", "an empty zip archive"),
-          (b"%PDF", "a PDF document"), (b"\x1f\x8b", "a gzip archive (unpack it first)"),
-          (b"Rar!", "a RAR archive (unpack it first)"), (b"7z\xbc\xaf", "a 7-Zip archive (unpack it first)")]
-
-
-def _archive_or_document(path):
-    """What a file is when its first bytes say it is an archive or a document, else None."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1024)
-    except OSError:
-        return None
-    for magic, kind in _MAGIC:
-        if head.startswith(magic):
-            return kind
-    if head.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")):
-        return "a web page (an HTML export)"
-    return None
-
-
-def _cells(nb_path):
-    """[(code cell number, source, execution count)] of a notebook's code cells (1 = the first code cell).
-
-    Reads nbformat 4 (`cells`, `source`, `execution_count`) and nbformat 3
-    (`worksheets`, `input`, `prompt_number`), with or without a UTF-8 byte
-    order mark. A file that is not a notebook raises NotebookError with
-    words a student can act on.
-    """
-    with open(nb_path, "rb") as f:
-        raw = f.read()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise NotebookError(f"byte {e.start} is not UTF-8, as a notebook must be; {_RESAVE}") from None
-    if not text.strip():
-        raise NotebookError(f"the file is empty; {_RESAVE}")
-    try:
-        nb = json.loads(text)
-    except RecursionError:
-        raise NotebookError(f"its JSON is nested too deeply to be a notebook; {_RESAVE}") from None
-    except ValueError as e:
-        hint = (" (it looks like Python code: name it .py)" if text.lstrip()[:1] not in "{[" else "")
-        raise NotebookError(f"it is not valid notebook JSON{hint}: {getattr(e, 'msg', e)} at line "
-                            f"{getattr(e, 'lineno', '?')}, column {getattr(e, 'colno', '?')}; {_RESAVE}") from None
-    if not isinstance(nb, dict):
-        raise NotebookError(f"its JSON is a {type(nb).__name__}, not a notebook; {_RESAVE}")
-    cells = nb.get("cells")
-    if cells is None and isinstance(nb.get("worksheets"), list):  # nbformat 3
-        cells = [c for ws in nb["worksheets"] if isinstance(ws, dict)
-                 for c in (ws.get("cells") if isinstance(ws.get("cells"), list) else [])]
-    if not isinstance(cells, list):
-        raise NotebookError(f"it has no list of cells; {_RESAVE}")
-    out = []
-    for i, cell in enumerate(cells):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        src = cell.get("source", cell.get("input", ""))
-        count = cell.get("execution_count", cell.get("prompt_number"))
-        if isinstance(src, list):
-            src = "".join(x for x in src if isinstance(x, str))
-        # numbered among the code cells only (a markdown cell is no cell a student counts)
-        out.append((len(out) + 1, src if isinstance(src, str) else "", count if type(count) is int else None))
-    return out
-
-
-def _strip_magics(src):
-    """Blank out IPython-only lines, keeping line numbers; return (code, skipped lines).
-
-    A `%%time`/`%%capture`/`%%prun` cell keeps its body (its first line becomes blank); any
-    other cell magic skips the whole cell. Only a line that starts a statement can be a magic
-    (as in IPython): `!= 0` or `% n` continuing a bracketed expression is Python. `%time STMT`
-    and `x = %time EXPR` run STMT and EXPR as IPython does; other magics and `x = !cmd` are skipped.
-    """
-    lines = src.split("\n")
-    skipped = []
-    first = lines[0].strip() if lines else ""
-    if first.startswith("%%"):
-        magic = first[2:].split()[0] if first[2:].split() else ""
-        if magic not in RUN_BODY:
-            return "", [first]
-        lines[0] = ""
-    scan = _LogicalLines()
-    for i, line in enumerate(lines):
-        if not scan.at_start():
-            scan.feed(line)
-            continue
-        timed = TIME_RE.match(line)
-        if timed:  # `%time f(x)` or `y = %time f(x)`: the statement runs (and is timed) in IPython
-            lines[i] = timed.group(1) + timed.group(2)
-        elif MAGIC_RE.match(line) or ASSIGNED_MAGIC_RE.match(line) or HELP_RE.match(line):
-            skipped.append(line.strip())
-            indent = line[: len(line) - len(line.lstrip())]
-            lines[i] = indent + "pass"
-            continue  # a magic's text is not Python: its quotes and brackets open nothing
-        scan.feed(lines[i])
-    return "\n".join(lines), skipped
-
-
-class _LogicalLines:
-    """Tells whether the next physical line starts a Python statement: not inside brackets, a string
-    that spans lines, or after a backslash continuation. Enough of Python's tokenizer for that."""
-
-    def __init__(self):
-        self.depth, self.quote, self.cont = 0, None, False
-
-    def at_start(self):
-        return self.depth == 0 and self.quote is None and not self.cont
-
-    def feed(self, line):
-        j, n = 0, len(line)
-        while j < n:
-            c = line[j]
-            if self.quote:
-                if c == "\\":
-                    j += 2
-                    continue
-                if line.startswith(self.quote, j):
-                    j += len(self.quote)
-                    self.quote = None
-                    continue
-                j += 1
-                continue
-            if c == "#":
-                break
-            if c in "'\"":
-                self.quote = c * 3 if line.startswith(c * 3, j) else c
-                j += len(self.quote)
-                continue
-            if c in "([{":
-                self.depth += 1
-            elif c in ")]}":
-                self.depth = max(0, self.depth - 1)
-            j += 1
-        ends_in_backslash = line.endswith("\\")
-        if self.quote in ("'", '"') and not ends_in_backslash:
-            self.quote = None  # an unterminated one-line string is a syntax error the parser will report
-        self.cont = ends_in_backslash and self.quote is None
-
-
-_TOP_START = re.compile(r"[A-Za-z_@]")  # a top-level statement starts at column 0 with a name or decorator
-_NOT_A_START = re.compile(r"(else|elif|except|finally|case)\b")
-
-
-def _chunks(src):
-    """Split a file with a syntax error into pieces that parse, losing as little as possible.
-
-    Candidate cuts are the lines that start a top-level statement (column 0, a name or a decorator, not
-    `else:`/`except:`); from each cut the smallest run of following cuts that parses is a piece (so a
-    multi-line string or call that crosses a cut stays whole). A piece that never parses is lost up to
-    the next cut only. Returns (first line, source, parses) in file order."""
-    lines = src.splitlines(keepends=True)
-    cuts = [0] + [i for i, line in enumerate(lines) if i and _TOP_START.match(line)
-                  and not _NOT_A_START.match(line) and not lines[i - 1].startswith("@")]
-    cuts = sorted(set(cuts)) + [len(lines)]
-    out, k = [], 0
-    while k < len(cuts) - 1:
-        a = cuts[k]
-        for m in range(k + 1, min(len(cuts), k + 60)):
-            piece = "".join(lines[a:cuts[m]])
-            try:
-                ast.parse(piece)
-            except (SyntaxError, RecursionError, MemoryError):  # a statement too deeply nested to parse
-                continue
-            out.append((a + 1, piece, True))
-            k = m
-            break
-        else:
-            out.append((a + 1, "".join(lines[a:cuts[k + 1]]), False))
-            k += 1
-    return out
 
 
 class Loader:
