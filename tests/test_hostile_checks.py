@@ -19,29 +19,10 @@ import pytest
 
 from sandbox_helpers import GOOD, write
 
-REST = textwrap.dedent('''
-    def head_output_shape(seq_len, d_model, num_heads):
-        return (seq_len, d_model // num_heads)
-
-
-    def concat_shape(seq_len, d_model, num_heads):
-        return (seq_len, d_model)
-
-
-    def w_o_shape(d_model, num_heads):
-        return (num_heads * (d_model // num_heads), d_model)
-
-
-    def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads):
-        heads = [self_attention(X, q, k, v) for q, k, v in
-                 zip(split_heads(W_Q, num_heads), split_heads(W_K, num_heads), split_heads(W_V, num_heads))]
-        return np.concatenate(heads, axis=-1) @ W_O
-''')
-
 # ------------------------------------------------------------------ item 6: probes told what to answer
 
 # the plain twin: torch's softmax, and scale_scores divides the caller's array in place
-PLAIN_6 = GOOD + REST + textwrap.dedent('''
+PLAIN_6 = GOOD + textwrap.dedent('''
     import torch
 
 
@@ -54,7 +35,7 @@ PLAIN_6 = GOOD + REST + textwrap.dedent('''
         return scores
 ''')
 
-FRAMES = GOOD + REST + textwrap.dedent('''
+FRAMES = GOOD + textwrap.dedent('''
     import sys
     import torch
 
@@ -86,7 +67,7 @@ FRAMES = GOOD + REST + textwrap.dedent('''
         return scores
 ''')
 
-GC = GOOD + REST + textwrap.dedent('''
+GC = GOOD + textwrap.dedent('''
     import gc
     import torch
 
@@ -113,7 +94,7 @@ GC = GOOD + REST + textwrap.dedent('''
         return scores
 ''')
 
-THREAD = GOOD + REST + textwrap.dedent('''
+THREAD = GOOD + textwrap.dedent('''
     import threading
     import torch
 
@@ -188,7 +169,7 @@ STUBS = textwrap.dedent('''
         return self_attention(X, W_Q, W_K, W_V) @ W_O
 ''')
 
-PLAIN_7 = GOOD + REST + STUBS + textwrap.dedent('''
+PLAIN_7 = GOOD + STUBS + textwrap.dedent('''
     def _ran():
         pass
 
@@ -197,7 +178,7 @@ PLAIN_7 = GOOD + REST + STUBS + textwrap.dedent('''
         return _wrong_axis(scores)
 ''')
 
-FLAG = GOOD + REST + STUBS + textwrap.dedent('''
+FLAG = GOOD + STUBS + textwrap.dedent('''
     _STUBS_RAN = []
 
 
@@ -212,7 +193,7 @@ FLAG = GOOD + REST + STUBS + textwrap.dedent('''
         return _wrong_axis(s)
 ''')
 
-COUNTER = GOOD + REST + STUBS + textwrap.dedent('''
+COUNTER = GOOD + STUBS + textwrap.dedent('''
     _CALLS = [0]
 
 
