@@ -201,10 +201,7 @@ class Loader:
         if key in self.skip or (shown, cell, line0) in self.skip:
             return
         try:
-            try:
-                tree = ast.parse(code_src, filename)
-            except (RecursionError, MemoryError):  # 200,000 `.a` in a row: Python cannot compile it either
-                raise SyntaxError("a statement is nested too deeply for Python's parser") from None
+            tree = _parse(code_src, filename)
         except SyntaxError as e:
             line = (e.lineno or 1) + line0 - 1
             self._msg("syntax_error", shown, cell, line,
@@ -422,10 +419,7 @@ class Loader:
         # the whole file, so tracebacks show the student's line wherever it is
         linecache.cache[f] = (len(src), None, src.splitlines(True), f)
         try:
-            try:
-                tree = ast.parse(src, f)
-            except (RecursionError, MemoryError):  # 200,000 `.a` in a row: Python cannot compile it either
-                raise SyntaxError("a statement is nested too deeply for Python's parser") from None
+            tree = _parse(src, f)
         except SyntaxError as e:
             # A notebook saved as .py (Colab's "Download .py") keeps its `!pip` and `%magic` lines: skip them
             # as a notebook would, and parse again.
@@ -464,6 +458,15 @@ class Loader:
         # one top-level statement at a time: a failing statement loses only itself
         for start, chunk in _statements(src, tree):
             self._run_unit(chunk, f, shown, None, start, cache=False)
+
+
+def _parse(src, filename):
+    """ast.parse, with a statement nested too deeply for the parser (200,000 `.a` in a row: Python cannot
+    compile it either) told as the SyntaxError it is, so it costs only itself."""
+    try:
+        return ast.parse(src, filename)
+    except (RecursionError, MemoryError):
+        raise SyntaxError("a statement is nested too deeply for Python's parser") from None
 
 
 def _statements(src, tree):
