@@ -4,20 +4,32 @@ What it is for: OUTDIR/canvas.csv and OUTDIR/moodle.csv, written by `hwcheck gra
 folder graded is a Canvas or Moodle export (or a roster exported from one gave the LMS's ids),
 and again by `hwcheck export OUTDIR` after the TA's manual grades (manual.csv is merged: the
 totals are grades.csv's). The formats:
-- Canvas ("How do I import grades in the Gradebook?", Canvas Instructor Guide): the columns
-  `Student, ID, SIS User ID, SIS Login ID, Section`, then one column per assignment titled
-  `Name (assignment_id)` as Canvas's own gradebook export titles it; a second row
-  `Points Possible` gives the assignment's points. Canvas matches students by `ID` (the
-  Canvas user id, which the "Download Submissions" file names carry); a column whose title
-  names no assignment of the course is offered as a new assignment. The title is the TA's
-  `--canvas TITLE` (copy it from Canvas's export), else the assignment's id (`attention`).
-- Moodle ("Offline grading worksheet", Moodle docs, Assignment settings / Using
-  Assignment): the columns `Identifier, Full name, Email address, Status, Grade,
-  Maximum Grade, Grade can be changed, Last modified (submission), Last modified (grade),
-  Feedback comments`; Moodle matches rows by `Identifier`, `Participant <participant id>`
-  (the id the "Download all submissions" names carry). The dates are left empty (hwcheck
-  does not know them), so Moodle's "update records modified more recently" check does not
-  stop the upload.
+- Canvas: the columns `Student, ID, SIS User ID, SIS Login ID, Section`, then one column per
+  assignment titled `Name (assignment_id)` as Canvas's own gradebook export titles it, and a
+  second row `Points Possible`. As Canvas's importer reads them (canvas-lms
+  app/models/gradebook_importer.rb): the header must start `Student`, `ID` and its student
+  columns end at `Section` (`SIS User ID` then `SIS Login ID` between them); a student is found
+  by `ID` (the Canvas user id, which the "Download Submissions" names carry), else by the SIS
+  ids, else by name; an assignment by the id in `Title (id)`, else by its title, else it is
+  offered as a new assignment; a row whose first cell holds `Points Possible` gives points.
+  A blank cell replaces a grade already in Canvas with none, so a submission hwcheck could not
+  grade (an internal error) is left out of canvas.csv, never written blank. The title is the
+  TA's `--canvas TITLE` (copy it from Canvas's export), else the assignment's id (`attention`).
+  Anonymous submissions (`anon_...`) carry no user id: Canvas does not import grades of an
+  anonymous assignment before they are posted, so they are only in grades.csv.
+- Moodle, the assignment's "Upload grading worksheet" (mod/assign/feedback/offline,
+  importgradeslib.php and locallib.php): the importer finds its columns by their names in the
+  site's language (English here): `Identifier` (`Participant <participant id>`, the id the
+  "Download all submissions" names carry), `Grade` and `Last modified (grade)`; the other
+  columns of the worksheet it downloads (`Full name`, `Email address`, `Status`, `Maximum
+  Grade`, `Grade can be changed`, `Last modified (submission)`) are for the reader. It skips a
+  row whose grade is empty, above the assignment's maximum grade, unchanged, or older than
+  the grade Moodle holds (`Last modified (grade)` more than a minute before the grade's own
+  time, unless the TA ticks "Allow updating records that have been modified more recently in
+  Moodle than in the spreadsheet"): hwcheck writes the time of the export there (ISO 8601,
+  UTC), so a grade a TA changes in Moodle after the export is kept. A `Feedback comments`
+  column, when present, replaces every student's comment (a blank one too), so hwcheck writes
+  none: comments typed in Moodle stay.
 A submission hwcheck could not grade (an internal error) gets an empty grade, never 0.
 
 What it is not: grades.csv (`checker.gradebook`) or the reading of the LMS's folders (`checker.lms`).
@@ -26,6 +38,7 @@ What it is not: grades.csv (`checker.gradebook`) or the reading of the LMS's fol
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 import os
 
@@ -36,7 +49,7 @@ __all__ = ["CANVAS_COLUMNS", "MOODLE_COLUMNS", "canvas_text", "moodle_text", "wr
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_COLUMNS = ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
-                  "Grade can be changed", "Last modified (submission)", "Last modified (grade)", "Feedback comments"]
+                  "Grade can be changed", "Last modified (submission)", "Last modified (grade)"]
 
 
 def _points(x):
@@ -67,16 +80,19 @@ def canvas_text(cards, people, title, points_possible):
     rows = [CANVAS_COLUMNS + [title], ["Points Possible", "", "", "", "", _points(points_possible)]]
     for card in sorted(cards, key=_sid):
         person = people.get(_sid(card)) or {}
-        if not person.get("canvas_user_id"):
-            continue
+        if not person.get("canvas_user_id") or _grade(card) == "":
+            continue  # no Canvas user id (anonymous), or not graded: a blank cell would erase Canvas's grade
         rows.append([for_csv_cell(person.get("student", "")), str(person["canvas_user_id"]),
                      for_csv_cell(person.get("sis_user_id", "")), for_csv_cell(person.get("sis_login_id", "")),
                      for_csv_cell(person.get("section", "")), _grade(card)])
     return _text(rows)
 
 
-def moodle_text(cards, people):
-    """Moodle's grading worksheet: one row per submission whose student has a Moodle participant id."""
+def moodle_text(cards, people, modified):
+    """Moodle's grading worksheet: one row per submission whose student has a Moodle participant id.
+
+    `modified` is the text of `Last modified (grade)` (the time of the export).
+    """
     rows = [MOODLE_COLUMNS]
     for card in sorted(cards, key=_sid):
         person = people.get(_sid(card)) or {}
@@ -84,11 +100,11 @@ def moodle_text(cards, people):
             continue
         rows.append([f"Participant {person['moodle_participant']}", for_csv_cell(person.get("student", "")),
                      for_csv_cell(person.get("email", "")), "", _grade(card), _points(card.get("max_score")),
-                     "Yes", "", "", ""])
+                     "Yes", "", modified])
     return _text(rows)
 
 
-def write_exports(outdir, assignment, canvas_title=None):
+def write_exports(outdir, assignment, canvas_title=None, now=None):
     """Write OUTDIR/canvas.csv and/or OUTDIR/moodle.csv for the students who have those LMSs' ids.
 
     Returns [(path, rows written, submissions left out)]; nothing when no student has such an id.
@@ -104,13 +120,16 @@ def write_exports(outdir, assignment, canvas_title=None):
     cards, _ = book.merged()
     cards = [c for c in cards if _sid(c) in people]
     written = []
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    modified = now.astimezone(datetime.timezone.utc).isoformat(timespec="seconds")
     maximum = next((c.get("max_score") for c in cards if c.get("max_score") is not None), None)
     for key, name in (("canvas_user_id", "canvas.csv"), ("moodle_participant", "moodle.csv")):
-        having = [c for c in cards if (people.get(_sid(c)) or {}).get(key)]
+        having = [c for c in cards if (people.get(_sid(c)) or {}).get(key)
+                  and (name != "canvas.csv" or _grade(c) != "")]
         if not having:
             continue
         text = (canvas_text(cards, people, canvas_title or assignment, maximum)
-                if name == "canvas.csv" else moodle_text(cards, people))
+                if name == "canvas.csv" else moodle_text(cards, people, modified))
         path = os.path.join(outdir, name)
         write_text_atomic(path, text, encoding="utf-8")
         written.append((path, len(having), len(cards) - len(having)))

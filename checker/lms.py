@@ -7,14 +7,17 @@ identical-code groups of `checker.identical`, the roster's matches of `checker.r
 which grades.csv and the LMS exports (`checker.exports`) read.
 
 The layouts (each fact and where it comes from):
-- Canvas, "Download Submissions" (Canvas guides, "How do I download all student
-  submissions for an assignment?"; the names as the zip holds them, seen in courses'
-  scripts): one file per uploaded file, named
-  `lastnamefirstname_[LATE_]userid_submissionid_originalname`; the name part is the
-  student's sortable name, lower case, without spaces or punctuation; `LATE_` marks a late
-  submission; a file uploaded again under the same name gets `-N` before its extension
-  (`attention-1.py`). id: `lastfirst_userid` (stable when the student resubmits: the
-  submission id and the file names change, the user id does not).
+- Canvas, "Download Submissions": the names as Canvas's own code writes them (canvas-lms
+  lib/content_zipper.rb, `get_filename` and `add_upload_submission`): one file per uploaded
+  file, `<name>_[LATE_]<user id>_<attachment id>_<original name>`, where <name> is the
+  student's sortable name ("Last, First") lower-cased with every character that is not a
+  letter, digit or `_` removed (Unicode letters kept: `müllerjürgen`); `LATE` marks a late
+  submission; with anonymous grading the name is left out and the id is `anon_<anonymous id>`
+  (`[LATE_]anon_x7Kq2_<attachment id>_<name>`); a file uploaded again under the same name
+  gets `-N` before its extension (`attention-1.py`); text entries and URLs come as
+  `<name>_<user id>_text.html` / `_link.html` (not code: left aside). id: `<name>_<user id>`
+  or `anon_<id>` (stable when the student resubmits: the attachment ids and file names
+  change, the user id does not).
 - Moodle, "Download all submissions" (Moodle docs, Assignment settings / grading; folder
   names as found in course scripts): files `Full Name_participantid_assignsubmission_file_name`
   or, with "Download submissions in folders", one folder per student
@@ -54,7 +57,9 @@ STUDENTS_JSON = ".students.json"  # hidden: a student `students.py` has OUT/stud
 STAGE = ".lms"
 CODE = (".py", ".ipynb")
 
-_CANVAS = re.compile(r"^(?P<name>[^\W_]+)_(?P<late>[Ll][Aa][Tt][Ee]_)?(?P<uid>\d+)_(?P<subid>\d+)_(?P<file>.+)$")
+# the shortest name that works: Canvas takes `_<digits>_` out of names, so the first `_<digits>_<digits>_` ends it
+_CANVAS = re.compile(r"^(?P<name>[\w\u0300-\u036f]*?)_(?P<late>LATE_)?(?P<uid>\d+)_(?P<fileid>\d+)_(?P<file>.+)$")
+_CANVAS_ANON = re.compile(r"^(?P<late>LATE_)?(?P<uid>anon_[A-Za-z0-9]+)_(?P<fileid>\d+)_(?P<file>.+)$")
 _MOODLE_FILE = re.compile(r"^(?P<name>.+?)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.+)$")
 _MOODLE_DIR = re.compile(r"^(?P<name>.+?)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")
 _RESUBMITTED = re.compile(r"^(?P<stem>.+)-\d+(?P<ext>\.[^.]+)$")
@@ -95,7 +100,7 @@ def _canvas(folder, names):
     code = [n for n in files if n.endswith(CODE)]
     if not code or any(os.path.isdir(os.path.join(folder, n)) for n in names):
         return None
-    matches = {n: _CANVAS.match(nfc(n)) for n in files}
+    matches = {n: _CANVAS_ANON.match(nfc(n)) or _CANVAS.match(nfc(n)) for n in files}
     if not all(matches[n] for n in code):
         return None
     students = {}
@@ -103,8 +108,13 @@ def _canvas(folder, names):
         m = matches[n]
         if not m:
             continue
-        sid = f"{m['name']}_{m['uid']}"
-        s = students.setdefault(sid, Student(sid, m["name"], m["uid"], platform="canvas", canvas_user_id=m["uid"]))
+        anonymous = m["uid"].startswith("anon_")
+        name = "" if anonymous else m["name"]
+        sid = m["uid"] if anonymous else f"{name}_{m['uid']}"
+        s = students.get(sid)
+        if s is None:
+            s = students[sid] = Student(sid, name, m["uid"], platform="canvas",
+                                        canvas_user_id=None if anonymous else m["uid"], anonymous=anonymous)
         s.lms["late"] = s.lms.get("late") or bool(m["late"])
         s.files.append((os.path.join(folder, n), m["file"]))
     return Layout("canvas", students.values())

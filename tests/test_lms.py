@@ -3,6 +3,7 @@ the real `hwcheck grade` command; grades.csv's student columns, the roster's rep
 and the identical-code notes."""
 
 import csv
+import datetime
 import os
 import shutil
 import subprocess
@@ -148,12 +149,19 @@ def test_moodle_files_and_folders_are_one_submission_each(moodle):
 def test_moodle_worksheet_has_moodle_columns_and_manual_grades(moodle):
     out, _ = moodle
     rows = _csv(os.path.join(out, "moodle.csv"))
+    # Moodle's importer finds `Identifier`, `Grade` and `Last modified (grade)` by name; no `Feedback comments`
+    # column, which would replace the comments typed in Moodle (blank ones too)
     assert rows[0] == ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
-                       "Grade can be changed", "Last modified (submission)", "Last modified (grade)",
-                       "Feedback comments"]
-    assert rows[1:] == [["Participant 203", "Bob Smith", "", "", "48.32", "100", "Yes", "", "", ""],
-                        ["Participant 202", "Jane Doe", "", "", "90", "100", "Yes", "", "", ""],
-                        ["Participant 201", NFC("Jürgen Müller"), "", "", "90", "100", "Yes", "", "", ""]]
+                       "Grade can be changed", "Last modified (submission)", "Last modified (grade)"]
+    # the export's time: a grade changed in Moodle afterwards is newer and kept; one changed before is replaced
+    stamps = {r[8] for r in rows[1:]}
+    assert len(stamps) == 1
+    when = datetime.datetime.fromisoformat(stamps.pop())
+    assert when.utcoffset() == datetime.timedelta(0)
+    assert abs((datetime.datetime.now(datetime.timezone.utc) - when).total_seconds()) < 3600
+    assert [r[:8] for r in rows[1:]] == [["Participant 203", "Bob Smith", "", "", "48.32", "100", "Yes", ""],
+                                         ["Participant 202", "Jane Doe", "", "", "90", "100", "Yes", ""],
+                                         ["Participant 201", NFC("Jürgen Müller"), "", "", "90", "100", "Yes", ""]]
     with open(os.path.join(out, "manual.csv"), "a", encoding="utf-8", newline="") as f:
         f.write("Jane Doe_202,adjustment,-5,late\r\n")
     lines = [line for line in open(os.path.join(out, "manual.csv"), encoding="utf-8-sig")]
@@ -229,6 +237,42 @@ def test_classroom_repositories_are_students_and_the_starter_is_not_their_code(t
     assert identical_groups(entries) == {}
     _copy("correct.py", folder / "hw1-bob" / "attention.py")
     assert identical_groups(entries) == {"hw1-alice": ["hw1-bob"], "hw1-bob": ["hw1-alice"]}
+
+
+def test_canvas_names_as_canvas_writes_them(tmp_path):
+    """canvas-lms content_zipper.rb: `[name, "LATE", user id]` (name absent, id `anon_<id>` under anonymous
+    grading) + `_<attachment id>_<file>`; a name keeps any word character; text entries are `_text.html`."""
+    for name in ("o_brienpat_55_701_attention.py",           # an underscore left in the sortable name
+                 "_56_702_attention.py",                      # a user with no sortable name
+                 "anon_x7Kq2_703_attention.py", "LATE_anon_Zz9_704_attention.py",
+                 "leeann_LATE_57_705_q1.py", "leeann_LATE_57_706_q2_v2.py",
+                 "leeann_57_text.html", "smithbob_58_link.html"):
+        _copy("correct.py", tmp_path / name)
+    layout = lms.recognise(str(tmp_path))
+    assert layout.platform == "canvas"
+    got = {s.sid: (s.student, s.student_id, s.lms.get("canvas_user_id"), bool(s.lms.get("late")),
+                   sorted(f for _, f in s.files)) for s in layout.students.values()}
+    assert got == {
+        "o_brienpat_55": ("o_brienpat", "55", "55", False, ["attention.py"]),
+        "_56": ("", "56", "56", False, ["attention.py"]),
+        "anon_x7Kq2": ("", "anon_x7Kq2", None, False, ["attention.py"]),
+        "anon_Zz9": ("", "anon_Zz9", None, True, ["attention.py"]),
+        "leeann_57": ("leeann", "57", "57", True, ["q1.py", "q2_v2.py"]),
+    }
+
+
+def test_canvas_and_moodle_rows_never_blank_a_grade_the_lms_holds():
+    from checker.exports import canvas_text, moodle_text
+    cards = [{"submission": {"id": "a_1"}, "score": 90, "max_score": 100},
+             {"submission": {"id": "b_2"}, "score": 0, "max_score": 100, "grader": {"internal_error": True}},
+             {"submission": {"id": "anon_x"}, "score": 50, "max_score": 100}]
+    people = {"a_1": {"student": "A", "canvas_user_id": "1", "moodle_participant": "11"},
+              "b_2": {"student": "B", "canvas_user_id": "2", "moodle_participant": "12"},
+              "anon_x": {"student": ""}}
+    rows = list(csv.reader(canvas_text(cards, people, "HW (9)", 100).splitlines()))
+    assert rows[2:] == [["A", "1", "", "", "", "90"]]  # not graded: left out (a blank cell erases Canvas's grade)
+    rows = list(csv.reader(moodle_text(cards, people, "2026-11-24T10:00:00+00:00").splitlines()))
+    assert [(r[0], r[4]) for r in rows[1:]] == [("Participant 11", "90"), ("Participant 12", "")]  # Moodle skips ""
 
 
 def test_a_plain_folder_is_no_lms_layout(tmp_path):
