@@ -18,7 +18,7 @@ its own retries and worker restarts.
 - `DaskExecutor(scheduler=..., local_workers=N)(todo, options, report)` sends
   the submissions (a bounded window of them at a time), and writes each
   scorecard as it streams back with the very function the local batch uses
-  (`batch._write`, atomic, scorecard last) before calling `report`: --resume,
+  (`checker.outfolder.write_submission`, atomic, scorecard last) before calling `report`: --resume,
   the gradebook, manual.csv and the progress bar behave as with -j. A Dask
   worker that dies costs the submissions it held: the scheduler gives each
   one more try (allowed-failures = 1 on the clusters hwcheck starts), then
@@ -213,12 +213,12 @@ class GradingContext(_PluginBase):
 
     def _start(self):
         try:
-            from checker import batch
+            from checker import grading
             if self.version != __version__:
                 raise HwcheckError(f"this Dask worker runs hwcheck {__version__}, the batch is graded with "
                                    f"hwcheck {self.version}: install the same hwcheck on every worker")
-            self.grader = batch._new_grader(self.options)  # its zygote imports torch while the tests are collected
-            batch._warm_up(self.options["assignment"])
+            self.grader = grading.new_grader(self.options)  # its zygote imports torch while the tests are collected
+            grading.warm_up(self.options["assignment"])
             try:
                 import torch
                 torch.set_num_threads(1)  # no torch op runs here; several Dask workers may share the CPUs
@@ -234,15 +234,15 @@ class GradingContext(_PluginBase):
         self._ready.wait()
         if self.error:
             raise HwcheckError(f"the grading context did not start on this Dask worker: {self.error}")
-        from checker import batch
+        from checker import grading
         if not self.grader.zygote.alive():
             self.grader.close()
-            self.grader = self._in_owner(lambda: batch._new_grader(self.options))
+            self.grader = self._in_owner(lambda: grading.new_grader(self.options))
         return self.grader
 
     def grade(self, sid, name, kind, blob):
         """Grade one packed submission; return {"card", "raw", "seconds"} (plain data)."""
-        from checker import batch
+        from checker import grading
         t0 = time.perf_counter()
         with self._lock:  # one submission at a time per context (threads_per_worker > 1 would share it)
             grader = self.ready_grader()
@@ -253,13 +253,13 @@ class GradingContext(_PluginBase):
                 try:
                     card = grader.grade(path, assignment)
                 except HwcheckError as e:
-                    card = batch.crashed_scorecard(sid, path, assignment, mode, batch._one_line(e),
-                                                   duration_s=time.perf_counter() - t0, seed=seed)
+                    card = grading.crashed_scorecard(sid, path, assignment, mode, grading.one_line(e),
+                                                     duration_s=time.perf_counter() - t0, seed=seed)
                 except Exception as e:  # noqa: BLE001 - a bug of hwcheck must not stop the batch
-                    card = batch.crashed_scorecard(sid, path, assignment, mode,
-                                                   f"internal error {type(e).__name__}: {batch._one_line(e)} "
-                                                   f"({batch._where(e)})",
-                                                   duration_s=time.perf_counter() - t0, seed=seed)
+                    card = grading.crashed_scorecard(sid, path, assignment, mode,
+                                                     f"internal error {type(e).__name__}: {grading.one_line(e)} "
+                                                     f"({grading.where(e)})",
+                                                     duration_s=time.perf_counter() - t0, seed=seed)
             finally:
                 shutil.rmtree(where, ignore_errors=True)
         raw = card.pop("_raw_report", None)
@@ -343,7 +343,7 @@ class DaskExecutor:
         self.client = self.cluster = None
 
     def __call__(self, todo, options, report):
-        from checker import batch
+        from checker import grading
         from checker.spec import spec_sha256
         from checker.submission_files import sha256_of
         self._connect()
@@ -363,8 +363,8 @@ class DaskExecutor:
                     try:
                         name, kind, blob = pack_submission(path, options.get("secrets", ()))
                     except (OSError, HwcheckError) as e:
-                        report(batch._crash(sid, path, options, f"it could not be sent to the cluster: "
-                                                                f"{batch._one_line(e)}"))
+                        report(grading.crash(sid, path, options, f"it could not be sent to the cluster: "
+                                                                 f"{grading.one_line(e)}"))
                         continue
                     fut = self.client.submit(grade_on_worker, context.name, sid, name, kind, blob,
                                              key=f"hwcheck-grade-{uuid.uuid4().hex}", pure=False, retries=1)
@@ -395,29 +395,30 @@ class DaskExecutor:
     @staticmethod
     def _land(fut, sid, path, started, options, spec_sha, sha256_of):
         """Write one finished submission's files as the local batch does; return its short result."""
-        from checker import batch
+        from checker import grading
+        from checker.outfolder import write_submission
         seconds = time.monotonic() - started
         if fut.status != "finished":
             e = fut.exception() if fut.status == "error" else None
             if type(e).__name__ == "KilledWorker":
                 why = "the Dask worker grading it died, and again on its retry"
             else:
-                why = f"the Dask task failed: {type(e).__name__}: {batch._one_line(e)}" if e else f"task {fut.status}"
-            return batch._crash(sid, path, options, why, seconds)
+                why = f"the Dask task failed: {type(e).__name__}: {grading.one_line(e)}" if e else f"task {fut.status}"
+            return grading.crash(sid, path, options, why, seconds)
         out = fut.result()
         card, raw = out["card"], out.get("raw")
         grader = card.setdefault("grader", {})
         if grader.get("spec_sha256") != spec_sha and not grader.get("internal_error"):
-            return batch._crash(sid, path, options, "the Dask worker graded it with other grading tests "
-                                                    "(another spec_sha256): install the same hwcheck there")
+            return grading.crash(sid, path, options, "the Dask worker graded it with other grading tests "
+                                                     "(another spec_sha256): install the same hwcheck there")
         try:  # as the TA's folder has it: where the report reads the code, what --resume compares
             sha = sha256_of(path)
         except OSError:
             sha = card["submission"].get("sha256")
         card["submission"].update(id=sid, path=os.path.abspath(path), sha256=sha)
         try:
-            batch._write(options["outdir"], sid, card, keep_raw=options["keep_raw"], raw=raw)
+            write_submission(options["outdir"], sid, card, keep_raw=options["keep_raw"], raw=raw)
         except (OSError, ValueError) as e:
-            return batch._crash(sid, path, options, f"writing its files failed: {type(e).__name__}: "
-                                                    f"{batch._one_line(e)}", seconds)
-        return batch._summary_of(sid, card, float(out.get("seconds") or seconds))
+            return grading.crash(sid, path, options, f"writing its files failed: {type(e).__name__}: "
+                                                     f"{grading.one_line(e)}", seconds)
+        return grading.summary_of(sid, card, float(out.get("seconds") or seconds))

@@ -88,7 +88,7 @@ def _grading_of(card):
 
 def merge(sources, dest):
     """Merge the output folders `sources` into `dest`; return a MergeResult. Raises HwcheckError on a mix."""
-    from checker import batch
+    from checker import outfolder
     from checker.atomic import write_json_atomic
     from checker.outputs import Gradebook
     from checker.spec import load_spec
@@ -104,7 +104,7 @@ def merge(sources, dest):
             raise HwcheckError(f"{src} is not a folder")
         if os.path.realpath(src) == dest_real:
             raise HwcheckError(f"{src} is the output folder itself: merge into a new folder")
-        cards = list(batch._scorecards_in(src))
+        cards = list(outfolder.scorecards_in(src))
         if not cards:
             raise HwcheckError(f"{src} holds no scorecards (is it an output folder of `hwcheck grade`?)")
         info = read_json(os.path.join(src, SHARD_FILE))
@@ -136,27 +136,27 @@ def merge(sources, dest):
         if len(counts) > 1 or len(folders) > 1:
             raise HwcheckError("these shards were cut from different folders or into different numbers of "
                                "slices: " + ", ".join(f"{s} ({i.get('index')}/{i.get('count')})" for s, i in infos))
-    others = batch._other_assignments(dest, assignment) if os.path.isdir(dest) else {}
+    others = outfolder.other_assignments(dest, assignment) if os.path.isdir(dest) else {}
     if others:
         raise HwcheckError(f"{dest} already holds scorecards of {', '.join(sorted(others))}: choose another folder")
     os.makedirs(dest, exist_ok=True)
-    lock = batch._lock(dest)
+    lock = outfolder.lock_outdir(dest)
     try:
-        for card in batch.collect_scorecards(dest, assignment):
+        for card in outfolder.collect_scorecards(dest, assignment):
             sid = str(card["submission"].get("id"))
             if sid not in found and _grading_of(card) != grading:
                 raise HwcheckError(f"{dest} already holds {sid}, graded otherwise ({_grading_of(card)}): "
                                    f"merge into a new folder")
         result = MergeResult(dest, assignment)
         for sid, (src, card) in sorted(found.items()):
-            raw = batch.raw_path(src, sid)
+            raw = outfolder.raw_path(src, sid)
             if os.path.isfile(raw):
-                shutil.copyfile(raw, batch.raw_path(dest, sid) + ".part")
-                os.replace(batch.raw_path(dest, sid) + ".part", batch.raw_path(dest, sid))
-            results = read_json(batch.results_path(src, sid))
+                shutil.copyfile(raw, outfolder.raw_path(dest, sid) + ".part")
+                os.replace(outfolder.raw_path(dest, sid) + ".part", outfolder.raw_path(dest, sid))
+            results = read_json(outfolder.results_path(src, sid))
             if isinstance(results, dict):
-                write_json_atomic(batch.results_path(dest, sid), results)
-            write_json_atomic(batch.scorecard_path(dest, sid), card)  # last: it marks the submission done
+                write_json_atomic(outfolder.results_path(dest, sid), results)
+            write_json_atomic(outfolder.scorecard_path(dest, sid), card)  # last: it marks the submission done
             result.cards += 1
         if infos:
             count = infos[0][1].get("count")
@@ -167,7 +167,7 @@ def merge(sources, dest):
                 result.notes.append(f"shards {', '.join(f'{i}/{count}' for i in missing)} are missing: their "
                                     f"submissions are not in {dest}")
         spec = load_spec(assignment)
-        book = Gradebook(dest, spec, batch.collect_scorecards(dest, assignment), list(found))
+        book = Gradebook(dest, spec, outfolder.collect_scorecards(dest, assignment), list(found))
         book.ensure_manual()
         result.gradebook = book.write(final=True)
         result.notes += book.problems

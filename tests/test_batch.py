@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 import checker.batch as batch
+from checker.outfolder import lock_outdir
 from checker import __version__
 from checker.cli import main
 from checker.scorecard import validate
@@ -372,7 +373,7 @@ def test_grade_options_reach_the_batch(subs, tmp_path, monkeypatch):
 
 
 def test_one_batch_at_a_time_per_outdir(subs, tmp_path):
-    fd = batch._lock(str(tmp_path))  # another batch holds OUTDIR
+    fd = lock_outdir(str(tmp_path))  # another batch holds OUTDIR
     try:
         r = CliRunner().invoke(main, ["grade", str(subs), "-a", "attention", "-o", str(tmp_path)])
     finally:

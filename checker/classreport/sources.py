@@ -33,8 +33,8 @@ _MAX_FILES = 50
 
 def read_scorecards(outdir):
     """(assignment, [scorecards]) of OUTDIR; ValueError when it holds none, or several assignments'."""
-    from checker.batch import _scorecards_in
-    cards = list(_scorecards_in(outdir))
+    from checker.outfolder import scorecards_in
+    cards = list(scorecards_in(outdir))
     if not cards:
         raise ValueError(f"{outdir} holds no hwcheck scorecards (run `hwcheck grade ... -o {outdir}` first)")
     assignments = sorted({c["assignment"] for c in cards})

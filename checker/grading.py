@@ -1,0 +1,162 @@
+"""Grading one submission of a batch in a trusted process, and what it reports back.
+
+What it is for: the pieces that every way of running a batch shares (in
+this process, the forked pool of `checker.pool`, a Dask worker of
+`checker.cluster`):
+
+- `new_grader(options)` builds the `Grader` a batch's process (or pool slot)
+  grades with, and `warm_up(assignment)` imports the grading tests, the
+  reference and torch once, before any submission's time budget runs;
+- `grade_one(grader, ...)` grades one submission and writes its files
+  (`checker.outfolder.write_submission`); a failure to grade it becomes a
+  crashed scorecard (`crashed_scorecard`), never an exception;
+- `crash(...)` writes a crashed scorecard from the batch's own process (a
+  worker died, a file could not be sent), and `summary_of` is the short
+  result a batch reports for each submission (`checker.batch.BatchResult`);
+- `one_line(e)` and `where(e)` make an exception of hwcheck one short line.
+
+What it is not: the grading itself (`checker.runner`'s Grader), the
+processes (`checker.pool`, `checker.cluster`), or the output folder's paths
+and reading (`checker.outfolder`).
+"""
+
+import os
+import time
+import traceback
+
+from checker import __version__
+from checker.errors import HwcheckError
+from checker.outfolder import write_submission
+from checker.progress import isolation_gaps
+from checker.scorecard import build_scorecard
+from checker.spec import load_spec, spec_sha256
+from checker.submission_files import sha256_of
+
+__all__ = ["crashed_scorecard", "summary_of", "grade_one", "one_line", "where", "uses_torch", "warm_up",
+           "new_grader", "crash"]
+
+_ENV = None
+
+
+def _environment():
+    global _ENV
+    if _ENV is None:
+        from checker.runner import environment
+        _ENV = environment()
+    return _ENV
+
+
+def crashed_scorecard(sid, path, assignment, mode, message, *, duration_s=0.0, seed=None):
+    """The scorecard of a submission hwcheck could not grade: status crashed, 0 points."""
+    try:
+        sha = sha256_of(path)
+    except OSError:
+        sha = None
+    grader = {"version": __version__, "mode": mode, "spec_sha256": spec_sha256(assignment),
+              "internal_error": str(message)}
+    if seed is not None:
+        grader["seed"] = seed
+    return build_scorecard(
+        None, load_spec(assignment),
+        submission={"id": sid, "path": os.path.abspath(path), "sha256": sha},
+        load={"ok": False, "messages": [f"hwcheck could not grade this submission: {message}"]},
+        environment=_environment(), grader=grader, duration_s=duration_s, status="crashed")
+
+
+def summary_of(sid, card, seconds):
+    """The short result a batch reports for one submission (`checker.progress` prints it)."""
+    return {"id": sid, "status": card.get("status"), "score": card.get("score"),
+            "max_score": card.get("max_score"), "seconds": round(seconds, 3),
+            "internal": (card.get("grader") or {}).get("internal_error"), "resumed": False,
+            "gaps": isolation_gaps((card.get("grader") or {}).get("isolation"))}
+
+
+def grade_one(grader, sid, path, assignment, outdir, *, keep_raw=False):
+    """Grade one submission with `grader`, write its files; return its short result dict.
+
+    Never raises for a problem of this submission: a failure to grade it
+    becomes a crashed scorecard.
+    """
+    t0 = time.perf_counter()
+    try:
+        card = grader.grade(path, assignment)
+    except HwcheckError as e:
+        card = crashed_scorecard(sid, path, assignment, grader.mode, one_line(e),
+                                 duration_s=time.perf_counter() - t0, seed=grader.seed)
+    except Exception as e:  # noqa: BLE001 - a bug of hwcheck must not stop the batch
+        card = crashed_scorecard(sid, path, assignment, grader.mode,
+                                 f"internal error {type(e).__name__}: {one_line(e)} "
+                                 f"({where(e)})",
+                                 duration_s=time.perf_counter() - t0, seed=grader.seed)
+    raw = card.pop("_raw_report", None)
+    card["submission"]["id"] = sid
+    write_submission(outdir, sid, card, keep_raw=keep_raw, raw=raw)
+    return summary_of(sid, card, time.perf_counter() - t0)
+
+
+def one_line(e):
+    """An exception's message on one line of at most 500 characters (its type when it has none)."""
+    text = " ".join(str(e).split())
+    return text[:500] if text else type(e).__name__
+
+
+def where(e):
+    """file:line where an exception was raised, for an internal error's message."""
+    tb = traceback.extract_tb(e.__traceback__)
+    return f"{os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else "?"
+
+
+def uses_torch(assignment):
+    """Whether the assignment's grading is torch's (its zygote then imports torch ahead)."""
+    return load_spec(assignment).get("framework") == "torch"
+
+
+def warm_up(assignment):
+    """Import the grading tests, what they import, the reference and torch, once per batch.
+
+    The first pytest session of a process pays for importing the test module
+    (and hypothesis, numpy ...): done here, that cost is charged to no
+    submission's time budget, and forked workers inherit the warm modules.
+    """
+    import contextlib
+    import importlib
+    import io
+
+    import pytest
+
+    from checker import runner  # noqa: F401 - the Grader's own imports (plugin, pytest-json-report)
+    from checker.spec import tests_path
+    spec = load_spec(assignment)
+    path = tests_path(spec)
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        pytest.main([path, "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                     "-p", "no:xdist", "--rootdir", os.path.dirname(path)])
+    try:
+        importlib.import_module(spec["reference"])
+    except ImportError:
+        pass  # the grading tests will say so
+    _environment()
+
+
+def new_grader(options, zygote=None):
+    """The Grader of a batch's process or pool slot (`zygote`: a channel of a shared zygote, else its own)."""
+    from checker.runner import Grader
+    return Grader(mode=options["mode"], seed=options["seed"], devices=options["devices"],
+                  timeout=options["timeout"], keep_raw=options["keep_raw"], zygote=zygote,
+                  extra_secrets=options.get("secrets", ()), warm_meta=uses_torch(options["assignment"]))
+
+
+def crash(sid, path, options, message, seconds=0.0):
+    """Write a crashed scorecard from this (the parent) process; return its short result.
+
+    Where even that cannot be written (a full disk, a name the file system
+    refuses), the result says so and the batch goes on without the file.
+    """
+    card = crashed_scorecard(sid, path, options["assignment"], options["mode"], message,
+                             duration_s=seconds, seed=options["seed"])
+    try:
+        write_submission(options["outdir"], sid, card, keep_raw=False)
+    except (OSError, ValueError) as e:
+        card["grader"]["internal_error"] = f"{message}; no scorecard could be written: {one_line(e)}"
+    return summary_of(sid, card, seconds)
