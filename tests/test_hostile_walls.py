@@ -424,3 +424,45 @@ def test_grade_names_the_missing_walls_once_per_batch(tmp_path):
     r = subprocess.run([sys.executable, "-m", "checker.cli", "grade", str(subs), "-a", "attention", "-o",
                         str(tmp_path / "out2"), "--public"], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert r.returncode == 0 and "namespaces-off" not in r.stdout, r.stdout
+
+
+def test_a_link_above_a_secret_does_not_open_it(tmp_path, monkeypatch):
+    """A venv holds `lib64 -> lib`, above site-packages/reference where hwcheck is installed from its wheel
+    (Gradescope's container): Landlock and bind mounts follow a link to its target, so a link to a folder
+    holding a secret must be carved like that folder, or the whole reference is readable through it."""
+    from checker.worker import landlock
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    (site / "reference").mkdir(parents=True)
+    (site / "reference" / "attention.py").write_text("ANSWERS = 42\n")
+    (site / "numpy").mkdir()
+    (site / "numpy" / "__init__.py").write_text("")
+    (venv / "lib64").symlink_to("lib")
+    (venv / "answers").symlink_to(site / "reference")
+    secret = os.path.realpath(site / "reference")
+    monkeypatch.setattr(sys, "path", [str(venv / "lib64" / "python3.11" / "site-packages"), str(venv)])
+    roots = [os.path.realpath(r) for r in landlock.allowed_read_roots([secret])]
+    assert not [r for r in roots if r == secret or secret.startswith(r + "/")], roots
+    assert any(os.path.realpath(site / "numpy") == r or os.path.realpath(site / "numpy").startswith(r + "/")
+               for r in roots)
+    if landlock.landlock_abi() < 1:
+        pytest.skip("Landlock is not in this kernel: the roots above are what it would be given")
+    attack = textwrap.dedent(f"""\
+        import json, sys
+        from checker.worker import landlock
+        landlock.restrict(landlock.landlock_abi(), {json.dumps(landlock.allowed_read_roots([secret]))}, [], [])
+        out = {{}}
+        for name, path in (("lib64", {json.dumps(str(venv / "lib64" / "python3.11" / "site-packages" / "reference" / "attention.py"))}),
+                           ("link", {json.dumps(str(venv / "answers" / "attention.py"))}),
+                           ("numpy", {json.dumps(str(site / "numpy" / "__init__.py"))})):
+            try:
+                open(path).read()
+                out[name] = "read"
+            except OSError as e:
+                out[name] = "refused"
+        print(json.dumps(out))
+    """)
+    proc = subprocess.run([sys.executable, "-c", attack], capture_output=True, text=True, timeout=60, cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=REPO))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"lib64": "refused", "link": "refused", "numpy": "read"}

@@ -139,7 +139,7 @@ def _without_namespaces(workdir, was_root):
     """The identity walls where no namespace could be made."""
     if not was_root:
         return []
-    if _others_can_read_python():
+    if _others_can_read_python(own=(workdir, os.getcwd())):
         _chown_tree(workdir, namespaces.NOBODY, namespaces.NOBODY)
         try:
             namespaces.drop_privileges()
@@ -172,11 +172,17 @@ def _chown_tree(path, uid, gid):
         pass
 
 
-def _others_can_read_python():
-    """Can the `nobody` user traverse to this Python and its packages (not under /root, say)?"""
+def _others_can_read_python(own=()):
+    """Can the `nobody` user traverse to this Python and its packages (not under /root, say)?
+
+    `own`: hwcheck's own private folders on sys.path (the worker's dir, which becomes nobody's,
+    and the zygote's scratch dir, whose modules are imported already): not Python's trees."""
     import stat
+    own = [os.path.realpath(p) for p in own if p]
     for top in {sys.prefix, sys.base_prefix, *[p for p in sys.path if p and os.path.isdir(p)]}:
         path = os.path.realpath(top)
+        if any(path == o or path.startswith(o.rstrip("/") + "/") for o in own):
+            continue
         while True:
             try:
                 if not os.stat(path).st_mode & stat.S_IXOTH:

@@ -88,8 +88,13 @@ def _allow_except(path, secrets, out):
     for name in children:
         child = os.path.join(path, name)
         if os.path.islink(child):
+            # Landlock and bind mounts follow a link to its target: a link to a secret, or to a folder
+            # holding one (a venv's `lib64 -> lib` above site-packages/reference), is carved by its target
             real = os.path.realpath(child)
             if any(real == s or real.startswith(s + "/") for s in secrets):
+                continue
+            if any(s.startswith(real.rstrip("/") + "/") for s in secrets):
+                _allow_except(real, secrets, out)
                 continue
         _allow_except(child, secrets, out)
 
