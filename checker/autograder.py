@@ -5,14 +5,21 @@ root: `setup.sh` once when it builds the image, `run_autograder` once per
 student. `autograder_files(...)` is a pure function that returns the text
 files of that zip:
 
-    setup.sh                  installs the CPU build of torch (a wheel inside the
-                              zip when built with --torch-wheel, else
-                              torch==<the TA's version> from PyTorch's CPU index)
-                              and this exact hwcheck (a wheel inside the zip, with
-                              the hidden tests and the reference) into a venv at
-                              /opt/hwcheck-venv, the other dependencies from PyPI
-                              pinned by constraints.txt; links `hwcheck` into
-                              /usr/local/bin
+    setup.sh                  installs, from files inside the zip only (pip
+                              --no-index), the CPU build of the torch installed
+                              here, this exact hwcheck (its wheel holds the hidden
+                              tests and the reference) and every other dependency
+                              at the versions installed here, into a venv at
+                              /opt/hwcheck-venv; links `hwcheck` into
+                              /usr/local/bin. The wheels are fetched when the zip is
+                              built (`download_wheels`), for the container's Python
+                              (`--python`, default 3.10: Gradescope's default base
+                              image, Ubuntu 22.04) on x86_64 Linux; setup.sh refuses
+                              another Python with a message saying what to do.
+                              Built with --online, the zip holds only hwcheck's
+                              wheel and setup.sh fetches torch from PyTorch's CPU
+                              index and the rest from PyPI (pinned by
+                              constraints.txt), for a small zip.
     run_autograder            runs `hwcheck autograde` (checker.autograde) on
                               $HWCHECK_AUTOGRADER_ROOT (default /autograder) and,
                               should hwcheck be missing or write nothing valid,
@@ -47,12 +54,16 @@ from checker import __version__
 from checker.errors import HwcheckError
 
 __all__ = ["autograder_files", "installed_constraints", "build_wheel", "check_wheel", "torch_version",
-           "write_autograder_zip", "CONFIG_NAME", "VENV", "TORCH_CPU_INDEX", "FAILURE_TEXT"]
+           "download_wheels", "write_autograder_zip", "CONFIG_NAME", "VENV", "TORCH_CPU_INDEX", "FAILURE_TEXT",
+           "CONTAINER_PYTHON", "PLATFORMS"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_NAME = "hwcheck-autograder.json"
 VENV = "/opt/hwcheck-venv"  # outside /autograder: workers run as nobody and must read the Python tree
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+CONTAINER_PYTHON = "3.10"  # python3 of Gradescope's default base image (Ubuntu 22.04)
+# Gradescope's containers are x86_64 Linux (Ubuntu 22.04: glibc 2.35); the newest tag first
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "linux_x86_64")
 # what run_autograder writes when hwcheck itself could not run (plain ASCII: it goes into JSON as is)
 FAILURE_TEXT = ("The autograder could not grade this submission: the grading program did not run "
                 "(exit status %d). This is not a problem with your work: please tell your course staff.")
@@ -68,8 +79,10 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 VENV="${HWCHECK_VENV:-@VENV@}"
 TORCH_VERSION=@TORCH_VERSION@
 TORCH_INDEX=@TORCH_INDEX@
-TORCH_WHEEL=@TORCH_WHEEL@    # a wheel inside this zip (hwcheck gradescope --torch-wheel), or empty
+TORCH_WHEEL=@TORCH_WHEEL@    # torch's wheel inside this zip, or empty (--online: from TORCH_INDEX)
 HWCHECK_WHEEL=@HWCHECK_WHEEL@
+WHEELS_INSIDE=@WHEELS_INSIDE@  # 1: every wheel is in wheels/ (built for Python ZIP_PYTHON); 0: --online
+ZIP_PYTHON=@ZIP_PYTHON@
 
 if ! python3 -c 'import venv, ensurepip' 2>/dev/null && command -v apt-get >/dev/null; then
     apt-get update
@@ -83,21 +96,37 @@ echo "hwcheck setup: Python $(python3 -c 'import platform; print(platform.python
 python3 -m venv "$VENV"
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check --no-input)
 
-# 1. torch, the CPU build (no CUDA libraries: Gradescope has no GPU)
-if [ -n "$TORCH_WHEEL" ]; then
-    "${PIP[@]}" install -c "$HERE/constraints.txt" "$HERE/wheels/$TORCH_WHEEL"
+if [ "$WHEELS_INSIDE" = 1 ]; then
+    # torch (CPU build), hwcheck (with the hidden tests) and every dependency, from this zip only
+    here_python="$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+    if [ "$here_python" != "$ZIP_PYTHON" ]; then
+        echo "hwcheck setup: this zip holds wheels for Python $ZIP_PYTHON, but this image's python3 is" \
+             "$here_python. Choose the base image whose python3 is $ZIP_PYTHON (Ubuntu 22.04: 3.10), or rebuild" \
+             "the zip with: hwcheck gradescope -a @ASSIGNMENT@ --python $here_python" >&2
+        exit 1
+    fi
+    "${PIP[@]}" install --no-index --find-links "$HERE/wheels" "$HERE/wheels/$TORCH_WHEEL" "$HERE/wheels/$HWCHECK_WHEEL"
 else
-    "${PIP[@]}" install "torch==$TORCH_VERSION" --index-url "$TORCH_INDEX"
-fi
-
-# 2. this exact hwcheck (with the hidden tests), its other dependencies pinned to the TA's versions
-if ! "${PIP[@]}" install -c "$HERE/constraints.txt" "$HERE/wheels/$HWCHECK_WHEEL"; then
-    echo "hwcheck setup: WARNING: the pinned versions of constraints.txt do not install on this Python;" \
-         "installing the newest versions hwcheck allows instead (grades may differ from your tests)" >&2
-    "${PIP[@]}" install "$HERE/wheels/$HWCHECK_WHEEL"
+    # 1. torch, the CPU build (no CUDA libraries: Gradescope has no GPU)
+    if [ -n "$TORCH_WHEEL" ]; then
+        "${PIP[@]}" install -c "$HERE/constraints.txt" "$HERE/wheels/$TORCH_WHEEL"
+    else
+        "${PIP[@]}" install "torch==$TORCH_VERSION" --index-url "$TORCH_INDEX"
+    fi
+    # 2. this exact hwcheck (with the hidden tests), its other dependencies pinned to the TA's versions
+    if ! "${PIP[@]}" install -c "$HERE/constraints.txt" "$HERE/wheels/$HWCHECK_WHEEL"; then
+        echo "hwcheck setup: WARNING: the pinned versions of constraints.txt do not install on this Python;" \
+             "installing the newest versions hwcheck allows instead (grades may differ from your tests)" >&2
+        "${PIP[@]}" install "$HERE/wheels/$HWCHECK_WHEEL"
+    fi
 fi
 
 chmod -R a+rX "$VENV"
+# the hidden tests and the reference, and this zip (hwcheck's wheel holds them too): root's alone. hwcheck
+# grades as root and runs student code as nobody, so this wall holds even where the container lets
+# hwcheck make no namespaces of its own.
+SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+chmod -R go-rwx "$SITE/reference" "$SITE/assignments" "$HERE"
 ln -sf "$VENV/bin/hwcheck" /usr/local/bin/hwcheck
 "$VENV/bin/python" -c "import torch; v = torch.__version__.split('+')[0]; print('hwcheck setup: torch', torch.__version__, 'cuda:', torch.version.cuda); assert v == '$TORCH_VERSION', 'torch ' + v + ' is not $TORCH_VERSION'"
 hwcheck --version
@@ -133,12 +162,15 @@ def _fill(template, values):
 
 
 def autograder_files(assignment, *, hwcheck_wheel, torch_version, constraints, torch_wheel=None,
-                     timeout=None, python_version=None, built_at=None):
+                     timeout=None, python_version=None, built_at=None, wheels=None, container_python=None,
+                     pinned=None):
     """The text files of the autograder zip: {name: (text, unix mode)}. Pure.
 
     `hwcheck_wheel` / `torch_wheel` are file names under `wheels/` in the zip;
     `torch_version` is a public version (no `+cpu`); `constraints` is the text
-    of constraints.txt.
+    of constraints.txt. `wheels`: the file names of every wheel in the zip when
+    setup.sh is to install from them alone (built for `container_python`),
+    else None (--online).
     """
     torch_version = str(torch_version).split("+")[0]
     python_version = python_version or ".".join(map(str, sys.version_info[:3]))
@@ -148,13 +180,17 @@ def autograder_files(assignment, *, hwcheck_wheel, torch_version, constraints, t
         "TORCH_VERSION": shlex.quote(torch_version), "TORCH_INDEX": shlex.quote(TORCH_CPU_INDEX),
         "TORCH_WHEEL": shlex.quote(torch_wheel or ""), "HWCHECK_WHEEL": shlex.quote(hwcheck_wheel),
         "PYTHON": python_version, "OPTIONS": options,
+        "WHEELS_INSIDE": "1" if wheels else "0", "ZIP_PYTHON": shlex.quote(container_python or ""),
         "FAILURE": FAILURE_TEXT.replace("\\", "\\\\").replace('"', '\\"'),
     }
     config = {
         "assignment": assignment, "hwcheck": __version__, "torch": torch_version,
         "torch_from": f"wheels/{torch_wheel}" if torch_wheel else TORCH_CPU_INDEX,
         "hwcheck_wheel": f"wheels/{hwcheck_wheel}", "python": python_version, "timeout": timeout,
-        "built_at": built_at,
+        "built_at": built_at, "container_python": container_python if wheels else None,
+        "wheels": sorted(f"wheels/{w}" for w in wheels) if wheels else None,
+        # False: the versions installed here do not exist for the container's Python; the newest allowed were taken
+        "pinned_to_constraints": pinned,
     }
     return {
         "setup.sh": (_fill(SETUP_SH, values), 0o755),
@@ -240,8 +276,54 @@ def check_wheel(path, assignment):
         raise HwcheckError(f"the wheel {os.path.basename(path)} lacks {', '.join(missing)}")
 
 
-def write_autograder_zip(output, assignment, *, torch_wheel=None, timeout=None):
-    """Build the wheel, write the autograder zip at `output` (atomically); return a dict of what is in it."""
+def _check_python(python):
+    if not (isinstance(python, str) and python.count(".") == 1 and all(p.isdigit() for p in python.split("."))):
+        raise HwcheckError(f"--python {python!r}: give the container's Python as MAJOR.MINOR, e.g. 3.10")
+
+
+def download_wheels(dest, hwcheck_wheel, *, python, torch_wheel=None, constraints=None):
+    """Fetch into `dest` the wheels setup.sh installs with no index: torch's CPU build (of the
+    version installed here, or the file `torch_wheel`), and hwcheck's wheel's dependencies, for
+    CPython `python` ("3.10") on x86_64 Linux, from the indexes pip is configured with here plus
+    PyTorch's CPU index. `constraints` (a file) pins them to the versions installed here; when
+    those do not exist for that Python, the newest versions hwcheck allows are taken instead.
+
+    Returns (wheel file names, pinned: whether the constraints held).
+    """
+    _check_python(python)
+    os.makedirs(dest, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--no-input",
+           "--dest", dest, "--only-binary=:all:", "--implementation", "cp", "--python-version", python,
+           *(f"--platform={p}" for p in PLATFORMS), "--extra-index-url", TORCH_CPU_INDEX,
+           os.path.abspath(torch_wheel) if torch_wheel else f"torch=={torch_version()}+cpu", hwcheck_wheel]
+    failure = ""
+    keep = os.path.basename(hwcheck_wheel)
+    for pinned in ([True] if constraints else []) + [False]:
+        for name in os.listdir(dest):  # nothing of an attempt that failed half way
+            if name != keep:
+                os.unlink(os.path.join(dest, name))
+        proc = subprocess.run(cmd + (["-c", constraints] if pinned else []), capture_output=True, text=True)
+        if proc.returncode == 0:
+            names = sorted(n for n in os.listdir(dest) if n.endswith(".whl"))
+            if any(n.startswith("nvidia_") or n.startswith("triton-") for n in names):
+                raise HwcheckError(f"pip fetched CUDA packages for the zip ({', '.join(names)}): the zip must "
+                                   "hold the CPU build of torch")
+            return names, pinned
+        failure = (proc.stderr or proc.stdout).strip()[-1500:]
+    raise HwcheckError(f"could not fetch the wheels for Python {python} on x86_64 Linux into the zip: {failure}\n"
+                       "Is this Python version right for the base image (--python)? Offline, give torch's CPU wheel "
+                       "with --torch-wheel and make the rest reachable to pip, or build with --online.")
+
+
+def write_autograder_zip(output, assignment, *, torch_wheel=None, timeout=None, python=CONTAINER_PYTHON,
+                         online=False):
+    """Build the wheel, write the autograder zip at `output` (atomically); return a dict of what is in it.
+
+    Unless `online`, every wheel setup.sh installs goes into the zip (`download_wheels`, for the
+    container's `python`).
+    """
+    if not online:
+        _check_python(python)
     if torch_wheel is not None:
         base = os.path.basename(torch_wheel)
         if not (base.startswith("torch-") and base.endswith(".whl")) or not zipfile.is_zipfile(torch_wheel):
@@ -250,32 +332,50 @@ def write_autograder_zip(output, assignment, *, torch_wheel=None, timeout=None):
             raise HwcheckError(f"{base} is not the torch installed here ({torch_version()}): the container "
                                "must grade with the version you tested")
     with tempfile.TemporaryDirectory(prefix="hwcheck-autograder-") as tmp:
-        wheel = build_wheel(os.path.join(tmp, "wheels"))
+        wheels_dir = os.path.join(tmp, "wheels")
+        wheel = build_wheel(wheels_dir)
         check_wheel(wheel, assignment)
+        constraints = installed_constraints()
+        pinned = None
+        if online:
+            wheels, torch_name = None, os.path.basename(torch_wheel) if torch_wheel else None
+            extra = [torch_wheel] if torch_wheel else []
+        else:
+            path = os.path.join(tmp, "constraints.txt")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(constraints)
+            wheels, pinned = download_wheels(wheels_dir, wheel, python=python, torch_wheel=torch_wheel,
+                                             constraints=path)
+            torch_name = next(w for w in wheels if w.startswith("torch-"))
+            extra = []
         files = autograder_files(
             assignment, hwcheck_wheel=os.path.basename(wheel), torch_version=torch_version(),
-            constraints=installed_constraints(), torch_wheel=os.path.basename(torch_wheel) if torch_wheel else None,
-            timeout=timeout, built_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+            constraints=constraints, torch_wheel=torch_name, timeout=timeout, wheels=wheels,
+            container_python=None if online else python, pinned=pinned,
+            built_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
         output = os.path.abspath(output)
         os.makedirs(os.path.dirname(output), exist_ok=True)
         fd, partial = tempfile.mkstemp(dir=os.path.dirname(output), prefix=".autograder.", suffix=".zip.tmp")
         os.close(fd)
+        inside = sorted(os.listdir(wheels_dir)) if not online else [os.path.basename(wheel)]
         try:
             with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as z:
                 for name, (text, mode) in files.items():
                     _add(z, name, text.encode("utf-8"), mode)
-                _add_file(z, f"wheels/{os.path.basename(wheel)}", wheel)
-                if torch_wheel:
-                    _add_file(z, f"wheels/{os.path.basename(torch_wheel)}", torch_wheel, compress=False)
+                for name in inside:  # wheels are zips already: stored, not compressed again
+                    _add_file(z, f"wheels/{name}", os.path.join(wheels_dir, name), compress=False)
+                for path in extra:
+                    _add_file(z, f"wheels/{os.path.basename(path)}", path, compress=False)
             os.chmod(partial, 0o644)
             os.replace(partial, output)
         except BaseException:
             if os.path.exists(partial):
                 os.unlink(partial)
             raise
-    return {"path": output, "files": sorted(files) + [f"wheels/{os.path.basename(wheel)}"]
-            + ([f"wheels/{os.path.basename(torch_wheel)}"] if torch_wheel else []),
-            "torch": torch_version(), "size": os.path.getsize(output)}
+    return {"path": output, "files": sorted(files) + [f"wheels/{n}" for n in inside]
+            + [f"wheels/{os.path.basename(p)}" for p in extra],
+            "torch": torch_version(), "size": os.path.getsize(output), "online": online,
+            "python": None if online else python, "pinned": pinned}
 
 
 def _info(name, mode):

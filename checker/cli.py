@@ -32,7 +32,7 @@ from checker.options import (DEVICE_CHOICES, all_option, assignment_option, ci_o
                              use_color)
 from checker.options import report_output_option, submissions_dir_option, top_pairs_option, verbose_option
 
-from checker.options import autograder_root_option, torch_wheel_option
+from checker.options import autograder_root_option, container_python_option, online_option, torch_wheel_option
 from checker.options import canvas_title_option, roster_option
 from checker.options import cluster_option, scheduler_option, shard_option
 
@@ -517,24 +517,35 @@ def kit(outdir, package):
 @click.option("-o", "--output", default="autograder.zip", show_default=True, type=click.Path(dir_okay=False),
               help="Where to write the autograder zip.")
 @torch_wheel_option
+@container_python_option
+@online_option
 @timeout_option
 @force_option
 @_guarded
-def gradescope(assignment, output, torch_wheel, timeout, force):
+def gradescope(assignment, output, torch_wheel, container_python, online, timeout, force):
     """Build the Gradescope autograder zip of an assignment (all tests, hidden ones included).
 
     Upload it as the assignment's autograder (Configure Autograder > Zip file upload).
-    Its setup.sh installs the CPU build of the torch installed here and this hwcheck;
+    Its setup.sh installs, from the wheels inside it, the CPU build of the torch
+    installed here, this hwcheck and its dependencies at the versions installed here;
     its run_autograder grades each submission and writes results.json.
     """
     from checker.autograder import write_autograder_zip
     if os.path.exists(output) and not force:
         raise Fail(f"{output} already exists; use --force to overwrite it")
-    info = write_autograder_zip(output, assignment, torch_wheel=torch_wheel, timeout=timeout)
+    if not online:
+        click.echo(f"fetching the wheels for Python {container_python} on x86_64 Linux (torch's CPU build)...")
+    info = write_autograder_zip(output, assignment, torch_wheel=torch_wheel, timeout=timeout,
+                                python=container_python, online=online)
     click.echo(f"wrote {for_terminal(info['path'], newlines=False)} ({info['size'] / 1e6:.1f} MB): "
-               f"{', '.join(info['files'])}; torch {info['torch']} (CPU) "
-               + ("from the wheel inside" if torch_wheel else "from PyTorch's CPU index at setup"))
-    click.echo("upload it on Gradescope: Configure Autograder > Zip file upload (base image Ubuntu 22.04 or later)")
+               f"{len(info['files'])} files; torch {info['torch']} (CPU) "
+               + (("from the wheel inside" if torch_wheel else "from PyTorch's CPU index at setup") if online
+                  else f"and every other package from the wheels inside, for Python {info['python']}"))
+    if info.get("pinned") is False:
+        click.echo(f"note: the versions installed here do not all exist for Python {info['python']}: the zip holds "
+                   "the newest versions hwcheck allows (its hwcheck-autograder.json lists them)")
+    base = "Ubuntu 22.04" if container_python == "3.10" else f"one whose python3 is {container_python}"
+    click.echo(f"upload it on Gradescope: Configure Autograder > Zip file upload, base image {base}")
 
 
 @main.command(hidden=True)

@@ -1,13 +1,13 @@
 """Tests of `hwcheck gradescope` (checker.autograder) and the zip's run_autograder (checker.autograde).
 
-The zip is built with the real command; its `run_autograder` runs in a
+The zip is built with the real command (--online here: only hwcheck's wheel inside; the zip with
+every wheel inside, as built by default, is installed by its setup.sh in a Gradescope-shaped
+container in tests/test_autograder_container.py); its `run_autograder` runs in a
 temporary folder laid out as Gradescope's (`source/`, `submission/`,
 `results/`, moved there with HWCHECK_AUTOGRADER_ROOT) with this venv's bin on
 PATH; every results.json is validated against the JSON Schema of Gradescope's
 documented format (checker/schema/gradescope-results.schema.json), and its
-top-level score must be exactly the sum of its tests. setup.sh's network
-installs are not run: it is checked as bash, and the wheel inside the zip is
-installed (--no-deps) into a fresh folder.
+top-level score must be exactly the sum of its tests.
 """
 
 import json
@@ -48,7 +48,7 @@ def validate(results):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("zip") / "autograder.zip"
-    proc = subprocess.run([HWCHECK, "gradescope", "-a", "attention", "-o", str(out)],
+    proc = subprocess.run([HWCHECK, "gradescope", "-a", "attention", "-o", str(out), "--online"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "wrote" in proc.stdout
@@ -58,7 +58,7 @@ def built(tmp_path_factory):
 @pytest.fixture(scope="module")
 def built_vit(tmp_path_factory):
     out = tmp_path_factory.mktemp("zipvit") / "autograder.zip"
-    proc = subprocess.run([HWCHECK, "gradescope", "-a", "vit", "-o", str(out)],
+    proc = subprocess.run([HWCHECK, "gradescope", "-a", "vit", "-o", str(out), "--online"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return out
@@ -141,7 +141,8 @@ def test_torch_wheel_option_puts_the_wheel_in_and_setup_installs_it(tmp_path):
     with zipfile.ZipFile(fake, "w") as z:
         z.writestr("torch/__init__.py", "")
     out = tmp_path / "a.zip"
-    proc = subprocess.run([HWCHECK, "gradescope", "-a", "attention", "-o", str(out), "--torch-wheel", str(fake)],
+    proc = subprocess.run([HWCHECK, "gradescope", "-a", "attention", "-o", str(out), "--torch-wheel", str(fake),
+                           "--online"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     with zipfile.ZipFile(out) as z:
@@ -161,6 +162,12 @@ def test_torch_wheel_option_puts_the_wheel_in_and_setup_installs_it(tmp_path):
 # ---------------------------------------------------------------------------
 # run_autograder on submissions
 # ---------------------------------------------------------------------------
+
+def test_wheels_for_a_python_that_is_no_version_are_refused(tmp_path):
+    proc = subprocess.run([HWCHECK, "gradescope", "-a", "attention", "-o", str(tmp_path / "a.zip"), "--python", "3"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "MAJOR.MINOR" in proc.stderr and not (tmp_path / "a.zip").exists()
+
 
 def _hidden_entries_only_summaries(results):
     hidden = [t for t in results["tests"] if t["visibility"] != "visible"]
