@@ -16,17 +16,19 @@ segmentation fault", "... ended the process with os._exit(0)").
 
 What it is not: a judge or a place that runs student code. It only moves
 plain data (`wire`) and turns the worker's answers into values or
-`GradingFailure`s.
+`GradingFailure`s; what those answers mean (their fields checked, a
+failure or a process's end in a student's words) is `checker.answers`.
 """
 
 import os
-import re
 import shutil
 import signal
 import time
 
 from checker import wire
-from checker.errors import BadReturn, MissingName, StudentError, StudentTimeout, WorkerCrashed
+from checker.answers import (defs_from, describe_status, failure_from, load_message, load_unit, unrun_text,
+                             where_text)
+from checker.errors import BadReturn, MissingName, StudentTimeout, WorkerCrashed
 from checker.names import call_text, close_names
 from checker.submission_files import copy_submission, file_source, secret_paths, sha256_of
 from checker.zygote_client import Zygote
@@ -80,88 +82,6 @@ class Limits:
                 lim["retry_call_s"] = max(MIN_CALL_S / 4, base.retry_call_s * share)
                 lim["cell_s"] = max(MIN_CELL_S, base.cell_s * share)
         return cls(**lim)
-
-
-# torch errors whose words do not say their usual cause in student code
-TORCH_ERROR_NOTES = [
-    (re.compile(r"element 0 of tensors does not require grad"),
-     "the output is not connected to the parameters: forward runs under torch.no_grad() or @torch.no_grad(), "
-     "or a tensor was detached (.detach(), .data, .numpy(), .item()) on the way"),
-    (re.compile(r"modified by an inplace operation"),
-     "an in-place operation (`x += ...`, `x[...] = ...`, `.masked_fill_()`, `nn.ReLU(inplace=True)`) changed a "
-     "tensor that backward still needs: use the out-of-place form (`x = x + ...`, `.masked_fill(...)`)"),
-    (re.compile(r"batch1 must be a 3D tensor|Expected 3-dimensional tensor|expected 3D tensor"),
-     "torch.bmm takes exactly 3-D tensors: `@` (torch.matmul) works for any number of leading axes"),
-    (re.compile(r"Cannot copy out of meta tensor"),
-     "your code copied a tensor to a device chosen once for the whole program (`x.to(device)` with a global `device`, `.cuda()`, `.cpu()`); inside a "
-     "module, make tensors on the device of the input or of the parameters (`x.device`)"),
-    (re.compile(r"Dimension out of range"),
-     "an axis that only inputs with more axes have: count axes from the end (dim=-1, .transpose(-2, -1)), "
-     "so that any number of leading batch or head axes works"),
-]
-
-
-def _describe_status(status, memory_mb=None):
-    """What ended a worker, in words for a student ("your code crashed with a segmentation fault ...")."""
-    if status is None:
-        return "your code stopped the process that runs it (it closed the grader's connection or died)"
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        mem = f" (more than {memory_mb:g} MiB)" if memory_mb else ""
-        words = {
-            signal.SIGSEGV: "your code crashed with a segmentation fault (SIGSEGV: it read or wrote memory it "
-                            "does not own, e.g. through ctypes or a C extension)",
-            signal.SIGBUS: "your code crashed with a bus error (SIGBUS: a bad memory access)",
-            signal.SIGABRT: "your code aborted the process (SIGABRT, e.g. a failed check inside a C library)",
-            signal.SIGFPE: "your code crashed with a floating-point exception (SIGFPE)",
-            signal.SIGILL: "your code crashed with an illegal instruction (SIGILL)",
-            signal.SIGKILL: f"the process running your code was killed (SIGKILL), most often for using too "
-                            f"much memory{mem}",
-            signal.SIGXFSZ: "your code wrote a file larger than the 256 MiB allowed",
-            signal.SIGXCPU: "your code used more CPU time than allowed",
-        }
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        return words.get(sig, f"the process running your code was ended by {name}")
-    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == wire.CHANNEL_LOST_EXIT:
-        return ("your code closed the connection the grader uses to talk to the process that runs it (os.close "
-                "of a file descriptor your code did not open?); leave descriptors you did not open alone")
-    if os.WIFEXITED(status):
-        code = os.WEXITSTATUS(status)
-        return (f"your code ended the process that runs it with os._exit({code}) (or another hard exit); "
-                "use `return` or raise an exception instead")
-    return "the process running your code died"
-
-
-def _unit(header):
-    """A unit event from the (untrusted) worker, checked: {file: str, cell: int|None, line: int|None}."""
-    file, cell, line = header.get("file"), header.get("cell"), header.get("line")
-    label = header.get("label")  # how the notebook shows the cell ("In [7]"), told by the loader
-    return {"file": str(file)[:200] if file is not None else "?",
-            "cell": cell if type(cell) is int else None,
-            "line": line if type(line) is int else None,
-            "label": label[:40] if isinstance(label, str) and type(cell) is int else None}
-
-
-def _cell_words(where):
-    """How the student's notebook shows a cell: the worker's label ("In [7]", "the 4th code cell"), else its number."""
-    label = where.get("label")
-    return label[:40] if isinstance(label, str) and label else f"cell {where.get('cell')}"
-
-
-def _where(unit):
-    return (f"{unit['file']}, {unit.get('label') or 'cell ' + str(unit['cell'])}" if unit["cell"] is not None
-            else f"{unit['file']}, line {unit['line']}")
-
-
-def _message(m):
-    """A load message from the worker, reduced to plain fields of known types."""
-    def _int(v):
-        return v if type(v) is int else None
-    return {"kind": str(m.get("kind"))[:40], "file": str(m["file"])[:200] if m.get("file") is not None else None,
-            "cell": _int(m.get("cell")), "line": _int(m.get("line")), "text": str(m.get("text", ""))[:4000]}
 
 
 class ForwardResult:
@@ -327,7 +247,7 @@ class SubmissionHandle:
                             if isinstance(header.get("isolation"), list) else []
                         continue
                     if event == "unit":
-                        last_unit = _unit(header)
+                        last_unit = load_unit(header)
                         unit_deadline = unit_s + grace <= load_left()
                         deadline = time.monotonic() + min(unit_s + grace, max(load_left(), 0.01))
                         continue
@@ -354,12 +274,12 @@ class SubmissionHandle:
                     kind = "timeout" if isinstance(e, TimeoutError) else "crash"
                     self.load_messages.append({"kind": kind, "file": last_unit["file"], "cell": last_unit["cell"],
                                                "line": last_unit["line"],
-                                               "text": f"{_where(last_unit)}: {why}. The grader skipped this {what} "
+                                               "text": f"{where_text(last_unit)}: {why}. The grader skipped this {what} "
                                                        "and loaded the rest."})
                     continue
                 self.load_messages.append({"kind": "crash", "file": None, "cell": None, "line": None,
                                            "text": "loading the submission failed: "
-                                                   + (f"{_where(last_unit)}: " if last_unit else "") + why})
+                                                   + (f"{where_text(last_unit)}: " if last_unit else "") + why})
                 self.status = "timeout" if isinstance(e, TimeoutError) else "crashed"
                 self.load_ok = False
                 return self.load_report()
@@ -373,7 +293,7 @@ class SubmissionHandle:
                 self._kill()
                 return self.load_report()
             msgs = header.get("messages") if isinstance(header.get("messages"), list) else []
-            self.load_messages.extend(_message(m) for m in msgs[:500] if isinstance(m, dict))
+            self.load_messages.extend(load_message(m) for m in msgs[:500] if isinstance(m, dict))
             for m in self.load_messages:  # a unit stopped by the cell limit is not run again on a reload
                 if m.get("kind") == "timeout" and isinstance(m.get("file"), str):
                     key = [m["file"], m.get("cell"), m.get("line")]  # that statement alone
@@ -386,8 +306,8 @@ class SubmissionHandle:
             self.classes = [n for n in classes if isinstance(n, str) and n in known]
             origins = header.get("origins") if isinstance(header.get("origins"), dict) else {}
             self.origins = {k: v[:200] for k, v in origins.items() if isinstance(k, str) and isinstance(v, str)}
-            self.defs = _defs(header.get("defs"))
-            self.unrun = _defs(header.get("unrun"), whys=("main_guard", "block", "stopped"))
+            self.defs = defs_from(header.get("defs"))
+            self.unrun = defs_from(header.get("unrun"), whys=("main_guard", "block", "stopped"))
             self.load_ok = True
             return self.load_report()
 
@@ -405,7 +325,7 @@ class SubmissionHandle:
                 if status is not None:
                     break
                 time.sleep(0.05)
-        return _describe_status(status, self.limits.memory_mb)
+        return describe_status(status, self.limits.memory_mb)
 
     def _respawn(self):
         """Replace a dead worker and reload (units that crashed are already in self.skip)."""
@@ -432,7 +352,7 @@ class SubmissionHandle:
 
     def missing(self, name):
         if name in self.unrun:
-            return MissingName(_unrun_text(name, self.unrun), missing_names=[name])
+            return MissingName(unrun_text(name, self.unrun), missing_names=[name])
         close = close_names(name, self.names)
         hint = f" Close spellings that exist: {', '.join(close)}." if close else ""
         own = [n for n in self.classes if n != name]
@@ -518,42 +438,7 @@ class SubmissionHandle:
         return text
 
     def _failure(self, err, what):
-        if not isinstance(err, dict):
-            err = {}
-        etype = str(err.get("type", "Error"))[:100]
-        msg = str(err.get("message", ""))[:2000]
-        if etype == "MissingName":
-            return self.missing(str(err.get("name", "?")))
-        if etype == "BadReturn":
-            return BadReturn(f"{what} returned a value the grader cannot read: {msg}")
-        if etype == "ProbeError":
-            return StudentError(f"{what}: {msg}")
-        where = err.get("where") if isinstance(err.get("where"), dict) else None
-        loc = ""
-        if where:
-            loc = f" at {where.get('file')}" + (f", {_cell_words(where)}" if where.get("cell") is not None else "") \
-                  + f", line {where.get('line')}"
-            if where.get("code"):
-                loc += f":\n    {str(where['code'])[:200]}"
-        if err.get("timeout"):
-            return StudentTimeout(f"{what} was stopped by the time limit{loc}")
-        bases = err.get("bases") if isinstance(err.get("bases"), list) else [etype]
-        if etype == "SystemExit":
-            text = (f"{what} called sys.exit({msg}) (a function should return its result; "
-                    f"the grader ignored the exit){loc}")
-        elif etype == "MemoryError":
-            text = (f"{what} ran out of memory (the limit is {self.limits.memory_mb:g} MiB){loc}")
-        else:
-            text = f"{what} raised {etype}: {msg}{loc}" if msg else f"{what} raised {etype}{loc}"
-            if "PermissionError" in bases:
-                text += ("\n(the grader runs your code in a sandbox: it may read your submission and the "
-                         "Python installation and write only its own temporary folder; no network, no "
-                         "other processes)")
-            text += next((f"\n({note})" for pattern, note in TORCH_ERROR_NOTES if pattern.search(msg)), "")
-        failure = StudentError(text)
-        failure.where = where
-        failure.exc_types = [str(b)[:100] for b in bases[:20]]
-        return failure
+        return failure_from(err, what, self.limits.memory_mb, self.missing)
 
     def call(self, name, *args, **kwargs):
         self.called.append(name)
@@ -636,51 +521,6 @@ class SubmissionHandle:
         return self.request("meta_forward", {"cls": cls, "args": list(args), "kwargs": kwargs,
                                              "input_shape": list(input_shape), "input_dtype": input_dtype,
                                              "vocab": vocab}, what=f"{cls} on the meta device")
-
-
-def _defs(raw, whys=None):
-    """The worker's {name: {file, cell, line}} of def/class statements, kept only where well-formed
-    (and, given `whys`, only those whose "why" is one of them)."""
-    out = {}
-    if not isinstance(raw, dict):
-        return out
-    for name, d in list(raw.items())[:10000]:
-        if not (isinstance(name, str) and isinstance(d, dict) and isinstance(d.get("file"), str)):
-            continue
-        if whys is not None and d.get("why") not in whys:
-            continue
-        cell, line = d.get("cell"), d.get("line")
-        out[name[:200]] = {"file": d["file"][:200],
-                           "cell": cell if type(cell) is int and cell >= 1 else None,
-                           "line": line if type(line) is int and line >= 1 else None,
-                           **({"label": d["label"][:40]} if isinstance(d.get("label"), str) else {}),
-                           **({"why": d["why"]} if whys is not None else {})}
-    return out
-
-
-def _unrun_text(name, unrun):
-    """Why a def/class the student wrote never ran, and what to do about it: one text for every name
-    that failed the same way in the same place, so a question missing several says it once."""
-    d = unrun[name]
-    same = [n for n, e in unrun.items()
-            if (e["file"], e["cell"], e["why"]) == (d["file"], d["cell"], d["why"])]
-    same.sort(key=lambda n: (unrun[n]["line"] or 0, n))
-    lines = [unrun[n]["line"] for n in same if unrun[n]["line"]]
-    names = ", ".join(f"`{n}`" for n in same[:8]) + (f" and {len(same) - 8} more" if len(same) > 8 else "")
-    it, is_ = ("they", "are") if len(same) > 1 else (f"`{name}`", "is")
-    where = d["file"] + (f", cell {d['cell']}" if d["cell"] else "")
-    if lines:
-        where += f", line {lines[0]}" if len(lines) == 1 else f", lines {lines[0]}-{lines[-1]}"
-    if d["why"] == "main_guard":
-        return (f"{names} {is_} defined in {where}, inside `if __name__ == \"__main__\":`. The grader imports "
-                f"your file as a module, so that block does not run and {it} {'are' if it == 'they' else 'is'} "
-                "never defined: move the defs to the top level of the file (keep only demo code under the `if`).")
-    if d["why"] == "stopped":
-        return (f"{names} {is_} defined in {where}, but running that code stopped with an error before "
-                f"{it} {'were' if it == 'they' else 'was'} defined (see the loading messages): fix that error, "
-                "or give the defs a cell of their own.")
-    return (f"{names} {is_} defined in {where}, inside an if/for/while/with/try block whose code never "
-            "reached the def: define functions and classes at the top level.")
 
 
 class ModuleHandle:
