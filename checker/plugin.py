@@ -38,6 +38,16 @@ def cuda_available():
         return False
 
 
+FLAKY_MESSAGE = ("it gave different answers to the same inputs on different calls: does it keep state between "
+                 "calls (a counter, a cache, a global it changes) or draw random numbers?")
+
+
+def _is_flaky(exc):
+    """Hypothesis's Flaky errors: a test that failed, then passed on the same example."""
+    return any(c.__name__ in ("Flaky", "FlakyFailure") and c.__module__.startswith("hypothesis")
+               for c in type(exc).__mro__)
+
+
 class HwcheckPlugin:
     """One instance per graded submission; passed to `pytest.main(plugins=[...])`."""
 
@@ -118,6 +128,12 @@ class HwcheckPlugin:
             where = _def_of(self._handle, meta["message"], [])
             if where:
                 meta["where"] = dict(where)
+        elif call.when == "call" and _is_flaky(exc):
+            # Hypothesis met an input that failed once and passed when asked again: the student's function
+            # answers the same input differently from call to call (state kept between calls, randomness)
+            inner = next((e for e in getattr(exc, "exceptions", ()) if isinstance(e, GradingFailure)), None)
+            meta["outcome"] = "failed"
+            meta["message"] = (FLAKY_MESSAGE + (f" Once it failed so: {inner.message}" if inner else ""))
         elif call.when == "call":
             meta["outcome"] = "error"
             meta["message"] = (f"the grader could not check this result ({type(exc).__name__}: {exc}); "

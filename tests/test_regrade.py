@@ -131,3 +131,32 @@ def test_the_gradebook_follows_each_scorecard(graded, tmp_path, monkeypatch):
 def test_the_resume_command_quotes_what_a_shell_would_split():
     assert resume_command("my class", "vit", "out dir", 2, None, True, 7, False, ("cpu",)) == \
         "hwcheck grade 'my class' -a vit -o 'out dir' -j 2 --resume --public --seed 7 --device cpu"
+
+
+def _stateful_softmax(tmp_path):
+    """correct.py whose softmax is wrong on every third call: Q1 loses points, and whether the later
+    questions' carried credit holds depends on the order the fresh worker is asked in."""
+    src = open(os.path.join(EXAMPLES, "correct.py"), encoding="utf-8").read()
+    src = src.replace("def get_attention_weights(scores):\n",
+                      "_calls = [0]\n\n\ndef get_attention_weights(scores):\n"
+                      "    _calls[0] += 1\n"
+                      "    if _calls[0] % 3 == 0:\n"
+                      "        return np.full(np.shape(scores), 1.0 / np.shape(scores)[-1])\n", 1)
+    path = tmp_path / "stateful.py"
+    path.write_text(src, encoding="utf-8")
+    return str(path)
+
+
+def test_a_stateful_function_is_told_so_and_regraded_alike_with_the_same_seed(tmp_path):
+    from checker.runner import Grader
+
+    def outcomes(seed):
+        with Grader(mode="hidden", seed=seed, devices=("cpu",)) as g:
+            card = g.grade(_stateful_softmax(tmp_path), "attention")
+        return [(t["name"], t["outcome"], t["message"]) for q in card["questions"] for t in q["tests"]]
+
+    first = outcomes(7)
+    assert any(o == "failed" for _, o, _ in first)
+    # told as what it is (Hypothesis found an input that failed once and passed when asked again)
+    assert any(o == "failed" and "different answers to the same inputs" in m for _, o, m in first)
+    assert outcomes(7) == first
