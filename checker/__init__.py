@@ -3,7 +3,7 @@
 This package is the library and CLI. It holds no logic here: see the modules.
 Worker side (runs beside student code): the `worker` subpackage (`zygote`,
 `serve`, `isolation`, `loader`, `probes`); shared with it: `wire`, `errors`.
-Trusted side: `sandbox` (over `zygote_client`, `submission_files`, `names`),
+Trusted side: `sandbox` (over `zygote_client`, `submission_files`, `names`, `answers`),
 `plugin`, `compare`, `by_hand`, `runner`, `batch`, `kit`, `spec`.
 In a notebook: `check()` and `%hwcheck` (`notebook`, `notebook_html`).
 Pure output: `scorecard`, `gradescope`, `gradebook`, `report`, `ci`, `atomic`.
