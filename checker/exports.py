@@ -30,7 +30,7 @@ totals are grades.csv's). The formats:
   UTC), so a grade a TA changes in Moodle after the export is kept. A `Feedback comments`
   column, when present, replaces every student's comment (a blank one too), so hwcheck writes
   none: comments typed in Moodle stay.
-A submission hwcheck could not grade (an internal error) gets an empty grade, never 0.
+In moodle.csv a submission hwcheck could not grade (an internal error) gets an empty grade, never 0.
 
 What it is not: grades.csv (`checker.gradebook`) or the reading of the LMS's folders (`checker.lms`).
 """
@@ -75,13 +75,18 @@ def _sid(card):
     return str((card.get("submission") or {}).get("id", ""))
 
 
+def _in_canvas(card, person):
+    """A row of canvas.csv: a Canvas user id (not anonymous), and graded (a blank cell erases Canvas's grade)."""
+    return bool(person.get("canvas_user_id")) and _grade(card) != ""
+
+
 def canvas_text(cards, people, title, points_possible):
     """Canvas's gradebook CSV: one row per submission whose student has a Canvas user id."""
     rows = [CANVAS_COLUMNS + [title], ["Points Possible", "", "", "", "", _points(points_possible)]]
     for card in sorted(cards, key=_sid):
         person = people.get(_sid(card)) or {}
-        if not person.get("canvas_user_id") or _grade(card) == "":
-            continue  # no Canvas user id (anonymous), or not graded: a blank cell would erase Canvas's grade
+        if not _in_canvas(card, person):
+            continue
         rows.append([for_csv_cell(person.get("student", "")), str(person["canvas_user_id"]),
                      for_csv_cell(person.get("sis_user_id", "")), for_csv_cell(person.get("sis_login_id", "")),
                      for_csv_cell(person.get("section", "")), _grade(card)])
@@ -124,8 +129,8 @@ def write_exports(outdir, assignment, canvas_title=None, now=None):
     modified = now.astimezone(datetime.timezone.utc).isoformat(timespec="seconds")
     maximum = next((c.get("max_score") for c in cards if c.get("max_score") is not None), None)
     for key, name in (("canvas_user_id", "canvas.csv"), ("moodle_participant", "moodle.csv")):
-        having = [c for c in cards if (people.get(_sid(c)) or {}).get(key)
-                  and (name != "canvas.csv" or _grade(c) != "")]
+        wanted = _in_canvas if name == "canvas.csv" else (lambda c, person: bool(person.get(key)))
+        having = [c for c in cards if wanted(c, people.get(_sid(c)) or {})]
         if not having:
             continue
         text = (canvas_text(cards, people, canvas_title or assignment, maximum)
