@@ -222,6 +222,21 @@ PROBE = textwrap.dedent('''\
 
 @pytest.mark.skipif(not IS_ROOT or not shutil.which("setpriv") or not shutil.which("unshare"),
                     reason="needs root (to arrange an ordinary user whose Python is reachable) and util-linux")
+def _reachable(path):
+    """Mount steps (in a private mount namespace) that let any user walk down to `path` where one of its
+    folders, outside /root, is closed to others (a checkout in a `mktemp -d` folder, mode 0700): a 0755
+    tmpfs over that folder holding only the next step of the way, bound from the real one."""
+    steps, parts = [], os.path.realpath(path).strip("/").split("/")
+    for i in range(len(parts) - 1):
+        folder = "/" + "/".join(parts[:i + 1])
+        if folder == "/root" or os.stat(folder).st_mode & 0o001:
+            continue
+        real = f"/run/hwcheck-test-real{i}"
+        steps += [f"mkdir -p {real}", f"mount --bind {folder} {real}", f"mount -t tmpfs -o mode=0755 tmpfs {folder}",
+                  f"mkdir -p {folder}/{parts[i + 1]}", f"mount --bind {real}/{parts[i + 1]} {folder}/{parts[i + 1]}"]
+    return steps
+
+
 def test_as_an_ordinary_user_the_worker_owns_nothing_of_that_user(request_cleanup):
     """The grader run by an ordinary user (uid 54321): its worker, inside a user namespace, cannot
     read that user's own private file, even though the worker's uid outside is that user's."""
@@ -247,6 +262,7 @@ def test_as_an_ordinary_user_the_worker_owns_nothing_of_that_user(request_cleanu
               f"mount -t tmpfs -o mode=0755 tmpfs /root && "
               + " && ".join(f"mkdir -p /root/{d} && mount --bind {real_root}/{d} /root/{d}"
                             for d in os.listdir("/root") if d in (".pyenv", ".local", ".cache"))
+              + "".join(f" && {step}" for step in _reachable(REPO))
               + f" && cd {work} && exec setpriv --reuid={uid} --regid={uid} --clear-groups "
               f"env -i PATH=/usr/bin:/bin HOME={work} TMPDIR={work} {sys.executable} {probe} {spy} {secret} {REPO}")
     r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=180)
