@@ -505,12 +505,15 @@ class SubmissionHandle:
         value = self.call(name, *args, **kwargs)
         return value, {"dtypes": list(self.last_dtypes)}
 
-    def new(self, cls, *args, seed=0, device="cpu", dtype="float32", **kwargs):
+    def new(self, cls, *args, seed=0, device="cpu", dtype="float32", example=None, **kwargs):
+        """Build the student's module. `example` ({"shape": [...], "vocab": V or None}) describes an input of
+        the tests' shape: the worker uses it only to materialise lazy layers (see Probes.new)."""
         self.called.append(cls)
         if self.loaded and cls not in self.names and self.load_ok:
             raise self.missing(cls)
         info = self.request("new", {"cls": cls, "args": list(args), "kwargs": kwargs, "seed": int(seed),
-                                    "device": device, "dtype": dtype}, what=call_text(cls, args, kwargs),
+                                    "device": device, "dtype": dtype, "example": example},
+                            what=call_text(cls, args, kwargs),
                             key=f"{cls}(...)")
         return ModuleHandle(self, cls, info, device, dtype)
 

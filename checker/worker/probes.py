@@ -136,7 +136,10 @@ class Probes:
         return {"value": value, "calls": sorted(recorder.names)[:500]}
 
     # -- modules
-    def new(self, cls, args, kwargs, seed, device, dtype):
+    def new(self, cls, args, kwargs, seed, device, dtype, example=None):
+        """Build `cls(*args, **kwargs)` under `seed`, move it to `device`/`dtype`. `example`
+        ({"shape": [...], "vocab": V or None}): an input of the tests' shape, used only to materialise
+        lazy layers (nn.LazyLinear, ...) before anything counts, lists or moves the parameters."""
         torch = _torch()
         klass = self.lookup(cls)
         torch.manual_seed(seed)
@@ -144,6 +147,7 @@ class Probes:
         if not isinstance(m, torch.nn.Module):
             raise ProbeError(f"{cls}(...) did not build an nn.Module (got {type(m).__name__}); "
                              "the class must subclass torch.nn.Module")
+        _materialise(m, cls, example)
         m = m.to(device=device, dtype=_dtype(dtype)) or m
         m.eval()
         if device != "meta":
@@ -295,6 +299,37 @@ class Probes:
             if "meta" not in str(e).lower() and "data-dependent" not in str(e).lower():
                 raise
             return {"shape": None, "fallback": f"{type(e).__name__}: {str(e)[:200]}"}
+
+
+def _is_lazy(m):
+    from torch.nn.parameter import is_lazy
+    return any(is_lazy(t) for t in (*m.parameters(), *m.buffers()))
+
+
+def _materialise(m, cls, example):
+    """Lazy layers (nn.LazyLinear, nn.LazyConv2d: the d2l.ai textbook's style) have no parameters until
+    their first forward. As PyTorch says to, run one forward on a small CPU input of the tests' shape (in
+    the default dtype, the one such layers are made in) before anything counts, lists, moves (`.to('meta')`
+    would leave them empty) or differentiates them. The student's own exception, if their forward raises,
+    goes to the trusted side as theirs; the RNG continues from the constructor's seed, so a rebuild is
+    identical."""
+    if not _is_lazy(m):
+        return
+    torch = _torch()
+    if not isinstance(example, dict) or not isinstance(example.get("shape"), list):
+        raise ProbeError(f"{cls} has lazy layers (parameters made on the first forward) and the grader gave "
+                         "no example input to make them with")
+    shape, vocab = [int(n) for n in example["shape"]], example.get("vocab")
+    x = (torch.randint(0, int(vocab), shape) if vocab
+         else torch.randn(shape, dtype=torch.get_default_dtype()))
+    was_training = m.training
+    m.eval()
+    with torch.no_grad():
+        _call(m, x)
+    m.train(was_training)
+    if _is_lazy(m):
+        raise ProbeError(f"{cls} still has lazy layers after one forward on a {tuple(shape)} input: some "
+                         "layer is never used in forward, so its parameters are never made")
 
 
 _MISSING = re.compile(r"forward\(\) missing \d+ required positional arguments?: (.+)$")
