@@ -13,13 +13,30 @@ have been edited) is put into text that something else interprets:
   surrogates (a file name that is not UTF-8) become visible escapes such as
   `\\x1b` or `\\u202e`; tab is kept. With newlines=True a newline (and
   CR LF) is kept as a line break; with newlines=False it is shown as `\\n`,
-  so the string stays inside its one line (an id in a progress line). A
-  line whose text starts with `::` or `##[` (a GitHub Actions workflow
-  command, which the runner reads from any line of a step's output after
-  trimming spaces) gets a `\\` in front, so it is printed, not obeyed.
+  so the string stays inside its one line (an id in a progress line).
+  Zero-width and other default-ignorable characters (U+00AD, U+200B-200D,
+  U+2060-206F, U+FEFF, variation selectors, tags ...) and every other format
+  character are escaped too: the runner compares text the way .NET's culture
+  rules do, which skip them, so `:\\u200b:` would read as `::`.
+  GitHub Actions workflow commands are defused (actions/runner,
+  ActionCommand.cs): a line whose text starts with `::` after .NET's
+  TrimStart (every Unicode space: NBSP and the ideographic space too) gets
+  a `\\` in front, and `##[` anywhere in a line (the runner's v1 form,
+  `TryParse`, looks for it at any place) becomes `#\\#[`.
+- `for_output(text, color=False, commands=False)` — the last pass over a
+  whole text hwcheck prints (`checker.cli` prints through it and nothing
+  else): what `for_terminal` does, over the composed lines, so that no two
+  pieces put side by side can form what neither holds; with color=True the
+  few SGR colour codes hwcheck itself uses stay; with commands=True the
+  lines are hwcheck's own workflow commands (their `::` stays).
+- `for_json_text(text)` — a JSON document to print: every character the
+  terminal escaping would show as an escape becomes a JSON `\\uXXXX`
+  escape (JSON text stays valid and means the same), and `##[` is written
+  `#\\u0023[`.
 - `for_annotation_data(s)` / `for_annotation_property(s)` — the message and
   the `file=`/`title=` values of a `::error ...::message` workflow command:
-  the terminal escaping, then GitHub's own (`%` `\\r` `\\n` as `%25` `%0D`
+  the terminal escaping with its newlines kept (so each line the runner
+  unescapes is defused as well), then GitHub's own (`%` `\\n` as `%25`
   `%0A`; in properties also `:` `,` as `%3A` `%2C`), so one annotation is
   one line whatever the student wrote.
 - `for_markdown(s)` — inline Markdown (a table cell, a heading, a list
@@ -48,16 +65,27 @@ their own writers).
 
 import re
 
-__all__ = ["for_terminal", "for_annotation_data", "for_annotation_property", "for_markdown",
-           "for_markdown_code", "for_xml", "for_csv_cell"]
+__all__ = ["for_terminal", "for_output", "for_json_text", "for_annotation_data", "for_annotation_property",
+           "for_markdown", "for_markdown_code", "for_xml", "for_csv_cell"]
 
-# Everything a terminal, a log viewer or a text renderer may act on instead of showing. \n is handled apart.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-                     "\ud800-\udfff]")
-_UNSAFE_ONE_LINE = re.compile(_UNSAFE.pattern[:-1] + "\n]")
+# Everything a terminal, a log viewer or a text renderer may act on instead of showing, and what .NET's culture
+# comparison skips: C0 (but tab and newline, handled apart), DEL, C1, every format character (Cf: bidi controls,
+# zero-width ones, the BOM, tags ...), the other default-ignorable code points (variation selectors, Hangul
+# fillers, U+034F ...), the line and paragraph separators, lone surrogates.
+_UNSAFE_CHARS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2"
+                 "\u115f-\u1160\u17b4-\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164"
+                 "\ud800-\udfff\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+                 "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff")
+_UNSAFE = re.compile(f"[{_UNSAFE_CHARS}]")
+_UNSAFE_ONE_LINE = re.compile(f"[{_UNSAFE_CHARS}\n]")
 _NAMED = {"\r": "\\r", "\n": "\\n"}
-# A GitHub Actions workflow command: `::name ...::` (v2) or `##[name ...]` (v1), after leading spaces.
-_COMMAND_LINE = re.compile(r"^(\s*)(?=::|##\[)", re.MULTILINE)
+# GitHub Actions workflow commands (actions/runner, ActionCommand.cs): `::name ...::` (TryParseV2) at the start of
+# a line after TrimStart (every Unicode space; Python's \s holds them all), `##[name ...]` (TryParse) anywhere.
+_COMMAND_LINE = re.compile(r"^(\s*)(?=::)", re.MULTILINE)
+_COMMAND_V1 = re.compile(r"(?<=#)#(?=\[)")
+# The same line start, with hwcheck's own colour codes allowed among the spaces (for_output with color=True).
+_OWN_SGR = re.compile(r"\x1b\[(?:0|1|31|32|33)m")
+_COMMAND_LINE_COLORED = re.compile(r"^((?:\s|\x1b\[(?:0|1|31|32|33)m)*)(?=::)", re.MULTILINE)
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*|<>()!~&])")
 _XML_INVALID = re.compile("[\ufffe\uffff]")
 _FORMULA_START = ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20")
@@ -67,7 +95,7 @@ def _visible(ch):
     if ch in _NAMED:
         return _NAMED[ch]
     code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def _escape_controls(text, newlines):
@@ -83,13 +111,48 @@ def for_terminal(text, newlines=True):
 
     newlines=False keeps the result on one line (a newline is shown as `\\n`).
     """
-    return _COMMAND_LINE.sub(lambda m: m.group(1) + "\\", _escape_controls(text, newlines))
+    return _defuse_commands(_escape_controls(text, newlines))
+
+
+def _defuse_commands(text, line_start=_COMMAND_LINE):
+    """No `::` at a (space-trimmed) line start, no `##[` anywhere: what the runner would obey is shown instead."""
+    return _COMMAND_V1.sub("\\\\#", line_start.sub(lambda m: m.group(1) + "\\", text))
+
+
+def for_output(text, color=False, commands=False):
+    """A whole text hwcheck prints, made safe line by line (see the module's docstring).
+
+    color=True keeps hwcheck's own SGR colour codes (and nothing else of ESC); commands=True is for lines that
+    are hwcheck's own workflow commands, whose data was escaped by for_annotation_data: their `::` stays.
+    """
+    text = str(text)
+    if color:
+        own = _OWN_SGR.findall(text)
+        pieces = [_escape_controls(p, True) for p in _OWN_SGR.split(text)]
+        text = "".join(p + (own[i] if i < len(own) else "") for i, p in enumerate(pieces))
+    else:
+        text = _escape_controls(text, True)
+    if commands:
+        return _COMMAND_V1.sub("\\\\#", text)
+    return _defuse_commands(text, _COMMAND_LINE_COLORED if color else _COMMAND_LINE)
+
+
+def _json_escape(ch):
+    data = ch.encode("utf-16-be", "surrogatepass")
+    return "".join(f"\\u{int.from_bytes(data[i:i + 2], 'big'):04x}" for i in range(0, len(data), 2))
+
+
+def for_json_text(text):
+    """A JSON document to print: unsafe characters as JSON \\u escapes, `##[` as `#\\u0023[` (same JSON value)."""
+    text = _UNSAFE.sub(lambda m: _json_escape(m.group()), str(text))
+    return _COMMAND_V1.sub("\\\\u0023", text)
 
 
 def for_annotation_data(text):
-    """The message of a `::error ...::message` line: one line, GitHub-escaped."""
-    text = str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return _escape_controls(text, False)
+    """The message of a `::error ...::message` line: one line, GitHub-escaped, and each line the runner
+    unescapes from it defused as for_terminal does."""
+    text = _defuse_commands(_escape_controls(text, True))
+    return text.replace("%", "%25").replace("\n", "%0A")
 
 
 def for_annotation_property(text):

@@ -2,12 +2,14 @@
 
 import csv
 import io
+import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from checker.escape import (for_annotation_data, for_annotation_property, for_csv_cell, for_markdown,
-                            for_markdown_code, for_terminal, for_xml)
+from checker.escape import (for_annotation_data, for_annotation_property, for_csv_cell, for_json_text, for_markdown,
+                            for_markdown_code, for_output, for_terminal, for_xml)
 
 OSC = "\x1b]0;pwned\x07"
 BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
@@ -29,7 +31,7 @@ def test_terminal_keeps_newlines_only_where_allowed():
 
 def test_terminal_defuses_workflow_commands_at_any_line_start():
     text = for_terminal("fine :: here\n::error::x\n   ::add-mask::y\n##[error]z\nok")
-    assert text.split("\n") == ["fine :: here", "\\::error::x", "   \\::add-mask::y", "\\##[error]z", "ok"]
+    assert text.split("\n") == ["fine :: here", "\\::error::x", "   \\::add-mask::y", "#\\#[error]z", "ok"]
     assert for_terminal("::set-output name=a::b", newlines=False) == "\\::set-output name=a::b"
 
 
@@ -45,16 +47,16 @@ def test_terminal_leaves_ordinary_text_alone():
 
 
 def test_annotation_data_is_one_line_with_githubs_escapes():
-    assert for_annotation_data("50%\r\ndone") == "50%25%0D%0Adone"
+    assert for_annotation_data("50%\r\ndone") == "50%25%0Adone"
     data = for_annotation_data(f"msg {OSC}\n::error::x %0A")
-    assert data == "msg \\x1b]0;pwned\\x07%0A::error::x %250A"
+    assert data == "msg \\x1b]0;pwned\\x07%0A\\::error::x %250A"  # the line the runner unescapes is defused
     assert "\n" not in data and "\r" not in data
 
 
 def test_annotation_property_also_escapes_colon_and_comma():
     assert for_annotation_property("C:/x,y.py") == "C%3A/x%2Cy.py"
     prop = for_annotation_property(f"a{OSC}\r::error::b")
-    assert prop == "a\\x1b]0;pwned\\x07%0D%3A%3Aerror%3A%3Ab"
+    assert prop == "a\\x1b]0;pwned\\x07\\r%3A%3Aerror%3A%3Ab"
     assert ":" not in prop and "," not in prop
 
 
@@ -104,3 +106,43 @@ def test_csv_cell_leaves_numbers_and_escapes_controls():
     buffer = io.StringIO()
     csv.writer(buffer).writerow([for_csv_cell(answer)])
     assert next(csv.reader(io.StringIO(buffer.getvalue()))) == [answer]  # a written answer keeps its lines
+
+
+# The runner (actions/runner, ActionCommand.cs) obeys `##[name]` anywhere in a line (TryParse) and `::name::` at a
+# line start after .NET's TrimStart, which trims every Unicode space; its comparisons are .NET culture ones, which
+# skip zero-width and other ignorable characters.
+@pytest.mark.parametrize("attack", [
+    "see ##[error]forged", "x ###[add-mask]secret", "\u00a0::error::nbsp", "\u3000::stop-commands::tok",
+    "\u2003\u205f::add-mask::word", "\u200b::error::zwsp", "\ufeff::error::bom", ":\u00ad:error::shy",
+    "#\u200d#[error]zwj", "#\ufe0f#[error]vs16", "\U000e0020::error::tag", "\u2028::error::ls",
+])
+def test_terminal_defuses_every_form_of_workflow_command(attack):
+    text = for_terminal(attack)
+    assert "##[" not in text
+    assert not text.lstrip().startswith("::"), text
+    assert not re.search("[\u00ad\u200b-\u200f\u2028\u2029\u2060-\u206f\ufe00-\ufe0f\ufeff\U000e0000-\U000e0fff]",
+                         text), text
+
+
+def test_annotation_data_defuses_each_line_the_runner_unescapes():
+    data = for_annotation_data("a\n\u3000::add-mask::b\nc ##[error]d")
+    lines = data.replace("%0A", "\n").replace("%25", "%").split("\n")
+    assert not any(line.lstrip().startswith("::") for line in lines) and "##[" not in data, data
+
+
+def test_output_keeps_only_hwchecks_own_colours_and_defuses_composed_lines():
+    text = for_output("\x1b[31mFAILED\x1b[0m \x1b]0;t\x07 \x1b[8mhidden\x1b[2J\n \x1b[1m::error::x", color=True)
+    assert text == ("\x1b[31mFAILED\x1b[0m \\x1b]0;t\\x07 \\x1b[8mhidden\\x1b[2J\n \x1b[1m\\::error::x")
+    assert "\x1b" not in for_output("\x1b[31mred\x1b[0m")  # without colour, no ESC at all
+    # two pieces side by side: neither holds a command, together they would
+    assert for_output("id #" + "#[error]x") == "id #\\#[error]x"
+    own = "::error title=t::msg ::x"
+    assert for_output(own, commands=True) == own
+
+
+def test_json_text_stays_the_same_json_and_holds_no_raw_character():
+    value = {"m": "\x85\u202e\u2066x\x9b[2J\ud800 ##[error]e \U000e0041 ünï"}
+    text = for_json_text(json.dumps(value, ensure_ascii=False))
+    assert json.loads(text) == value
+    assert not re.search("[\x80-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff\U000e0000-\U000e0fff]", text)
+    assert "##[" not in text and "ünï" in text

@@ -169,7 +169,7 @@ def test_github_annotations_escaping():
                                where={"file": "C:/x,y.py", "line": 3})])
     (line,) = github_annotations(tricky)
     assert line == ("::error file=C%3A/x%2Cy.py,line=3,"
-                    "title=Q1 \u203a test_x[a%3Ab%2Cc] (failed)::50%25%0D%0Adone")
+                    "title=Q1 \u203a test_x[a%3Ab%2Cc] (failed)::50%25%0Adone")  # CR LF is one line break
 
 
 def test_github_annotations_group_one_message_and_stop_at_ten():
