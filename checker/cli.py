@@ -24,7 +24,7 @@ import click
 
 from checker import __version__
 from checker.errors import HwcheckError
-from checker.escape import for_terminal
+from checker.escape import for_json_text, for_output, for_terminal
 from checker.options import (DEVICE_CHOICES, all_option, assignment_option, ci_option, color_option, device_option,
                              force_option, jobs_option, json_option, junit_option, keep_raw_option,
                              min_score_option, output_dir_option, public_option,
@@ -42,13 +42,22 @@ EXIT_OK, EXIT_FAILED, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 _FAILING = ("failed", "error", "timeout")
 
 
+def _echo(message="", *, err=False, nl=True, color=None, commands=False, rewind=False):
+    """The one way hwcheck prints: `checker.escape.for_output` over the whole text, so no control, bidi or
+    ignorable character and no GitHub workflow command reaches a terminal or a CI log, whatever pieces a
+    caller forgot to escape or put side by side. color: keep hwcheck's own colour codes; commands: the lines
+    are hwcheck's own workflow commands; rewind: a carriage return first (a progress bar redrawn in place)."""
+    text = for_output(message, color=bool(color), commands=commands)
+    click.echo(("\r" if rewind else "") + text, err=err, nl=nl, color=color)
+
+
 class Fail(click.ClickException):
     """An error to report in one line on stderr, exit status 2."""
 
     exit_code = EXIT_ERROR
 
     def show(self, file=None):
-        click.echo(f"hwcheck: error: {for_terminal(self.format_message(), newlines=False)}", err=True)
+        _echo(f"hwcheck: error: {for_terminal(self.format_message(), newlines=False)}", err=True)
 
 
 def _guarded(f):
@@ -60,7 +69,7 @@ def _guarded(f):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt:
-            click.echo("\nhwcheck: interrupted", err=True)
+            _echo("\nhwcheck: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
         except HwcheckError as e:
             raise Fail(" ".join(str(e).split()) or type(e).__name__) from None
@@ -121,12 +130,12 @@ def list_command():
         questions = spec.get("questions") or []
         total = sum(float(q.get("points", 0)) for q in questions)
         if n:
-            click.echo("")
-        click.echo(f"{aid}  {spec.get('title', '')}  ({format_points(total)} points)")
+            _echo("")
+        _echo(f"{aid}  {spec.get('title', '')}  ({format_points(total)} points)")
         width = max((len(str(q["id"])) for q in questions), default=2)
         for q in questions:
             manual = "  (graded by a person)" if q.get("manual") else ""
-            click.echo(f"  {str(q['id']):<{width}}  {format_points(q.get('points', 0)):>3}  "
+            _echo(f"  {str(q['id']):<{width}}  {format_points(q.get('points', 0)):>3}  "
                        f"{q.get('title', '')}{manual}")
 
 
@@ -146,6 +155,16 @@ def _repo_relative(view, submission):
             if isinstance(where, dict) and where.get("file") and base not in ("", "."):
                 where["file"] = os.path.join(base, where["file"])
     return view
+
+
+def _stop_commands():
+    """Print GitHub's `::stop-commands::TOKEN` (a fresh random token no student text can hold) and return the
+    line that resumes them: between the two the runner obeys no workflow command, a second wall behind
+    checker.escape's defusing of the report's lines."""
+    import secrets
+    token = f"hwcheck-{secrets.token_hex(16)}"
+    _echo(f"::stop-commands::{token}", commands=True)
+    return f"::{token}::"
 
 
 @main.command()
@@ -177,16 +196,18 @@ def check(submission, assignment, json_file, devices, timeout, ci, junit_file, m
         card = grader.grade(submission, assignment)
     view = student_view(card)
 
+    resume = _stop_commands() if ci else None  # the runner obeys no command in what the student's text is in
     if json_file == "-":
-        click.echo(dumps_json(view), nl=False)
+        _echo(for_json_text(dumps_json(view)), nl=False)
     else:
         colored = _color(color) if not ci or color else False
-        click.echo(format_scorecard(view, color=colored, verbose=verbose), color=colored)
+        _echo(format_scorecard(view, color=colored, verbose=verbose), color=colored)
         if json_file:
             write_json_atomic(json_file, view)
     if ci:
+        _echo(resume, commands=True)
         for line in github_annotations(_repo_relative(view, submission), min_score=min_score):
-            click.echo(line)
+            _echo(line, commands=True)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
             with open(summary, "a", encoding="utf-8") as f:
@@ -196,7 +217,7 @@ def check(submission, assignment, json_file, devices, timeout, ci, junit_file, m
 
     if min_score is not None:
         ok = float(view.get("score") or 0) >= min_score
-        click.echo(min_score_line(view, min_score), err=json_file == "-")  # stdout stays JSON with --json -
+        _echo(min_score_line(view, min_score), err=json_file == "-")  # stdout stays JSON with --json -
     else:
         ok = _all_passed(view)
     sys.exit(EXIT_OK if ok else EXIT_FAILED)
@@ -241,13 +262,13 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
     entries = [(sid, path) for sid, path in lms.prepare(directory, outdir, notes, roster=roster, assignment=assignment)
                if not is_own_output(outdir, path)]  # -o inside DIR: hwcheck's own files are no submission
     for note in notes:
-        click.echo(f"hwcheck: {for_terminal(note, newlines=False)}", err=True)
+        _echo(f"hwcheck: {for_terminal(note, newlines=False)}", err=True)
     skipped = [(name, why) for name, why in batch.skipped_entries(directory)
                if not is_own_output(outdir, os.path.join(directory, name))]
     if skipped:
         shown = "; ".join(f"{name} ({why})" for name, why in skipped[:10])
         more = f"; and {len(skipped) - 10} more" if len(skipped) > 10 else ""
-        click.echo(for_terminal(f"hwcheck: not graded, {len(skipped)} entries of {directory}: {shown}{more}",
+        _echo(for_terminal(f"hwcheck: not graded, {len(skipped)} entries of {directory}: {shown}{more}",
                                 newlines=False), err=True)
     if not entries:
         raise Fail(f"no submissions in {directory} (a submission is a .py or .ipynb file, or a folder)")
@@ -269,11 +290,11 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
             line = batch.progress_bar(event, shutil.get_terminal_size().columns)
             pad = " " * max(0, state["width"] - len(line))
             state["width"] = len(line)
-            click.echo("\r" + line + pad, nl=False, err=True)
+            _echo(line + pad, nl=False, err=True, rewind=True)
         else:
-            click.echo(batch.progress_line(event), err=True)
+            _echo(batch.progress_line(event), err=True)
 
-    click.echo(f"hwcheck: grading {len(entries)} submissions of {assignment} "
+    _echo(f"hwcheck: grading {len(entries)} submissions of {assignment} "
                f"({'public' if public else 'hidden'} tests, {where}) into {outdir}", err=True)
     state["kept"] = 0
 
@@ -288,9 +309,9 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
                                    only=only or None, executor=executor)
     except KeyboardInterrupt:
         if on_tty and state["width"]:
-            click.echo("", err=True)
+            _echo("", err=True)
             state["width"] = 0
-        click.echo(f"hwcheck: interrupted: {state['kept']} of {len(entries)} submissions are graded and kept in "
+        _echo(f"hwcheck: interrupted: {state['kept']} of {len(entries)} submissions are graded and kept in "
                    f"{for_terminal(outdir, newlines=False)} (grades.csv holds them); go on with:\n  "
                    + for_terminal(resume_command(directory, assignment, outdir, jobs, timeout, public, seed,
                                                  keep_raw, devices, scheduler=scheduler, cluster=cluster,
@@ -298,16 +319,16 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
         raise
     finally:
         if on_tty and state["width"]:
-            click.echo("", err=True)
+            _echo("", err=True)
     if shard:
         from checker.shard import write_shard_info
         write_shard_info(outdir, shard[0], shard[1], all_entries, result)
     if executor is not None:
         result.jobs = executor.workers  # the summary's rate is per this many graders at once
     for line in batch.summary_lines(result):
-        click.echo(line)
+        _echo(line)
     for line in lms.after_batch(outdir, assignment):  # the roster's verdicts, canvas.csv / moodle.csv
-        click.echo(for_terminal(line, newlines=False))
+        _echo(for_terminal(line, newlines=False))
     sys.exit(EXIT_FAILED if result.internal else EXIT_OK)
 
 
@@ -327,7 +348,7 @@ def export_command(outdir, canvas_title):
         raise Fail(f"{outdir} holds no Canvas or Moodle students (grade a Canvas or Moodle export, or give --roster "
                    f"a roster exported from one)")
     for line in lines:
-        click.echo(for_terminal(line, newlines=False))
+        _echo(for_terminal(line, newlines=False))
 
 
 def _executor(jobs, scheduler, cluster):
@@ -391,7 +412,7 @@ def show(scorecard_file, show_all, verbose, color):
         raise Fail(f"{scorecard_file} is not a valid scorecard: {getattr(e, 'message', e)}") from None
     colored = _color(color)
     view = card if show_all else student_view(card)
-    click.echo(format_scorecard(view, color=colored, verbose=show_all or verbose), color=colored)
+    _echo(format_scorecard(view, color=colored, verbose=show_all or verbose), color=colored)
 
 
 # ---------------------------------------------------------------------------
@@ -421,8 +442,8 @@ def report(outdir, output, submissions_dir, top):
     except ValueError as e:
         raise Fail(str(e)) from None
     for note in data.get("notes") or []:
-        click.echo(f"hwcheck: {note}", err=True)
-    click.echo(f"wrote {path}: {data['submissions']} submissions of {data['assignment']}")
+        _echo(f"hwcheck: {note}", err=True)
+    _echo(f"wrote {path}: {data['submissions']} submissions of {data['assignment']}")
 
 
 # ---------------------------------------------------------------------------
@@ -456,19 +477,19 @@ def init_ci(assignment, sub_path, package, output, force):
         if sub_path is None:
             raise Fail("say which file is your homework with --path (relative to the repository root): "
                        + (f"found {', '.join(seen)}" if seen else "no .ipynb or .py file here besides starters"))
-        click.echo(f"checking {for_terminal(sub_path, newlines=False)} (the one homework file here; --path picks "
+        _echo(f"checking {for_terminal(sub_path, newlines=False)} (the one homework file here; --path picks "
                    "another)", err=True)
     try:
         text = workflow_yaml(assignment=assignment, path=sub_path, package=package)
     except ValueError as e:
         raise Fail(str(e)) from None
     if output == "-":
-        click.echo(text, nl=False)
+        _echo(text, nl=False)
         return
     if os.path.exists(output) and not force:
         raise Fail(f"{output} already exists; use --force to overwrite it")
     write_text_atomic(output, text)
-    click.echo(f"wrote {output}: commit and push it, and each push runs "
+    _echo(f"wrote {output}: commit and push it, and each push runs "
                f"`hwcheck check {sub_path}{' -a ' + assignment if assignment else ''} --ci`.")
 
 
@@ -504,7 +525,7 @@ def kit(outdir, package):
             raise Fail(str(e)) from None
     with Grader(mode="public") as grader:
         build_kit(outdir, lambda aid: record_public(aid, grader), package=package)
-    click.echo(f"wrote the student kit to {outdir} (no reference solutions, no hidden tests); "
+    _echo(f"wrote the student kit to {outdir} (no reference solutions, no hidden tests); "
                f"students install it with `pip install {outdir}`")
 
 
@@ -534,18 +555,18 @@ def gradescope(assignment, output, torch_wheel, container_python, online, timeou
     if os.path.exists(output) and not force:
         raise Fail(f"{output} already exists; use --force to overwrite it")
     if not online:
-        click.echo(f"fetching the wheels for Python {container_python} on x86_64 Linux (torch's CPU build)...")
+        _echo(f"fetching the wheels for Python {container_python} on x86_64 Linux (torch's CPU build)...")
     info = write_autograder_zip(output, assignment, torch_wheel=torch_wheel, timeout=timeout,
                                 python=container_python, online=online)
-    click.echo(f"wrote {for_terminal(info['path'], newlines=False)} ({info['size'] / 1e6:.1f} MB): "
+    _echo(f"wrote {for_terminal(info['path'], newlines=False)} ({info['size'] / 1e6:.1f} MB): "
                f"{len(info['files'])} files; torch {info['torch']} (CPU) "
                + (("from the wheel inside" if torch_wheel else "from PyTorch's CPU index at setup") if online
                   else f"and every other package from the wheels inside, for Python {info['python']}"))
     if info.get("pinned") is False:
-        click.echo(f"note: the versions installed here do not all exist for Python {info['python']}: the zip holds "
+        _echo(f"note: the versions installed here do not all exist for Python {info['python']}: the zip holds "
                    "the newest versions hwcheck allows (its hwcheck-autograder.json lists them)")
     base = "Ubuntu 22.04" if container_python == "3.10" else f"one whose python3 is {container_python}"
-    click.echo(f"upload it on Gradescope: Configure Autograder > Zip file upload, base image {base}")
+    _echo(f"upload it on Gradescope: Configure Autograder > Zip file upload, base image {base}")
 
 
 @main.command(hidden=True)
@@ -556,7 +577,7 @@ def autograde(assignment, root, timeout):
     """Inside Gradescope's container: grade ROOT/submission, write ROOT/results/results.json (never fails)."""
     from checker.autograde import autograde as run
     results = run(root, assignment, timeout=timeout)
-    click.echo(f"hwcheck autograde: {results.get('score')} points; {len(results.get('tests') or [])} tests "
+    _echo(f"hwcheck autograde: {results.get('score')} points; {len(results.get('tests') or [])} tests "
                f"in {os.path.join(root, 'results', 'results.json')}", err=True)
 
 
@@ -579,8 +600,8 @@ def merge(sources, outdir):
     from checker.shard import merge as merge_folders
     result = merge_folders(list(sources), outdir)
     for note in result.notes:
-        click.echo(f"hwcheck: {for_terminal(note, newlines=False)}", err=True)
-    click.echo(f"merged {result.cards} scorecards of {result.assignment} from {len(sources)} folders into "
+        _echo(f"hwcheck: {for_terminal(note, newlines=False)}", err=True)
+    _echo(f"merged {result.cards} scorecards of {result.assignment} from {len(sources)} folders into "
                f"{for_terminal(outdir, newlines=False)}; wrote {for_terminal(result.gradebook, newlines=False)}")
     sys.exit(EXIT_FAILED if result.missing else EXIT_OK)
 
