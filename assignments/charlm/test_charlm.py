@@ -469,7 +469,11 @@ def _sizes_from_arguments(test):
 
 
 def _new(sub, cfg, seed, device="cpu", dtype="float32"):
-    return sub.new("CharTransformer", *cfg, seed=seed, device=device, dtype=dtype)
+    # the example input makes lazy layers' parameters (Probes.new); it is not used otherwise
+    vocab, block = cfg[0], cfg[1]
+    example = ({"shape": [2, min(block, 4)], "vocab": vocab}
+               if isinstance(vocab, int) and isinstance(block, int) and vocab > 0 and block > 0 else None)
+    return sub.new("CharTransformer", *cfg, seed=seed, device=device, dtype=dtype, example=example)
 
 
 def _cfg_text(cfg):

@@ -137,6 +137,7 @@ def new(sub, cls, *args, **kwargs):
     sizes = dict(zip(ARG_NAMES.get(cls, ()), args))
     if "num_encoder_blocks" in kwargs:
         sizes["num_encoder_blocks"] = kwargs["num_encoder_blocks"]
+    kwargs.setdefault("example", example_input(cls, sizes))
     with naming_globals(sub, sizes, cls), explained():
         try:
             m = sub.new(cls, *args, **kwargs)
@@ -149,6 +150,17 @@ def new(sub, cls, *args, **kwargs):
                                                                       if k != "num_encoder_blocks"})
     m.sizes = sizes
     return m
+
+
+def example_input(cls, sizes):
+    """An input of the tests' shape for a module built with `sizes`: the worker runs one forward on it only
+    when the module has lazy layers (nn.LazyLinear), to make their parameters (Probes.new)."""
+    if cls == "MultiHeadSelfAttention" and isinstance(sizes.get("hidden_dim"), int):
+        return {"shape": [2, 4, sizes["hidden_dim"]], "vocab": None}
+    img = sizes.get("img_shape")
+    if cls == "VisionTransformer" and isinstance(img, (list, tuple)) and all(isinstance(n, int) for n in img):
+        return {"shape": [2, *img], "vocab": None}
+    return None
 
 
 def _blocks_named_otherwise(e, kwargs):
@@ -949,7 +961,8 @@ def test_vit_takes_num_encoder_blocks_by_name(sub, seed):
     img, patch, D, h, out = (3, 8, 8), 4, 8, 2, 5
     try:
         with explained():
-            m = sub.new("VisionTransformer", img, patch, D, h, out, num_encoder_blocks=1, seed=seed)
+            m = sub.new("VisionTransformer", img, patch, D, h, out, num_encoder_blocks=1, seed=seed,
+                        example=example_input("VisionTransformer", {"img_shape": img}))
     except GradingFailure as e:
         if not _blocks_named_otherwise(e, {"num_encoder_blocks": 1}):
             raise
