@@ -13,7 +13,10 @@ may have edited). Columns: `id, question, points, comment`. The rule for
   the total; several adjustment rows of one id add up; the comment says why.
 
 One row per (id, question) except adjustments; a later duplicate is
-reported and ignored. Rows that cannot be used (an id not graded, an unknown
+reported and ignored. A row's id matches a graded id exactly (its canonical
+form, `checker.ids`: spaces and invisible characters at its ends, and the
+`'` hwcheck writes before a cell, do not count) or else no one: a row for
+`JDOE` is never `jdoe`'s grade, and is reported. Rows that cannot be used (an id not graded, an unknown
 question, points that are not a number or out of range) are reported, each
 with its line number, and ignored; nothing here raises for the file's
 content. Excel's ways of saving are read: a UTF-8 byte order mark, `;` as the
@@ -139,6 +142,23 @@ def typed_into_gradebook(gradebook_text, spec, entries):
     return out
 
 
+def _match_id(typed, ids, keys):
+    """(id, None) for a row whose id is a graded id in its canonical form (`checker.ids`: NFC, no spaces,
+    quotes or invisible characters at its ends); else (None, why). Exact or else nothing: a row that matches
+    an id only in another letter case or Unicode form (`JDOE` beside `jdoe`) gives no one its grade."""
+    from .ids import canonical, key
+    if canonical(typed) in ids:
+        return canonical(typed), None
+    if not keys:
+        for sid in ids:
+            keys.setdefault(key(sid), []).append(sid)
+    alike = sorted(keys.get(key(typed), []))
+    if alike:
+        return None, (f"{typed!r} is not the id {alike[0]!r} as written (letter case, Unicode form or an invisible "
+                      f"character differ), so it is no one's grade; write the id as grades.csv shows it")
+    return None, f"no submission {typed!r} was graded into this folder"
+
+
 def _number(cell, delim):
     s = cell.strip().replace("\u2212", "-")
     if delim == ";" and s.count(",") == 1 and "." not in s:
@@ -164,6 +184,7 @@ def read_manual(path, spec, ids=None):
     questions = {str(q["id"]): q for q in spec.get("questions") or []}
     entries, problems, seen = {}, [], set()
     name = os.path.basename(path)
+    keys = {}  # an id's `checker.ids.key` -> ids, filled when a row names no id exactly
     for line, row in rows:
         row = row + [""] * (4 - len(row))
         sid, qid, points = _clean_id(row[0]), row[1].strip(), row[2]
@@ -173,8 +194,10 @@ def read_manual(path, spec, ids=None):
             problems.append(f"{where}: no id: ignored")
             continue
         if ids is not None and sid not in ids:
-            problems.append(f"{where}: no submission {sid!r} was graded into this folder: ignored")
-            continue
+            sid, why = _match_id(sid, ids, keys)
+            if sid is None:
+                problems.append(f"{where}: {why}: ignored")
+                continue
         if qid == ADJUSTMENT or qid.lower() == ADJUSTMENT:
             kind, top = "adjustment", None
         elif qid in questions:

@@ -8,7 +8,9 @@ moodle_participant}; `match_roster(people, rows)` matches each submission's iden
 (`checker.lms`) to a row by id, then e-mail, then name, everything NFC-normalised and
 case-folded (a name also as letters only, and as "lastfirst", which is how Canvas writes
 it in file names), and returns the identities with the roster's name and ids filled in,
-plus the report: the students with no submission and the submissions that match no one.
+plus the report: the students with no submission, the submissions that match no one, and
+those that matched a row another submission matched too (a row goes to the one submission
+that matches it exactly, or else to none of them: never first-come).
 
 What it is not: a reader of the LMS's folder layout (`checker.lms`) or a gradebook writer.
 """
@@ -21,7 +23,7 @@ import unicodedata
 
 from .errors import HwcheckError
 
-__all__ = ["read_roster", "match_roster", "roster_lines"]
+__all__ = ["read_roster", "match_roster", "roster_lines", "name_keys"]
 
 # header (case-folded, spaces squeezed) -> field
 _FIELDS = {
@@ -87,7 +89,7 @@ def read_roster(path):
     return rows
 
 
-def _name_keys(name):
+def name_keys(name):
     """A name's letters-only keys: as written, and last word first ("Jürgen Müller" -> "müllerjürgen")."""
     keys = {_letters(name)}
     if "," in name:  # "Müller, Jürgen"
@@ -109,7 +111,7 @@ def _row_keys(row):
         keys.add(("moodle", row["moodle_participant"]))
     if row.get("email"):
         keys.add(("email", _key(row["email"])))
-    keys |= {("name", k) for k in _name_keys(row.get("name", ""))}
+    keys |= {("name", k) for k in name_keys(row.get("name", ""))}
     return keys
 
 
@@ -130,40 +132,69 @@ def _person_keys(sid, person):
         keys.append(("id", _key(sid)))
     keys += [("email", _key(e)) for e in str(person.get("email", "")).split("; ") if e]
     names = [n for n in str(person.get("student", "")).split("; ") if n] or ([sid] if not person else [])
-    keys += [("name", k) for n in names for k in sorted(_name_keys(n))]
+    keys += [("name", k) for n in names for k in sorted(name_keys(n))]
     return keys
 
 
-def match_roster(people, rows):
-    """(people with the roster's data merged, report {matched, missing: [row], unmatched: [id]}).
+def _exact(sid, person, row, kind):
+    """Whether a submission's own value of the key's field is the roster's, as written (NFC, spaces squeezed)."""
+    if kind in ("canvas", "moodle"):
+        return True  # the LMS's own number
+    fields = {"id": ("student_id", "sis_user_id", "sis_login_id"), "email": ("email",), "name": ("name",)}[kind]
+    own = {"id": "student_id", "email": "email", "name": "student"}[kind]
+    mine = set(str(person.get(own, "")).split("; ")) | ({sid} if not person else set())
+    theirs = {_norm(row.get(f)) for f in fields}
+    return bool({_norm(x) for x in mine if x} & (theirs - {""}))
 
-    people: {id: identity}. A roster row matches at most one submission (the first, by id).
+
+def match_roster(people, rows):
+    """(people with the roster's data merged, report {matched, students, missing: [row], unmatched: [id],
+    ambiguous: [{id, row, with, given_to}]}).
+
+    people: {id: identity}. Each submission claims the row its most trusted key finds alone (a key two rows
+    share decides nothing). A row one submission claims is that submission's. A row several claim goes to
+    the one whose value is the roster's exactly (`jdoe` for the login `jdoe`, not `JDOE`), when exactly one
+    is; else to none of them: never first-come. The others are listed as ambiguous and get no row (so no
+    LMS id and no grade in an LMS export).
     """
     index = {}
     for i, row in enumerate(rows):
         for k in _row_keys(row):
             index.setdefault(k, set()).add(i)
-    used, merged, unmatched = set(), {}, []
+    claims = {}
+    for sid in sorted(people):
+        for k in _person_keys(sid, people[sid]):
+            found = index.get(k, set())
+            if len(found) == 1:
+                i = next(iter(found))
+                claims.setdefault(i, []).append((sid, _exact(sid, people[sid], rows[i], k[0])))
+                break
+    owner, ambiguous = {}, []
+    for i, claimants in sorted(claims.items()):
+        exact = [sid for sid, is_exact in claimants if is_exact]
+        winner = claimants[0][0] if len(claimants) == 1 else exact[0] if len(exact) == 1 else None
+        if winner is not None:
+            owner[winner] = i
+        for sid, _ in claimants:
+            if sid != winner:
+                ambiguous.append({"id": sid, "row": rows[i].get("name") or rows[i].get("student_id") or "",
+                                  "with": [s for s, _ in claimants if s != sid], "given_to": winner})
+    merged, unmatched = {}, []
     for sid in sorted(people):
         person = dict(people[sid])
-        hit = None
-        for k in _person_keys(sid, person):
-            found = sorted(index.get(k, set()) - used)
-            if len(found) == 1:  # an ambiguous key (two students named alike) decides nothing
-                hit = found[0]
-                break
-        if hit is None:
+        if sid not in owner:
             unmatched.append(sid)
             person["roster"] = "unmatched"
         else:
-            used.add(hit)
-            row = rows[hit]
+            row = rows[owner[sid]]
             person.update({k: v for k, v in row.items() if v and k not in ("name",)})
             person["student"] = row.get("name") or person.get("student", "")
             person["roster"] = "matched"
         merged[sid] = person
+    used = set(owner.values())
     missing = [rows[i] for i in range(len(rows)) if i not in used]
-    return merged, {"matched": len(used), "students": len(rows), "missing": missing, "unmatched": unmatched}
+    return merged, {"matched": len(used), "students": len(rows), "missing": missing, "unmatched": unmatched,
+                    "ambiguous": ambiguous}
 
 
 def roster_lines(report, people):
@@ -175,7 +206,16 @@ def roster_lines(report, people):
         who = row.get("name") or row.get("email") or row.get("student_id")
         extra = ", ".join(x for x in (row.get("student_id"), row.get("email")) if x and x != who)
         lines.append(f"roster: no submission from {who}" + (f" ({extra})" if extra else ""))
+    ambiguous = {a.get("id"): a for a in report.get("ambiguous") or [] if isinstance(a, dict)}
+    for sid, a in sorted(ambiguous.items()):
+        given = (f"it went to {a['given_to']}, whose id is the roster's exactly" if a.get("given_to") else
+                 "it went to none of them, as none is the roster's exactly")
+        lines.append(f"roster: submission {sid} matches the roster's {a.get('row')} as "
+                     f"{', '.join(map(str, a.get('with') or []))} does: {given}; {sid} gets no row (and no grade in "
+                     f"an LMS export)")
     for sid in report["unmatched"]:
+        if sid in ambiguous:
+            continue
         who = (people.get(sid) or {}).get("student")
         lines.append(f"roster: submission {sid}" + (f" ({who})" if who and who != sid else "")
                      + " matches no student of the roster")
