@@ -28,6 +28,7 @@ import sys
 import traceback
 import types
 
+from checker.worker.roots import import_roots
 from checker.worker.sources import (ASSIGNED_MAGIC_RE, NotebookError, _archive_or_document, _cells,  # noqa: F401
                                     _chunks, _strip_magics, list_units, read_source)
 from checker.worker.syntax import (assigned as _assigned, nested_defs as _nested_defs, parse as _parse,
@@ -174,8 +175,11 @@ class Loader:
 
     def _load_all(self, path):
         base = path if os.path.isdir(path) else os.path.dirname(path)
-        if base not in sys.path:
-            sys.path.insert(0, base)
+        # the submission's folder first, then the folders inside it whose modules its files import
+        # (`hw/q1.py` imported as `q1` where an archive put the files one level down): checker.worker.roots
+        for i, root in enumerate(import_roots(path)):
+            if root not in sys.path:
+                sys.path.insert(i, root)
         for f in list_units(path):
             shown = os.path.relpath(f, base) if os.path.isdir(path) else os.path.basename(f)
             try:
