@@ -14,18 +14,23 @@ What it is for: called once in a freshly forked worker. In order:
 4. identity: an unprivileged uid (nobody) with no capabilities and
    `no_new_privs`, whether the grader is root or an ordinary user;
 5. Landlock, on top, where the kernel has it (files, TCP, signals);
-6. where no network namespace could be made: a seccomp filter refusing
-   `socket()` (no TCP, UDP, or unix sockets of the host).
+6. a seccomp filter (`checker.worker.seccomp`) refusing io_uring, System V
+   IPC and message queues, ptrace and other processes' memory, keyrings,
+   new namespaces and mounts; where no network namespace could be made, every
+   new socket too (no TCP, UDP, or unix sockets of the host).
 
 Every layer that could not be put up is named in the returned list
-(`namespaces-unavailable(...)`, `uid-0-kept`, ...), which the scorecard keeps
+(`namespaces-unavailable(...)`, `landlock-unavailable`, ...), which the scorecard keeps
 as `grader.isolation` and `grade` prints once per batch, so a TA knows how
 protected a run was.
 
-What it is not: a container runtime. Without namespaces (a container that
-forbids them) and running as root where nobody cannot reach Python, the
-worker keeps uid 0 without capabilities, and Landlock alone limits what it
-reads; that is said in `grader.isolation`.
+Without namespaces (a container that forbids them) a worker of a root
+grader never keeps uid 0, which owns every root file even without
+capabilities: where nobody cannot reach this Python (a venv under /root,
+mode 0700), `apply_isolation` raises `WallsRefused`, whose message says what
+to do, and the worker answers every load with it instead of running code.
+
+What it is not: a container runtime.
 """
 
 import glob
@@ -35,7 +40,7 @@ import sys
 
 from checker.worker import landlock, memory, namespaces, seccomp
 
-__all__ = ["apply_isolation", "landlock_abi", "allowed_read_roots", "WEAK_MARKS"]
+__all__ = ["apply_isolation", "landlock_abi", "allowed_read_roots", "WEAK_MARKS", "WallsRefused"]
 
 landlock_abi = landlock.landlock_abi
 allowed_read_roots = landlock.allowed_read_roots
@@ -109,7 +114,11 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
         except OSError as e:
             os._exit(_fail(f"dropping privileges failed: {e}"))
     else:
-        applied += _without_namespaces(workdir, was_root)
+        try:
+            applied += _without_namespaces(workdir, was_root)
+        except WallsRefused as e:
+            e.walls = applied + ["user-nobody-unavailable(refused to run code as root)"]
+            raise
     abi = landlock_abi()
     if abi >= 1:
         devs = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/shm",
@@ -126,12 +135,11 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
             applied.append(f"landlock-failed({e.strerror or e})")
     else:
         applied.append("landlock-unavailable")
-    if not ns:
-        try:
-            seccomp.deny_sockets()
-            applied.append("seccomp-no-sockets")
-        except OSError as e:
-            applied.append(f"seccomp-failed({e.strerror or e})")
+    try:  # last: Landlock's own calls must be made first
+        seccomp.restrict(sockets=bool(ns))
+        applied.append("seccomp-denylist" if ns else "seccomp-denylist-no-sockets")
+    except OSError as e:
+        applied.append(f"seccomp-failed({e.strerror or e})")
     return applied
 
 
@@ -139,19 +147,45 @@ def _without_namespaces(workdir, was_root):
     """The identity walls where no namespace could be made."""
     if not was_root:
         return []
-    if _others_can_read_python(own=(workdir, os.getcwd())):
-        _chown_tree(workdir, namespaces.NOBODY, namespaces.NOBODY)
-        try:
-            namespaces.drop_privileges()
-            out = ["user-nobody"]
-            if _set_limit(resource.RLIMIT_NPROC, 512):
-                out.append("nproc-512")
-            return out
-        except OSError as e:
-            return [f"drop-root-failed({e})", "uid-0-kept"]
-    if _drop_capabilities():
-        return ["uid-0-kept(nobody cannot reach this Python; capabilities dropped)"]
-    return ["uid-0-kept"]
+    own = (workdir, os.getcwd(), *_zygote_dirs())
+    if not _others_can_read_python(own=own):
+        _drop_capabilities()
+        raise WallsRefused(_refusal_text(own))
+    _chown_tree(workdir, namespaces.NOBODY, namespaces.NOBODY)
+    try:
+        namespaces.drop_privileges()
+    except OSError as e:
+        _drop_capabilities()
+        raise WallsRefused(f"the grader refused to run this code as root: dropping to the user nobody failed ({e})")
+    out = ["user-nobody"]
+    if _set_limit(resource.RLIMIT_NPROC, 512):
+        out.append("nproc-512")
+    return out
+
+
+def _zygote_dirs():
+    """The zygote's private dir, which `python -m` put on sys.path (it holds no module; the worker is
+    already in its own dir, so os.getcwd() no longer names it)."""
+    import tempfile
+    tmp = os.path.realpath(tempfile.gettempdir())
+    return [p for p in sys.path if p and os.path.dirname(os.path.realpath(p)) == tmp
+            and os.path.basename(os.path.realpath(p)).startswith("hwcheck-zygote-")]
+
+
+class WallsRefused(Exception):
+    """No unprivileged uid could be had for the worker: it must not run student code (the message says why).
+
+    `walls`: the walls put up before the refusal, for the report sent to the trusted side."""
+    walls = []
+
+
+def _refusal_text(own=()):
+    closed = _closed_to_others(own)
+    where = f"{closed[0]} is closed to others (mode {closed[1]:o})" if closed else "it is closed to others"
+    return ("the grader refused to run this code as root: there are no namespaces here (a container without "
+            "CAP_SYS_ADMIN, or HWCHECK_NAMESPACES=0) and the user nobody cannot reach this Python, since "
+            f"{where}. The TA can install hwcheck in a Python every user can read (e.g. python3 -m venv "
+            "/opt/hwcheck; not under /root), or grade as an ordinary user, or where namespaces are allowed.")
 
 
 def _fail(text):
@@ -177,23 +211,29 @@ def _others_can_read_python(own=()):
 
     `own`: hwcheck's own private folders on sys.path (the worker's dir, which becomes nobody's,
     and the zygote's scratch dir, whose modules are imported already): not Python's trees."""
+    return _closed_to_others(own) is None
+
+
+def _closed_to_others(own=()):
+    """(folder, mode) of the first folder on the way to this Python that others cannot enter; None if none."""
     import stat
     own = [os.path.realpath(p) for p in own if p]
-    for top in {sys.prefix, sys.base_prefix, *[p for p in sys.path if p and os.path.isdir(p)]}:
+    for top in sorted({sys.prefix, sys.base_prefix, *[p for p in sys.path if p and os.path.isdir(p)]}):
         path = os.path.realpath(top)
         if any(path == o or path.startswith(o.rstrip("/") + "/") for o in own):
             continue
         while True:
             try:
-                if not os.stat(path).st_mode & stat.S_IXOTH:
-                    return False
+                mode = os.stat(path).st_mode
             except OSError:
-                return False
+                return path, 0
+            if not mode & stat.S_IXOTH:
+                return path, stat.S_IMODE(mode)
             parent = os.path.dirname(path)
             if parent == path:
                 break
             path = parent
-    return True
+    return None
 
 
 def _drop_capabilities():
