@@ -49,6 +49,7 @@ import unicodedata
 
 from .atomic import write_json_atomic
 from .errors import HwcheckError
+from .ids import canonical, collisions, key
 
 __all__ = ["Student", "Layout", "recognise", "prepare", "after_batch", "read_students", "students_path", "nfc",
            "STUDENTS_JSON", "STAGE"]
@@ -57,12 +58,17 @@ STUDENTS_JSON = ".students.json"  # hidden: a student `students.py` has OUT/stud
 STAGE = ".lms"
 CODE = (".py", ".ipynb")
 
-# the shortest name that works: Canvas takes `_<digits>_` out of names, so the first `_<digits>_<digits>_` ends it
-_CANVAS = re.compile(r"^(?P<name>[\w\u0300-\u036f]*?)_(?P<late>LATE_)?(?P<uid>\d+)_(?P<fileid>\d+)_(?P<file>.+)$")
+# Canvas: `<name>_[LATE_]<user id>_<attachment id>_<file>`; the name and the file are the student's, so a name is
+# read at every `_` that could end it (`_parses`), and `_settle` decides which reading holds
+_CANVAS_FIELDS = re.compile(r"_(?P<late>LATE_)?(?P<uid>\d+)_(?P<fileid>\d+)_(?P<file>.+)$")
+_CANVAS_NAME = re.compile(r"^[\w\u0300-\u036f]*$")
 _CANVAS_ANON = re.compile(r"^(?P<late>LATE_)?(?P<uid>anon_[A-Za-z0-9]+)_(?P<fileid>\d+)_(?P<file>.+)$")
-_MOODLE_FILE = re.compile(r"^(?P<name>.+?)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.+)$")
-_MOODLE_DIR = re.compile(r"^(?P<name>.+?)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")
+_CANVAS_TEXT = re.compile(r"^[\w\u0300-\u036f]*_(LATE_)?(\d+|anon_[A-Za-z0-9]+)_(text|link)\.html$")
+_MOODLE_FIELDS = re.compile(r"_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.+)$")
+_MOODLE_DIR = re.compile(r"^(?P<name>.+)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")  # read from the end
 _RESUBMITTED = re.compile(r"^(?P<stem>.+)-\d+(?P<ext>\.[^.]+)$")
+_GRADESCOPE_DIR = re.compile(r"^submission_\d+$")
+GRADESCOPE_METADATA = "submission_metadata.yml"
 
 
 def nfc(text):
@@ -73,9 +79,9 @@ class Student:
     """One student's submission as the LMS names it: files (or one folder) and who it is."""
 
     def __init__(self, sid, student="", student_id="", email="", **lms):
-        self.sid, self.student, self.student_id, self.email = nfc(sid), nfc(student), nfc(student_id), nfc(email)
+        self.sid, self.student, self.student_id, self.email = canonical(sid), nfc(student), nfc(student_id), nfc(email)
         self.lms = {k: v for k, v in lms.items() if v not in (None, "", False)}
-        self.files = []     # paths (several: staged into one folder)
+        self.files = []     # [(path, the file's own name)] (several: staged into one folder)
         self.folder = None  # a folder the LMS made for this student
 
     def identity(self):
@@ -88,28 +94,112 @@ class Layout:
     def __init__(self, platform, students=(), ignored=()):
         self.platform = platform
         self.students = {s.sid: s for s in students}
-        self.ignored = list(ignored)  # [(name, why)] of entries of the layout that hold no code
+        self.ignored = sorted(ignored)  # [(name, why)] of the entries of the layout not graded
 
 
 def _entries(folder):
     return [n for n in sorted(os.listdir(folder)) if not n.startswith(".") and n not in ("__pycache__", "__MACOSX")]
 
 
-def _canvas(folder, names):
+def _parses(name, fields, fits_name):
+    """Every reading of a file name `<name>_<fixed fields>_<file>`: one per `_` where the fields can begin."""
+    out = []
+    for i, ch in enumerate(name):
+        m = fields.match(name, i) if ch == "_" else None
+        if m and fits_name(name[:i]):
+            out.append({"name": name[:i], **m.groupdict()})
+    return out
+
+
+def _canvas_parses(name):
+    name = nfc(name)
+    out = [{**m.groupdict(), "name": ""} for m in [_CANVAS_ANON.match(name)] if m]
+    # a name is Canvas's sortable name, lower-cased, word characters only: never `..._LATE` (that is the flag)
+    out += _parses(name, _CANVAS_FIELDS, lambda n: bool(_CANVAS_NAME.match(n)) and not re.search(r"(^|_)LATE$", n))
+    return out
+
+
+def _moodle_parses(name):
+    return _parses(nfc(name), _MOODLE_FIELDS, bool)
+
+
+def _who(platform, p):
+    return f"{'Canvas user' if platform == 'canvas' else 'Moodle participant'} {p['uid']} named {p['name']!r}"
+
+
+def _settle(platform, parsed, known):
+    """({file: its one reading}, [(file, why)]) of files each read one or more ways.
+
+    A file read one way is what the LMS wrote (the student's own reading always exists: a name or a file
+    name shaped like fixed fields only adds readings). A reading is ruled out when files read one way give
+    its user another name, or `known` ({user id: names that fit}, from a roster of that LMS) lacks its user
+    or its name. A file left with more than one reading, or none, is not merged into anyone's submission:
+    it is listed. So are the files of a user whose files give the user two names."""
+    names = {}
+    for ps in parsed.values():
+        if len(ps) == 1:
+            names.setdefault(ps[0]["uid"], set()).add(ps[0]["name"])
+
+    def fits(p):
+        if p["uid"] in names and names[p["uid"]] != {p["name"]}:
+            return False
+        return known is None or (p["uid"] in known and _fits_roster(p["name"], known[p["uid"]]))
+
+    chosen, flagged = {}, []
+    for n, ps in sorted(parsed.items()):
+        ok = ps if len(ps) == 1 else [p for p in ps if fits(p)]
+        if len(ok) == 1 and len(names.get(ok[0]["uid"], ())) <= 1:
+            chosen[n] = ok[0]
+        elif len(ok) == 1:
+            flagged.append((n, f"the files of {platform}'s user {ok[0]['uid']} give them different names "
+                               f"({', '.join(sorted(map(repr, names[ok[0]['uid']])))}): not graded; check which "
+                               f"files are the student's"))
+        else:
+            flagged.append((n, f"its name reads as the file of more than one student "
+                               f"({'; '.join(_who(platform, p) for p in (ok or ps))}): merged into no one's "
+                               f"submission, not graded" + ("" if known else "; a roster exported from "
+                                                            f"{platform.capitalize()} (--roster) may settle it")))
+    return chosen, flagged
+
+
+def _fits_roster(name, keys):
+    from .roster import name_keys
+    return not keys or bool(name_keys(name) & keys) or (not name and "" in keys)
+
+
+def _roster_names(rows, field):
+    """{LMS user id: the names the roster gives it, as keys} from a roster with that LMS's ids, else None."""
+    from .roster import name_keys
+    if not rows or not any(r.get(field) for r in rows):
+        return None
+    out = {}
+    for r in rows:
+        if r.get(field):
+            out.setdefault(str(r[field]), set()).update(name_keys(r.get("name", "")) | {_canvas_form(r)})
+    return out
+
+
+def _canvas_form(row):
+    """A roster name as Canvas writes it into file names: word characters, lower case."""
+    return re.sub(r"[^\w]", "", nfc(row.get("name", ""))).lower()
+
+
+def _canvas(folder, names, rows=None):
     files = [n for n in names if os.path.isfile(os.path.join(folder, n))]
     code = [n for n in files if n.endswith(CODE)]
-    if not code or any(os.path.isdir(os.path.join(folder, n)) for n in names):
+    if not code or len(files) < len(names):
         return None
-    matches = {n: _CANVAS_ANON.match(nfc(n)) or _CANVAS.match(nfc(n)) for n in files}
-    if not all(matches[n] for n in code):
+    parsed = {n: _canvas_parses(n) for n in files}
+    if not all(parsed[n] for n in code):
         return None
+    ignored = [(n, "a text entry or web link handed in on Canvas, not code" if _CANVAS_TEXT.match(nfc(n))
+                else "not named as Canvas names a student's file") for n in files if not parsed[n]]
+    chosen, flagged = _settle("canvas", {n: ps for n, ps in parsed.items() if ps},
+                              _roster_names(rows, "canvas_user_id"))
     students = {}
-    for n in files:
-        m = matches[n]
-        if not m:
-            continue
-        anonymous = m["uid"].startswith("anon_")
-        name = "" if anonymous else m["name"]
+    for n, m in chosen.items():
+        anonymous = m["uid"].startswith("anon_") and not m["name"]
+        name = m["name"]
         sid = m["uid"] if anonymous else f"{name}_{m['uid']}"
         s = students.get(sid)
         if s is None:
@@ -117,28 +207,41 @@ def _canvas(folder, names):
                                         canvas_user_id=None if anonymous else m["uid"], anonymous=anonymous)
         s.lms["late"] = s.lms.get("late") or bool(m["late"])
         s.files.append((os.path.join(folder, n), m["file"]))
-    return Layout("canvas", students.values())
+    return Layout("canvas", students.values(), ignored + flagged)
 
 
-def _moodle(folder, names):
-    students, seen = {}, 0
+def _moodle(folder, names, rows=None):
+    students, ignored, parsed = {}, [], {}
     for n in names:
         path = os.path.join(folder, n)
-        m = (_MOODLE_DIR if os.path.isdir(path) else _MOODLE_FILE).match(nfc(n))
-        if m is None:
-            if os.path.isdir(path) or n.endswith(CODE):
-                return None
-            continue
-        seen += 1
-        sid = f"{m['name']}_{m['pid']}"
-        s = students.setdefault(sid, Student(sid, m["name"], m["pid"], platform="moodle", moodle_participant=m["pid"]))
-        if m["plugin"] != "file":
-            continue  # online text: not code
         if os.path.isdir(path):
+            m = _MOODLE_DIR.match(nfc(n))
+            if m is None:
+                return None
+            parsed[n] = [{"name": m["name"], "uid": m["pid"], "plugin": m["plugin"], "file": None}]
+            continue
+        ps = [{**p, "uid": p["pid"]} for p in _moodle_parses(n)]
+        if not ps:
+            if n.endswith(CODE):
+                return None
+            ignored.append((n, "not named as Moodle names a student's file"))
+            continue
+        parsed[n] = ps
+    if not parsed:
+        return None
+    chosen, flagged = _settle("moodle", parsed, _roster_names(rows, "moodle_participant"))
+    for n, m in chosen.items():
+        path = os.path.join(folder, n)
+        sid = f"{m['name']}_{m['uid']}"
+        s = students.setdefault(sid, Student(sid, m["name"], m["uid"], platform="moodle",
+                                             moodle_participant=m["uid"]))
+        if m["plugin"] != "file":
+            ignored.append((n, f"Moodle's {m['plugin']} of {sid}, not a file handed in: not code"))
+        elif os.path.isdir(path):
             s.folder = path
         else:
             s.files.append((path, m["file"]))
-    return Layout("moodle", students.values()) if seen else None
+    return Layout("moodle", students.values(), ignored + flagged)
 
 
 def _unquote(value):
@@ -188,28 +291,32 @@ def read_gradescope_metadata(path):
     return out
 
 
-def _gradescope(folder, names):
-    meta = os.path.join(folder, "submission_metadata.yml")
+def _gradescope(folder, names, rows=None):
+    """Gradescope's export, by its whole structure: its metadata file and nothing but the `submission_<id>`
+    folders it names (a lone `submission_metadata.yml` among students' files makes no export)."""
+    meta = os.path.join(folder, GRADESCOPE_METADATA)
     if not os.path.isfile(meta):
+        return None
+    others = [n for n in names if n != GRADESCOPE_METADATA]
+    if not others or not all(_GRADESCOPE_DIR.match(n) and os.path.isdir(os.path.join(folder, n)) for n in others):
         return None
     try:
         who = read_gradescope_metadata(meta)
     except (OSError, UnicodeDecodeError) as e:
         raise HwcheckError(f"{meta} could not be read: {e}") from None
+    if not all(n in who for n in others):
+        return None
     students = []
-    for n in names:
-        path = os.path.join(folder, n)
-        if not os.path.isdir(path):
-            continue
-        people = [p for p in who.get(n, who.get(nfc(n), [])) if isinstance(p, dict)]
+    for n in others:
+        people = [p for p in who[n] if isinstance(p, dict)]
         s = Student(n, "; ".join(p.get("name", "") for p in people), "; ".join(p.get("sid", "") for p in people),
                     "; ".join(p.get("email", "") for p in people), platform="gradescope")
-        s.folder = path
+        s.folder = os.path.join(folder, n)
         students.append(s)
     return Layout("gradescope", students)
 
 
-def _classroom(folder, names):
+def _classroom(folder, names, rows=None):
     if len(names) < 2 or not all(os.path.isdir(os.path.join(folder, n)) for n in names):
         return None
     prefix = os.path.commonprefix(names)
@@ -225,42 +332,58 @@ def _classroom(folder, names):
     return Layout("classroom", students)
 
 
-def recognise(folder, outdir=None):
+def recognise(folder, outdir=None, roster_rows=None):
     """The `Layout` of `folder`: the first of Gradescope, Moodle, Canvas, GitHub Classroom it is, else platform None.
 
-    outdir: hwcheck's output folder, whose files (when it lies inside `folder`) are no entry of the layout."""
+    outdir: hwcheck's output folder, whose files (when it lies inside `folder`) are no entry of the layout.
+    roster_rows: a roster's rows (`checker.roster.read_roster`); one exported from Canvas or Moodle settles
+    a file name that reads as more than one student's."""
     from .outputs import is_own_output
     if not os.path.isdir(folder):
         raise HwcheckError(f"{folder} is not a folder")
     names = [n for n in _entries(folder) if not (outdir and is_own_output(outdir, os.path.join(folder, n)))]
     for kind in (_gradescope, _moodle, _canvas, _classroom):
-        layout = kind(folder, names)
+        layout = kind(folder, names, roster_rows)
         if layout is not None:
             return layout
     return Layout(None)
 
 
 def _own_names(files):
-    """{path: name in the staged folder}: the LMS's prefix taken off, Canvas's `-N` too where that frees no clash."""
-    out, taken = {}, {name for _, name in files}
-    for path, name in sorted(files, key=lambda pf: pf[1]):
+    """({path: name in the staged folder}, [(path, why)] of the files left out).
+
+    The LMS's prefix is taken off, Canvas's `-N` too where that frees no clash. A file whose own name
+    cannot be a file in a folder (`..`, `.`, empty, a separator) is left out; two whose own names would be
+    one file on a case-insensitive disk keep the names the LMS gave them."""
+    out, odd, taken = {}, [], set()
+    usable = []
+    for path, name in sorted(files, key=lambda pf: (pf[1], pf[0])):
+        if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+            odd.append((path, f"its own file name {name!r} cannot be a file in the student's folder: left out of "
+                              f"the submission, the rest of it is graded"))
+        else:
+            usable.append((path, name))
+    wanted = {key(name) for _, name in usable}
+    for path, name in usable:
         m = _RESUBMITTED.match(name)
         plain = f"{m['stem']}{m['ext']}" if m else name
-        if plain != name and plain not in taken:
-            taken.add(plain)
+        if plain != name and key(plain) not in wanted and key(plain) not in taken:
             name = plain
+        if key(name) in taken:
+            name = os.path.basename(path)
+        taken.add(key(name))
         out[path] = name
-    return out
+    return out, odd
 
 
-def _stage(outdir, student):
+def _stage(outdir, student, names):
     """OUTDIR/.lms/<id>/ holding the student's files under their own names (rewritten each run: same bytes, same hash)."""
     dest = os.path.join(outdir, STAGE, student.sid)
     if os.path.isdir(dest):
         shutil.rmtree(dest)
     os.makedirs(dest)
-    for path, name in _own_names(student.files).items():
-        shutil.copyfile(path, os.path.join(dest, name.replace(os.sep, "_")))
+    for path, name in names.items():
+        shutil.copyfile(path, os.path.join(dest, name))
     return dest
 
 
@@ -281,62 +404,94 @@ def read_students(outdir):
 def prepare(folder, outdir, notes=None, roster=None, assignment=None):
     """The batch's entries [(id, path)] of `folder`, whatever layout it has; writes OUTDIR/.students.json.
 
-    A folder of no known layout gives `checker.batch.list_entries`'s entries. `roster`: a
+    A folder of no known layout gives `checker.entries.scan_entries`'s entries. `roster`: a
     roster CSV (`checker.roster`); when None, the roster of the last run (kept in
     students.json) is used again if it is still there. Sentences for the TA go to `notes`.
+    Every entry of `folder` not graded (and every file left out of a submission) is kept in
+    students.json's `not_graded` as [name, why], for the batch's summary (`after_batch`).
     """
-    from .batch import list_entries
+    from .entries import scan_entries, skipped_entries
     from .identical import identical_groups
+    from .outputs import is_own_output
     from .roster import match_roster, read_roster
-    layout = recognise(folder, outdir)
-    if layout.platform is None:
-        entries = list_entries(folder, notes)
-        people = {sid: {} for sid, _ in entries}
-    else:
-        entries, people = [], {}
-        for sid, s in sorted(layout.students.items()):
-            code = [p for p, name in s.files if name.endswith(CODE)]
-            if s.folder is not None:
-                path = s.folder
-            elif not code:
-                if notes is not None:
-                    shown = ", ".join(os.path.basename(p) for p, _ in s.files) or "nothing"
-                    notes.append(f"{sid} handed in no .py or .ipynb file ({shown}): not graded")
-                continue
-            elif len(s.files) == 1:
-                path = s.files[0][0]
-            else:
-                path = _stage(outdir, s)
-            entries.append((sid, path))
-            people[sid] = s.identity()
-        if notes is not None:
-            notes.append(f"{folder} is a {layout.platform} export: {len(entries)} students' submissions")
+    notes = [] if notes is None else notes
     old = read_students(outdir)
     if roster is None and isinstance(old.get("roster_file"), str) and os.path.isfile(old["roster_file"]):
         roster = old["roster_file"]
+    rows = read_roster(roster) if roster is not None else None
+    layout = recognise(folder, outdir, rows)
+    not_graded = list(layout.ignored)
+    skipped = [(n, why) for n, why in skipped_entries(folder) if not is_own_output(outdir, os.path.join(folder, n))]
+    if layout.platform is None:
+        entries, refused, said = scan_entries(folder, skip=lambda path: is_own_output(outdir, path))
+        notes.extend(said)
+        not_graded += refused + skipped
+        people = {sid: {} for sid, _ in entries}
+    else:
+        entries, people = _lms_entries(layout, outdir, not_graded)
+        not_graded += [(n, why) for n, why in skipped if n.startswith(".")]
+        notes.append(f"{folder} is a {layout.platform} export: {len(entries)} students' submissions")
+    if not entries:  # nothing to grade: the command stops before its summary, so the reasons go with the notes
+        notes.extend(f"not graded: {name}: {why}" for name, why in sorted(not_graded))
     report = None
-    if roster is not None:
-        rows = read_roster(roster)
+    if rows is not None:
         people, report = match_roster(people, rows)
     data = {"platform": layout.platform, "assignment": assignment, "students": people,
             "identical": identical_groups(entries, assignment),
-            "roster_file": os.path.abspath(roster) if roster else None, "roster": report}
+            "roster_file": os.path.abspath(roster) if roster else None, "roster": report,
+            "not_graded": [list(item) for item in sorted(set(not_graded))]}
     os.makedirs(outdir, exist_ok=True)
     write_json_atomic(students_path(outdir), data)
     return entries
 
 
+def _lms_entries(layout, outdir, not_graded):
+    """([(id, path)], {id: identity}) of an LMS layout's students; what is not graded goes to `not_graded`."""
+    entries, people = [], {}
+    clash = {sid for group in collisions(layout.students).values() for sid in group}
+    for sid, s in sorted(layout.students.items()):
+        shown = [os.path.basename(p) for p, _ in s.files] or [os.path.basename(s.folder or sid)]
+        if sid in clash:
+            others = ", ".join(repr(o) for o in sorted(clash) if key(o) == key(sid) and o != sid)
+            not_graded += [(n, f"its student's id {sid!r} would be one with {others} on a case-insensitive "
+                               f"disk and to a person: not graded; rename one") for n in shown]
+            continue
+        names, odd = _own_names(s.files)
+        not_graded += [(os.path.basename(p), why) for p, why in odd]
+        code = [p for p, name in names.items() if name.endswith(CODE)]
+        if s.folder is not None:
+            path = s.folder
+        elif not code:
+            not_graded += [(n, f"{sid} handed in no .py or .ipynb file: not graded")
+                           for n in shown if n not in {os.path.basename(p) for p, _ in odd}]
+            continue
+        elif len(names) == 1:
+            path = code[0]
+        else:
+            try:
+                path = _stage(outdir, s, names)
+            except OSError as e:
+                not_graded += [(n, f"{sid}'s files could not be put into one folder ({e.strerror or e}): "
+                                   f"not graded") for n in shown]
+                continue
+        entries.append((sid, path))
+        people[sid] = s.identity()
+    return entries, people
+
+
 def after_batch(outdir, assignment=None, canvas_title=None, roster=True):
-    """The TA's lines after a batch: the roster's verdicts (when roster), and the LMS exports written.
+    """The TA's lines after a batch: what was not graded and why, the roster's verdicts (both when roster:
+    after `hwcheck grade`), and the LMS exports written.
 
     assignment None: the one `prepare` recorded in students.json.
     """
     from .exports import write_exports
+    from .progress import not_graded_lines
     from .roster import roster_lines
     known = read_students(outdir)
     assignment = assignment or known.get("assignment")
     people = known.get("students") if isinstance(known.get("students"), dict) else {}
-    lines = roster_lines(known.get("roster"), people) if roster else []
+    lines = not_graded_lines(known.get("not_graded")) + roster_lines(known.get("roster"), people) if roster else []
     if not assignment or not people:
         return lines
     for path, n, left in write_exports(outdir, assignment, canvas_title):

@@ -1,7 +1,8 @@
 """What a batch prints: a progress line or bar per submission, and the summary after it.
 
 What it is for: pure texts from the batch's events and result (`progress_line`,
-`progress_bar`, `summary_lines`), every student-controlled string kept on its
+`progress_bar`, `summary_lines`; `not_graded_lines`, every file or folder of the
+graded folder that was not graded, with the reason), every student-controlled string kept on its
 line and escaped (`checker.escape`); `isolation_gaps` picks from a scorecard's
 `grader.isolation` the walls that could not be put up, which the summary
 names once per batch.
@@ -18,7 +19,7 @@ from checker.escape import for_terminal
 from checker.report import format_points
 from checker.scorecard import STATUSES
 
-__all__ = ["progress_line", "progress_bar", "summary_lines", "isolation_gaps"]
+__all__ = ["progress_line", "progress_bar", "summary_lines", "isolation_gaps", "not_graded_lines"]
 
 def _pts(x):
     return format_points(x)  # as `check` and `show` print points: 84.34, not 84.3396
@@ -118,4 +119,19 @@ def summary_lines(batch):
         lines.append(f"  ... and {len(batch.problems) - 20} more rows of manual.csv not used")
     if batch.seed is not None:
         lines.append(f"  seed {batch.seed} (kept in the scorecards: `--only ID` regrades a submission with it)")
+    return lines
+
+
+def not_graded_lines(items):
+    """The summary's list of every entry of the folder graded that was not graded, each with its reason.
+
+    items: [(name, why)] as `checker.lms.prepare` records them (names in quotes, so that a space at an end
+    shows; invisible characters are shown escaped)."""
+    good = sorted({(str(n), str(w)) for n, w in (
+        (i[0], i[1]) for i in items or () if isinstance(i, (list, tuple)) and len(i) == 2)})
+    if not good:
+        return []
+    lines = [f"  not graded: {len(good)} {'entry' if len(good) == 1 else 'entries'} of the folder graded "
+             f"(rename or unpack them and grade again, or grade them by hand):"]
+    lines += [f"  not graded: '{_line(name)}': {_line(why)}" for name, why in good]
     return lines
