@@ -1,0 +1,318 @@
+"""Hostile names: the way from a right grade to the right student's record (issue 26, items 1, 2 and 4).
+
+Each test attacks as a student (or a stray upload) would, with names only: look-alike and colliding
+submission ids, a Canvas sortable name built to look like another student's fixed fields, an attachment
+named `..`, and a lone `submission_metadata.yml` that would make a plain folder pass for a Gradescope
+export. The slow tests grade real folders through `python -m checker.cli grade`, with a TA's grades typed
+into manual.csv and a roster, and find every grade on its own student after the attack and `--resume`.
+"""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import unicodedata
+
+import pytest
+
+from checker import lms
+from checker.escape import for_terminal
+from checker.manual import read_manual
+from checker.roster import match_roster, read_roster
+from checker.spec import load_spec
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUB = os.path.join(ROOT, "submissions", "attention")
+SPEC = load_spec("attention")
+
+# one file beside `jdoe.py` whose name differs only by ...
+LOOK_ALIKES = {
+    "leading quote": "'jdoe.py",
+    "leading space": " jdoe.py",
+    "trailing space": "jdoe .py",
+    "invisible mark": "jdoe\u200f.py",
+    "letter case": "JDOE.py",
+}
+
+
+def _copy(src, dest):
+    shutil.copyfile(os.path.join(SUB, src), dest)
+
+
+def _not_graded(out):
+    """{name: why} of what prepare recorded as not graded."""
+    return {name: why for name, why in lms.read_students(str(out)).get("not_graded") or []}
+
+
+def _hwcheck(*args):
+    return subprocess.run([sys.executable, "-m", "checker.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+
+
+def _book(out):
+    with open(os.path.join(out, "grades.csv"), newline="", encoding="utf-8-sig") as f:
+        return {row["id"]: row for row in csv.DictReader(f)}
+
+
+def _csv(path):
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        return list(csv.reader(f))
+
+
+# ---------------------------------------------------------------------------
+# item 1: look-alike and colliding ids
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("how", sorted(LOOK_ALIKES))
+def test_a_look_alike_of_an_id_is_refused_with_both_files_named(tmp_path, how):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    _copy("correct.py", folder / "jdoe.py")
+    _copy("no_scaling.py", folder / LOOK_ALIKES[how])
+    _copy("correct.py", folder / "asmith.py")
+    out = tmp_path / "out"
+    entries = lms.prepare(str(folder), str(out), [])
+    # never first-come: neither file gets the id, the honest classmate is untouched
+    assert [sid for sid, _ in entries] == ["asmith"]
+    refused = _not_graded(out)
+    assert set(refused) == {"jdoe.py", LOOK_ALIKES[how]}
+    for why in refused.values():
+        assert "jdoe.py" in why and LOOK_ALIKES[how] in why
+
+
+def test_unicode_normal_forms_of_one_name_collide(tmp_path):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    nfc, nfd = unicodedata.normalize("NFC", "josé.py"), unicodedata.normalize("NFD", "josé.py")
+    _copy("correct.py", folder / nfc)
+    _copy("no_scaling.py", folder / nfd)
+    if len(os.listdir(folder)) < 2:
+        pytest.skip("this file system normalises names itself")
+    entries = lms.prepare(str(folder), str(tmp_path / "out"), [])
+    assert entries == []
+    assert len(_not_graded(tmp_path / "out")) == 2
+
+
+def test_ids_are_canonical_and_distinct_on_a_case_insensitive_file_system(tmp_path):
+    """Alone, a name with a stray edge gets the canonical id (NFC, no edge spaces, quotes or invisible marks),
+    and no two ids of a batch differ only in case or normal form (their output files would be one file on
+    macOS, Windows or FAT)."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name in (" alice .py", "bob\u200f.py", "'carol.py", unicodedata.normalize("NFD", "josé.py"), "dave.py",
+                 "Eve.py", "eve.ipynb", "Frank.py", "frank"):
+        if name == "frank":
+            (folder / name).mkdir()
+            _copy("correct.py", folder / name / "attention.py")
+        else:
+            _copy("correct.py", folder / name)
+    entries = lms.prepare(str(folder), str(tmp_path / "out"), [])
+    ids = [sid for sid, _ in entries]
+    assert ids[:5] == ["alice", "bob", "carol", "dave", "josé"]
+    assert all(sid == unicodedata.normalize("NFC", sid) for sid in ids)
+    folded = [unicodedata.normalize("NFKC", sid).casefold() for sid in ids]
+    assert len(set(folded)) == len(folded), ids
+    # a name whose whole stem is blank has no id at all: listed, not graded under ''
+    (folder / "\u200f.py").write_text("x = 1\n")
+    entries = lms.prepare(str(folder), str(tmp_path / "out"), [])
+    assert "" not in [sid for sid, _ in entries] and "\u200f.py" in _not_graded(tmp_path / "out")
+
+
+def test_the_roster_gives_a_row_to_an_exact_match_or_else_to_no_one():
+    rows = [{"name": "John Doe", "student_id": "jdoe", "email": "jd@uni.example"},
+            {"name": "Ann Smith", "student_id": "asmith", "email": "as@uni.example"}]
+    # `JDOE` sorts first: first-come gave it John's row (and his Canvas user id)
+    people, report = match_roster({"JDOE": {}, "jdoe": {}, "asmith": {}}, rows)
+    assert people["jdoe"]["roster"] == "matched" and people["jdoe"]["student_id"] == "jdoe"
+    assert people["JDOE"]["roster"] != "matched" and "student_id" not in people["JDOE"]
+    assert "JDOE" in report["unmatched"]
+    # two loose matches of one row, neither exact: the row goes to no one and both are listed
+    people, report = match_roster({"John_Doe": {}, "johndoe": {}, "asmith": {}}, rows)
+    assert people["John_Doe"]["roster"] != "matched" and people["johndoe"]["roster"] != "matched"
+    assert [r["name"] for r in report["missing"]] == ["John Doe"]
+    assert {a["id"] for a in report["ambiguous"]} == {"John_Doe", "johndoe"}
+    # one loose match alone still matches (a name, a login in another case)
+    people, _ = match_roster({"John Doe": {}, "ASMITH": {}}, rows)
+    assert people["John Doe"]["roster"] == people["ASMITH"]["roster"] == "matched"
+
+
+def test_manual_rows_match_an_id_exactly_or_are_listed(tmp_path):
+    path = tmp_path / "manual.csv"
+    path.write_text("id,question,points,comment\r\n"
+                    "jdoe,Q3-text,7,\r\n"
+                    "JDOE,Q3-text,2,\r\n"            # another student's case: not John's
+                    "'asmith,Q3-text,4,\r\n"         # the quote hwcheck writes before a cell: Ann's
+                    "jdoe\u200f,adjustment,-1,\r\n"  # the canonical form of the id: John's
+                    "Asmith,adjustment,-3,\r\n",     # another case: no one's, listed
+                    encoding="utf-8")
+    entries, problems = read_manual(str(path), SPEC, {"jdoe", "asmith"})
+    assert [(r["question"], r["points"]) for r in entries["jdoe"]] == [("Q3-text", 7.0), ("adjustment", -1.0)]
+    assert [(r["question"], r["points"]) for r in entries["asmith"]] == [("Q3-text", 4.0)]
+    assert any("line 3" in p and "'jdoe'" in p for p in problems), problems
+    assert any("line 6" in p and "'asmith'" in p for p in problems), problems
+
+
+# ---------------------------------------------------------------------------
+# item 2: names a student chooses on the LMS
+# ---------------------------------------------------------------------------
+
+FORGED = "doejohn_1001_9_zz_2002_77_attention.py"  # sortable name `Doe, John_.1001_.9_.zz`, user 2002
+
+
+def test_a_sortable_name_shaped_like_fixed_fields_is_flagged_not_merged(tmp_path):
+    _copy("correct.py", tmp_path / "doejohn_1001_5_attention.py")
+    _copy("no_scaling.py", tmp_path / FORGED)
+    _copy("correct.py", tmp_path / "smithann_1002_6_attention.py")
+    layout = lms.recognise(str(tmp_path))
+    assert layout.platform == "canvas"
+    assert [f for _, f in layout.students["doejohn_1001"].files] == ["attention.py"]
+    assert sorted(layout.students) == ["doejohn_1001", "smithann_1002"]
+    why = dict(layout.ignored)[FORGED]
+    assert "1001" in why and "2002" in why
+
+
+def test_the_roster_settles_a_file_name_that_parses_two_ways(tmp_path):
+    """An honest file name with `_<digits>_<digits>_` in it parses two ways too; a Canvas roster that knows
+    only one of the two users settles it, and one that knows both leaves it flagged."""
+    _copy("correct.py", tmp_path / "doejohn_1001_5_hw_3_4_attention.py")
+    roster = tmp_path.parent / (tmp_path.name + "-roster.csv")
+    roster.write_text('Student,ID,SIS User ID,SIS Login ID,Section\nPoints Possible,,,,\n"Doe, John",1001,,,\n',
+                      encoding="utf-8")
+    layout = lms.recognise(str(tmp_path), roster_rows=read_roster(str(roster)))
+    assert list(layout.students) == ["doejohn_1001"]
+    assert [f for _, f in layout.students["doejohn_1001"].files] == ["hw_3_4_attention.py"]
+    layout = lms.recognise(str(tmp_path))  # no roster: the file could be user 3's
+    assert list(layout.students) == [] and "doejohn_1001_5_hw_3_4_attention.py" in dict(layout.ignored)
+
+
+def test_an_attachment_named_dot_dot_costs_only_its_own_file(tmp_path):
+    folder = tmp_path / "canvas"
+    folder.mkdir()
+    _copy("correct.py", folder / "doejohn_1001_5_attention.py")
+    _copy("correct.py", folder / "smithann_1002_6_attention.py")
+    (folder / "smithann_1002_7_..").write_text("x")
+    (folder / "smithann_1002_8_.").write_text("x")
+    out = tmp_path / "out"
+    entries = dict(lms.prepare(str(folder), str(out), []))
+    assert sorted(entries) == ["doejohn_1001", "smithann_1002"]
+    assert os.path.isfile(entries["smithann_1002"]) or os.listdir(entries["smithann_1002"]) == ["attention.py"]
+    refused = _not_graded(out)
+    assert "smithann_1002_7_.." in refused and "smithann_1002_8_." in refused
+
+
+# ---------------------------------------------------------------------------
+# item 4: a plain folder taken for a platform's export
+# ---------------------------------------------------------------------------
+
+def test_one_metadata_file_does_not_make_a_folder_a_gradescope_export(tmp_path):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    _copy("correct.py", folder / "alice.py")
+    _copy("no_scaling.py", folder / "bob.py")
+    (folder / "submission_metadata.yml").write_text("alice:\n  :submitters:\n  - :name: Mallory\n")
+    assert lms.recognise(str(folder)).platform is None
+    out = tmp_path / "out"
+    assert [sid for sid, _ in lms.prepare(str(folder), str(out), [])] == ["alice", "bob"]
+    assert "submission_metadata.yml" in _not_graded(out)
+
+
+def test_a_gradescope_export_with_a_stranger_inside_is_no_gradescope_export(tmp_path):
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "submission_metadata.yml").write_text("submission_1:\n  :submitters:\n  - :name: Ann\n")
+    (folder / "submission_1").mkdir()
+    _copy("correct.py", folder / "submission_1" / "attention.py")
+    assert lms.recognise(str(folder)).platform == "gradescope"
+    _copy("no_scaling.py", folder / "mallory.py")   # graded silently as nothing before
+    assert lms.recognise(str(folder)).platform is None
+
+
+def test_every_entry_not_graded_is_listed_with_its_reason(tmp_path):
+    folder = tmp_path / "canvas"
+    folder.mkdir()
+    _copy("correct.py", folder / "doejohn_1001_5_attention.py")
+    (folder / "doejohn_1001_text.html").write_text("<p>hi</p>")
+    (folder / "leeann_1003_6_notes.txt").write_text("notes")
+    (folder / "README.md").write_text("from the TA")
+    out = tmp_path / "out"
+    assert [sid for sid, _ in lms.prepare(str(folder), str(out), [])] == ["doejohn_1001"]
+    refused = _not_graded(out)
+    assert set(refused) == {"doejohn_1001_text.html", "leeann_1003_6_notes.txt", "README.md"}
+    assert all(refused.values())
+
+
+# ---------------------------------------------------------------------------
+# the whole way, through the command line: a TA's grades survive every attack
+# ---------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_typed_grades_stay_on_their_students_through_the_plain_folder_attacks(tmp_path):
+    folder, out = tmp_path / "class", str(tmp_path / "graded")
+    folder.mkdir()
+    _copy("correct.py", folder / "jdoe.py")          # 90 automatic
+    _copy("no_scaling.py", folder / "asmith.py")     # 48.32 automatic
+    roster = tmp_path / "roster.csv"
+    roster.write_text("name,student_id,email\nJohn Doe,jdoe,jd@uni.example\nAnn Smith,asmith,as@uni.example\n",
+                      encoding="utf-8")
+    run = _hwcheck("grade", str(folder), "-a", "attention", "-o", out, "--public", "--roster", str(roster))
+    assert run.returncode == 0, run.stdout + run.stderr
+    with open(os.path.join(out, "manual.csv"), "a", encoding="utf-8", newline="") as f:
+        f.write("jdoe,Q3-text,7,clear\r\nasmith,Q3-text,4,\r\n")
+
+    for name in LOOK_ALIKES.values():                # item 1: every look-alike of John at once
+        _copy("no_scaling.py", folder / name)
+    (folder / "submission_metadata.yml").write_text(  # item 4: a lone metadata file
+        "jdoe:\n  :submitters:\n  - :name: Mallory\n    :sid: jdoe\n")
+    run = _hwcheck("grade", str(folder), "-a", "attention", "-o", out, "--public", "--roster", str(roster),
+                   "--resume")
+    assert run.returncode == 0, run.stdout + run.stderr
+    book = _book(out)
+    assert set(book) == {"jdoe", "asmith"}
+    assert book["jdoe"]["Q3-text"] == "7" and float(book["jdoe"]["total"]) == pytest.approx(97, abs=0.01)
+    assert book["asmith"]["Q3-text"] == "4" and float(book["asmith"]["total"]) == pytest.approx(52.32, abs=0.01)
+    assert book["asmith"]["student_id"] == "asmith" and book["asmith"]["student"] == "Ann Smith"
+    assert "roster: submission" not in run.stdout  # no look-alike took John's row
+    for name in [*LOOK_ALIKES.values(), "jdoe.py", "submission_metadata.yml"]:
+        shown = for_terminal(name, newlines=False)  # an invisible character is shown escaped
+        assert any(f"'{shown}'" in line and "not graded" in line for line in run.stdout.splitlines()), \
+            (name, run.stdout)
+    # no scorecard of another student sits where one of these two would land on a case-insensitive disk
+    cards = [n[:-5].casefold() for n in os.listdir(out) if n.endswith(".json") and not n.startswith(".")]
+    assert sorted(cards) == ["asmith", "jdoe"]
+
+
+@pytest.mark.slow
+def test_typed_grades_stay_on_their_students_through_the_canvas_attacks(tmp_path):
+    folder, out = tmp_path / "canvas", str(tmp_path / "graded")
+    folder.mkdir()
+    _copy("correct.py", folder / "doejohn_1001_5_attention.py")      # 90 automatic
+    _copy("no_scaling.py", folder / "smithann_1002_6_attention.py")  # 48.32 automatic
+    roster = tmp_path / "gradebook.csv"  # Canvas's gradebook export: the forger is a student of the course
+    roster.write_text('Student,ID,SIS User ID,SIS Login ID,Section,attention\nPoints Possible,,,,,100\n'
+                      '"Doe, John",1001,,,,\n"Smith, Ann",1002,,,,\n"Doe, John_.1001_.9_.zz",2002,,,,\n',
+                      encoding="utf-8")
+    run = _hwcheck("grade", str(folder), "-a", "attention", "-o", out, "--public", "--roster", str(roster))
+    assert run.returncode == 0, run.stdout + run.stderr
+    with open(os.path.join(out, "manual.csv"), "a", encoding="utf-8", newline="") as f:
+        f.write("doejohn_1001,Q3-text,7,\r\nsmithann_1002,Q3-text,4,\r\n")
+
+    _copy("no_scaling.py", folder / FORGED)                         # item 2: a name shaped like John's fields
+    (folder / "smithann_1002_8_..").write_text("x")                 # item 2: an attachment named ..
+    run = _hwcheck("grade", str(folder), "-a", "attention", "-o", out, "--public", "--roster", str(roster),
+                   "--resume")
+    assert run.returncode == 0, run.stdout + run.stderr
+    book = _book(out)
+    assert set(book) == {"doejohn_1001", "smithann_1002"}
+    assert float(book["doejohn_1001"]["total"]) == pytest.approx(97, abs=0.01)
+    assert float(book["smithann_1002"]["total"]) == pytest.approx(52.32, abs=0.01)
+    rows = {r[1]: r[-1] for r in _csv(os.path.join(out, "canvas.csv"))[2:]}
+    assert rows.keys() == {"1001", "1002"} and float(rows["1001"]) == 97
+    assert float(rows["1002"]) == pytest.approx(52.32, abs=0.01)
+    for name in (FORGED, "smithann_1002_8_.."):
+        shown = for_terminal(name, newlines=False)  # an invisible character is shown escaped
+        assert any(f"'{shown}'" in line and "not graded" in line for line in run.stdout.splitlines()), \
+            (name, run.stdout)
+    with open(os.path.join(out, "doejohn_1001.json"), encoding="utf-8") as f:
+        assert json.load(f)["submission"]["path"].endswith("doejohn_1001_5_attention.py")
