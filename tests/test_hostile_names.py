@@ -173,6 +173,17 @@ def test_a_sortable_name_shaped_like_fixed_fields_is_flagged_not_merged(tmp_path
     assert "1001" in why and "2002" in why
 
 
+def test_a_moodle_full_name_shaped_like_fixed_fields_is_flagged_not_merged(tmp_path):
+    _copy("correct.py", tmp_path / "John Doe_1001_assignsubmission_file_attention.py")
+    _copy("no_scaling.py", tmp_path / "John Doe_1001_assignsubmission_file_x_2002_assignsubmission_file_attention.py")
+    layout = lms.recognise(str(tmp_path))
+    assert layout.platform == "moodle"
+    assert list(layout.students) == ["John Doe_1001"]
+    assert [f for _, f in layout.students["John Doe_1001"].files] == ["attention.py"]
+    why = dict(layout.ignored)["John Doe_1001_assignsubmission_file_x_2002_assignsubmission_file_attention.py"]
+    assert "1001" in why and "2002" in why
+
+
 def test_the_roster_settles_a_file_name_that_parses_two_ways(tmp_path):
     """An honest file name with `_<digits>_<digits>_` in it parses two ways too; a Canvas roster that knows
     only one of the two users settles it, and one that knows both leaves it flagged."""
@@ -227,6 +238,22 @@ def test_a_gradescope_export_with_a_stranger_inside_is_no_gradescope_export(tmp_
     assert lms.recognise(str(folder)).platform == "gradescope"
     _copy("no_scaling.py", folder / "mallory.py")   # graded silently as nothing before
     assert lms.recognise(str(folder)).platform is None
+
+
+def test_the_batch_summary_names_every_entry_not_graded(tmp_path):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    _copy("correct.py", folder / "alice.py")
+    _copy("correct.py", folder / "Alice.py")
+    (folder / "submission_metadata.yml").write_text("x: 1\n")
+    (folder / "late.zip").write_bytes(b"PK")
+    out = tmp_path / "out"
+    assert lms.prepare(str(folder), str(out), []) == []
+    lines = [line for line in lms.after_batch(str(out)) if "not graded" in line]
+    assert lines[0].strip() == "not graded: 4 entries of the folder graded (rename or unpack them and grade " \
+                               "again, or grade them by hand):"
+    for name in ("alice.py", "Alice.py", "submission_metadata.yml", "late.zip"):
+        assert len([line for line in lines if f"'{name}':" in line]) == 1, (name, lines)
 
 
 def test_every_entry_not_graded_is_listed_with_its_reason(tmp_path):
