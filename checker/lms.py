@@ -431,6 +431,7 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
         entries, people = _lms_entries(layout, outdir, not_graded)
         not_graded += [(n, why) for n, why in skipped if n.startswith(".")]
         notes.append(f"{folder} is a {layout.platform} export: {len(entries)} students' submissions")
+    entries, people = _apart_from_older(outdir, entries, people, not_graded)
     if not entries:  # nothing to grade: the command stops before its summary, so the reasons go with the notes
         notes.extend(f"not graded: {name}: {why}" for name, why in sorted(not_graded))
     report = None
@@ -443,6 +444,32 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
     os.makedirs(outdir, exist_ok=True)
     write_json_atomic(students_path(outdir), data)
     return entries
+
+
+def _apart_from_older(outdir, entries, people, not_graded):
+    """The entries whose output files are no older scorecard's of another id that is one name with theirs
+    (OUTDIR/jdoe.json beside a new `JDOE`: one file on a case-insensitive disk, one name to a TA); the others
+    are refused into `not_graded`."""
+    try:
+        older = {n[:-5] for n in os.listdir(outdir)
+                 if n.endswith(".json") and not n.endswith(".raw.json") and not n.startswith(".")}
+    except OSError:
+        return entries, people
+    by_key = {}
+    for sid in older:
+        by_key.setdefault(key(sid), []).append(sid)
+    kept = []
+    for sid, path in entries:
+        alike = sorted(o for o in by_key.get(key(sid), []) if o != sid)
+        if alike and sid not in older:
+            not_graded.append((os.path.basename(path), f"its id {sid!r} is one name with {alike[0]!r}, whose "
+                                                       f"scorecard {alike[0]}.json the output folder holds: not "
+                                                       f"graded, so neither takes the other's files and grades; "
+                                                       f"name it as before, or move the older scorecard away"))
+            people.pop(sid, None)
+        else:
+            kept.append((sid, path))
+    return kept, people
 
 
 def _lms_entries(layout, outdir, not_graded):

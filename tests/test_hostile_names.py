@@ -343,3 +343,17 @@ def test_typed_grades_stay_on_their_students_through_the_canvas_attacks(tmp_path
             (name, run.stdout)
     with open(os.path.join(out, "doejohn_1001.json"), encoding="utf-8") as f:
         assert json.load(f)["submission"]["path"].endswith("doejohn_1001_5_attention.py")
+
+
+def test_a_new_id_one_name_with_an_older_scorecard_is_refused(tmp_path):
+    """OUTDIR/jdoe.json from last week, and now `JDOE.py`: on a case-insensitive disk its scorecard would
+    replace John's, and to the TA it is John's name."""
+    folder, out = tmp_path / "class", tmp_path / "out"
+    folder.mkdir()
+    out.mkdir()
+    (out / "jdoe.json").write_text("{}")
+    _copy("no_scaling.py", folder / "JDOE.py")
+    _copy("correct.py", folder / "asmith.py")
+    assert [sid for sid, _ in lms.prepare(str(folder), str(out), [])] == ["asmith"]
+    assert "jdoe.json" in _not_graded(out)["JDOE.py"]
+    assert "JDOE" not in lms.read_students(str(out))["students"]
