@@ -26,15 +26,30 @@ The layouts (each fact and where it comes from):
   `Full Name_participantid`.
 - Gradescope, "Export Submissions": `submission_metadata.yml` maps each `submission_<id>`
   folder to its `:submitters:` (`:name:`, `:sid:`, `:email:`; several for a group). id: the
-  folder's name.
+  folder's name. Recognised only by its whole structure: the metadata file and nothing but
+  the `submission_<id>` folders it names (one uploaded `submission_metadata.yml` among
+  students' files makes no export).
 - GitHub Classroom (the Classroom Assistant clones one repository per student, named
   `<assignment prefix>-<github username>`): every entry a folder, all sharing a prefix that
   ends in `-`. id: the folder's name; student and student id: the username.
 
+Names a student chooses: Canvas's sortable name and Moodle's full name, and the name of every
+file handed in, are the student's, and both may hold what looks like the fixed fields
+(`Doe, John_.1001_.9_.zz` makes Canvas write `doejohn_1001_9_zz_<own id>_...`). So a file name
+is read at every `_` where the fixed fields could begin (`_parses`); the student's own reading
+always exists, so a file read one way is what the LMS wrote, and a file read several ways
+keeps only the readings that fit the files read one way (one user, one name) and, when a
+roster exported from that LMS is given, the roster (user id and name). A file still read as
+more than one student's is merged into no one's submission and listed, with the students it
+could be (`_settle`). A Moodle folder's name is read from its end, where its fields are fixed.
+
 Several files of one student are copied (under their own names, `-N` taken off where no
-other file has that name) into OUTDIR/.lms/<id>/, graded as one folder submission; a student
-with one file is graded from that file. Names are NFC-normalised (macOS writes NFD), so
-`Müller` in a file name matches `Müller` in a roster.
+other file has that name; an own name that cannot be a file, such as `..`, left out with a
+message) into OUTDIR/.lms/<id>/, graded as one folder submission; a student with one file is
+graded from that file. Ids are canonical (`checker.ids`); names are NFC-normalised (macOS
+writes NFD), so `Müller` in a file name matches `Müller` in a roster. Every entry of the
+folder not graded (and why) is kept in students.json's `not_graded`, and `after_batch` lists
+it in the batch's summary.
 
 What it is not: the grading (`checker.batch`) or the CSVs the LMSs import (`checker.exports`).
 """
