@@ -21,6 +21,7 @@ failure or a process's end in a student's words) is `checker.answers`.
 """
 
 import os
+import secrets as _secrets
 import shutil
 import signal
 import time
@@ -41,6 +42,11 @@ __all__ = ["Zygote", "SubmissionHandle", "ModuleHandle", "ForwardResult", "Limit
 MAX_RESPAWNS = 6     # units skipped because they crashed or hung the worker while loading
 MAX_RESTARTS = 50    # fresh workers after a call crashed or hung one (each costs a reload)
 KEEP_STDOUT = 64 * 1024
+ANSWER_FACTOR = 64   # one answer may carry this many times the array bytes of its inputs (or answer_mb)
+
+TAMPERED = ("the process running your code wrote to the grader's connection something the grader did not ask "
+            "for (code that writes to file descriptors it did not open?), so none of its answers could be "
+            "matched to a call any more")
 
 
 MIN_CALL_S = 0.5  # the shortest per-call limit a shrunken budget gives (a correct call takes milliseconds)
@@ -52,9 +58,12 @@ class Limits:
     and the most data one answer may carry (MiB)."""
 
     def __init__(self, call_s=10.0, submission_s=120.0, cell_s=30.0, memory_mb=4096, reply_mb=256,
-                 retry_call_s=2.0):
+                 retry_call_s=2.0, answer_mb=32):
         self.call_s, self.submission_s, self.cell_s, self.memory_mb = call_s, submission_s, cell_s, memory_mb
         self.reply_mb = reply_mb
+        # one answer may carry max(answer_mb, ANSWER_FACTOR x its inputs' array bytes), never above reply_mb:
+        # a softmax of 4 numbers that answers 128 MiB is refused before a byte of it is read
+        self.answer_mb = min(answer_mb, reply_mb)
         # a call that already failed to finish once gets this much the next times, so one hanging
         # function cannot spend the whole submission's budget and cost the other questions their tests
         self.retry_call_s = min(retry_call_s, call_s)
@@ -62,6 +71,12 @@ class Limits:
     @property
     def reply_bytes(self):
         return int(self.reply_mb * 2**20)
+
+    def answer_bytes(self, sent_bytes=0, expected_bytes=0):
+        """The most array bytes one answer may carry: answer_mb, or ANSWER_FACTOR times the bytes sent or
+        expected when that is more, never above reply_mb."""
+        return min(self.reply_bytes, max(int(self.answer_mb * 2**20), ANSWER_FACTOR * int(sent_bytes),
+                                         ANSWER_FACTOR * int(expected_bytes)))
 
     @classmethod
     def from_spec(cls, spec, timeout=None):
@@ -123,6 +138,7 @@ class SubmissionHandle:
         self.load_ok = False
         self.used = 0.0      # seconds spent waiting on the worker: only the student's time is budgeted
         self.timeouts = {}   # what (e.g. "get_scores(...)") -> how many of its calls did not finish
+        self._call_id = _secrets.randbits(40)  # the id of the last request; each reply must echo its own
         self._since = None   # when the current wait on the worker began
         self.status = "graded"
 
@@ -191,8 +207,9 @@ class SubmissionHandle:
     def close(self):
         if self.sock and self.pid:
             try:
-                wire.send_msg(self.sock, {"op": "bye"})
-                wire.recv_msg(self.sock, timeout=1)
+                call_id = self._next_id()
+                wire.send_msg(self.sock, {"op": "bye", "id": call_id})
+                wire.recv_msg(self.sock, timeout=1, max_total=1 << 20, call_id=call_id)
             except (OSError, EOFError, TimeoutError, wire.WireError):
                 pass
         self._kill()
@@ -235,11 +252,13 @@ class SubmissionHandle:
             grace = min(5.0, 1.0 + unit_s / 4)  # the worker's own alarm fires at cell_s
             last_unit, walls = None, None
             try:
+                call_id = self._next_id()
                 wire.send_msg(self.sock, {"op": "load", "path": target, "unit_s": unit_s,
-                                          "skip": self.skip})
+                                          "skip": self.skip, "id": call_id})
                 while True:
                     left = deadline - time.monotonic()
-                    header, _ = wire.recv_msg(self.sock, timeout=max(left, 0.01), max_total=64 << 20)
+                    header, _ = wire.recv_msg(self.sock, timeout=max(left, 0.01), max_total=64 << 20,
+                                              call_id=call_id)
                     event = header.get("event")
                     if event == "walls" and walls is None and last_unit is None:
                         # sent before any student code ran: the only isolation report to believe
@@ -260,6 +279,8 @@ class SubmissionHandle:
                            "so the grader stopped the process" if last_unit and unit_deadline else
                            f"loading took longer than {cap:g} s in all, and was stopped at this statement" if last_unit else
                            f"loading took longer than {max(budget, 1):g} s")
+                elif isinstance(e, wire.ChannelTampered):
+                    why = TAMPERED
                 elif isinstance(e, wire.WireError):
                     why = f"the process running your code sent the grader garbage ({e})"
                 else:
@@ -317,6 +338,23 @@ class SubmissionHandle:
         return {"ok": ok, "messages": [m.get("text", "") for m in self.load_messages],
                 "names": self.names, "origins": self.origins, "isolation": self.isolation}
 
+    def _next_id(self):
+        self._call_id += 1
+        return self._call_id
+
+    def _unasked(self):
+        """Whether the worker's socket holds bytes no request asked for (it is silent between requests)."""
+        import select
+        import socket
+        try:
+            if not select.select([self.sock], [], [], 0)[0]:
+                return False
+            return bool(self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))  # b"": it died, not this
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return False
+
     def _death_reason(self):
         status = None
         if self.pid:
@@ -368,9 +406,11 @@ class SubmissionHandle:
                        f"asks for, rename it to `{name}`, or add a line `{name} = YourClass` after it."))
         return MissingName(f"`{name}` is not defined in your submission.{hint}", missing_names=[name])
 
-    def request(self, op, args, timeout=None, what=None, key=None):
+    def request(self, op, args, timeout=None, what=None, key=None, expected_bytes=0):
         """Send one request; return the decoded value. Raises GradingFailure subclasses. `what` names the
-        call in messages; `key` (default: `what`) is what repeated timeouts are counted by."""
+        call in messages; `key` (default: `what`) is what repeated timeouts are counted by;
+        `expected_bytes`: the array bytes a right answer holds, where the inputs do not say (a module's
+        parameters), for the bound on this answer's size (`Limits.answer_bytes`)."""
         if not self.loaded:
             self.load()
         what = what or op
@@ -384,13 +424,19 @@ class SubmissionHandle:
             limit = min(limit, self.limits.retry_call_s)
         timeout = min(limit, max(self.time_left(), 0.1))
         obj, bufs = wire.encode(args)
+        cap = self.limits.answer_bytes(sum(len(b) for b in bufs), expected_bytes)
         self.last_stdout, self.last_stdout_dropped, self.last_dtypes = "", 0, []
+        if self._unasked():  # written to the socket after the last reply: by the student's code
+            self._kill()
+            raise WorkerCrashed(f"{what} was not run: {TAMPERED}. The grader restarted your code for the next "
+                                "tests.")
+        call_id = self._next_id()
         try:
             self._clock(True)
             try:
-                wire.send_msg(self.sock, {"op": op, "args": obj}, bufs)
-                header, rbufs = wire.recv_msg(self.sock, timeout=timeout,
-                                              max_total=self.limits.reply_bytes + wire.MAX_HEADER)
+                wire.send_msg(self.sock, {"op": op, "args": obj, "id": call_id, "max_reply": cap}, bufs)
+                header, rbufs = wire.recv_msg(self.sock, timeout=timeout, max_total=cap + wire.MAX_HEADER,
+                                              call_id=call_id)
             finally:
                 self._clock(False)
         except TimeoutError:
@@ -408,8 +454,12 @@ class SubmissionHandle:
             raise WorkerCrashed(f"{what}: {reason}. The grader restarted your code for the next tests.") from None
         except wire.FrameTooLarge:
             self._kill()
-            raise BadReturn(f"{what} returned more data than the grader accepts in one answer (at most "
-                            f"{self.limits.reply_mb:g} MiB); it was not read") from None
+            raise BadReturn(f"{what} returned more data than the grader accepts in this answer (at most "
+                            f"{cap / 2**20:.3g} MiB, far more than a right answer holds); it was not read. The "
+                            "grader restarted your code for the next tests.") from None
+        except wire.ChannelTampered:
+            self._kill()
+            raise WorkerCrashed(f"{what}: {TAMPERED}. The grader restarted your code for the next tests.") from None
         except wire.WireError as e:
             self._kill()
             raise BadReturn(f"{what} sent back something the grader cannot read: {e}") from None
@@ -422,8 +472,10 @@ class SubmissionHandle:
         if header.get("ok") is True:
             try:
                 value, dtypes = wire.decode_trusted(header.get("value"), rbufs)
-            except wire.WireError as e:
-                raise BadReturn(f"{what} returned something that is not plain data ({e})") from None
+            except wire.WireError as e:  # the worker's own encoder never sends this: its channel was written to
+                self._kill()
+                raise BadReturn(f"{what} returned something that is not plain data ({e}). The grader restarted "
+                                "your code for the next tests.") from None
             self.last_dtypes = dtypes
             return value
         raise self._failure(header.get("error") or {}, what)
@@ -537,11 +589,21 @@ class ModuleHandle:
         self.generation = sub.generation
         self.device, self.dtype = device, dtype
 
-    def _req(self, op, args, what):
+    def _req(self, op, args, what, expected_bytes=0):
         if self.sub.generation != self.generation:
             raise WorkerCrashed(f"{self.cls}: the worker was restarted after an earlier failure; "
                                 "this module no longer exists")
-        return self.sub.request(op, {"handle": self.handle, **args}, what=what)
+        return self.sub.request(op, {"handle": self.handle, **args}, what=what, expected_bytes=expected_bytes)
+
+    def _numel(self, names):
+        """How many numbers the named parameters hold, as the worker described them when the module was made."""
+        import math
+        wanted, n = set(names), 0
+        for p in self.params if isinstance(self.params, list) else []:
+            shape = p.get("shape") if isinstance(p, dict) else None
+            if isinstance(shape, list) and p.get("name") in wanted and all(type(d) is int and d >= 0 for d in shape):
+                n += math.prod(shape)
+        return min(n, 2**40)
 
     def forward(self, inputs, seed=0):
         r = self._req("forward", {"inputs": list(inputs), "seed": int(seed)}, f"{self.cls}.forward")
@@ -570,7 +632,8 @@ class ModuleHandle:
 
     def get_params(self, names):
         """{name: array} of these parameters (those the module has), read in the worker."""
-        r = self._req("get_params", {"names": list(names)}, f"{self.cls}.named_parameters()")
+        r = self._req("get_params", {"names": list(names)}, f"{self.cls}.named_parameters()",
+                      expected_bytes=8 * self._numel(names))
         if not isinstance(r, dict):
             raise BadReturn(f"{self.cls}.named_parameters(): malformed answer")
         return r

@@ -18,6 +18,13 @@ arrive, so a lying frame costs at most what was really sent.
 
 Frame: b"HWC1" | u32 header length | u32 buffer count | header JSON |
 (u64 length | bytes) per buffer.
+
+Every request carries a call id ("id") that its reply, and every event sent
+while answering it, must echo: `recv_msg(..., call_id=...)` refuses a frame
+with another id (`ChannelTampered`) after reading its header and before its
+buffers. Student code can write to the worker's end of the socket (a
+descriptor is a number), so a frame the trusted side did not ask for ends
+that worker; it is never read as the answer of a later call.
 """
 
 import json
@@ -31,7 +38,7 @@ import numpy as np
 from checker.errors import WireError
 
 __all__ = [
-    "MAX_HEADER", "MAX_TOTAL", "EncodeError", "FrameTooLarge", "send_msg", "recv_msg",
+    "MAX_HEADER", "MAX_TOTAL", "EncodeError", "FrameTooLarge", "ChannelTampered", "send_msg", "recv_msg",
     "encode", "decode_trusted", "decode_worker", "DTYPES", "CHANNEL_LOST_EXIT",
 ]
 
@@ -60,6 +67,11 @@ class EncodeError(ValueError):
 
 class FrameTooLarge(WireError):
     """A frame declares more bytes than the receiver accepts (nothing of it was read)."""
+
+
+class ChannelTampered(WireError):
+    """A frame that answers no request of the trusted side (another call id, or none): something else wrote
+    to the worker's socket, so nothing more read from it can be matched to a call."""
 
 
 # ---------------------------------------------------------------- framing
@@ -102,8 +114,12 @@ def _recv_exact(sock, n, deadline):
     return buf
 
 
-def recv_msg(sock, timeout=None, max_total=MAX_TOTAL):
-    """Read one frame; raise TimeoutError, EOFError, or WireError when malformed."""
+def recv_msg(sock, timeout=None, max_total=MAX_TOTAL, call_id=None):
+    """Read one frame; raise TimeoutError, EOFError, or WireError when malformed.
+
+    With `call_id`, a frame whose header does not carry exactly that "id" raises ChannelTampered before
+    any of its buffers is read; with `max_total`, one whose buffers add up to more raises FrameTooLarge
+    before the buffer that crosses it is read."""
     deadline = None if timeout is None else time.monotonic() + timeout
     pre = _recv_exact(sock, 12, deadline)
     if pre[:4] != MAGIC:
@@ -115,6 +131,10 @@ def recv_msg(sock, timeout=None, max_total=MAX_TOTAL):
         header = json.loads(_recv_exact(sock, hlen, deadline))
     except (ValueError, RecursionError) as e:
         raise WireError(f"bad frame header: {e}") from None
+    if not isinstance(header, dict):
+        raise WireError("frame header is not an object")
+    if call_id is not None and (type(header.get("id")) is not int or header.get("id") != call_id):
+        raise ChannelTampered("a message that answers no request of the grader's (another call id, or none)")
     buffers, total = [], hlen
     for _ in range(nbuf):
         (blen,) = struct.unpack("!Q", _recv_exact(sock, 8, deadline))
@@ -122,8 +142,6 @@ def recv_msg(sock, timeout=None, max_total=MAX_TOTAL):
         if total > max_total:
             raise FrameTooLarge(f"the answer is larger than the {_size(max_total)} one answer may be")
         buffers.append(_recv_exact(sock, blen, deadline))
-    if not isinstance(header, dict):
-        raise WireError("frame header is not an object")
     return header, buffers
 
 
@@ -288,8 +306,8 @@ def _array_from(spec, bufs):
             raise WireError("array bytes do not match its shape and dtype")
         arr = np.frombuffer(buf, dtype=dt).reshape(shape).copy()
         return name, arr
-    except (KeyError, TypeError) as e:
-        raise WireError(f"bad array spec: {e}") from None
+    except (KeyError, TypeError, ValueError, OverflowError) as e:  # a shape numpy cannot make: [0, 2**62]
+        raise WireError(f"bad array spec: {str(e)[:200]}") from None
 
 
 def bf16_to_float32(raw_uint16):

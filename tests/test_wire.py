@@ -345,6 +345,19 @@ def test_truncated_frames_raise_eof(raw):
         _recv(raw)
 
 
+@pytest.mark.parametrize("header", [b'{"ok": true}', b'{"ok": true, "id": 8}', b'{"ok": true, "id": "7"}',
+                                    b'{"ok": true, "id": 7.0}', b'{"ok": true, "id": true}'])
+def test_a_frame_for_another_call_is_refused_before_its_buffers(header):
+    """A reply must echo its request's call id exactly: anything else was written by someone else."""
+    with pytest.raises(wire.ChannelTampered):
+        _recv(_frame(header, [(2**40, b"")]), close=False, call_id=7)  # its 1 TiB buffer is never waited for
+
+
+def test_a_frame_for_this_call_is_read():
+    header, bufs = _recv(_frame(b'{"ok": true, "id": 7}', [(3, b"abc")]), call_id=7)
+    assert header["id"] == 7 and bytes(bufs[0]) == b"abc"
+
+
 def test_oversized_frames_are_refused_before_reading():
     with pytest.raises(wire.FrameTooLarge):
         _recv(_frame(b"{}", [(2**20 + 1, b"")]), close=False, max_total=2**20)
@@ -392,6 +405,8 @@ def _spec(**kw):
     (_spec(dtype="object"), [b"\0" * 16], "unknown dtype"),
     (_spec(dtype="complex128"), [b"\0" * 32], "unknown dtype"),
     (_spec(dtype=None), [b"\0" * 16], "unknown dtype"),
+    (_spec(shape=[0, 2**62]), [b""], "bad array spec"),             # no bytes, a shape numpy cannot make
+    (_spec(shape=[0, 2**62, 2**62]), [b""], "bad array spec"),
     (_spec(**{"$array": 1}), [b"\0" * 16], "out of range"),
     (_spec(**{"$array": -1}), [b"\0" * 16], "out of range"),
     (_spec(**{"$array": True}), [b"\0" * 16], "out of range"),

@@ -20,7 +20,7 @@ import tempfile
 import time
 
 from checker import wire
-from checker.worker.isolation import WallsRefused, apply_isolation
+from checker.worker.isolation import apply_isolation
 from checker.worker.loader import Loader, format_student_tb, student_where, UnitTimeout
 from checker.worker.probes import Probes, ProbeError
 
@@ -75,26 +75,23 @@ def serve(sock, params):
     sys.stdin = io.StringIO("")
     workdir = params["workdir"]
     os.chdir(workdir)
-    refused = None
-    try:
-        isolation = apply_isolation(workdir, params.get("secrets", []), params.get("memory_mb", 4096),
-                                    cgroup_parent=params.get("cgroup_parent"),
-                                    use_namespaces=params.get("namespaces", True))
-    except WallsRefused as e:  # no student code runs here: every load is answered with why
-        isolation, refused = e.walls, str(e)
+    isolation = apply_isolation(workdir, params.get("secrets", []), params.get("memory_mb", 4096),
+                                cgroup_parent=params.get("cgroup_parent"),
+                                use_namespaces=params.get("namespaces", True))
     os.environ.clear()
     os.environ.update(params.get("env", {}))
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir
     tempfile.tempdir = workdir  # the zygote's cached temp dir (/tmp) is one the walls forbid
-    state = {"loader": None, "probes": None, "max_reply": params.get("max_reply"), "refused": refused}
+    state = {"loader": None, "probes": None, "max_reply": params.get("max_reply")}
     while True:
         try:
             header, bufs = wire.recv_msg(sock)
         except (EOFError, OSError, wire.WireError):
             os._exit(0)
         op = header.get("op")
+        call_id = header.get("id")  # echoed in the reply and the events: the trusted side matches them
         if op == "bye":
-            wire.send_msg(sock, {"ok": True})
+            wire.send_msg(sock, {"ok": True, "id": call_id})
             os._exit(0)
         t0 = time.perf_counter()
         out.reset()
@@ -107,7 +104,7 @@ def serve(sock, params):
             reply, rbufs = _error_reply(e, state), []
         sys.stdout = sys.stderr = out  # a submission may have replaced them
         text, dropped = out.take()
-        reply.update(stdout=text, stdout_dropped=dropped, duration_s=time.perf_counter() - t0)
+        reply.update(id=call_id, stdout=text, stdout_dropped=dropped, duration_s=time.perf_counter() - t0)
         try:
             wire.send_msg(sock, reply, rbufs)
         except OSError:
@@ -115,7 +112,7 @@ def serve(sock, params):
         except BaseException as e:  # noqa: BLE001 - e.g. MemoryError, or a value json cannot write
             reply, rbufs = None, None
             try:
-                wire.send_msg(sock, {"ok": False, "stdout": "", "stdout_dropped": dropped, "error": {
+                wire.send_msg(sock, {"ok": False, "id": call_id, "stdout": "", "stdout_dropped": dropped, "error": {
                     "type": "BadReturn", "message": f"the answer could not be sent ({type(e).__name__}: {e})"[:500]}})
             except BaseException:  # noqa: BLE001
                 os._exit(0)
@@ -124,12 +121,11 @@ def serve(sock, params):
 def _load(sock, header, state, isolation):
     # first, before any student code runs: what protects this worker (the trusted side believes
     # only this report, since a submission could forge anything sent later)
-    wire.send_msg(sock, {"event": "walls", "isolation": isolation})
-    if state["refused"]:
-        return {"ok": False, "error": {"type": "GraderRefused", "message": state["refused"]}}, []
+    call_id = header.get("id")
+    wire.send_msg(sock, {"event": "walls", "isolation": isolation, "id": call_id})
 
     def on_unit(unit):
-        wire.send_msg(sock, {"event": "unit", **unit})
+        wire.send_msg(sock, {"event": "unit", **unit, "id": call_id})
 
     path = header["path"]
     os.chdir(path if os.path.isdir(path) else os.path.dirname(path))
@@ -187,8 +183,10 @@ def _dispatch(header, bufs, state):
         value = getattr(probes, op)(**args)
     else:
         return {"ok": False, "error": {"type": "UnknownOp", "message": f"unknown op {op!r}"}}, []
+    # the trusted side's bound for this one answer (far above what an answer to these inputs needs)
+    caps = [c for c in (header.get("max_reply"), state.get("max_reply")) if type(c) is int and c >= 0]
     try:
-        obj, rbufs = wire.encode(value, max_bytes=state.get("max_reply"))
+        obj, rbufs = wire.encode(value, max_bytes=min(caps) if caps else None)
     except wire.EncodeError as e:
         return {"ok": False, "error": {"type": "BadReturn", "message": str(e)}}, []
     return {"ok": True, "value": obj}, rbufs
