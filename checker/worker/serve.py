@@ -20,7 +20,7 @@ import tempfile
 import time
 
 from checker import wire
-from checker.worker.isolation import apply_isolation
+from checker.worker.isolation import WallsRefused, apply_isolation
 from checker.worker.loader import Loader, format_student_tb, student_where, UnitTimeout
 from checker.worker.probes import Probes, ProbeError
 
@@ -75,14 +75,18 @@ def serve(sock, params):
     sys.stdin = io.StringIO("")
     workdir = params["workdir"]
     os.chdir(workdir)
-    isolation = apply_isolation(workdir, params.get("secrets", []), params.get("memory_mb", 4096),
-                                cgroup_parent=params.get("cgroup_parent"),
-                                use_namespaces=params.get("namespaces", True))
+    refused = None
+    try:
+        isolation = apply_isolation(workdir, params.get("secrets", []), params.get("memory_mb", 4096),
+                                    cgroup_parent=params.get("cgroup_parent"),
+                                    use_namespaces=params.get("namespaces", True))
+    except WallsRefused as e:  # no student code runs here: every load is answered with why
+        isolation, refused = e.walls, str(e)
     os.environ.clear()
     os.environ.update(params.get("env", {}))
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir
     tempfile.tempdir = workdir  # the zygote's cached temp dir (/tmp) is one the walls forbid
-    state = {"loader": None, "probes": None, "max_reply": params.get("max_reply")}
+    state = {"loader": None, "probes": None, "max_reply": params.get("max_reply"), "refused": refused}
     while True:
         try:
             header, bufs = wire.recv_msg(sock)
@@ -123,6 +127,8 @@ def _load(sock, header, state, isolation):
     # only this report, since a submission could forge anything sent later)
     call_id = header.get("id")
     wire.send_msg(sock, {"event": "walls", "isolation": isolation, "id": call_id})
+    if state["refused"]:
+        return {"ok": False, "error": {"type": "GraderRefused", "message": state["refused"]}}, []
 
     def on_unit(unit):
         wire.send_msg(sock, {"event": "unit", **unit, "id": call_id})
