@@ -146,23 +146,27 @@ def _settle(platform, parsed, known):
     """({file: its one reading}, [(file, why)]) of files each read one or more ways.
 
     A file read one way is what the LMS wrote (the student's own reading always exists: a name or a file
-    name shaped like fixed fields only adds readings). A reading is ruled out when files read one way give
-    its user another name, or `known` ({user id: names that fit}, from a roster of that LMS) lacks its user
-    or its name. A file left with more than one reading, or none, is not merged into anyone's submission:
-    it is listed. So are the files of a user whose files give the user two names."""
+    name shaped like fixed fields only adds readings). Of a file read several ways, a reading is ruled out
+    when files read one way give its user another name, or when `known` ({user id: names that fit}, from a
+    roster exported from that LMS) lacks its user; the one reading left must fit the roster's name for its
+    user too (a name changed on the LMS after the roster was exported rules nothing out). A file left with
+    more than one reading, or none, is not merged into anyone's submission: it is listed. So are the files
+    of a user whose files give the user two names."""
     names = {}
     for ps in parsed.values():
         if len(ps) == 1:
             names.setdefault(ps[0]["uid"], set()).add(ps[0]["name"])
 
-    def fits(p):
+    def possible(p):
         if p["uid"] in names and names[p["uid"]] != {p["name"]}:
             return False
-        return known is None or (p["uid"] in known and _fits_roster(p["name"], known[p["uid"]]))
+        return known is None or p["uid"] in known
 
     chosen, flagged = {}, []
     for n, ps in sorted(parsed.items()):
-        ok = ps if len(ps) == 1 else [p for p in ps if fits(p)]
+        ok = ps if len(ps) == 1 else [p for p in ps if possible(p)]
+        if len(ok) == 1 and len(ps) > 1 and known is not None and not _fits_roster(ok[0]["name"], known[ok[0]["uid"]]):
+            ok = []  # the one reading left is not the roster's name of its user either
         if len(ok) == 1 and len(names.get(ok[0]["uid"], ())) <= 1:
             chosen[n] = ok[0]
         elif len(ok) == 1:
@@ -171,7 +175,7 @@ def _settle(platform, parsed, known):
                                f"files are the student's"))
         else:
             flagged.append((n, f"its name reads as the file of more than one student "
-                               f"({'; '.join(_who(platform, p) for p in (ok or ps))}): merged into no one's "
+                               f"({'; '.join(_who(platform, p) for p in ps)}): merged into no one's "
                                f"submission, not graded" + ("" if known else "; a roster exported from "
                                                             f"{platform.capitalize()} (--roster) may settle it")))
     return chosen, flagged

@@ -173,6 +173,21 @@ def test_a_sortable_name_shaped_like_fixed_fields_is_flagged_not_merged(tmp_path
     assert "1001" in why and "2002" in why
 
 
+def test_a_name_changed_after_the_roster_was_exported_rules_nothing_out(tmp_path):
+    """The forger was `Mallory, Eve` when the TA exported the gradebook, and took the forged name after: the
+    roster still knows user 2002, so the file stays the file of two possible students, and John's own."""
+    folder = tmp_path / "canvas"
+    folder.mkdir()
+    _copy("correct.py", folder / "doejohn_1001_5_attention.py")
+    _copy("no_scaling.py", folder / FORGED)
+    roster = tmp_path / "gradebook.csv"
+    roster.write_text('Student,ID,SIS User ID,SIS Login ID,Section\nPoints Possible,,,,\n"Doe, John",1001,,,\n'
+                      '"Mallory, Eve",2002,,,\n', encoding="utf-8")
+    layout = lms.recognise(str(folder), roster_rows=read_roster(str(roster)))
+    assert [f for _, f in layout.students["doejohn_1001"].files] == ["attention.py"]
+    assert FORGED in dict(layout.ignored)
+
+
 def test_a_moodle_full_name_shaped_like_fixed_fields_is_flagged_not_merged(tmp_path):
     _copy("correct.py", tmp_path / "John Doe_1001_assignsubmission_file_attention.py")
     _copy("no_scaling.py", tmp_path / "John Doe_1001_assignsubmission_file_x_2002_assignsubmission_file_attention.py")
