@@ -21,7 +21,7 @@ import os
 import re
 import shlex
 
-__all__ = ["DEFAULT_PACKAGE", "DEFAULT_PATH", "KIT_FILE", "kit_package", "guess_submission", "DEFAULT_WORKFLOW", "JUNIT_FILE", "TORCH_CPU_INDEX",
+__all__ = ["ACTIONS", "DEFAULT_PACKAGE", "DEFAULT_PATH", "KIT_FILE", "kit_package", "guess_submission", "DEFAULT_WORKFLOW", "JUNIT_FILE", "TORCH_CPU_INDEX",
            "workflow_yaml", "check_command"]
 
 DEFAULT_PACKAGE = "hwcheck"
@@ -30,6 +30,13 @@ DEFAULT_WORKFLOW = ".github/workflows/hwcheck.yml"
 JUNIT_FILE = "hwcheck-junit.xml"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 PYTHON_VERSION = "3.11"
+
+# every action pinned to the commit of its tag (zizmor's unpinned-uses): a moved tag cannot change the workflow
+ACTIONS = {
+    "checkout": "actions/checkout@11d5960a326750d5838078e36cf38b85af677262  # v4.4.0",
+    "setup-python": "actions/setup-python@a26af69be951a213d495a4c3e4e4022e16d87065  # v5.6.0",
+    "upload-artifact": "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02  # v4.6.2",
+}
 
 KIT_FILE = "kit.json"  # beside this module, in the student kit only: {"package": SPEC}
 _NOT_HOMEWORK = re.compile(r"starter|template|^setup\.py$|^conftest\.py$|^noxfile\.py$", re.IGNORECASE)
@@ -112,10 +119,12 @@ jobs:
     timeout-minutes: 20
     steps:
       - name: Check out the repository
-        uses: actions/checkout@v4
+        uses: {ACTIONS["checkout"]}
+        with:
+          persist-credentials: false
 
       - name: Set up Python
-        uses: actions/setup-python@v5
+        uses: {ACTIONS["setup-python"]}
         with:
           python-version: "{python_version}"
 
@@ -136,7 +145,7 @@ jobs:
 
       - name: Keep the JUnit report
         if: always()
-        uses: actions/upload-artifact@v4
+        uses: {ACTIONS["upload-artifact"]}
         with:
           name: hwcheck-junit
           path: {JUNIT_FILE}

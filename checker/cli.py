@@ -26,8 +26,8 @@ from checker import __version__
 from checker.errors import HwcheckError
 from checker.escape import for_json_text, for_output, for_terminal
 from checker.options import (DEVICE_CHOICES, all_option, assignment_option, ci_option, color_option, device_option,
-                             force_option, jobs_option, json_option, junit_option, keep_raw_option,
-                             min_score_option, output_dir_option, public_option,
+                             force_option, jobs_option, json_option, junit_option, classroom_output_option,
+                             keep_raw_option, min_score_option, output_dir_option, public_option,
                              required_assignment_option, resume_option, seed_option, timeout_option, only_option,
                              use_color)
 from checker.options import report_output_option, submissions_dir_option, top_pairs_option, verbose_option
@@ -174,12 +174,14 @@ def _stop_commands():
 @device_option
 @timeout_option
 @ci_option
+@classroom_output_option
 @junit_option
 @min_score_option
 @color_option
 @verbose_option
 @_guarded
-def check(submission, assignment, json_file, devices, timeout, ci, junit_file, min_score, color, verbose):
+def check(submission, assignment, json_file, devices, timeout, ci, classroom_output, junit_file, min_score, color,
+          verbose):
     """Self-check SUBMISSION (a .py file, a notebook or a folder) on the public tests.
 
     Exit status: 0 when every test that ran passed, 1 when some failed (or,
@@ -214,6 +216,8 @@ def check(submission, assignment, json_file, devices, timeout, ci, junit_file, m
                 f.write(format_markdown(view, min_score=min_score))
     if junit_file:
         write_text_atomic(junit_file, junit_xml(view))
+    if classroom_output:
+        _classroom_output(view)
 
     if min_score is not None:
         ok = float(view.get("score") or 0) >= min_score
@@ -221,6 +225,18 @@ def check(submission, assignment, json_file, devices, timeout, ci, junit_file, m
     else:
         ok = _all_passed(view)
     sys.exit(EXIT_OK if ok else EXIT_FAILED)
+
+
+def _classroom_output(view):
+    """The step output `result` for GitHub Classroom's grading reporter (checker.classroom)."""
+    from checker.classroom import encode_result
+    target = os.environ.get("GITHUB_OUTPUT")
+    if not target:
+        _echo("hwcheck: --classroom-output: $GITHUB_OUTPUT is not set (not a GitHub Actions step): "
+              "nothing written for Classroom", err=True)
+        return
+    with open(target, "a", encoding="ascii") as f:
+        f.write(f"result={encode_result(view)}\n")
 
 
 # ---------------------------------------------------------------------------
@@ -458,14 +474,22 @@ def report(outdir, output, submissions_dir, top):
 @click.option("--package", default=None, metavar="SPEC",
               help="What the workflow pip-installs for hwcheck: where your course publishes the student "
                    "kit (a git URL, name==version). Default: what the kit was published as.")
-@click.option("-o", "--output", default=".github/workflows/hwcheck.yml", show_default=True,
-              type=click.Path(dir_okay=False, allow_dash=True), help="Where to write the workflow ('-': print it).")
+@click.option("--classroom", is_flag=True, default=False,
+              help="Write GitHub Classroom's autograding workflow instead (.github/workflows/classroom.yml): "
+                   "the check's points per question reach Classroom's dashboard through its grading reporter.")
+@click.option("-o", "--output", default=None,
+              type=click.Path(dir_okay=False, allow_dash=True),
+              help="Where to write the workflow ('-': print it). Default: .github/workflows/hwcheck.yml, "
+                   "or classroom.yml with --classroom.")
 @force_option
 @_guarded
-def init_ci(assignment, sub_path, package, output, force):
+def init_ci(assignment, sub_path, package, classroom, output, force):
     """Write a GitHub Actions workflow that runs `hwcheck check --ci` on every push."""
     from checker.atomic import write_text_atomic
-    from checker.ci import guess_submission, kit_package, workflow_yaml
+    from checker.ci import DEFAULT_WORKFLOW, guess_submission, kit_package, workflow_yaml
+    if classroom:
+        from checker.classroom import DEFAULT_WORKFLOW, workflow_yaml  # noqa: F811 - the Classroom flavour
+    output = output or DEFAULT_WORKFLOW
 
     package = package or kit_package()
     if not package:

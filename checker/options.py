@@ -20,7 +20,7 @@ __all__ = [
     "DEVICE_CHOICES", "devices_of", "use_color",
     "assignment_option", "required_assignment_option", "json_option", "device_option",
     "output_dir_option", "jobs_option", "resume_option", "timeout_option", "public_option",
-    "seed_option", "ci_option", "junit_option", "min_score_option", "keep_raw_option",
+    "seed_option", "ci_option", "classroom_output_option", "junit_option", "min_score_option", "keep_raw_option",
     "color_option", "force_option", "all_option", "only_option", "verbose_option",
     "report_output_option", "submissions_dir_option", "top_pairs_option",
     "torch_wheel_option", "container_python_option", "online_option", "autograder_root_option",
@@ -103,6 +103,11 @@ ci_option = click.option(
     "--ci", is_flag=True, default=False,
     help="For CI: print GitHub annotations for failed tests and append a Markdown summary to "
          "$GITHUB_STEP_SUMMARY when it is set. No colour.")
+
+classroom_output_option = click.option(
+    "--classroom-output", is_flag=True, default=False,
+    help="For GitHub Classroom: write the points per question, as Classroom's grading reporter reads them, "
+         "to the step output `result` ($GITHUB_OUTPUT); see `init-ci --classroom`.")
 
 junit_option = click.option(
     "--junit", "junit_file", type=click.Path(dir_okay=False, writable=True), default=None,
