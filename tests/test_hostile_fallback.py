@@ -428,6 +428,14 @@ SYSCALLS = textwrap.dedent('''\
         return out
 
 
+    def i386_getpid():
+        """getpid through i386's `int 0x80`: another ABI, whose numbers a filter of x86_64's would misread."""
+        import mmap
+        m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        m.write(b"\\xb8\\x14\\x00\\x00\\x00\\xcd\\x80\\xc3")  # mov eax, 20; int 0x80; ret
+        return ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))()
+
+
     def sockets():
         out = {}
         for name, f in (("socket(inet, dgram)", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)),
@@ -474,6 +482,11 @@ PROBE = textwrap.dedent('''\
         out = {"load": load}
         if load["ok"]:
             out.update(refused=h.call("refused"), sockets=h.call("sockets"), works=h.call("works"))
+            if len(sys.argv) > 2:
+                try:
+                    out["i386"] = h.call("i386_getpid")
+                except Exception as e:
+                    out["i386"] = f"{type(e).__name__}: {e}"
         h.close()
     print(json.dumps(out))
     ''')
@@ -488,7 +501,8 @@ def test_the_seccomp_filter_refuses_every_way_past_the_walls_and_python_still_wo
     sub, probe = tmp_path / "sys.py", tmp_path / "probe.py"
     sub.write_text(SYSCALLS)
     probe.write_text(PROBE)
-    argv = [sys.executable, str(probe), str(sub)]
+    i386 = _i386_works_here(sub)
+    argv = [sys.executable, str(probe), str(sub), *(["i386"] if i386 else [])]
     if where == "fallback":
         r = _run_in_fallback(argv, str(tmp_path))
     else:
@@ -518,6 +532,19 @@ def test_the_seccomp_filter_refuses_every_way_past_the_walls_and_python_still_wo
                      "uid": works["uid"]}
     if IS_ROOT:
         assert works["uid"] == NOBODY
+    if i386:  # the kernel runs i386 calls of a 64-bit process: the filter must kill, not misread, them
+        assert out["i386"].startswith("WorkerCrashed") and "SIGSYS" in out["i386"], out["i386"]
+
+
+def _i386_works_here(sub):
+    """Does this kernel run `int 0x80` system calls of a 64-bit process (IA32 emulation), without a filter?"""
+    import platform
+    if platform.machine() != "x86_64":
+        return False
+    r = subprocess.run([sys.executable, "-c", "import os, sys; sys.path.insert(0, sys.argv[1]); "
+                        "print(__import__(sys.argv[2]).i386_getpid() == os.getpid())",
+                        str(sub.parent), sub.stem], capture_output=True, text=True, timeout=60)
+    return r.stdout.strip() == "True"
 
 
 def _closed_copy(closed):

@@ -32,6 +32,7 @@ the distribution), so the program is written here, in `_program()`.
 import ctypes
 import errno
 import platform
+import sys
 
 __all__ = ["restrict", "SocketFilterError", "DENIED", "supported"]
 
@@ -116,8 +117,8 @@ class _SockFprog(ctypes.Structure):
 
 
 def supported():
-    """Is there a filter for this machine?"""
-    return platform.machine() in _ARCH
+    """Is there a filter for this machine (Linux on x86_64 or aarch64)?"""
+    return sys.platform.startswith("linux") and platform.machine() in _ARCH
 
 
 def _ret(action):
@@ -130,7 +131,7 @@ def _when(nr, body):
 
 
 def _program(sockets):
-    arch = _ARCH.get(platform.machine())
+    arch = _ARCH.get(platform.machine()) if supported() else None
     if arch is None:
         raise SocketFilterError(errno.ENOSYS, f"no seccomp filter for {platform.machine()}")
     audit_arch, nr, x32 = arch
