@@ -580,3 +580,62 @@ def test_fallback_as_root_refuses_to_run_code_nobody_could_not_reach_python(tmp_
         assert "GraderRefused" in text and "closed to others" in text and "python3 -m venv" in text, text[:3000]
         assert card["score"] == 0
     assert "user-nobody-unavailable" in r.stdout, r.stdout  # the batch's summary names the missing wall
+
+
+# Installed by the grader's own parent before hwcheck starts: prctl(PR_SET_SECCOMP) and seccomp() fail with
+# EINVAL, as on a kernel without seccomp filters. Everything else is allowed.
+NO_SECCOMP = textwrap.dedent('''\
+    import ctypes, os, platform, sys
+    prctl_nr, seccomp_nr, arch = {"x86_64": (157, 317, 0xC000003E), "aarch64": (167, 277, 0xC00000B7)}[platform.machine()]
+    prog = [(0x20, 0, 0, 4), (0x15, 0, 6, arch),          # another ABI: allowed (nothing to hide there)
+            (0x20, 0, 0, 0), (0x15, 3, 0, seccomp_nr),    # seccomp(): EINVAL
+            (0x15, 0, 3, prctl_nr),
+            (0x20, 0, 0, 16), (0x15, 0, 1, 22),           # prctl(PR_SET_SECCOMP, ...): EINVAL
+            (0x06, 0, 0, 0x00050000 | 22),
+            (0x06, 0, 0, 0x7FFF0000)]
+
+    class F(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+    class P(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(F))]
+
+    arr = (F * len(prog))(*[F(*i) for i in prog])
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(38, 1, 0, 0, 0) == 0
+    assert libc.prctl(22, 2, ctypes.byref(P(len(prog), arr)), 0, 0) == 0, ctypes.get_errno()
+    os.execv(sys.argv[1], sys.argv[1:])
+    ''')
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the refusal is a root grader's (an ordinary user's run names the gap)")
+def test_fallback_as_root_refuses_to_run_code_where_no_seccomp_filter_can_be_installed(tmp_path, open_dir):
+    """Without namespaces the filter is the only wall before the host's network, System V IPC and
+    keyrings: where it cannot be installed, a root grader runs no student code, and says why."""
+    import platform
+    if platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip("the stand-in for a kernel without seccomp knows x86_64's and aarch64's numbers")
+    listener = _Listener(open_dir)
+    wrapper = tmp_path / "no_seccomp.py"
+    wrapper.write_text(NO_SECCOMP)
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    (subs / "alice.py").write_text(GOOD)
+    (subs / "mallory.py").write_text(
+        f"import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'ran', ('127.0.0.1', "
+        f"{listener.udp_port}))\n" + GOOD)
+    try:
+        r = _run_in_fallback([sys.executable, str(wrapper), sys.executable, "-m", "checker.cli", "grade", str(subs),
+                              "-a", "attention", "-o", str(out), "--public"], str(tmp_path))
+        time.sleep(0.3)
+    finally:
+        listener.close()
+    assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-3000:]
+    assert listener.got == [], "student code ran with the host's network"
+    cards = _cards(out, ("alice", "mallory"))
+    assert len(cards) == 2, r.stdout + r.stderr[-2000:]
+    for card in cards.values():
+        text = json.dumps(card)
+        assert "GraderRefused" in text, text[:3000]
+        if not _expect_refusal():  # (else it is refused for its closed Python first)
+            assert "seccomp" in text and "refused to run this code" in text, text[:3000]

@@ -26,9 +26,11 @@ protected a run was.
 
 Without namespaces (a container that forbids them) a worker of a root
 grader never keeps uid 0, which owns every root file even without
-capabilities: where nobody cannot reach this Python (a venv under /root,
-mode 0700), `apply_isolation` raises `WallsRefused`, whose message says what
-to do, and the worker answers every load with it instead of running code.
+capabilities, and never runs without the seccomp filter, its only wall
+before the host's network and IPC: where nobody cannot reach this Python (a
+venv under /root, mode 0700) or the filter cannot be installed,
+`apply_isolation` raises `WallsRefused`, whose message says what to do, and
+the worker answers every load with it instead of running code.
 
 What it is not: a container runtime.
 """
@@ -140,6 +142,13 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
         applied.append("seccomp-denylist" if ns else "seccomp-denylist-no-sockets")
     except OSError as e:
         applied.append(f"seccomp-failed({e.strerror or e})")
+        if not ns and was_root:  # the filter is the only wall left before the host's network and IPC
+            refused = WallsRefused(
+                "the grader refused to run this code: there are no namespaces here and the seccomp filter "
+                f"could not be installed ({e.strerror or e}), so the code would reach this machine's network. "
+                "The TA can grade on Linux (x86_64 or aarch64) with seccomp, or where namespaces are allowed.")
+            refused.walls = applied
+            raise refused from e
     return applied
 
 
