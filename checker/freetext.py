@@ -23,9 +23,11 @@ says so (`find_answers(..., notes=[])`): it costs the written answer, never the
 grade.
 
 What it is not: a grader (nobody scores the text here), and never a reader of
-anything but the submission's own regular files: links are not followed, files
-are read with a size cap, and only .ipynb/.py/.md/.txt files are looked at, so
-a submission cannot make the scorecard quote another file.
+anything but the submission's own regular files: they are read as grading reads
+them (`checker.safe_read`: a link is followed only to a regular file inside the
+submission, no FIFO or device is opened), with a size cap, and only
+.ipynb/.py/.md/.txt files are looked at, so a submission cannot make the
+scorecard quote another file.
 """
 
 import ast
@@ -33,7 +35,6 @@ import functools
 import json
 import os
 import re
-import stat
 import tokenize
 
 __all__ = ["MAX_ANSWER", "find_answers", "answer_in_notebook", "answer_in_python"]
@@ -293,24 +294,14 @@ def answer_in_python(source, qid, prompt=None, notes=None, where="the file"):
     return None
 
 
-def _read(path):
-    """The text of a regular file (no link followed, size capped), or None."""
+def _read(path, root):
+    """The text of a submission's file by grading's rules (checker.safe_read: a regular file inside the
+    submission `root`, no link out of it, no FIFO or device, size capped), or None."""
+    from checker.safe_read import Refused, read_bytes
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
+        return read_bytes(path, root, limit=_MAX_FILE).decode("utf-8-sig", errors="replace")
+    except Refused:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(_MAX_FILE + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(data) > _MAX_FILE:
-        return None
-    return data.decode("utf-8-sig", errors="replace")
 
 
 def _files(path):
@@ -334,13 +325,16 @@ def find_answers(path, prompts, notes=None):
     if not found:
         return found
     total = 0
+    # a single file is read as a file of its folder: the runner gives the file a link leads to (file_source),
+    # and a link handed here is not followed out of its folder
+    root = os.fspath(path) if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
     for file in _files(os.fspath(path)):
-        if os.path.islink(file) or not file.endswith(_SUFFIXES):
+        if not file.endswith(_SUFFIXES):
             continue
         wanted = [q for q, a in found.items() if a is None]
         if not wanted:
             break
-        text = _read(file)
+        text = _read(file, root)
         if text is None:
             continue
         shown = os.path.basename(file)

@@ -7,7 +7,8 @@ starter: a starter notebook beside the student's file is left out (`checker.star
 are notebook cells that are a starter's cells unchanged. Each piece is reduced to Python's
 tokens without comments, blank lines and spacing (text that does not tokenize: its words);
 `identical_groups(entries)` gives each submission the others with the same code. Code of
-fewer than `MIN_TOKENS` tokens (an empty or starter-only submission) is never flagged.
+fewer than `MIN_TOKENS` tokens (an empty or starter-only submission) is never flagged. Files are
+read as grading reads them (`checker.safe_read`): a link to a classmate's file is not their code.
 
 What it is not: a similarity measure (the class report's `copydetect` ranking is): renamed
 variables or reordered functions are not "identical".
@@ -27,11 +28,19 @@ MIN_TOKENS = 20
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENCODING, tokenize.ENDMARKER}
 
 
-def _cells(path):
+def _read(path, root):
+    """A unit's text by grading's rules (checker.safe_read), or None."""
+    from checker.safe_read import Refused, read_bytes
     try:
-        with open(path, encoding="utf-8-sig") as f:
-            nb = json.load(f)
-    except (OSError, ValueError, RecursionError):
+        return read_bytes(path, root).decode("utf-8-sig", errors="replace")
+    except Refused:
+        return None
+
+
+def _cells(path, root):
+    try:
+        nb = json.loads(_read(path, root) or "")
+    except (ValueError, RecursionError):
         return []
     out = []
     for cell in nb.get("cells") or [] if isinstance(nb, dict) else []:
@@ -51,30 +60,31 @@ def _tokens(text):
     return toks
 
 
-def _units(path):
+def _units(path, root):
+    """The units grading reads (checker.safe_read's rules: no link out, no FIFO or device), the starter left out."""
+    from checker.safe_read import readable
     from checker.worker.sources import list_units
     from checker.starter import starter_units
-    units = list_units(path)
+    units = [u for u in list_units(path) if readable(u, root)]
     starters = set(starter_units(units)) if len(units) > 1 else set()
-    return [u for u in units if u not in starters and not os.path.islink(u)]
+    return [u for u in units if u not in starters]
 
 
 def normalised_code(path):
     """The submission's tokens (comments, blank lines, spacing and the starter's code left out), as one string."""
     from checker.starter import starter_cells
     shipped = starter_cells()
+    root = os.fspath(path) if os.path.isdir(path) else None
     pieces = []
-    for unit in _units(path):
+    for unit in _units(path, root):
         if unit.endswith(".ipynb"):
-            for cell in _cells(unit):
+            for cell in _cells(unit, root):
                 if "\n".join(line.rstrip() for line in cell.strip().splitlines()) not in shipped:
                     pieces.extend(_tokens(cell))
         else:
-            try:
-                with open(unit, encoding="utf-8-sig", errors="replace") as f:
-                    pieces.extend(_tokens(f.read()))
-            except OSError:
-                continue
+            text = _read(unit, root)
+            if text is not None:
+                pieces.extend(_tokens(text))
     return pieces
 
 

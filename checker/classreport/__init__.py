@@ -82,7 +82,7 @@ def build_page(outdir, *, submissions_dir=None, top=50, progress=False):
     data["notes"] = [f"manual.csv: {p}" for p in problems]
     data["manual_csv"] = has_manual
 
-    codes, where = sources.locate_code(cards, submissions_dir)
+    codes, where = sources.locate_code(cards, submissions_dir, secrets=[outdir])
     given = sources.given_code(assignment)
     notes = []
     if where["missing"]:

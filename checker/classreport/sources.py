@@ -4,7 +4,9 @@ What it is for: `read_scorecards(outdir)` (every scorecard of OUTDIR, one assign
 `merge_manual(outdir, spec, cards)` (the grades of OUTDIR/manual.csv merged, by `checker.manual`), `code_of(path)` (the
 Python code of a .py file, a notebook's code cells or a folder's files, as one text) and
 `locate_code(scorecards, submissions_dir)`, which finds each submission's code where its scorecard
-says it was graded from, or, given `submissions_dir` (the folder moved), at the same name there;
+says it was graded from, or, given `submissions_dir` (the folder moved), at the same name there
+(every file read by grading's rules, through `checker.safe_read`: no link out of a submission, no
+FIFO or device, size capped, so the report shows what was graded and nothing of anyone else's);
 the sha256 recorded in the scorecard tells whether it is still the code that was graded.
 `given_code(assignment)` is the code of the handout (the starter notebook's code cells and the
 README's Python blocks) that every student starts from, excluded from similarity.
@@ -26,7 +28,7 @@ import re
 
 __all__ = ["read_scorecards", "merge_manual", "code_of", "locate_code", "given_code", "MAX_FILE_BYTES"]
 
-MAX_FILE_BYTES = 2 << 20
+MAX_FILE_BYTES = 2 << 20  # a file of a submission larger than this is not read
 _SUFFIXES = (".py", ".ipynb")
 _MAX_FILES = 50
 
@@ -61,18 +63,14 @@ def merge_manual(outdir, spec, cards):
     return merged, problems, True
 
 
-def _read_text(path):
+def _read_text(path, root=None, secrets=()):
+    """The text of a submission's file by grading's rules (checker.safe_read: regular files inside the
+    submission, no link out of it, no FIFO or device, size capped), or None."""
+    from checker.safe_read import Refused, read_text
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-    except OSError:
+        return read_text(path, root, limit=MAX_FILE_BYTES, secrets=secrets)
+    except Refused:
         return None
-    if len(data) > MAX_FILE_BYTES:
-        return None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return data.decode("cp1252", errors="replace")
 
 
 def _notebook_code(text):
@@ -94,8 +92,12 @@ def _notebook_code(text):
     return "\n\n".join(out)
 
 
-def code_of(path):
-    """The Python code of a submission (file or folder) as one text, or None when none can be read."""
+def code_of(path, secrets=()):
+    """The Python code of a submission (file or folder) as one text, or None when none can be read.
+
+    Its files are read as grading reads them (checker.safe_read): a link out of a folder, a FIFO or a
+    device is not read; a single-file submission that is a link is followed unless into `secrets`.
+    """
     path = os.fspath(path)
     if os.path.isdir(path):
         files = []
@@ -103,30 +105,36 @@ def code_of(path):
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
             files += [os.path.join(root, n) for n in sorted(names) if n.endswith(_SUFFIXES)
                       and not n.startswith(".")]
-        texts = [code_of(f) for f in files[:_MAX_FILES]]
+        texts = [_code_of_file(f, path) for f in files[:_MAX_FILES]]
         texts = [t for t in texts if t]
         return "\n\n".join(texts) if texts else None
-    text = _read_text(path)
+    return _code_of_file(path, None, secrets)
+
+
+def _code_of_file(path, root, secrets=()):
+    text = _read_text(path, root, secrets)
     if text is None:
         return None
     return _notebook_code(text) if path.endswith(".ipynb") else text
 
 
-def locate_code(scorecards, submissions_dir=None):
+def locate_code(scorecards, submissions_dir=None, secrets=()):
     """({id: code}, {"missing": [ids], "changed": [ids]}) for the scorecards' submissions.
 
     A submission is read where its scorecard says it was graded from, or from `submissions_dir` under
     the same name; "changed" are those whose sha256 differs from the one the scorecard recorded.
+    `secrets`: folders (the output folder) a single-file submission's link may not lead into.
     """
     from checker.submission_files import sha256_of
     codes, missing, changed = {}, [], []
     for card in scorecards:
         sub = card.get("submission") or {}
         sid, recorded = str(sub.get("id", "")), sub.get("path")
-        path = recorded
-        if submissions_dir and recorded:
-            path = os.path.join(submissions_dir, os.path.basename(os.path.normpath(recorded)))
-        code = code_of(path) if path and os.path.exists(path) else None
+        path = recorded if isinstance(recorded, str) else None
+        if submissions_dir and path:
+            name = os.path.basename(os.path.normpath(path))
+            path = os.path.join(submissions_dir, name) if name not in ("", ".", "..") else None
+        code = code_of(path, secrets) if path and os.path.exists(path) else None
         if code is None:
             missing.append(sid)
             continue
@@ -158,6 +166,6 @@ def given_code(assignment):
             if code:
                 out.append(code)
         elif name.lower().endswith(".md"):
-            text = _read_text(path) or ""
+            text = _read_text(path, folder) or ""
             out += [m.group(1) for m in _FENCED.finditer(text)]
     return out
