@@ -194,6 +194,7 @@ def _own_annotation(cmd):
     return form == "v2" and name in ("error", "notice") and set(props) <= {"file", "line", "title"}
 
 
+@pytest.mark.slow
 def test_the_runner_obeys_only_hwchecks_own_commands(checked):
     r = checked
     cmds = obeyed([r.stdout, r.stderr])
@@ -207,6 +208,7 @@ def test_the_runner_obeys_only_hwchecks_own_commands(checked):
     assert any("student says" in c[4] and "after an ideographic space" in c[4] for c in rest), rest
 
 
+@pytest.mark.slow
 def test_no_line_is_a_students_command_even_were_stop_commands_ignored(checked):
     """The second wall alone: every line, read as if no command were ever stopped, is hwcheck's own."""
     r = checked
@@ -219,6 +221,7 @@ def test_no_line_is_a_students_command_even_were_stop_commands_ignored(checked):
             assert own and line.startswith("::"), line
 
 
+@pytest.mark.slow
 def test_an_annotations_message_unescaped_by_the_runner_forms_no_command(checked):
     """The runner turns %0A back into line breaks and writes the message to the log: none of its lines is a
     command (the log viewer shows `##[error]` lines as errors)."""
@@ -228,6 +231,7 @@ def test_an_annotations_message_unescaped_by_the_runner_forms_no_command(checked
                 assert parse_command(line) is None, (line, piece)
 
 
+@pytest.mark.slow
 def test_the_students_text_is_shown_not_dropped(checked):
     if checked.mode == "json":
         import json
