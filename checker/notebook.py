@@ -6,8 +6,9 @@ kernel, or the saved notebook when the kernel knows its file and nothing run
 since differs from it, and checks it exactly as `hwcheck check` checks a
 saved file: the code is written as a notebook (nbformat 4, each cell with
 its `execution_count`, so messages name `In [n]`) into a private temp dir,
-and a separate Python process (`checker.notebook._main`) grades it
-with `checker.runner.Grader` in public mode. So the student's code runs in
+and a separate Python process (`checker.notebook._serve`, started by the
+kernel's first check and kept warm for the next ones) grades it with
+`checker.runner.Grader` in public mode. So the student's code runs in
 a worker as always, never in the student's kernel, and the kernel gets no
 pytest, no hypothesis and no grading state; the assignment is inferred as
 `check` infers it. The result is a `NotebookCheck`: HTML in front ends that
@@ -15,9 +16,13 @@ show it (`checker.notebook_html`), the text `hwcheck check` prints elsewhere.
 
 The code taken from the kernel's history is the raw input of every cell run
 so far, in the order run (IPython's `In`), without the statements that use
-`checker` itself (`import checker`, `checker.check()`, and a later bare
-display of a name they bound) and without `%hwcheck`/`%load_ext checker`;
+`checker` itself (`import checker`, `checker.check()`, and any later
+statement that reads a name they bound: `print(r.score)` after
+`r = checker.check()`, the student's check session) and without `%hwcheck`/`%load_ext checker`;
 other magics are left for the loader, which skips them as it does in a file.
+The written answers are in markdown cells, which no history holds: they are
+taken from the notebook the front end holds (Colab answers `get_ipynb`), else
+the saved file; where neither exists the check says it could not read them.
 Inside a hwcheck worker (a saved notebook that calls `checker.check()`
 graded by `hwcheck check`) `check()` does nothing and returns None.
 
@@ -35,7 +40,7 @@ import tempfile
 
 from checker.errors import HwcheckError
 
-__all__ = ["check", "NotebookCheck", "load_ipython_extension", "history_notebook", "without_checker",
+__all__ = ["check", "NotebookCheck", "NotebookProblem", "live_notebook", "load_ipython_extension", "history_notebook", "without_checker",
            "saved_notebook_path", "select_question"]
 
 _OUR_MAGIC = re.compile(r"^\s*%+(hwcheck\b|load_ext\s+checker\b|reload_ext\s+checker\b)")
@@ -52,10 +57,9 @@ def _uses_checker(node, bound):
                 return True
         if isinstance(sub, ast.Name) and sub.id == "checker":
             return True
-    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Name) and node.value.id in bound:
-        return True
-    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
-            isinstance(node.value.func, ast.Name) and node.value.func.id in bound:  # from checker import check
+    # a statement that reads what hwcheck's statements bound (`r = checker.check()`, then `print(r.score)`,
+    # `r`, `check('Q1')` after `from checker import check`) is the student's check session, not the homework
+    if any(isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in bound for sub in ast.walk(node)):
         return True
     return False
 
@@ -91,6 +95,8 @@ def without_checker(source, bound=None):
             bound.update(_bound_names(node))
             for n in range(node.lineno - 1, node.end_lineno):
                 lines[n] = ""
+        else:  # the student's own statement binds the name anew: later reads of it are the homework's
+            bound.difference_update(_bound_names(node))
     return "\n".join(lines)
 
 
@@ -190,16 +196,91 @@ class NotebookCheck:
         p.text(self.text)
 
 
+class NotebookProblem:
+    """What `check()` returns when it cannot check: one line saying why and what to do (no traceback)."""
+
+    score = max_score = view = None
+
+    def __init__(self, message):
+        self.message = " ".join(str(message).split())
+        self.text = f"hwcheck: {self.message}"
+
+    def _repr_html_(self):
+        import html
+        return f'<div style="color:#b00020">{html.escape(self.text)}</div>'
+
+    def __repr__(self):
+        return self.text
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.text)
+
+
+class _Server:
+    """A Python process apart from the kernel that grades for it and stays warm between checks.
+
+    The first check of a kernel starts it (`checker.notebook._serve`); it keeps a Grader, and so a zygote
+    that has imported torch, alive, so a re-check costs the grading alone. It reads one JSON request a
+    line on stdin and answers one JSON line tagged with REPLY; it ends when the kernel closes its stdin
+    (the kernel ends, even by SIGKILL) and takes its zygote and workers with it."""
+
+    REPLY = "hwcheck-notebook-reply:"
+    proc = None
+
+    @classmethod
+    def ask(cls, path, assignment, timeout):
+        for attempt in (1, 2):  # a server that died since the last check is started again once
+            if cls.proc is None or cls.proc.poll() is not None:
+                cls._start()
+            try:
+                cls.proc.stdin.write(json.dumps({"path": path, "assignment": assignment, "timeout": timeout}) + "\n")
+                cls.proc.stdin.flush()
+                while True:
+                    line = cls.proc.stdout.readline()
+                    if not line:
+                        raise BrokenPipeError("the grading process ended")
+                    if line.startswith(cls.REPLY):
+                        return json.loads(line[len(cls.REPLY):])
+            except (BrokenPipeError, OSError, ValueError) as e:
+                err = e
+                cls.close()
+        raise HwcheckError(f"the check did not finish: {err}; {cls._stderr_tail()}")
+
+    @classmethod
+    def _start(cls):
+        cls._dir = tempfile.mkdtemp(prefix="hwcheck-nbserver-")
+        os.chmod(cls._dir, 0o700)
+        cls._err = open(os.path.join(cls._dir, "stderr"), "w+", encoding="utf-8", errors="replace")
+        cls.proc = subprocess.Popen(
+            [sys.executable, "-c", "from checker.notebook import _serve; _serve()"], cwd=cls._dir,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=cls._err, text=True, encoding="utf-8",
+            errors="replace", bufsize=1)
+        import atexit
+        atexit.register(cls.close)
+
+    @classmethod
+    def _stderr_tail(cls):
+        try:
+            cls._err.seek(0)
+            return cls._err.read()[-1500:]
+        except (AttributeError, OSError, ValueError):
+            return ""
+
+    @classmethod
+    def close(cls):
+        proc, cls.proc = cls.proc, None
+        if proc is not None:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                proc.kill()
+        shutil.rmtree(getattr(cls, "_dir", "") or "/nonexistent", ignore_errors=True)
+
+
 def _grade_in_subprocess(path, assignment, timeout):
-    """The student view of `path` graded by `_main` in a Python process apart from the kernel."""
-    cmd = [sys.executable, "-c", "import sys; from checker.notebook import _main; _main(sys.argv[1:])",
-           path, assignment or "", str(timeout or "")]
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=os.path.dirname(path), check=False)
-    try:
-        out = json.loads(p.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise HwcheckError(f"the check did not finish (exit {p.returncode}): {(p.stderr or p.stdout)[-1500:]}") \
-            from None
+    """The student view of `path` graded by the kernel's grading process (`_Server`), apart from the kernel."""
+    out = _Server.ask(path, assignment, timeout)
     if "error" in out:
         raise HwcheckError(out["error"])
     view = out["view"]
@@ -207,10 +288,50 @@ def _grade_in_subprocess(path, assignment, timeout):
     return view
 
 
+def live_notebook(ip):
+    """The notebook as the front end holds it now (markdown included), where the kernel can ask for it:
+    Colab answers `get_ipynb` with the notebook open in the browser. None elsewhere."""
+    colab = sys.modules.get("google.colab._message")
+    if colab is None and "google.colab" in sys.modules:
+        try:
+            from google.colab import _message as colab
+        except ImportError:
+            colab = None
+    if colab is None:
+        return None
+    try:
+        reply = colab.blocking_request("get_ipynb", request="", timeout_sec=10)
+    except Exception:  # noqa: BLE001 - a front end that does not answer: the written answer is not read
+        return None
+    nb = reply.get("ipynb") if isinstance(reply, dict) else None
+    return nb if isinstance(nb, dict) and isinstance(nb.get("cells"), list) else None
+
+
+def _markdown_cells(nb):
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    return [dict(cell_type="markdown", metadata={}, source=c.get("source", ""))
+            for c in (cells if isinstance(cells, list) else [])
+            if isinstance(c, dict) and c.get("cell_type") == "markdown"]
+
+
+def _saved_notebook(path):
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+WRITTEN_NOT_READ = ("Your written answer could not be read from this kernel: it runs the code, but the front end "
+                    "does not give the kernel the notebook's text cells. `hwcheck check` on the saved notebook "
+                    "reads it (save the notebook; in Colab: File > Download > .ipynb)")
+
+
 def check(question=None, *, assignment=None, timeout=None):
     """Check this notebook's code on the public tests; `question` ("Q1") keeps one question.
 
-    Returns a NotebookCheck (HTML in the notebook, text elsewhere); None inside a hwcheck worker.
+    Returns a NotebookCheck (HTML in the notebook, text elsewhere), or a NotebookProblem saying in one
+    line why it could not check; None inside a hwcheck worker.
     """
     if any(m in sys.modules for m in _WORKER_MODULES):
         return None  # a saved notebook that calls check() is being graded: nothing to do there
@@ -222,9 +343,17 @@ def check(question=None, *, assignment=None, timeout=None):
     if ip is None:
         raise HwcheckError("checker.check() checks the code run in a notebook kernel (Jupyter, VS Code, Colab); "
                            "from a terminal run: hwcheck check YOUR_FILE")
+    try:
+        return _check(ip, question, assignment, timeout)
+    except HwcheckError as e:
+        return NotebookProblem(e)
+
+
+def _check(ip, question, assignment, timeout):
     cells = _history(ip)
     saved = saved_notebook_path(ip)
     tmp = tempfile.mkdtemp(prefix="hwcheck-nb-")
+    text_read = True
     try:
         os.chmod(tmp, 0o700)
         if saved and _saved_matches(saved, cells):
@@ -235,15 +364,26 @@ def check(question=None, *, assignment=None, timeout=None):
             nb = history_notebook(cells)
             if not nb["cells"]:
                 raise HwcheckError("nothing to check yet: run the cells of your homework first, then check")
+            # the written answers are in markdown cells, which the kernel's history lacks: from the notebook
+            # the front end holds (Colab), else the saved file, else they cannot be read here
+            live = live_notebook(ip)
+            text_from = live if live is not None else (_saved_notebook(saved) if saved else None)
+            nb["cells"] += _markdown_cells(text_from)
+            text_read = text_from is not None
             name = os.path.basename(saved) if saved else "notebook.ipynb"
             with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
                 json.dump(nb, f)
-            source = (f"checked: the code run in this kernel ({len(nb['cells'])} cells, In [n] as numbered "
-                      f"in the notebook)" + (" (the saved notebook differs: save it before you hand it in)"
-                                             if saved else ""))
+            source = (f"checked: the code run in this kernel ({len(history_notebook(cells)['cells'])} cells, "
+                      f"In [n] as numbered in the notebook)"
+                      + (" and the text cells of the notebook open in Colab" if live is not None else "")
+                      + (" (the saved notebook differs: save it before you hand it in)" if saved else ""))
         view = _grade_in_subprocess(os.path.join(tmp, name), assignment, timeout)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if not text_read:
+        for q in view.get("questions") or []:
+            if q.get("manual") and not q.get("answer"):
+                q["answer_unreadable"] = WRITTEN_NOT_READ
     if question is not None:
         view = select_question(view, question)
     return NotebookCheck(view, source)
@@ -270,15 +410,25 @@ def load_ipython_extension(ip):
     ip.register_magic_function(_hwcheck_magic, magic_kind="line", magic_name="hwcheck")
 
 
-def _main(argv):
-    """argv = PATH [ASSIGNMENT] [TIMEOUT]: grade PATH and print {"view": ...} or {"error": ...} as the last line."""
-    path, assignment = argv[0], (argv[1] if len(argv) > 1 and argv[1] else None)
-    timeout = float(argv[2]) if len(argv) > 2 and argv[2] else None
+def _serve():
+    """The kernel's grading process (_Server): one Grader per time budget, kept warm; a request a line."""
+    from checker.runner import Grader
+    from checker.scorecard import student_view
+    graders = {}
     try:
-        from checker.runner import Grader
-        from checker.scorecard import student_view
-        with Grader(mode="public", timeout=timeout) as grader:
-            out = {"view": student_view(grader.grade(path, assignment))}
-    except HwcheckError as e:
-        out = {"error": " ".join(str(e).split())}
-    sys.stdout.write("\n" + json.dumps(out) + "\n")
+        for line in sys.stdin:
+            try:
+                req = json.loads(line)
+                timeout = float(req["timeout"]) if req.get("timeout") else None
+                if timeout not in graders:
+                    graders[timeout] = Grader(mode="public", timeout=timeout).__enter__()
+                out = {"view": student_view(graders[timeout].grade(req["path"], req.get("assignment") or None))}
+            except HwcheckError as e:
+                out = {"error": " ".join(str(e).split())}
+            except (ValueError, KeyError, TypeError) as e:
+                out = {"error": f"a malformed request: {e}"}
+            sys.stdout.write("\n" + _Server.REPLY + json.dumps(out) + "\n")
+            sys.stdout.flush()
+    finally:
+        for grader in graders.values():
+            grader.close()

@@ -115,6 +115,8 @@ def _hidden_note(scorecard, question):
 def answer_note(question):
     """What was found of a manual question's written answer: its length and opening, or where to write
     it; None when the scorecard does not say (no `answer` key)."""
+    if question.get("answer_unreadable"):  # checked from a kernel that cannot see the notebook's text cells
+        return str(question["answer_unreadable"])
     if "answer" not in question:
         return None
     answer = question.get("answer")

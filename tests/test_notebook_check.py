@@ -206,3 +206,81 @@ def test_the_page_shows_student_text_and_never_runs_it():
     assert "<script" not in page and "<a " not in page  # shown as text, never markup
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "\x1b" not in page and "\\x1b" in page
     assert "In [2]" in page and "<details open" in page
+
+
+def test_the_students_check_session_is_not_the_homework(tmp_path):
+    """`r = checker.check('Q2')` and cells that read `r` are the student's check session: the next check leaves
+    them out (they were charged as 'NameError: name r is not defined'); an unknown question is one line."""
+    path = os.path.join(ROOT, "submissions", "attention", "correct.py")
+    _view, points = _expected(path, tmp_path)
+    nb = _run(_cells_of(path) + ["import checker\nr = checker.check('Q2')", "print(r.score)\nsummary = r.text\nr",
+                                 "from checker import check as c\nc('Q1')", "checker.check()", "checker.check('Q9')"],
+              tmp_path)
+    text = _output(nb.cells[-2])[0]
+    assert _points_in_text(text) == points, text
+    assert "NameError" not in text and "some parts failed" not in text, text
+    problem = nb.cells[-1]
+    assert not [o for o in problem.outputs if o.output_type == "error"], "a traceback for an unknown question"
+    one = _output(problem)[0]
+    assert one.startswith("hwcheck: ") and "'Q9'" in one and "Q1" in one and "Q3" in one and "\n" not in one, one
+
+
+def _with_answer(path):
+    """The file's code cells without its `# Q3-text` comment answer, and the answer as a markdown cell."""
+    code = [re.sub(r"^# Q3-text\n(#.*\n?)*", "", c, flags=re.M) for c in _cells_of(path)]
+    assert not any("Q3-text" in c for c in code)
+    answer = ("## Q3-text\n**Your answer:** several heads attend to different relations between the tokens at "
+              "once, each in a smaller subspace, and their outputs are combined by W_O.")
+    return code, answer
+
+
+def test_in_memory_notebook_says_the_written_answer_could_not_be_read(tmp_path):
+    """No saved file and no front end to ask (a notebook executed in memory): the check must not tell the
+    student their answer is missing, but that it could not read it from this kernel."""
+    code, answer = _with_answer(os.path.join(ROOT, "submissions", "attention", "correct.py"))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in code] + [nbformat.v4.new_markdown_cell(answer),
+                                                                nbformat.v4.new_code_cell("import checker\n"
+                                                                                          "checker.check()")]
+    os.environ.pop("JPY_SESSION_NAME", None)
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=True,
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    text, page = _output(nb.cells[-1])
+    assert "could not be read from this kernel" in text and "No answer to Q3-text was found" not in text, text
+    assert "could not be read from this kernel" in page
+
+
+def test_colab_gives_the_written_answer_from_the_open_notebook(tmp_path):
+    """Colab has no saved file, but answers `get_ipynb` with the notebook open in the browser. Colab itself
+    cannot run here: the kernel gets a stand-in `google.colab._message` that answers as Colab's does
+    ({"ipynb": the notebook}), and the check reads the written answer from it."""
+    code, answer = _with_answer(os.path.join(ROOT, "submissions", "attention", "correct.py"))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in code] + [nbformat.v4.new_markdown_cell(answer)]
+    open_in_browser = json.loads(nbformat.writes(nb))
+    stand_in = ("import sys, types, json\n"
+                "colab = types.ModuleType('google.colab'); message = types.ModuleType('google.colab._message')\n"
+                f"NB = json.loads({json.dumps(json.dumps(open_in_browser))})\n"
+                "message.blocking_request = lambda kind, request='', timeout_sec=5: {'ipynb': NB} "
+                "if kind == 'get_ipynb' else None\n"
+                "colab._message = message\n"
+                "sys.modules.update({'google': types.ModuleType('google'), 'google.colab': colab, "
+                "'google.colab._message': message})")
+    nb.cells = [nbformat.v4.new_code_cell(stand_in)] + nb.cells + [nbformat.v4.new_code_cell("import checker\n"
+                                                                                              "checker.check()")]
+    os.environ.pop("JPY_SESSION_NAME", None)
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=True,
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    text = _output(nb.cells[-1])[0]
+    assert "Your answer was found (2" in text and "text cells of the notebook open in Colab" in text, text
+
+
+def test_a_recheck_uses_the_warm_grading_process(tmp_path):
+    """The kernel's grading process (and its zygote, with torch imported) outlives a check: the second check
+    in the same kernel is answered by the same process, so it costs the grading alone (bench/bench.py times it)."""
+    path = os.path.join(ROOT, "submissions", "attention", "correct.py")
+    nb = _run(_cells_of(path) + ["import checker, checker.notebook as nbk\nfirst = checker.check()\n"
+                                 "pid = nbk._Server.proc.pid",
+                                 "again = checker.check()\n(again.score == first.score, nbk._Server.proc.pid == pid)"],
+              tmp_path)
+    assert _output(nb.cells[-1])[0] == "(True, True)"
