@@ -16,6 +16,7 @@ import hashlib
 import importlib
 import os
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -109,6 +110,12 @@ class HwcheckPlugin:
     def pytest_runtest_makereport(self, item, call):
         outcome = yield
         rep = outcome.get_result()
+        try:
+            self._label(item, call, rep)
+        finally:
+            _forget_frames(call)
+
+    def _label(self, item, call, rep):
         meta = item.stash.get(_META, None)
         if meta is None or call.excinfo is None or rep.skipped:
             return
@@ -217,6 +224,32 @@ class HwcheckPlugin:
 
 
 _META = pytest.StashKey()
+
+
+def _forget_frames(call):
+    """Drop the locals of a failed test's frames once its report is made (the report keeps only text): a
+    traceback would otherwise keep every answer the test held alive (a 128 MiB array per failed test),
+    and pytest keeps the last one in sys.last_traceback."""
+    exc, seen = call.excinfo.value if call.excinfo is not None else None, set()
+    while exc is not None and id(exc) not in seen and len(seen) < 20:
+        seen.add(id(exc))
+        tb = exc.__traceback__
+        while tb is not None:
+            try:
+                tb.tb_frame.clear()
+                # pytest read the frame's locals (for __tracebackhide__): that snapshot outlives clear(),
+                # and reading them again now drops from it what clear() dropped
+                tb.tb_frame.f_locals  # noqa: B018
+            except RuntimeError:  # a frame still running (pytest's own): nothing of the test's
+                pass
+            tb = tb.tb_next
+        exc = exc.__cause__ or exc.__context__
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            try:
+                delattr(sys, name)
+            except AttributeError:
+                pass
 
 
 def _def_of(handle, message, missing):

@@ -180,8 +180,8 @@ MEASURE = textwrap.dedent('''\
     import json, sys
     from checker.runner import Grader
     out = {}
-    with Grader(mode="hidden", seed=20261122) as g:
-        for name in sys.argv[1:]:
+    with Grader(mode="hidden", seed=20261122, pytest_args=json.loads(sys.argv[1])) as g:
+        for name in sys.argv[2:]:
             card = g.grade(name, "attention")
             out[name] = sum(q["score"] for q in card["questions"] if not q["manual"])
     peak = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
@@ -192,8 +192,7 @@ MEASURE = textwrap.dedent('''\
 @pytest.mark.slow
 def test_the_trusted_process_stays_small_when_every_softmax_answers_128_mib(tmp_path):
     """It reached 4.2 GB (and 2 minutes) when every call did; 2.4 GB when only the first 12 did."""
-    with open(os.path.join(REPO, "submissions", "attention", "correct.py")) as f:
-        correct = f.read()
+    correct = _correct()
     huge = write(tmp_path, "huge.py", correct + SOFTMAX_HUGE)
     uncapped = write(tmp_path, "uncapped.py", correct + FORGER.split("\n\n\ndef echo")[0] + textwrap.dedent('''
 
@@ -203,10 +202,31 @@ def test_the_trusted_process_stays_small_when_every_softmax_answers_128_mib(tmp_
             return np.zeros(16 * 2**20)
     '''))
     honest = os.path.join(REPO, "submissions", "attention", "correct.py")
-    run = subprocess.run([sys.executable, "-c", MEASURE, honest, huge, uncapped], cwd=REPO, capture_output=True,
-                         text=True, timeout=600, env={**os.environ, "PYTHONPATH": REPO})
-    assert run.returncode == 0, run.stderr[-3000:]
-    result = json.loads(run.stdout.strip().splitlines()[-1])
+    result = _measure([], honest, huge, uncapped)
     assert result["scores"][honest] == 90  # the honest classmate keeps full marks
     assert result["scores"][huge] < 90 and result["scores"][uncapped] < 90
     assert result["peak_kib"] < 1536 * 1024, f"peak {result['peak_kib'] / 1024:.0f} MiB"
+
+
+@pytest.mark.slow
+def test_failed_tests_keep_nothing_of_their_answers(tmp_path):
+    """Answers just under the bound (24 MiB, on every call) fail each test they reach: a failed test's
+    frames (and pytest's snapshot of their locals) kept each one alive, 90 MiB more per test (637 MiB
+    after six tests). Now what a test held is dropped once its report is made."""
+    under = write(tmp_path, "under.py", _correct() + SOFTMAX_HUGE.replace("16 * 2**20", "3 * 2**20"))
+    result = _measure(["-k", "softmax_large or softmax_random or softmax_2d"], under)
+    assert result["scores"][under] < 90
+    assert result["peak_kib"] < 600 * 1024, f"peak {result['peak_kib'] / 1024:.0f} MiB"
+
+
+def _correct():
+    with open(os.path.join(REPO, "submissions", "attention", "correct.py")) as f:
+        return f.read()
+
+
+def _measure(pytest_args, *paths):
+    """Grade `paths` in a fresh trusted process: their scores and that process's peak memory."""
+    run = subprocess.run([sys.executable, "-c", MEASURE, json.dumps(pytest_args), *paths], cwd=REPO,
+                         capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": REPO})
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
