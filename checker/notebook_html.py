@@ -18,7 +18,7 @@ which the notebook shows where HTML is not) or the class report.
 import html
 
 from checker.escape import for_terminal
-from checker.report import answer_note, format_points
+from checker.report import answer_note, failure_groups, format_points, skip_groups
 
 __all__ = ["scorecard_html"]
 
@@ -63,23 +63,25 @@ def _question_rows(q):
     body = []
     if q.get("message"):
         body.append(_pre(q["message"]))
-    for t in tests:
+    # the failing variants of one test that failed the same way are one block, as `check` prints them: the
+    # first opened with its message, the others named under it (the text's grouping, checker.report)
+    for n, (t, others) in enumerate(failure_groups(tests)):
         outcome = t.get("outcome")
-        if outcome not in _FAILING:
-            continue
         where = t.get("where") or {}
         place = ""
         if isinstance(where, dict) and where.get("file"):
             place = f" ({where['file']}" + (f", {where.get('label') or 'cell ' + str(where['cell'])}" if where.get("cell") else "") + \
                 (f", line {where['line']}" if where.get("line") else "") + ")"
+        also = (f'<div style="color:{_GREY};margin-left:12px">also failed the same way, same test with other '
+                f'inputs: {_e(", ".join(others[:8]))}{f" and {len(others) - 8} more" if len(others) > 8 else ""}'
+                f'</div>' if others else "")
         body.append(f'<details open style="margin:2px 0"><summary style="cursor:pointer">'
                     f'<span style="color:{_RED};font-weight:bold">{_LABEL.get(outcome, _e(outcome))}</span> '
                     f'<code>{_e(t.get("name"))}</code>{_e(place)}</summary>'
-                    f'{_pre(t.get("message") or "")}</details>')
-    skipped = [t for t in tests if t.get("outcome") == "skipped"]
-    if skipped:
-        body.append(f'<div style="color:{_AMBER};margin-left:12px">{len(skipped)} check'
-                    f'{"s" if len(skipped) != 1 else ""} skipped: {_e(skipped[0].get("message") or "")}</div>')
+                    f'{_pre(t.get("message") or "")}{also}</details>')
+    for reason, count in skip_groups(tests):  # one short line per reason, counted, as in the text
+        body.append(f'<div style="color:{_AMBER};margin-left:12px">{count} check{"s" if count != 1 else ""} '
+                    f'skipped: {_e(reason)}</div>')
     if q.get("manual") and answer_note(q):
         body.append(f'<div style="color:{_GREY};margin-left:12px">{_e(answer_note(q))}</div>')
     if body:

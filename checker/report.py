@@ -28,6 +28,7 @@ from .scorecard import SEE_QUESTION_MESSAGE, test_message
 __all__ = [
     "answer_note", "format_points", "format_scorecard", "format_markdown",
     "github_annotations", "junit_xml", "min_score_line", "automatic_max", "ALL_NOT_STARTED",
+    "short_reason", "skip_groups", "failure_groups",
 ]
 
 _FAILING = ("failed", "error", "timeout")
@@ -138,14 +139,46 @@ def _failure_kind(message):
     return re.sub(r"\d+(\.\d+)?(e-?\d+)?", "#", first + "|" + likely)
 
 
-def _skip_summary(tests):
-    skipped = [t for t in tests if t.get("outcome") == "skipped"]
-    if not skipped:
+def short_reason(message, limit=120):
+    """A skip reason in one short clause: its first line up to the first ': ' ("judged by test_x, not
+    here", "CUDA is not available on this machine"), at most `limit` characters. Variants skipped for one
+    reason worded per input (a dtype, a size) become the same clause, so they are counted together."""
+    first = (str(message or "").strip().splitlines() or ["no reason given"])[0]
+    head = first.split(": ", 1)[0].strip() or "no reason given"
+    return head if len(head) <= limit else head[:limit - 3].rstrip() + "..."
+
+
+def skip_groups(tests, verbose=False):
+    """[(reason, count)] of the skipped tests, grouped by their short reason (the full one with verbose)."""
+    reasons = Counter((str(t.get("message") or "no reason given") if verbose else short_reason(t.get("message")))
+                      for t in tests if t.get("outcome") == "skipped")
+    return list(reasons.items())
+
+
+def _skip_summary(tests, verbose=False):
+    groups = skip_groups(tests, verbose)
+    if not groups:
         return None
-    reasons = Counter(t.get("message") or "no reason given" for t in skipped)
-    parts = [f"{reason}" if n == len(skipped) else f"{reason} ({n})"
-             for reason, n in reasons.items()]
-    return f"{len(skipped)} skipped: {'; '.join(parts)}"
+    total = sum(n for _, n in groups)
+    parts = [f"{reason}" if n == total else f"{reason} ({n})" for reason, n in groups]
+    return f"{total} skipped: {'; '.join(parts)}"
+
+
+def failure_groups(tests):
+    """[(the first failing variant, [the other variants' names])]: the variants of one test that failed the
+    same way (same outcome, same message up to its numbers), in order, as `check` prints them."""
+    groups, order = {}, []
+    for t in tests:
+        if t.get("outcome") not in _FAILING:
+            continue
+        base = str(t.get("name", "")).split("[")[0]
+        key = (base, t.get("outcome"), _failure_kind(t.get("message")))
+        if key in groups:
+            groups[key][1].append(str(t.get("name", ""))[len(base):] or base)
+        else:
+            groups[key] = (t, [])
+            order.append(key)
+    return [groups[k] for k in order]
 
 
 def _where(test):
@@ -272,7 +305,7 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
                             f"{_safe(', '.join(rest[:8]), False)}"
                             f"{f' and {len(rest) - 8} more' if len(rest) > 8 else ''}; -v shows each)"
                             if rest else _DROP)
-        skipped = None if question.get("not_started") and not verbose else _skip_summary(tests)
+        skipped = None if question.get("not_started") and not verbose else _skip_summary(tests, verbose)
         if skipped:
             lines.append("    " + _paint(_safe(skipped), _YELLOW, color))
         hidden = _hidden_note(scorecard, question)
