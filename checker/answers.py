@@ -22,6 +22,7 @@ import signal
 
 from checker import wire
 from checker.errors import BadReturn, StudentError, StudentTimeout
+from checker.worker.diskcap import DISK_FILES, DISK_MB
 
 __all__ = ["TORCH_ERROR_NOTES", "describe_status", "load_unit", "cell_words", "where_text", "load_message",
            "defs_from", "unrun_text", "failure_from"]
@@ -62,7 +63,8 @@ def describe_status(status, memory_mb=None):
             signal.SIGILL: "your code crashed with an illegal instruction (SIGILL)",
             signal.SIGKILL: f"the process running your code was killed (SIGKILL), most often for using too "
                             f"much memory{mem}",
-            signal.SIGXFSZ: "your code wrote a file larger than the 256 MiB allowed",
+            signal.SIGXFSZ: f"your code wrote more than allowed: a file over 256 MiB, or more than {DISK_MB} MiB or "
+                            f"{DISK_FILES} files in all in its folder (files it deleted but kept open count)",
             signal.SIGXCPU: "your code used more CPU time than allowed",
         }
         try:

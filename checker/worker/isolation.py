@@ -4,13 +4,18 @@ What it is for: called once in a freshly forked worker. In order:
 
 1. resource limits: no core dumps, files up to 256 MiB, RLIMIT_DATA;
 2. a cap on all of the worker's memory (`checker.worker.memory`: a cgroup
-   where the grader can make one, else RLIMIT_AS), shared mappings included;
+   where the grader can make one, else RLIMIT_AS), shared mappings included,
+   and on its tasks (processes and threads: the pids controller of cgroup v2
+   or v1, else RLIMIT_NPROC of its uid once that is set, below);
 3. namespaces (`checker.worker.namespaces`): new mount, network, IPC, UTS
    and PID namespaces (plus a user namespace when the grader is not root);
    the worker's body runs as PID 1 of its PID namespace, so its whole process
    tree dies with it; it sees a new root holding only the Python trees
    (read-only, secrets carved out), a few files of /etc, a minimal /dev and
-   its own dir; it has no network at all;
+   its own dir, a tmpfs bounded in bytes and files (`checker.worker.diskcap`);
+   it has no network at all. Without namespaces the worker's parent stays
+   outside every wall below, watches the worker's dir (the same bounds) and
+   kills all below it past them, or when the worker ends;
 4. identity: an unprivileged uid (nobody) with no capabilities and
    `no_new_privs`, whether the grader is root or an ordinary user;
 5. Landlock, on top, where the kernel has it (files, TCP, signals);
@@ -35,12 +40,14 @@ the worker answers every load with it instead of running code.
 What it is not: a container runtime.
 """
 
+import ctypes
 import glob
 import os
 import resource
+import signal
 import sys
 
-from checker.worker import landlock, memory, namespaces, seccomp
+from checker.worker import diskcap, landlock, memory, namespaces, seccomp
 
 __all__ = ["apply_isolation", "landlock_abi", "allowed_read_roots", "WEAK_MARKS", "WallsRefused"]
 
@@ -48,7 +55,7 @@ landlock_abi = landlock.landlock_abi
 allowed_read_roots = landlock.allowed_read_roots
 
 # words in `grader.isolation` that mean a wall was missing (grade prints them once per batch)
-WEAK_MARKS = ("unavailable", "failed", "uid-0-kept", "no-memory-cap")
+WEAK_MARKS = ("unavailable", "failed", "uid-0-kept", "no-memory-cap", "no-task-cap")
 
 
 def _set_limit(which, value):
@@ -88,6 +95,9 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
     gpu = bool(_gpu_devices())
     cap = memory.cap_memory(memory_mb, cgroup_parent, gpu=gpu) if memory_mb else None
     applied.append(cap or "no-memory-cap(shared memory not counted)")
+    tasks = memory.cap_tasks(cgroup_parent)  # None: RLIMIT_NPROC once the worker's uid is known
+    if tasks:
+        applied.append(tasks)
     was_root = os.geteuid() == 0
     read_roots = allowed_read_roots(secrets)
     ns = None
@@ -99,13 +109,13 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
         except OSError as e:
             applied.append(f"namespaces-unavailable({e.strerror or e})")
     if ns:
-        if was_root:  # the worker's files become nobody's, the identity it ends with
-            _chown_tree(workdir, namespaces.NOBODY, namespaces.NOBODY)
         namespaces.fork_init()  # from here on: PID 1 of the new PID namespace
         applied.append("pid-namespace")
-        try:
-            skipped = namespaces.build_root(workdir, read_roots, _link_paths())
-            applied += ["mount-namespace", "network-namespace", "ipc-namespace"]
+        try:  # the worker's dir: a bounded tmpfs holding a copy, owned by the identity it ends with
+            skipped = namespaces.build_root(workdir, read_roots, _link_paths(),
+                                            disk=(diskcap.DISK_MB << 20, diskcap.DISK_FILES),
+                                            owner=(namespaces.NOBODY, namespaces.NOBODY) if was_root else None)
+            applied += ["mount-namespace", "network-namespace", "ipc-namespace", diskcap.tmpfs_name()]
             applied += [f"{s}-unavailable" for s in skipped]
         except OSError as e:
             # half-built mounts are this namespace's only: nothing of the host changed
@@ -115,12 +125,25 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
             applied.append("user-nobody" + ("" if was_root else "-in-user-namespace"))
         except OSError as e:
             os._exit(_fail(f"dropping privileges failed: {e}"))
+        if not tasks:  # in a user namespace its uid's count is this worker's own
+            applied.append(_cap_tasks_by_uid("" if not was_root else "shared by the workers running at once"))
     else:
+        # no mount: the worker's dir stays the host's, watched from a parent outside every wall below
+        watcher = os.getpid()
+        namespaces.fork_init(watch=diskcap.Watch(workdir).over, interval=diskcap.INTERVAL_S)
+        applied.append(diskcap.watch_name())
         try:
             applied += _without_namespaces(workdir, was_root)
         except WallsRefused as e:
             e.walls = applied + ["user-nobody-unavailable(refused to run code as root)"]
             raise
+        finally:  # a change of uid disarms PR_SET_PDEATHSIG: arm it again, then check the watcher is alive
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != watcher:
+                os._exit(0)
+        if not tasks:
+            applied.append(_cap_tasks_by_uid("shared by the workers running at once" if was_root
+                                             else "shared with the grading user's own processes"))
     abi = landlock_abi()
     if abi >= 1:
         devs = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/shm",
@@ -130,13 +153,21 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
         if gpu:
             extra.append("/sys")
         try:
-            landlock.restrict(abi, read_roots + [p for p in extra if os.path.exists(p)], [workdir], devs)
+            # without namespaces no moving files between folders (REFER): a tree moved under the
+            # disk watch's walk could hide from it
+            landlock.restrict(abi, read_roots + [p for p in extra if os.path.exists(p)], [workdir], devs,
+                              refer=bool(ns))
             applied.append(f"landlock-abi{abi}" + ("-files-tcp" if abi >= 4 else "-files")
                            + ("-signals" if abi >= 6 else ""))
         except OSError as e:
             applied.append(f"landlock-failed({e.strerror or e})")
     else:
         applied.append("landlock-unavailable")
+    if not ns:
+        try:
+            diskcap.deny_fallocate()
+        except OSError as e:
+            applied.append(f"disk-watch-failed(fallocate: {e.strerror or e})")
     try:  # last: Landlock's own calls must be made first
         seccomp.restrict(sockets=bool(ns))
         applied.append("seccomp-denylist" if ns else "seccomp-denylist-no-sockets")
@@ -150,6 +181,19 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
             refused.walls = applied
             raise refused from e
     return applied
+
+
+def _cap_tasks_by_uid(shared):
+    """RLIMIT_NPROC: the tasks (processes and threads) of this process's real uid, counted by the kernel.
+
+    Where the uid is this worker's alone (a user namespace) that is this worker's tasks; else it is
+    shared with the uid's other processes (`shared` says with whom): the name says so."""
+    uid = os.getuid()
+    if uid == 0:  # uid 0 is never held to RLIMIT_NPROC
+        return "no-task-cap(uid 0)"
+    if not _set_limit(resource.RLIMIT_NPROC, memory.PIDS_MAX):
+        return "no-task-cap(RLIMIT_NPROC refused)"
+    return f"tasks-nproc-{memory.PIDS_MAX}" + (f"(uid {uid}, {shared})" if shared else "")
 
 
 def _without_namespaces(workdir, was_root):
@@ -166,10 +210,7 @@ def _without_namespaces(workdir, was_root):
     except OSError as e:
         _drop_capabilities()
         raise WallsRefused(f"the grader refused to run this code as root: dropping to the user nobody failed ({e})")
-    out = ["user-nobody"]
-    if _set_limit(resource.RLIMIT_NPROC, 512):
-        out.append("nproc-512")
-    return out
+    return ["user-nobody"]
 
 
 def _zygote_dirs():

@@ -99,8 +99,10 @@ def _allow_except(path, secrets, out):
         _allow_except(child, secrets, out)
 
 
-def restrict(abi, read_roots, rw_roots, dev_rw):
-    """Apply the ruleset to this process (and every child it makes later); raises OSError."""
+def restrict(abi, read_roots, rw_roots, dev_rw, refer=True):
+    """Apply the ruleset to this process (and every child it makes later); raises OSError.
+
+    `refer=False`: no renaming or linking from one folder of `rw_roots` to another (ABI 2+)."""
     libc = _libc()
     fs = FS_BY_ABI.get(abi, FS_BY_ABI[5])
     attr = _RulesetAttr(fs, NET_BIND | NET_CONNECT if abi >= 4 else 0,
@@ -127,7 +129,7 @@ def restrict(abi, read_roots, rw_roots, dev_rw):
         for p in read_roots:
             add(p, READ)
         for p in rw_roots:
-            add(p, fs)
+            add(p, fs if refer else fs & ~REFER)
         for p in dev_rw:
             add(p, READ | WRITE_FILE | TRUNCATE | IOCTL_DEV)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

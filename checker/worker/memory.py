@@ -7,8 +7,7 @@ cap the grader can make, and returns its name for `grader.isolation`:
 
 - `cgroup2-memory.max-<N>MiB`: a cgroup v2 child of the zygote's cgroup,
   where the system delegated the memory controller to it (systemd
-  `Delegate=yes`, a container's own cgroup). Memory and swap are capped; the
-  pids controller, where present, caps the number of processes too.
+  `Delegate=yes`, a container's own cgroup). Memory and swap are capped.
 - `cgroup1-memory.limit-<N>MiB`: the cgroup v1 memory controller, where it is
   mounted and writable (a root grader on a v1 or hybrid host).
 - `address-space-<N>MiB` (RLIMIT_AS): every mapping counts, shared or not;
@@ -16,17 +15,24 @@ cap the grader can make, and returns its name for `grader.isolation`:
   headroom for thread stacks and lazily loaded libraries. Not used where a
   GPU is present (CUDA reserves far more address space than it uses).
 
-The cgroup a worker was put in is named `hwcheck-<pid>` under a parent
-the zygote made; `release(pid)` removes it after the worker was reaped.
+`cap_tasks(parent)` caps the number of tasks (processes and threads) the
+worker may have at once, by the same cgroup: `tasks-cgroup2-pids.max-<N>`
+where v2's pids controller was delegated with the memory controller,
+`tasks-cgroup1-pids.max-<N>` where cgroup v1's pids hierarchy is mounted and
+writable (a hybrid host, as root). Where neither is there, `isolation` sets
+RLIMIT_NPROC for the worker's own uid instead.
 
-What it is not: a fair-share scheduler, or a disk quota (the file-size
-rlimit and the small tmpfs mounts bound those).
+The cgroups a worker was put in are named `hwcheck-<pid>` under parents
+the zygote made; `release(pid)` removes them after the worker was reaped.
+
+What it is not: a fair-share scheduler, or a disk quota (the worker's own
+dir is a small tmpfs, or watched: `checker.worker.diskcap`).
 """
 
 import os
 import resource
 
-__all__ = ["cap_memory", "release", "remove_parent", "cgroup_parent", "HEADROOM_MB"]
+__all__ = ["cap_memory", "cap_tasks", "release", "remove_parent", "cgroup_parent", "HEADROOM_MB", "PIDS_MAX"]
 
 HEADROOM_MB = 256
 PIDS_MAX = 512
@@ -47,14 +53,14 @@ def _own_cgroup_v2():
     return mnt, rel
 
 
-def _own_cgroup_v1_memory():
+def _own_cgroup_v1(controller="memory"):
     try:
         with open("/proc/self/cgroup") as f:
             rel = next((ln.split(":", 2)[2].strip() for ln in f
-                        if "memory" in ln.split(":", 2)[1].split(",")), None)
+                        if controller in ln.split(":", 2)[1].split(",")), None)
         with open("/proc/self/mountinfo") as f:
-            mnt = next((ln.split()[4] for ln in f if " - cgroup " in ln and "memory" in ln.split()[-1].split(",")),
-                       None)
+            mnt = next((ln.split()[4] for ln in f
+                        if " - cgroup " in ln and controller in ln.split()[-1].split(",")), None)
     except OSError:
         return None
     if rel is None or mnt is None:
@@ -68,14 +74,29 @@ def _write(path, text):
 
 
 def cgroup_parent():
-    """Made once per zygote: the cgroup under which its workers' cgroups go, as (kind, path) or None.
+    """Made once per zygote: where its workers' cgroups go, as (kind, memory parent, v1 pids parent) or None.
 
     v2 needs the memory controller delegated to this process's cgroup (listed in its
-    cgroup.subtree_control after we ask for it in a child of ours); v1 needs a writable memory
-    hierarchy. Anything else: None, and workers fall back to RLIMIT_AS."""
+    cgroup.subtree_control after we ask for it in a child of ours; pids with it where delegated
+    too); v1 needs a writable memory hierarchy, and, for the tasks, a writable pids hierarchy.
+    Anything else: kind None, and workers fall back to RLIMIT_AS (and RLIMIT_NPROC)."""
     if "parent" in _PARENT:
         return _PARENT["parent"]
-    _PARENT["parent"] = None
+    kind, base = _memory_parent()
+    pids = _v1_parent("pids", "pids.max") if kind != "cgroup2" or not _has(base, "pids") else None
+    _PARENT["parent"] = (kind, base, pids) if kind or pids else None
+    return _PARENT["parent"]
+
+
+def _has(base, controller):
+    try:
+        with open(os.path.join(base, "cgroup.subtree_control")) as f:
+            return controller in f.read().split()
+    except OSError:
+        return False
+
+
+def _memory_parent():
     found = _own_cgroup_v2()
     if found:
         base = os.path.join(found[0], found[1].lstrip("/"), f"hwcheck-{os.getpid()}")
@@ -86,41 +107,45 @@ def cgroup_parent():
             if "memory" in controllers:
                 _write(os.path.join(base, "cgroup.subtree_control"),
                        " ".join("+" + c for c in ("memory", "pids") if c in controllers))
-                _PARENT["parent"] = ("cgroup2", base)
-                return _PARENT["parent"]
+                return "cgroup2", base
             os.rmdir(base)
         except OSError:
             try:
                 os.rmdir(base)
             except OSError:
                 pass
-    found = _own_cgroup_v1_memory()
-    if found:
-        base = os.path.join(found[0], found[1].lstrip("/"), f"hwcheck-{os.getpid()}")
-        try:
-            os.makedirs(base, exist_ok=True)
-            if os.access(os.path.join(base, "memory.limit_in_bytes"), os.W_OK):
-                _PARENT["parent"] = ("cgroup1", base)
-                return _PARENT["parent"]
-            os.rmdir(base)
-        except OSError:
-            pass
+    base = _v1_parent("memory", "memory.limit_in_bytes")
+    return ("cgroup1", base) if base else (None, None)
+
+
+def _v1_parent(controller, knob):
+    """Our own folder in cgroup v1's `controller` hierarchy, where we may write `knob` of a child."""
+    found = _own_cgroup_v1(controller)
+    if not found:
+        return None
+    base = os.path.join(found[0], found[1].lstrip("/"), f"hwcheck-{os.getpid()}")
+    try:
+        os.makedirs(base, exist_ok=True)
+        if os.access(os.path.join(base, knob), os.W_OK):
+            return base
+        os.rmdir(base)
+    except OSError:
+        pass
     return None
 
 
 def cap_memory(memory_mb, parent=None, gpu=False):
     """Cap all of this process's (and its children's) memory; return the wall's name, or None."""
     limit = int(memory_mb) * 1024 * 1024
-    if parent:
-        kind, base = parent
+    if parent and parent[0]:
+        kind, base = parent[0], parent[1]
         path = os.path.join(base, f"hwcheck-{os.getpid()}")
         try:
             os.mkdir(path)
             if kind == "cgroup2":
                 _write(os.path.join(path, "memory.max"), str(limit))
-                for name, value in (("memory.swap.max", "0"), ("pids.max", str(PIDS_MAX))):
-                    if os.path.exists(os.path.join(path, name)):
-                        _write(os.path.join(path, name), value)
+                if os.path.exists(os.path.join(path, "memory.swap.max")):
+                    _write(os.path.join(path, "memory.swap.max"), "0")
                 _write(os.path.join(path, "cgroup.procs"), "0")
                 return f"cgroup2-memory.max-{memory_mb}MiB"
             _write(os.path.join(path, "memory.limit_in_bytes"), str(limit))
@@ -151,34 +176,82 @@ def cap_memory(memory_mb, parent=None, gpu=False):
     return f"address-space-{cap // (1024 * 1024)}MiB"
 
 
+def cap_tasks(parent=None, limit=PIDS_MAX):
+    """Cap the tasks (processes and threads) of this process and all it starts, by a cgroup; the wall's
+    name, or None (the caller then sets RLIMIT_NPROC). Call after cap_memory (v2 uses its cgroup)."""
+    if not parent:
+        return None
+    mine = f"hwcheck-{os.getpid()}"
+    if parent[0] == "cgroup2" and _has(parent[1], "pids"):
+        path = os.path.join(parent[1], mine)
+        try:
+            with open(os.path.join(path, "cgroup.procs")) as f:
+                if str(os.getpid()) not in f.read().split():
+                    return None
+            _write(os.path.join(path, "pids.max"), str(limit))
+            return f"tasks-cgroup2-pids.max-{limit}"
+        except OSError:
+            return None
+    if parent[2]:
+        path = os.path.join(parent[2], mine)
+        try:
+            os.mkdir(path)
+            _write(os.path.join(path, "pids.max"), str(limit))
+            _write(os.path.join(path, "cgroup.procs"), "0")
+            return f"tasks-cgroup1-pids.max-{limit}"
+        except OSError:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+    return None
+
+
 def release(pid, parent):
-    """Remove the cgroup of a reaped worker (and kill what is left in it, on cgroup v2)."""
+    """Remove the cgroups of a reaped worker (and kill what is left in them)."""
     if not parent:
         return
-    path = os.path.join(parent[1], f"hwcheck-{pid}")
-    if not os.path.isdir(path):
-        return
-    if parent[0] == "cgroup2" and os.path.exists(os.path.join(path, "cgroup.kill")):
+    for kind, base in ((parent[0], parent[1]), ("cgroup1", parent[2])):
+        path = os.path.join(base, f"hwcheck-{pid}") if base else None
+        if not path or not os.path.isdir(path):
+            continue
+        if kind == "cgroup2" and os.path.exists(os.path.join(path, "cgroup.kill")):
+            try:
+                _write(os.path.join(path, "cgroup.kill"), "1")
+            except OSError:
+                pass
+        else:
+            _kill_members(path)
         try:
-            _write(os.path.join(path, "cgroup.kill"), "1")
+            os.rmdir(path)
         except OSError:
             pass
+
+
+def _kill_members(path):
     try:
-        os.rmdir(path)
-    except OSError:
-        pass
+        with open(os.path.join(path, "cgroup.procs")) as f:
+            pids = [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return
+    for p in pids:
+        try:
+            os.kill(p, 9)
+        except OSError:
+            pass
 
 
 def remove_parent(parent):
-    """The zygote's own cgroup, with what is left of its workers' (all of them dead by now)."""
+    """The zygote's own cgroups, with what is left of its workers' (all of them dead by now)."""
     if parent:
-        for name in _listdir(parent[1]):
-            if name.startswith("hwcheck-") and name[8:].isdigit():
-                release(int(name[8:]), parent)
-        try:
-            os.rmdir(parent[1])
-        except OSError:
-            pass
+        for base in {parent[1], parent[2]} - {None}:
+            for name in _listdir(base):
+                if name.startswith("hwcheck-") and name[8:].isdigit():
+                    release(int(name[8:]), parent)
+            try:
+                os.rmdir(base)
+            except OSError:
+                pass
 
 
 def _vm_size_bytes():

@@ -12,15 +12,19 @@ code runs, the way bubblewrap and nsjail do it:
   namespace; the parent stays outside, waits, and exits as the child did
   (same code, same signal). When PID 1 dies, the kernel kills every process
   left in its namespace: a worker's whole process tree dies with it, by
-  construction, not by a sweep that races a fork chain.
+  construction, not by a sweep that races a fork chain. Without namespaces,
+  `fork_init(watch=...)` makes the same pair, the parent a child subreaper
+  that watches the child and kills all below it when it ends.
 - `build_root(...)` makes a new root file system on a tmpfs holding only
   read-only binds of the trees Python and its packages need (never the
   secret trees), a handful of files of /etc, a minimal /dev, a fresh /proc
-  of the new PID namespace, and the worker's own directory (read-write), then
-  pivots into it. Everything else of the host (/root, /home, /etc/shadow,
-  /tmp, the tmux and X sockets in it, other submissions, OUT) does not exist
-  for the worker. The new network namespace has only a loopback that is
-  down: no TCP or UDP anywhere, and abstract unix sockets are per namespace.
+  of the new PID namespace, and the worker's own directory, then pivots into
+  it. That directory is a tmpfs of its own holding a copy of what the trusted
+  side put there, bounded in bytes and files (`checker.worker.diskcap`).
+  Everything else of the host (/root, /home, /etc/shadow, /tmp, the tmux and
+  X sockets in it, other submissions, OUT) does not exist for the worker. The
+  new network namespace has only a loopback that is down: no TCP or UDP
+  anywhere, and abstract unix sockets are per namespace.
 - `drop_privileges(uid, gid)` ends with an unprivileged uid, no capabilities,
   an empty bounding set and `no_new_privs`.
 
@@ -46,7 +50,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 MNT_DETACH = 2
-_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 1, 4, 38
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS, _PR_SET_CHILD_SUBREAPER = 1, 4, 38, 36
 _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41, "ppc64le": 203, "s390x": 217}
 
@@ -100,14 +104,18 @@ def unshare_all(uid=NOBODY, gid=NOBODY):
     return "userns"
 
 
-def fork_init():
-    """Fork; the child is PID 1 of the new PID namespace and returns. The parent never returns.
+def fork_init(watch=None, interval=0.05):
+    """Fork; the child returns (PID 1 of the new PID namespace, if one was made). The parent never returns.
 
     The parent waits for the child and exits as it did, so whoever watches the worker's pid (the
     zygote, the trusted side) sees the child's own end (an exit code, SIGKILL for memory, SIGSEGV).
     If the parent is killed first, the child gets SIGKILL (PR_SET_PDEATHSIG), and with it every
-    process of the namespace."""
+    process of the namespace. With `watch` (a callable(child pid) -> reason or None), the parent is
+    a child subreaper that calls it every `interval` seconds; on a reason it kills the child and all
+    below it and ends by SIGXFSZ. Every process below it is killed when the child ends."""
     r, w = os.pipe()
+    if watch is not None:
+        ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     pid = os.fork()
     if pid == 0:
         os.close(w)
@@ -126,14 +134,7 @@ def fork_init():
                 pass
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except InterruptedError:
-            continue
-        except ChildProcessError:
-            os._exit(0)
+    status = _wait(pid) if watch is None else _watch(pid, watch, interval)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
@@ -143,6 +144,77 @@ def fork_init():
         os.kill(os.getpid(), sig)
         os.kill(os.getpid(), signal.SIGKILL)
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _wait(pid):
+    while True:
+        try:
+            return os.waitpid(pid, 0)[1]
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(0)
+
+
+def _watch(pid, watch, interval):
+    """Reap and watch until the child ends (its status), or kill everything below on a reason."""
+    import select
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    while True:
+        while True:
+            try:
+                done, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return 0
+            if done == pid:
+                _kill_below()
+                return status
+            if done == 0:
+                break
+        try:
+            reason = watch(pid)
+        except Exception as e:  # noqa: BLE001 - a watch that cannot look stops the child
+            reason = f"the watch failed: {e}"
+        if reason:
+            _kill_below()
+            return signal.SIGXFSZ  # the status of a process ended by SIGXFSZ
+        if pidfd is not None:
+            select.select([pidfd], [], [], interval)
+        else:
+            import time
+            time.sleep(interval)
+
+
+def _kill_below():
+    """Kill and reap every process below this one (a subreaper: the orphans of its child are its own)."""
+    for _ in range(100):
+        kids = []
+        for tid in _listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/children") as f:
+                    kids += [int(k) for k in f.read().split()]
+            except (OSError, ValueError):
+                pass
+        if not kids:
+            try:
+                while os.waitpid(-1, os.WNOHANG)[0]:
+                    pass
+            except ChildProcessError:
+                pass
+            return
+        for k in kids:
+            try:
+                os.kill(k, signal.SIGKILL)
+            except OSError:
+                pass
+        for _k in kids:
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
 
 
 def _mount(src, target, fstype, flags, data=None):
@@ -195,12 +267,15 @@ def _mirror_links(path, newroot):
             cur = nxt
 
 
-def build_root(workdir, read_roots, link_paths=(), passwd_uid=NOBODY, passwd_gid=NOBODY):
+def build_root(workdir, read_roots, link_paths=(), passwd_uid=NOBODY, passwd_gid=NOBODY, disk=None, owner=None):
     """Pivot into a new root holding `read_roots` (read-only), `workdir` (read-write) and little else.
 
     `read_roots` are real paths (directories or files) with the secret trees already carved out;
     `link_paths` are paths as Python names them (a venv's, /lib), whose symbolic links are
-    recreated. Returns the list of what was left out for want of support (e.g. "proc")."""
+    recreated. `disk` = (bytes, files): `workdir` becomes a tmpfs of its own holding a copy of what
+    it held, with room for that much more (`owner` = (uid, gid) then owns the copy); without it,
+    the host's dir is bound read-write. Returns the list of what was left out for want of support
+    (e.g. "proc")."""
     skipped = []
     work_fd = os.open(workdir, os.O_PATH | os.O_CLOEXEC)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
@@ -250,7 +325,10 @@ def build_root(workdir, read_roots, link_paths=(), passwd_uid=NOBODY, passwd_gid
     if any(d.startswith("nvidia") for d in _listdir("/dev")) and os.path.isdir("/sys"):
         _bind("/sys", newroot + "/sys")
     os.makedirs(newroot + "/tmp", mode=0o755, exist_ok=True)
-    _bind(f"/proc/self/fd/{work_fd}", newroot + workdir, writable=True, recursive=False)
+    if disk:
+        _own_dir(f"/proc/self/fd/{work_fd}", newroot + workdir, disk, owner)
+    else:
+        _bind(f"/proc/self/fd/{work_fd}", newroot + workdir, writable=True, recursive=False)
     os.close(work_fd)
     os.makedirs(newroot + "/.old")
     pivot = _SYS_PIVOT_ROOT.get(platform.machine())
@@ -263,6 +341,45 @@ def build_root(workdir, read_roots, link_paths=(), passwd_uid=NOBODY, passwd_gid
     _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.chdir(workdir)
     return skipped
+
+
+def _own_dir(src, target, disk, owner):
+    """`target` as a tmpfs bounded in bytes and files (inodes), holding a copy of the tree at `src`.
+
+    The bound is the copy's own size plus `disk` = (bytes, files): past it, writing fails with
+    ENOSPC ("No space left on device"), in the student's own traceback. Its pages are memory,
+    charged to the worker's memory cgroup like any other. Only folders and regular files are
+    copied (the trusted side put nothing else there)."""
+    entries = []  # (relative path, is_dir, size)
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        with os.scandir(os.path.join(src, rel) if rel else src) as it:
+            for e in it:
+                path = os.path.join(rel, e.name)
+                if e.is_dir(follow_symlinks=False):
+                    entries.append((path, True, 0))
+                    stack.append(path)
+                elif e.is_file(follow_symlinks=False):
+                    entries.append((path, False, e.stat(follow_symlinks=False).st_size))
+    pages = sum(-(-size // 4096) * 4096 for _, _, size in entries)
+    os.makedirs(target, exist_ok=True)
+    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV,
+           f"mode=0700,size={pages + int(disk[0])},nr_inodes={len(entries) + int(disk[1]) + 1}")
+    for rel, is_dir, _ in entries:  # parents come before their children
+        dst = os.path.join(target, rel)
+        if is_dir:
+            os.mkdir(dst, 0o755)
+        else:
+            with open(os.path.join(src, rel), "rb") as fi, open(dst, "wb") as fo:
+                while True:
+                    chunk = fi.read(1 << 20)
+                    if not chunk:
+                        break
+                    fo.write(chunk)
+    if owner:
+        for rel in ["", *[rel for rel, _, _ in entries]]:
+            os.lchown(os.path.join(target, rel) if rel else target, *owner)
 
 
 def drop_privileges(uid=NOBODY, gid=NOBODY):
