@@ -22,7 +22,6 @@ failure or a process's end in a student's words) is `checker.answers`.
 
 import os
 import secrets as _secrets
-import shutil
 import signal
 import time
 
@@ -200,8 +199,8 @@ class SubmissionHandle:
             os.close(self.pidfd)
         if self.sock:
             self.sock.close()
-        if self.workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.workdir:  # the zygote removes it (bounded, never recursing: it is the student's mess)
+            self.zygote.remove(self.workdir)
         self.pid = self.sock = self.workdir = self.pidfd = None
 
     def close(self):

@@ -2,7 +2,10 @@
 
 What it is for: starting the warm forking parent of workers with a clean
 environment, and asking it over its control channels to make a worker dir,
-fork a worker for a socket end, or report how a worker ended.
+fork a worker for a socket end, remove a worker dir, or report how a worker
+ended. The zygote alone removes worker dirs (`checker.worker.cleanup`:
+iterative, bounded, never following links); this side removes one itself
+only when the zygote is gone, with the same code and a deadline.
 
 What it is not: a worker, or the handle on one (`checker.sandbox`).
 """
@@ -18,6 +21,8 @@ import tempfile
 import time
 
 from checker.errors import SandboxError
+from checker.worker import cleanup
+from checker.worker.zygote import LEFTOVER
 
 __all__ = ["Zygote", "SAFE_ENV"]
 
@@ -59,7 +64,7 @@ class Zygote:
         view.ctrl = self.channels[i]
         return view
 
-    def _ask(self, obj, fds=()):
+    def _ask(self, obj, fds=(), timeout=None):
         """Send one request on this channel and return its reply.
 
         The zygote starts in the background and says "ready" once on every channel. Whoever reads
@@ -67,7 +72,7 @@ class Zygote:
         dead one cannot know whether the dead one (or `_Pool.drain`) already read it. Until this
         process has seen the zygote answer, the first reply may take as long as importing torch."""
         fd = self.ctrl.fileno()
-        deadline = time.monotonic() + (30 if fd in self._ready else 120)
+        deadline = time.monotonic() + (timeout or (30 if fd in self._ready else 120))
         try:
             socket.send_fds(self.ctrl, [json.dumps(obj).encode()], list(fds))
             while True:
@@ -105,6 +110,30 @@ class Zygote:
             raise SandboxError(f"fork failed: {reply}")
         return reply["pid"], a
 
+    def remove(self, path):
+        """The worker dir `path` is no longer needed: the zygote kills its worker, if any, and removes it
+        (within half a second; the rest later). Never raises; True when it is gone.
+
+        Where the zygote is gone, this process removes it (with the same bounded remover)."""
+        try:
+            reply = self._ask({"op": "remove", "path": path})
+            if isinstance(reply, dict) and "removed" in reply:
+                return bool(reply["removed"])
+        except SandboxError:
+            pass
+        if self.alive() or not _is_worker_dir(path):
+            return False
+        return cleanup.remove_tree(path, deadline=time.monotonic() + 2)
+
+    def answers(self, timeout=5.0):
+        """Does the zygote answer at all (a short request)? False for a dead, hung or closed zygote."""
+        if not self.alive():
+            return False
+        try:
+            return isinstance(self._ask({"op": "ping"}, timeout=timeout), dict)
+        except SandboxError:
+            return False
+
     def status(self, pid):
         try:
             return self._ask({"op": "status", "pid": pid}).get("status")
@@ -136,13 +165,36 @@ class Zygote:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self._stderr.close()
+        self._finish_leftovers()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _finish_leftovers(self, seconds=60):
+        """Worker dirs the zygote had no time to remove as it exited (it names them in LEFTOVER): removed
+        here, with the same bounded remover, within `seconds` at most."""
+        try:
+            with open(os.path.join(self._dir, LEFTOVER)) as f:
+                paths = f.read().splitlines()
+        except OSError:
+            return
+        deadline = time.monotonic() + seconds
+        for path in paths:
+            if _is_worker_dir(path):
+                cleanup.remove_tree(path, deadline=deadline)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _is_worker_dir(path):
+    tmp = os.path.realpath(tempfile.gettempdir())
+    try:
+        return (isinstance(path, str) and os.path.basename(path).startswith("hwcheck-w-")
+                and os.path.dirname(os.path.realpath(path)) == tmp)
+    except (OSError, ValueError):
+        return False
 
 
 def _import_root():

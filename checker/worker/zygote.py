@@ -11,7 +11,13 @@ killed within 0.2 s. When the control socket closes, or the trusted process
 dies (even by SIGKILL: the zygote gets SIGTERM), every worker and leftover
 dies and the workers' temp dirs are removed. The zygote makes those dirs
 itself (op "mkdir") before the trusted side fills them, so a trusted process
-killed between making a dir and asking for its worker leaks nothing.
+killed between making a dir and asking for its worker leaks nothing; and it
+alone removes them (op "remove", and when a worker ends), with
+`checker.worker.cleanup`: iteratively, a little at a time (what a student
+left there may be a chain of folders deeper than any recursion, or millions
+of files), and whatever is not gone yet stays on a list for the next turn of
+the loop. Nothing a worker left can raise out of the loop: a step that fails
+is written to the zygote's stderr and the loop goes on.
 
 What it is not: a place student code ever runs; it runs only in the children.
 """
@@ -20,18 +26,21 @@ import ctypes
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import sys
 import tempfile
 import time
 
-from checker.worker import memory
+from checker.worker import cleanup, memory
 
-__all__ = ["main"]
+__all__ = ["main", "LEFTOVER"]
 
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
+_TURN_S = 0.1      # removing worker dirs: at most this long per turn of the loop
+_REMOVE_S = 0.5    # ... and per "remove" request (the rest is finished in later turns)
+_EXIT_S = 2.0      # ... and when the zygote exits (its client waits 3 s before SIGKILL, then finishes)
+LEFTOVER = "leftover"  # in the zygote's dir: worker dirs still to remove when it exited
 
 
 def _prctl(option, value):
@@ -84,11 +93,64 @@ def _sweep_until_childless(deadline):
         time.sleep(0.01)
 
 
-def _remove_dir(path, prefix):
-    """Remove a temp dir the trusted side made for us, and nothing else."""
-    if (isinstance(path, str) and os.path.basename(path.rstrip("/")).startswith(prefix)
-            and os.path.dirname(os.path.realpath(path)) == os.path.realpath(tempfile.gettempdir())):
-        shutil.rmtree(path, ignore_errors=True)
+def _is_own(path, prefix):
+    """Is `path` a dir of ours in the temp dir (named `prefix`...)? Nothing else is ever removed."""
+    try:
+        return (isinstance(path, str) and os.path.basename(path.rstrip("/")).startswith(prefix)
+                and os.path.dirname(os.path.realpath(path)) == os.path.realpath(tempfile.gettempdir()))
+    except (OSError, ValueError):
+        return False
+
+
+def _remove_dir(path, prefix, deadline=None):
+    """Remove a temp dir of ours; True when it is gone (never raises: see checker.worker.cleanup)."""
+    if not _is_own(path, prefix):
+        return True
+    return cleanup.remove_tree(path, deadline=deadline)
+
+
+class _Removals:
+    """Worker dirs to remove, oldest first; a dir not removed in one turn waits for the next."""
+
+    def __init__(self):
+        self.paths = {}  # path -> None (an ordered set)
+
+    def add(self, path):
+        if _is_own(path, "hwcheck-w-"):
+            self.paths[path] = None
+
+    def remove_now(self, path, seconds):
+        """Try `path` now, for at most `seconds`; True when it is gone."""
+        self.paths.pop(path, None)
+        if _remove_dir(path, "hwcheck-w-", time.monotonic() + seconds):
+            return True
+        self.paths[path] = None
+        return False
+
+    def turn(self, seconds):
+        """Work on the list for at most `seconds`."""
+        deadline = time.monotonic() + seconds
+        for path in list(self.paths):
+            if time.monotonic() >= deadline:
+                return
+            if _remove_dir(path, "hwcheck-w-", deadline):
+                self.paths.pop(path, None)
+
+
+def _write_leftovers(paths):
+    """Name the worker dirs not removed yet in LEFTOVER of the zygote's own dir, for its client."""
+    try:
+        with open(LEFTOVER, "w") as f:
+            f.write("".join(p + "\n" for p in paths))
+    except OSError as e:
+        _log("left behind", e)
+
+
+def _log(what, e):
+    try:
+        os.write(2, f"hwcheck zygote: {what}: {type(e).__name__}: {e}\n"[:2000].encode(errors="replace"))
+    except OSError:
+        pass
 
 
 def _terminate(signum, frame):
@@ -116,6 +178,7 @@ def main(argv=None):
     cgroup = memory.cgroup_parent()  # where each worker's memory cgroup goes (None: RLIMIT_AS)
     workers, statuses, workdirs = set(), {}, {}
     made = set()  # worker dirs made here but not yet given to a worker: a kill between the two leaks none
+    removals = _Removals()
     for ctrl in ctrls:
         _reply(ctrl, {"ready": True, "pid": os.getpid()})
 
@@ -132,7 +195,7 @@ def main(argv=None):
                 statuses[pid] = status
                 _kill_tree(pid)  # its process group may still hold children
                 memory.release(pid, cgroup)
-                _remove_dir(workdirs.pop(pid, None), "hwcheck-w-")
+                removals.add(workdirs.pop(pid, None))
 
     def sweep():
         for pid in _children_of(os.getpid()):
@@ -140,11 +203,61 @@ def main(argv=None):
                 _kill_tree(pid)
         reap()
 
+    def remove(path):
+        """The trusted side is done with a worker dir: its worker (if any) goes, then the dir."""
+        if not _is_own(path, "hwcheck-w-"):
+            return {"error": f"not a worker dir: {path!r}"}
+        owner = [pid for pid, p in workdirs.items() if p == path]
+        if path not in made and not owner and path not in removals.paths:
+            return {"removed": not os.path.lexists(path)}  # not ours (any more): not touched
+        made.discard(path)
+        deadline = time.monotonic() + 1
+        for pid in owner:
+            _kill_tree(pid)
+            while pid in workers and time.monotonic() < deadline:
+                reap()
+                time.sleep(0.002)
+        if any(pid in workers for pid in owner):
+            return {"removed": False}  # removed once it is reaped
+        return {"removed": removals.remove_now(path, _REMOVE_S)}
+
+    def answer(ctrl, header, fds):
+        op = header.get("op")
+        if op == "fork" and fds:
+            pid = os.fork()
+            if pid == 0:
+                _child(ctrls, fds[0], {**header, "cgroup_parent": cgroup, "namespaces": use_namespaces})
+            os.close(fds[0])
+            workers.add(pid)
+            workdirs[pid] = header.get("workdir")
+            made.discard(workdirs[pid])
+            _reply(ctrl, {"pid": pid})
+        elif op == "mkdir":
+            try:
+                path = tempfile.mkdtemp(prefix="hwcheck-w-")
+                made.add(path)
+                _reply(ctrl, {"path": path})
+            except OSError as e:
+                _reply(ctrl, {"error": f"cannot make a worker dir: {e}"})
+        elif op == "remove":
+            _reply(ctrl, remove(header.get("path")))
+        elif op == "status":
+            reap()
+            _reply(ctrl, {"status": statuses.pop(header.get("pid"), None)})
+        elif op == "ping":
+            _reply(ctrl, {"pong": True})
+        else:
+            _reply(ctrl, {"error": f"unknown op {op!r}"})
+
     try:
         while ctrls:
             ready, _, _ = select.select(ctrls, [], [], 0.2)
-            reap()
-            sweep()
+            for step, what in ((reap, "reaping"), (sweep, "sweeping"),
+                               (lambda: removals.turn(_TURN_S), "removing worker dirs")):
+                try:  # nothing a worker left behind ends this loop
+                    step()
+                except Exception as e:  # noqa: BLE001
+                    _log(what, e)
             for ctrl in ready:
                 try:
                     msg, fds, _flags, _addr = socket.recv_fds(ctrl, 1 << 20, 1)
@@ -154,37 +267,24 @@ def main(argv=None):
                 if not isinstance(header, dict):
                     ctrls.remove(ctrl)
                     continue
-                op = header.get("op")
-                if op == "fork" and fds:
-                    pid = os.fork()
-                    if pid == 0:
-                        _child(ctrls, fds[0], {**header, "cgroup_parent": cgroup, "namespaces": use_namespaces})
-                    os.close(fds[0])
-                    workers.add(pid)
-                    workdirs[pid] = header.get("workdir")
-                    made.discard(workdirs[pid])
-                    _reply(ctrl, {"pid": pid})
-                elif op == "mkdir":
-                    try:
-                        path = tempfile.mkdtemp(prefix="hwcheck-w-")
-                        made.add(path)
-                        _reply(ctrl, {"path": path})
-                    except OSError as e:
-                        _reply(ctrl, {"error": f"cannot make a worker dir: {e}"})
-                elif op == "status":
-                    reap()
-                    _reply(ctrl, {"status": statuses.pop(header.get("pid"), None)})
-                else:
-                    _reply(ctrl, {"error": f"unknown op {op!r}"})
+                try:
+                    answer(ctrl, header, fds)
+                except Exception as e:  # noqa: BLE001 - a failed request is answered, the loop goes on
+                    _log(f"op {header.get('op')!r}", e)
+                    _reply(ctrl, {"error": f"the zygote failed: {type(e).__name__}: {e}"[:500]})
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         for pid in list(workers):
             _kill_tree(pid)
         _sweep_until_childless(deadline=time.monotonic() + 3)
         for path in [*workdirs.values(), *made]:
-            _remove_dir(path, "hwcheck-w-")
+            removals.add(path)
+        removals.turn(_EXIT_S)
         memory.remove_parent(cgroup)
-        _remove_dir(os.getcwd(), "hwcheck-zygote-")
+        if removals.paths:  # not done in time: the client finishes them (checker.zygote_client)
+            _write_leftovers(list(removals.paths))
+        else:
+            _remove_dir(os.getcwd(), "hwcheck-zygote-")
     os._exit(0)
 
 
