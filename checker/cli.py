@@ -160,7 +160,7 @@ def _repo_relative(view, submission):
 def _stop_commands():
     """Print GitHub's `::stop-commands::TOKEN` (a fresh random token no student text can hold) and return the
     line that resumes them: between the two the runner obeys no workflow command, a second wall behind
-    checker.escape's defusing of the report's lines."""
+    checker.escape's defusing of the report's lines. Only where the runner reads (GITHUB_ACTIONS=true)."""
     import secrets
     token = f"hwcheck-{secrets.token_hex(16)}"
     _echo(f"::stop-commands::{token}", commands=True)
@@ -198,7 +198,8 @@ def check(submission, assignment, json_file, devices, timeout, ci, classroom_out
         card = grader.grade(submission, assignment)
     view = student_view(card)
 
-    resume = _stop_commands() if ci else None  # the runner obeys no command in what the student's text is in
+    # under the GitHub runner, it obeys no command in the text that holds the student's
+    resume = _stop_commands() if ci and os.environ.get("GITHUB_ACTIONS") == "true" else None
     if json_file == "-":
         _echo(for_json_text(dumps_json(view)), nl=False)
     else:
@@ -207,7 +208,8 @@ def check(submission, assignment, json_file, devices, timeout, ci, classroom_out
         if json_file:
             write_json_atomic(json_file, view)
     if ci:
-        _echo(resume, commands=True)
+        if resume:
+            _echo(resume, commands=True)
         for line in github_annotations(_repo_relative(view, submission), min_score=min_score):
             _echo(line, commands=True)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
