@@ -1,6 +1,6 @@
-"""Write README.md's example outputs and command list from the real CLI, so they cannot go stale.
+"""Write the docs' example outputs and command list from the real CLI, so they cannot go stale.
 
-What it is for: README.md marks what is generated with HTML comments:
+What it is for: README.md and the pages of docs/ (DOCS) mark what is generated with HTML comments:
 
     <!-- example: hwcheck check submissions/attention/correct_notebook.ipynb; exit 0 -->
     ```
@@ -18,7 +18,7 @@ What it is for: README.md marks what is generated with HTML comments:
 no colour, CUDA hidden and the clone's own path left out, so the output is the same on any machine)
 and rewrites the blocks; it fails
 when a command's exit status is not the one the marker says. `--check` rewrites nothing and exits 1
-with a diff when README.md differs (tests/test_readme.py runs that).
+with a diff when a page differs (tests/test_readme.py runs that).
 
 What it is not: a general documentation tool; it edits only the marked blocks.
 """
@@ -37,6 +37,12 @@ __all__ = ["command_list", "run_example", "render", "main"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
+
+
+def docs():
+    """README.md and every Markdown page of docs/, the files whose marked blocks are generated."""
+    folder = os.path.join(ROOT, "docs")
+    return [README] + sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".md"))
 WIDTH = 100
 
 _EXAMPLE = re.compile(r"(<!-- example: (?P<cmd>.+?); exit (?P<rc>\d+) -->\n)```\n.*?```\n(<!-- /example -->)", re.S)
@@ -97,21 +103,24 @@ def render(text):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 with a diff when README.md is not current")
+    parser.add_argument("--check", action="store_true", help="exit 1 with a diff when a page is not current")
     args = parser.parse_args(argv)
-    with open(README, encoding="utf-8") as f:
-        old = f.read()
-    new = render(old)
-    if args.check:
-        if new != old:
+    stale = 0
+    for path in docs():
+        with open(path, encoding="utf-8") as f:
+            old = f.read()
+        new = render(old)
+        if new == old:
+            continue
+        name = os.path.relpath(path, ROOT)
+        if args.check:
             sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
-                                                       "README.md", "README.md (generated)"))
-            return 1
-        return 0
-    if new != old:
-        with open(README, "w", encoding="utf-8") as f:
-            f.write(new)
-    return 0
+                                                       name, f"{name} (generated)"))
+            stale = 1
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(new)
+    return stale
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""README.md's example outputs and command list are what the real CLI prints now.
+"""The docs' example outputs and command list (README.md, docs/*.md) are what the real CLI prints now.
 
 docs/make_readme_examples.py runs each command marked `<!-- example: CMD; exit N -->` (checking its exit
 status) and lists every command and option from click's own help between `<!-- commands -->` markers;
@@ -24,7 +24,7 @@ def test_readme_examples_and_command_list_are_current():
 
 def test_the_command_list_names_every_command_and_option():
     from checker.cli import main
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    readme = open(os.path.join(ROOT, "docs", "commands.md"), encoding="utf-8").read()
     listed = readme.split("<!-- commands -->", 1)[1].split("<!-- /commands -->", 1)[0]
     top = click.Context(main, info_name="hwcheck")
     for name in main.list_commands(top):
@@ -38,6 +38,8 @@ def test_the_command_list_names_every_command_and_option():
 
 
 def test_every_example_block_is_marked_and_exits_as_the_readme_says():
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    from make_readme_examples import docs
+    readme = "".join(open(p, encoding="utf-8").read() for p in docs())
     assert readme.count("<!-- example: hwcheck check ") >= 2
     assert readme.count("<!-- example: ") == readme.count("<!-- /example -->")
