@@ -64,7 +64,7 @@ import unicodedata
 
 from .atomic import write_json_atomic
 from .errors import HwcheckError
-from .ids import canonical, collisions, key
+from .ids import canonical, key
 
 __all__ = ["Student", "Layout", "recognise", "prepare", "after_batch", "read_students", "students_path", "nfc",
            "STUDENTS_JSON", "STAGE"]
@@ -108,7 +108,19 @@ class Layout:
 
     def __init__(self, platform, students=(), ignored=()):
         self.platform = platform
-        self.students = {s.sid: s for s in students}
+        self.students, ignored = {}, list(ignored)
+        groups = {}
+        for s in students:
+            groups.setdefault(key(s.sid), []).append(s)
+        for group in groups.values():
+            if len(group) == 1:
+                self.students[group[0].sid] = group[0]
+                continue
+            # ids that are one name to a person and a case-insensitive disk: none is graded, never first-come
+            ids = " and ".join(repr(s.sid) for s in group)
+            ignored += [(os.path.basename(p), f"the ids {ids} would be one (they differ only by letter case, "
+                                              f"Unicode form or invisible characters): none of them is graded")
+                        for s in group for p in ([p for p, _ in s.files] or [s.folder or s.sid])]
         self.ignored = sorted(ignored)  # [(name, why)] of the entries of the layout not graded
 
 
@@ -494,14 +506,8 @@ def _apart_from_older(outdir, entries, people, not_graded):
 def _lms_entries(layout, outdir, not_graded):
     """([(id, path)], {id: identity}) of an LMS layout's students; what is not graded goes to `not_graded`."""
     entries, people = [], {}
-    clash = {sid for group in collisions(layout.students).values() for sid in group}
-    for sid, s in sorted(layout.students.items()):
+    for sid, s in sorted(layout.students.items()):  # `Layout` left out ids that are one name
         shown = [os.path.basename(p) for p, _ in s.files] or [os.path.basename(s.folder or sid)]
-        if sid in clash:
-            others = ", ".join(repr(o) for o in sorted(clash) if key(o) == key(sid) and o != sid)
-            not_graded += [(n, f"its student's id {sid!r} would be one with {others} on a case-insensitive "
-                               f"disk and to a person: not graded; rename one") for n in shown]
-            continue
         names, odd = _own_names(s.files)
         not_graded += [(os.path.basename(p), why) for p, why in odd]
         code = [p for p, name in names.items() if name.endswith(CODE)]

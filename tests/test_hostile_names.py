@@ -372,3 +372,15 @@ def test_a_new_id_one_name_with_an_older_scorecard_is_refused(tmp_path):
     assert [sid for sid, _ in lms.prepare(str(folder), str(out), [])] == ["asmith"]
     assert "jdoe.json" in _not_graded(out)["JDOE.py"]
     assert "JDOE" not in lms.read_students(str(out))["students"]
+
+
+def test_lms_ids_that_are_one_name_are_refused_too(tmp_path):
+    """GitHub Classroom's folders are named by the student (the username): `hw1-alice` beside `hw1-Alice ` made
+    one student of two, the last one read winning."""
+    folder = tmp_path / "hw1"
+    for name in ("hw1-alice", "hw1-Alice ", "hw1-bob"):
+        (folder / name).mkdir(parents=True)
+        _copy("correct.py", folder / name / "attention.py")
+    layout = lms.recognise(str(folder))
+    assert layout.platform == "classroom" and list(layout.students) == ["hw1-bob"]
+    assert {"hw1-alice", "hw1-Alice "} <= set(dict(layout.ignored))
