@@ -14,10 +14,12 @@ have been edited) is put into text that something else interprets:
   `\\x1b` or `\\u202e`; tab is kept. With newlines=True a newline (and
   CR LF) is kept as a line break; with newlines=False it is shown as `\\n`,
   so the string stays inside its one line (an id in a progress line).
-  Zero-width and other default-ignorable characters (U+00AD, U+200B-200D,
-  U+2060-206F, U+FEFF, variation selectors, tags ...) and every other format
+  Zero-width and other default-ignorable characters (U+00AD, U+200B,
+  U+2060-206F, U+FEFF, tags, Hangul fillers ...) and every other format
   character are escaped too: the runner compares text the way .NET's culture
-  rules do, which skip them, so `:\\u200b:` would read as `::`.
+  rules do, which skip them, so `:\\u200b:` would read as `::`. Those that
+  writing needs (the zero-width joiner and non-joiner, variation selectors,
+  U+034F) are kept, and the command patterns allow them anywhere inside.
   GitHub Actions workflow commands are defused (actions/runner,
   ActionCommand.cs): a line whose text starts with `::` after .NET's
   TrimStart (every Unicode space: NBSP and the ideographic space too) gets
@@ -72,20 +74,24 @@ __all__ = ["for_terminal", "for_output", "for_json_text", "for_annotation_data",
 # comparison skips: C0 (but tab and newline, handled apart), DEL, C1, every format character (Cf: bidi controls,
 # zero-width ones, the BOM, tags ...), the other default-ignorable code points (variation selectors, Hangul
 # fillers, U+034F ...), the line and paragraph separators, lone surrogates.
-_UNSAFE_CHARS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2"
-                 "\u115f-\u1160\u17b4-\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164"
-                 "\ud800-\udfff\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
-                 "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff")
+_UNSAFE_CHARS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2"
+                 "\u115f-\u1160\u17b4-\u17b5\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f\u3164"
+                 "\ud800-\udfff\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+                 "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e00ff\U000e01f0-\U000e0fff")
 _UNSAFE = re.compile(f"[{_UNSAFE_CHARS}]")
 _UNSAFE_ONE_LINE = re.compile(f"[{_UNSAFE_CHARS}\n]")
 _NAMED = {"\r": "\\r", "\n": "\\n"}
+# Ignorable characters that writing needs and so are kept: the zero-width (non-)joiner (Persian, Indic scripts,
+# emoji), variation selectors (emoji, CJK, Mongolian), the combining grapheme joiner. The runner's comparison
+# skips them too, so the command patterns below allow them between the characters of a command.
+_KEPT = "[\u034f\u180b-\u180d\u180f\u200c\u200d\ufe00-\ufe0f\U000e0100-\U000e01ef]"
 # GitHub Actions workflow commands (actions/runner, ActionCommand.cs): `::name ...::` (TryParseV2) at the start of
 # a line after TrimStart (every Unicode space; Python's \s holds them all), `##[name ...]` (TryParse) anywhere.
-_COMMAND_LINE = re.compile(r"^(\s*)(?=::)", re.MULTILINE)
-_COMMAND_V1 = re.compile(r"(?<=#)#(?=\[)")
+_COMMAND_LINE = re.compile(rf"^((?:\s|{_KEPT})*)(?=:{_KEPT}*:)", re.MULTILINE)
+_COMMAND_V1 = re.compile(rf"(#{_KEPT}*)#(?={_KEPT}*\[)")
 # The same line start, with hwcheck's own colour codes allowed among the spaces (for_output with color=True).
 _OWN_SGR = re.compile(r"\x1b\[(?:0|1|31|32|33)m")
-_COMMAND_LINE_COLORED = re.compile(r"^((?:\s|\x1b\[(?:0|1|31|32|33)m)*)(?=::)", re.MULTILINE)
+_COMMAND_LINE_COLORED = re.compile(rf"^((?:\s|{_KEPT}|\x1b\[(?:0|1|31|32|33)m)*)(?=:{_KEPT}*:)", re.MULTILINE)
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*|<>()!~&])")
 _XML_INVALID = re.compile("[\ufffe\uffff]")
 _FORMULA_START = ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20")
@@ -116,7 +122,7 @@ def for_terminal(text, newlines=True):
 
 def _defuse_commands(text, line_start=_COMMAND_LINE):
     """No `::` at a (space-trimmed) line start, no `##[` anywhere: what the runner would obey is shown instead."""
-    return _COMMAND_V1.sub("\\\\#", line_start.sub(lambda m: m.group(1) + "\\", text))
+    return _COMMAND_V1.sub(r"\1\\#", line_start.sub(lambda m: m.group(1) + "\\", text))
 
 
 def for_output(text, color=False, commands=False):
@@ -133,7 +139,7 @@ def for_output(text, color=False, commands=False):
     else:
         text = _escape_controls(text, True)
     if commands:
-        return _COMMAND_V1.sub("\\\\#", text)
+        return _COMMAND_V1.sub(r"\1\\#", text)
     return _defuse_commands(text, _COMMAND_LINE_COLORED if color else _COMMAND_LINE)
 
 
@@ -145,7 +151,7 @@ def _json_escape(ch):
 def for_json_text(text):
     """A JSON document to print: unsafe characters as JSON \\u escapes, `##[` as `#\\u0023[` (same JSON value)."""
     text = _UNSAFE.sub(lambda m: _json_escape(m.group()), str(text))
-    return _COMMAND_V1.sub("\\\\u0023", text)
+    return _COMMAND_V1.sub(r"\1\\u0023", text)
 
 
 def for_annotation_data(text):

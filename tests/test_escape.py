@@ -108,6 +108,11 @@ def test_csv_cell_leaves_numbers_and_escapes_controls():
     assert next(csv.reader(io.StringIO(buffer.getvalue()))) == [answer]  # a written answer keeps its lines
 
 
+# Every character the runner's .NET culture comparison may skip (more than ICU skips: the test is stricter).
+_IGNORED = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
+                      "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff]")
+
+
 # The runner (actions/runner, ActionCommand.cs) obeys `##[name]` anywhere in a line (TryParse) and `::name::` at a
 # line start after .NET's TrimStart, which trims every Unicode space; its comparisons are .NET culture ones, which
 # skip zero-width and other ignorable characters.
@@ -115,13 +120,20 @@ def test_csv_cell_leaves_numbers_and_escapes_controls():
     "see ##[error]forged", "x ###[add-mask]secret", "\u00a0::error::nbsp", "\u3000::stop-commands::tok",
     "\u2003\u205f::add-mask::word", "\u200b::error::zwsp", "\ufeff::error::bom", ":\u00ad:error::shy",
     "#\u200d#[error]zwj", "#\ufe0f#[error]vs16", "\U000e0020::error::tag", "\u2028::error::ls",
+    "\u200c\u3000:\u200d:error::zwnj", "x #\u034f#\ufe0f[add-mask]y", "##\u200d#[error]z",
 ])
 def test_terminal_defuses_every_form_of_workflow_command(attack):
-    text = for_terminal(attack)
-    assert "##[" not in text
-    assert not text.lstrip().startswith("::"), text
-    assert not re.search("[\u00ad\u200b-\u200f\u2028\u2029\u2060-\u206f\ufe00-\ufe0f\ufeff\U000e0000-\U000e0fff]",
-                         text), text
+    for text in (for_terminal(attack), for_output(attack), for_annotation_data(attack).replace("%0A", "\n")):
+        seen = _IGNORED.sub("", text)  # what the runner's comparison sees
+        assert "##[" not in seen, text
+        assert not any(line.lstrip().startswith("::") for line in seen.split("\n")), text
+    assert "##[" not in _IGNORED.sub("", for_json_text(json.dumps(attack, ensure_ascii=False)))
+
+
+def test_ignorables_that_writing_needs_are_kept_and_the_others_shown():
+    assert for_terminal("\u0645\u06cc\u200c\u0634\u0648\u062f \U0001f469\u200d\U0001f4bb \u2764\ufe0f") == \
+        "\u0645\u06cc\u200c\u0634\u0648\u062f \U0001f469\u200d\U0001f4bb \u2764\ufe0f"  # Persian ZWNJ, emoji ZWJ/VS16
+    assert for_terminal("a\u200bb\u00adc\ufeffd\u2060e\U000e0041f") == "a\\u200bb\\xadc\\ufeffd\\u2060e\\U000e0041f"
 
 
 def test_annotation_data_defuses_each_line_the_runner_unescapes():

@@ -137,6 +137,7 @@ FORMS = [
     r"\u3000::warning::after an ideographic space",
     r"\u200b::error::after a zero-width space",
     r"#\u200d#[error]zero-width joiner inside",
+    r"\u200c:\ufe0f:error::zero-width non-joiner and a variation selector (kept: writing needs them)",
     r"\ufeff::error title=bom::after a BOM",
     r"x\r::error::after a carriage return",
     r"\x85::error::after NEL",
