@@ -26,7 +26,7 @@ import pytest
 
 from checker.errors import GradingFailure
 from checker.sandbox import Limits, SubmissionHandle, Zygote
-from sandbox_helpers import GOOD, live_pids, write
+from sandbox_helpers import GOOD, live_pids, wait_until, write
 
 pytestmark = pytest.mark.slow
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -110,8 +110,9 @@ ATTACK = textwrap.dedent('''\
     _stop = threading.Event()
     _children, _threads = [], []
 
-    def tasks(n_threads, n_procs):
-        """Start up to `n_threads` threads (small stacks) and `n_procs` processes that wait to be released."""
+    def tasks(n_threads, n_procs, name="hwtask"):
+        """Start up to `n_threads` threads (small stacks) and `n_procs` processes (called `name`) that wait
+        to be released."""
         threading.stack_size(64 * 1024)
         threads = procs = 0
         err = None
@@ -129,6 +130,7 @@ ATTACK = textwrap.dedent('''\
                 pid = os.fork()
                 if pid == 0:
                     os.close(w)
+                    ctypes.CDLL(None).prctl(15, name.encode(), 0, 0, 0)    # PR_SET_NAME
                     os.read(r, 1)       # until the parent closes its end
                     os._exit(0)
                 _children.append(pid)
@@ -211,18 +213,31 @@ def test_a_worker_has_at_most_its_tasks(zyg, tmp_path):
     """3,000 threads and 64 processes attempted: together they stay within the tasks cap the walls name,
     the worker still answers after, and nothing of it is left once closed."""
     h = _handle(zyg, write(tmp_path, "attack.py", ATTACK))
-    before = set(live_pids())
+    name = f"hwtask{os.getpid() % 10000}"
     try:
-        got = h.call("tasks", 3000, 64)
+        got = h.call("tasks", 3000, 64, name)
         assert got["threads"] + got["procs"] <= TASKS, got
         assert got["error"], got
         assert [w for w in h.isolation if w.startswith("tasks-")], h.isolation
         assert h.call("release") <= 2
         assert h.call("get_scores", np.array([[1.0, 2.0]]), np.array([3.0, 4.0])).tolist() == [11.0]
+        h.call("tasks", 0, 8, name)  # left running when the worker is closed
+        assert len(_named(name)) == 8
     finally:
         h.close()
-    time.sleep(0.2)
-    assert len(set(live_pids()) - before) < 64
+    assert wait_until(lambda: not _named(name), timeout=2), f"processes outlived their worker: {_named(name)}"
+
+
+def _named(name):
+    out = []
+    for p in live_pids():
+        try:
+            with open(f"/proc/{p}/comm") as f:
+                if f.read().strip() == name:
+                    out.append(p)
+        except OSError:
+            pass
+    return out
 
 
 def _full_marks(card):
