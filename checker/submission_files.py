@@ -29,8 +29,27 @@ def secret_paths(extra=()):
     for sub in ("tests", "submissions", "bench", ".git"):
         if os.path.isdir(os.path.join(root, sub)):
             out.append(os.path.join(root, sub))
+    out.extend(_assignment_secrets())
     out.extend(os.path.realpath(p) for p in extra if p)
     return sorted(set(out))
+
+
+def _assignment_secrets():
+    """Every assignment folder found (a course's own, from HWCHECK_ASSIGNMENTS or an entry point, as well as
+    the built-in ones) and the file of each one's reference solutions, wherever it lies."""
+    from checker.errors import SpecError
+    from checker.spec import assignment_dirs, load_spec, reference_file
+    out = []
+    for aid, folder in assignment_dirs().items():
+        out.append(os.path.realpath(folder))
+        try:
+            ref = reference_file(load_spec(aid))
+        except SpecError:
+            continue  # a spec that cannot be read grades nothing; its folder is secret all the same
+        if ref:
+            # a reference module that is a package's __init__ keeps its whole package
+            out.append(os.path.realpath(os.path.dirname(ref) if os.path.basename(ref) == "__init__.py" else ref))
+    return out
 
 
 def sha256_of(path):
