@@ -14,10 +14,10 @@ import os
 
 import click
 
-from checker.spec import assignment_ids
+from checker.spec import ENTRY_POINT_GROUP, ENV_VAR, assignment_ids
 
 __all__ = [
-    "DEVICE_CHOICES", "devices_of", "use_color",
+    "DEVICE_CHOICES", "devices_of", "use_color", "AssignmentId",
     "assignment_option", "required_assignment_option", "json_option", "device_option",
     "output_dir_option", "jobs_option", "resume_option", "timeout_option", "public_option",
     "seed_option", "ci_option", "classroom_output_option", "junit_option", "min_score_option", "keep_raw_option",
@@ -45,10 +45,31 @@ def use_color(flag, stream_isatty, environ=None):
     return bool(stream_isatty) and not environ.get("NO_COLOR")
 
 
+class AssignmentId(click.ParamType):
+    """An assignment id among those found when the command runs (built-in, HWCHECK_ASSIGNMENTS, entry
+    points: checker.spec), not a list fixed when the CLI was imported."""
+
+    name = "assignment"
+
+    def get_metavar(self, param, *args, **kwargs):
+        return "[" + "|".join(assignment_ids()) + "]"
+
+    def shell_complete(self, ctx, param, incomplete):
+        from click.shell_completion import CompletionItem
+        return [CompletionItem(a) for a in assignment_ids() if a.startswith(incomplete)]
+
+    def convert(self, value, param, ctx):
+        known = assignment_ids()
+        if value not in known:
+            self.fail(f"{value!r} is not one of {', '.join(map(repr, known))} (hwcheck finds assignments in its "
+                      f"assignments/ folder, in {ENV_VAR} and in the entry points {ENTRY_POINT_GROUP})", param, ctx)
+        return value
+
+
 def _assignment(required):
     return click.option(
         "-a", "--assignment", "assignment",
-        type=click.Choice(assignment_ids()), required=required,
+        type=AssignmentId(), required=required,
         help=("The assignment." if required else
               "The assignment (default: inferred from the names the submission defines)."))
 

@@ -245,7 +245,7 @@ class Grader:
                     (f"{os.path.basename(os.path.normpath(path))} holds no .py or .ipynb file: give hwcheck your "
                      f"homework file, or the folder that holds it." if empty else
                      "could not tell which assignment this is: it defines none of the names of any assignment. "
-                     "Name it with -a (attention, vit or charlm).")
+                     f"Name it with -a ({', '.join(assignment_ids())}).")
                                    + "".join(f"\nLoading it said: {w}" for w in why))
             note = f"assignment inferred from the names defined: {assignment} ({share:.0%} of its names found)"
             handle.limits = Limits.from_spec(load_spec(assignment), self.timeout)
