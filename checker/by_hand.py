@@ -8,16 +8,22 @@ it, or call the library from a helper thread the trace does not follow: three su
 kept the points. A trace from the worker is the student's own report about itself; it may still cost
 points (a student gains nothing by forging a report against themselves) but never earns them.
 
-`library_use` reads the submission's files (the trusted side's copy, which the worker cannot touch) and
-walks, with `ast`, the source of the function and of everything it reaches by name: the student's other
-functions and classes, top-level assignments, imports, default values and decorators, and any function
-that declares the name `global` (it could rebind it). It reports
+`library_use` reads the submission's files (the trusted side's copy, which the worker cannot touch) as
+the worker runs them: decoded as Python decodes them (a `coding:` line, `checker.worker.sources.
+read_source`), cut into the very pieces the loader runs (`py_pieces`, `cell_pieces`: a file ending in a
+syntax error is read as the parts the loader runs), and every file the worker can import: each .py file
+of the folder (`__hidden/` ones too), the files a notebook's `%%writefile` cells write, the .py members
+of any zip archive (`sys.path` takes one whatever its name). It walks, with `ast`, the source of the
+function and of everything it reaches by name: the student's other functions and classes (`helper.f`
+after `import helper` too), top-level assignments, imports, default values and decorators, and any
+function that declares the name `global` (it could rebind it). It reports
   * `used`: library functions the handout forbids that this code names (`F.softmax`, `x.softmax(...)`,
     `from scipy.special import softmax`, `nn.LayerNorm`), named as the code's imports spell them; and
   * `missing`: the function has no `def` (or other binding) in the source at all;
   * `unclear`: constructs that hide from such a reading what is called (getattr, eval, exec, globals(),
     importlib, `__dict__`) or that read the grader's own state (sys._getframe, inspect, gc, frame
-    attributes).
+    attributes), and imports of code there is no source to read: a module that is neither a file of the
+    submission nor installed (one the code writes while it runs), a compiled `.pyc` or extension module.
 Points are earned only when both are empty. The rule is conservative on purpose: honest hand-written
 code does not need dynamic look-ups in a softmax, and a submission that uses them gets a sentence saying
 why the grader could not check it. The values are still judged as usual by the test.
@@ -27,10 +33,15 @@ not read; numpy itself is allowed). It never imports or runs student code.
 """
 
 import ast
+import functools
+import importlib.machinery
+import importlib.util
 import os
+import sys
+import zipfile
 
 from checker.submission_files import file_source
-from checker.worker.sources import _cells, _strip_magics, list_units
+from checker.worker.sources import _cells, cell_pieces, py_pieces, read_source, read_source_bytes, writefile_target
 
 __all__ = ["library_use", "SourceReport"]
 
@@ -58,28 +69,127 @@ class SourceReport:
         return not self.used and not self.unclear and not self.missing
 
 
-def _sources(path, secrets=()):
-    """[(label, code)] of the submission in load order (.py files, then notebook cells, magics blanked)."""
+MAX_FILES = 2000          # files of a submission read (a submission is a handful)
+MAX_BYTES = 4_000_000     # of one source file
+MAX_ZIP_MEMBERS = 2000    # members of one archive
+
+
+class _Code:
+    """What the worker can run of a submission, read as the worker reads it: `trees` (each piece the loader
+    runs, or a module the code can import, parsed), `own` (the module and package names those files
+    provide), `unread` (names the code could import from the submission whose source the grader does not
+    read: compiled modules, extension modules), and `notes` (why some of it could not be read)."""
+
+    def __init__(self):
+        self.trees, self.own, self.unread, self.notes = [], set(), set(), []
+
+    def add_pieces(self, pieces):
+        for _line0, code in pieces:
+            try:
+                self.trees.append(ast.parse(code))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue  # the loader cannot run it either (it reports it)
+
+    def add_module(self, relpath, text):
+        """A .py file the worker can import (or runs): its module name and packages, and its pieces."""
+        parts = relpath.replace(os.sep, "/").split("/")
+        self.own.update(p for p in parts[:-1] if p.isidentifier())
+        self.own.add(parts[-1][:-3])
+        self.add_pieces(py_pieces(text).pieces)
+
+    def add_unread(self, relpath):
+        """A file the worker can import but whose source is not there to read (.pyc, .so)."""
+        parts = relpath.replace(os.sep, "/").split("/")
+        self.unread.update(p for p in parts[:-1] if p.isidentifier())
+        self.unread.add(parts[-1].split(".")[0])
+
+
+_COMPILED = tuple(s for s in importlib.machinery.all_suffixes() if s != ".py")  # .pyc, .cpython-311-...so, .so
+
+
+def _read_code(path, secrets=()):
+    """The submission's code as the worker runs and imports it (see _Code): every .py file under the
+    folder (`__hidden/` too: the worker can import it), decoded as Python decodes it (a `coding:` line);
+    notebook cells and the files their `%%writefile` cells write; the .py members of every zip archive
+    (whatever its name: `sys.path` takes any), each cut into the pieces the loader runs."""
+    code = _Code()
     real = path if os.path.isdir(path) else file_source(path, secrets)
     if real is None:
-        return []
-    from checker.safe_read import readable
-    root = real if os.path.isdir(real) else os.path.dirname(real)
-    out = []
-    for unit in list_units(real):
-        if not readable(unit, root):  # grading's rules (checker.safe_read): no link out, no FIFO or device
-            continue
-        out.append(("@module", os.path.splitext(os.path.basename(unit))[0]))
+        return code
+    if os.path.isdir(real):
+        files = []
+        for root, dirs, names in os.walk(real):
+            dirs[:] = sorted(d for d in dirs if d not in (".git", "__pycache__"))  # the worker's copy has neither
+            files += [os.path.join(root, n) for n in sorted(names)]
+            if len(files) > MAX_FILES:
+                code.notes.append(f"more than {MAX_FILES} files in the submission")
+                break
+        base = real
+    else:
+        files, base = [real], os.path.dirname(real)
+    for f in files[:MAX_FILES]:
+        rel = os.path.relpath(f, base)
         try:
-            if unit.endswith(".ipynb"):
-                for number, src, _count in _cells(unit):
-                    out.append((f"{os.path.basename(unit)} cell {number}", _strip_magics(src)[0]))
-            else:
-                with open(unit, "rb") as f:
-                    out.append((os.path.basename(unit), f.read(4_000_000).decode("utf-8-sig", errors="replace")))
-        except (OSError, ValueError):
+            if os.path.islink(f) or not os.path.isfile(f):
+                continue
+            if f.endswith(".py"):
+                if os.path.getsize(f) > MAX_BYTES:
+                    code.notes.append(f"{rel} is larger than the grader reads")
+                    code.add_unread(rel)
+                    continue
+                code.add_module(rel, read_source(f))
+            elif f.endswith(".ipynb"):
+                _read_notebook(f, code)
+            elif f.endswith(_COMPILED):
+                code.add_unread(rel)
+            if zipfile.is_zipfile(f):
+                _read_zip(f, rel, code)
+        except (OSError, ValueError, UnicodeError, zipfile.BadZipFile, RuntimeError) as e:
+            code.notes.append(f"{rel} could not be read ({type(e).__name__})")
+    return code
+
+
+def _read_notebook(f, code):
+    for _number, src, _count in _cells(f):
+        target = writefile_target(src)
+        if target is not None:  # the loader writes this file: code can import it
+            name, body, _append = target
+            if name and name.endswith(".py"):
+                code.add_module(os.path.basename(name), body)
+            elif name:
+                code.add_unread(os.path.basename(name))
             continue
-    return out
+        code.add_pieces(cell_pieces(src)[2])
+
+
+def _read_zip(f, rel, code):
+    with zipfile.ZipFile(f) as z:
+        members = z.infolist()
+        if len(members) > MAX_ZIP_MEMBERS:
+            code.notes.append(f"{rel} holds more files than the grader reads")
+        for m in members[:MAX_ZIP_MEMBERS]:
+            if m.is_dir():
+                continue
+            if m.filename.endswith(".py"):
+                if m.file_size > MAX_BYTES:
+                    code.notes.append(f"{rel}: {m.filename} is larger than the grader reads")
+                    code.add_unread(m.filename)
+                    continue
+                raw = z.read(m)
+                code.add_module(m.filename, read_source_bytes(raw))
+            elif m.filename.endswith(".pyc"):
+                code.add_unread(m.filename)
+
+
+@functools.lru_cache(maxsize=4096)
+def _installed(name):
+    """Whether `name` is a module installed where the grader runs (the standard library, site-packages)."""
+    if name in sys.stdlib_module_names or name in sys.builtin_module_names:
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError, AttributeError):
+        return False
 
 
 def _bound(target, names):
@@ -166,33 +276,6 @@ def _dotted(node, binds):
     return "(...)." + ".".join(reversed(parts))
 
 
-_CONTINUES = ("else", "elif", "except", "finally", "case", ")", "]", "}", "#")
-
-
-def _parse_leniently(code):
-    """[trees] of the code; where it does not parse, of each top-level statement that does (the loader,
-    too, runs the statements of a file with a syntax error elsewhere)."""
-    try:
-        return [ast.parse(code)]
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        pass
-    blocks, current = [], []
-    for line in code.split("\n"):
-        starts = line[:1] not in ("", " ", "\t") and not line.lstrip().startswith(_CONTINUES)
-        if starts and current and not current[-1].lstrip().startswith("@"):
-            blocks.append(current)
-            current = []
-        current.append(line)
-    blocks.append(current)
-    out = []
-    for block in blocks:
-        try:
-            out.append(ast.parse("\n".join(block)))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-    return out
-
-
 def _locals(stmt):
     """Names a function binds inside itself (arguments, assignments, nested defs, imports): a forbidden
     bare name among them is the student's own, or an import that is reported as such."""
@@ -214,12 +297,8 @@ def _locals(stmt):
 def library_use(path, name, forbidden, secrets=()):
     """A SourceReport for the function `name` of the submission at `path`; `forbidden`: the bare names of
     library functions and classes the handout rules out there (softmax, scaled_dot_product_attention...)."""
-    trees, own_modules = [], set()
-    for label, code in _sources(path, secrets):
-        if label == "@module":
-            own_modules.add(code)
-            continue
-        trees += _parse_leniently(code)
+    code = _read_code(path, secrets)
+    trees, own_modules = code.trees, code.own
     binds = _bindings(trees)
     if name not in binds:
         return SourceReport([], [], missing=True)
@@ -227,6 +306,11 @@ def library_use(path, name, forbidden, secrets=()):
     def own(s):  # a def or class of the student's, or an import of one from the submission's own files
         return (isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                 or (isinstance(s, ast.ImportFrom) and (s.level or (s.module or "").split(".")[0] in own_modules)))
+
+    def own_import(s):  # an import that binds a module of the submission's own files (`import helper`)
+        if isinstance(s, ast.Import):
+            return any(a.name.split(".")[0] in own_modules for a in s.names)
+        return isinstance(s, ast.ImportFrom) and bool(s.level or (s.module or "").split(".")[0] in own_modules)
 
     student_defs = {n for n, stmts in binds.items() if stmts and all(own(s) for s in stmts)}
     used, unclear, seen = [], [], set()
@@ -259,14 +343,29 @@ def library_use(path, name, forbidden, secrets=()):
                     say(used, _dotted(node, binds))
                 if node.attr in OPAQUE_ATTRS:
                     say(unclear, _dotted(node, binds))
+                root = node.value
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(root, ast.Name) and any(own_import(s) for s in binds.get(root.id, [])):
+                    # `helper.f(x)` after `import helper` (a file of the submission): read its `f`
+                    work.extend((s, node.attr) for s in binds.get(node.attr, []))
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
                 if isinstance(node, ast.ImportFrom) and (node.level or module.split(".")[0] in own_modules):
                     continue  # the student's own module: what it binds is followed by name
                 for a in node.names:
                     full = f"{module}.{a.name}".lstrip(".") if module else a.name
+                    top = full.split(".")[0]
                     if set(full.split(".")) & set(forbidden):
                         say(used, full)
-                    if full.split(".")[0] in OPAQUE_MODULES:
+                    if top in OPAQUE_MODULES:
                         say(unclear, f"import {full}")
+                    elif top in own_modules:
+                        continue  # a file of the submission: read, and followed by name
+                    elif top in code.unread:
+                        say(unclear, f"import {top} (a compiled file of your submission, with no source to read)")
+                    elif not _installed(top):
+                        say(unclear, f"import {top} (neither a file of your submission nor an installed package)")
+    if unclear:  # what the grader could not read may be why
+        unclear += [n for n in code.notes[:3] if n not in unclear]
     return SourceReport(used, unclear)

@@ -30,7 +30,7 @@ import types
 
 from checker.worker.roots import import_roots
 from checker.worker.sources import (ASSIGNED_MAGIC_RE, NotebookError, _archive_or_document, _cells,  # noqa: F401
-                                    _chunks, _strip_magics, list_units, read_source)
+                                    _chunks, _strip_magics, list_units, py_pieces, read_source)
 from checker.worker.syntax import (assigned as _assigned, nested_defs as _nested_defs, parse as _parse,
                                    statements as _statements, trainer_defs as _trainer_defs, training as _training)
 
@@ -426,45 +426,27 @@ class Loader:
         sys.modules["submission"] = self.module
         # the whole file, so tracebacks show the student's line wherever it is
         linecache.cache[f] = (len(src), None, src.splitlines(True), f)
-        try:
-            tree = _parse(src, f)
-        except SyntaxError as e:
-            # A notebook saved as .py (Colab's "Download .py") keeps its `!pip` and `%magic` lines: skip them
-            # as a notebook would, and parse again.
-            stripped, skipped = _strip_magics(src)
-            if skipped:
-                try:
-                    tree = ast.parse(stripped, f)
-                except (SyntaxError, RecursionError, MemoryError):
-                    tree = None
-                if tree is not None:
-                    for line in skipped:
-                        self._msg("magic", shown, None, None,
-                                  f"{shown}: skipped IPython line `{line[:80]}` (magics and shell commands do "
-                                  "not run in the grader)")
-                        self._skipped_binds(line)
-                    for start, chunk in _statements(stripped, tree):
-                        self._run_unit(chunk, f, shown, None, start, cache=False)
-                    return
-                src = stripped
-            good, lost = [], []
-            for line0, chunk, parses in _chunks(src):
-                if parses:
-                    good.append((line0, chunk))
-                else:
-                    first = chunk.lstrip("\n").split("\n", 1)[0].strip()
-                    last = line0 + chunk.rstrip("\n").count("\n")
-                    lost.append(f"lines {line0}-{last} (`{first[:60]}`)")
+        # the pieces the trusted side's source scan (checker.by_hand) reads too: one split for both
+        p = py_pieces(src, f)
+        for line in p.skipped:  # a notebook saved as .py (Colab's "Download .py") keeps its `!pip` and `%magic` lines
+            self._msg("magic", shown, None, None,
+                      f"{shown}: skipped IPython line `{line[:80]}` (magics and shell commands do "
+                      "not run in the grader)")
+            self._skipped_binds(line)
+        if p.error is not None and not p.skipped:
+            e = p.error
+            lost = []
+            for line0, chunk in p.lost:
+                first = chunk.lstrip("\n").split("\n", 1)[0].strip()
+                last = line0 + chunk.rstrip("\n").count("\n")
+                lost.append(f"lines {line0}-{last} (`{first[:60]}`)")
             self._msg("syntax_error", shown, None, e.lineno,
                       f"SyntaxError in {shown}" + (f", line {e.lineno}" if e.lineno else "") + f": {e.msg}"
                       + (f"\n    {e.text.strip()}" if e.text else "")
                       + "\n  The grader loaded the parts of the file that parse; it left out "
                       + (", ".join(lost) if lost else "the broken part") + ".")
-            for line0, chunk in good:
-                self._run_unit(chunk, f, shown, None, line0, cache=False)
-            return
         # one top-level statement at a time: a failing statement loses only itself
-        for start, chunk in _statements(src, tree):
+        for start, chunk in p.pieces:
             self._run_unit(chunk, f, shown, None, start, cache=False)
 
 

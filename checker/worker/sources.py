@@ -6,8 +6,11 @@ with their execution counts, from nbformat 3 or 4, with a readable error for
 what is not a notebook: a zip, a PDF, a notebook that is not JSON),
 `_strip_magics` (IPython's `%`/`!` lines, which do not run in the grader)
 and `_chunks` (a file cut into top-level statements, each run on its own).
-The trusted side reads sources with the same rules (`checker.by_hand`,
-`checker.runner`), so both agree on what the student wrote.
+`py_pieces` and `cell_pieces` say which pieces of a file or cell the loader
+runs, each as its own unit (statement by statement; a file with a syntax error
+as the parts that parse): the loader runs exactly these, and the trusted side
+reads exactly these (`checker.by_hand`, with the same decoding by
+`read_source`), so both agree on what the student wrote.
 
 What it is not: running anything (`checker.worker.loader`).
 """
@@ -19,7 +22,9 @@ import os
 import re
 import tokenize
 
-__all__ = ["read_source", "list_units", "NotebookError", "SUFFIXES"]
+from checker.worker.syntax import parse as _parse_unit, statements as _statements
+
+__all__ = ["read_source", "read_source_bytes", "list_units", "py_pieces", "cell_pieces", "writefile_target", "NotebookError", "SUFFIXES"]
 
 MAGIC_RE = re.compile(r"^\s*[%!]")
 HELP_RE = re.compile(r"^\s*\??[\w.]+\?\??\s*$")  # `np.mean?`, `??f`: IPython help
@@ -32,7 +37,11 @@ SUFFIXES = (".py", ".ipynb")
 def read_source(path):
     """A .py file's text as Python reads it: the encoding its coding line declares (PEP 263), else UTF-8."""
     with open(path, "rb") as fh:
-        raw = fh.read()
+        return read_source_bytes(fh.read())
+
+
+def read_source_bytes(raw):
+    """Source bytes decoded as Python decodes them (`read_source`): a `# coding: utf-7` line is obeyed."""
     advice = "save the file as UTF-8, or declare its encoding in a first line such as `# -*- coding: cp1252 -*-`"
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
@@ -234,3 +243,58 @@ def _chunks(src):
             out.append((a + 1, "".join(lines[a:cuts[k + 1]]), False))
             k += 1
     return out
+
+
+class Pieces:
+    """What the loader runs of one .py file: `pieces` [(first line, source)], each run as its own unit;
+    `error` the SyntaxError of the whole file (None when it parses); `skipped` the IPython lines blanked
+    when that made it parse (a notebook saved as .py keeps its `!pip` lines); `lost` [(first line,
+    source)] of the parts of a broken file that never parse (the rest are `pieces`)."""
+
+    def __init__(self, pieces, error=None, skipped=(), lost=()):
+        self.pieces, self.error, self.skipped, self.lost = pieces, error, list(skipped), list(lost)
+
+
+def py_pieces(src, filename="<unknown>"):
+    """The units the loader runs of a .py file's text (decoded by `read_source`): its top-level statements;
+    a file that does not parse without its IPython lines, else as the parts of it that parse (`_chunks`)."""
+    try:
+        return Pieces(_statements(src, _parse_unit(src, filename)))
+    except SyntaxError as e:
+        error = e
+    stripped, skipped = _strip_magics(src)
+    if skipped:
+        try:
+            tree = ast.parse(stripped, filename)
+        except (SyntaxError, RecursionError, MemoryError):
+            tree = None
+        if tree is not None:
+            return Pieces(_statements(stripped, tree), error, skipped)
+        src = stripped
+    good, lost = [], []
+    for line0, chunk, parses in _chunks(src):
+        (good if parses else lost).append((line0, chunk))
+    return Pieces(good, error, (), lost)
+
+
+def cell_pieces(src):
+    """The units the loader runs of a notebook cell: (code with IPython lines blanked, skipped lines,
+    [(first line, source)] of its statements, or [] when the cell does not parse: it runs nothing)."""
+    code, skipped = _strip_magics(src)
+    if not code.strip():
+        return code, skipped, []
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, RecursionError, MemoryError):  # the loader reports the error and runs nothing of it
+        return code, skipped, []
+    return code, skipped, _statements(code, tree)
+
+
+def writefile_target(src):
+    """(file name, body, append) of a `%%writefile [-a] name` cell, which the loader writes; else None."""
+    first, _, body = src.partition("\n")
+    parts = first.split()
+    if not parts or parts[0] != "%%writefile":
+        return None
+    names = [p for p in parts[1:] if not p.startswith("-")]
+    return (names[0] if names else None), body, any(p in ("-a", "--append") for p in parts[1:])

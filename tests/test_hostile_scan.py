@@ -1,0 +1,160 @@
+"""Code the "by hand" scan did not see (issue 31, item 8): the scan judges what the worker runs and imports.
+
+`checker.by_hand` reads a submission's source on the trusted side to decide whether a function was
+written by hand. Each submission here hides a library softmax where the old scan did not look, while
+the worker really runs it:
+  * a `# coding: utf-7` line: Python decodes `+AAo-` as a new line, so a "comment" is an import (the scan
+    read UTF-8 and saw a comment);
+  * a package in a `__hidden/` folder, and a module inside a zip archive put on `sys.path` (the scan skipped
+    `__*` folders and never opened archives);
+  * a file ending in a syntax error, whose import spans lines starting at column 0 (the scan's own
+    fallback split dropped it; the loader's split runs it);
+  * a notebook's `%%writefile` cell (the loader writes the module), a module written by the code at load
+    time, and a compiled `.pyc` with no source (nothing to read: unclear);
+  * `helper.w(s)` after `import helper` (the attribute was never followed into the student's file).
+Each calls the library from a helper thread (which the worker's own trace does not follow), is scanned
+directly, and graded end to end in real workers: the by-hand test fails (it passed before), with the
+value test passing (the attack really runs). Honest classmates (a helper module, a package, a notebook that
+imports Colab's drive at the top) stay clean.
+"""
+import io
+import os
+import py_compile
+import zipfile
+
+import pytest
+
+from checker.by_hand import library_use
+from checker.runner import Grader
+from sandbox_helpers import GOOD, write
+
+SOFTMAX = {"softmax", "log_softmax", "Softmax", "LogSoftmax"}
+# GOOD without its own get_attention_weights (each attack brings one)
+BASE = GOOD.replace('''def get_attention_weights(scores):
+    scores = np.asarray(scores)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+''', '''def get_attention_weights(scores):
+    # from a helper thread, which the worker's own trace does not follow: only the source scan can tell
+    out = []
+    t = threading.Thread(target=lambda: out.append(_w(np.asarray(scores, dtype=float), axis=-1)))
+    t.start()
+    t.join()
+    return out[0]
+''').replace("import math\n", "import math\nimport threading\n")
+assert BASE != GOOD
+
+
+def _zip(members):
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, text in members.items():
+            z.writestr(name, text)
+    return out.getvalue()
+
+
+def _notebook(*cells):
+    import json
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "source": c, "metadata": {}, "outputs": [], "execution_count": None} for c in cells]})
+
+
+SCIPY = "from scipy.special import softmax as _w\n"
+
+# name -> {file: text or bytes}; the submission is the folder holding them
+ATTACKS = {
+    "utf7_comment": {"hw.py": b"# -*- coding: utf-7 -*-\n"
+                     + b"# (a note)+AAo-from scipy.special import softmax as _w\n" + BASE.encode("utf-7")},
+    "hidden_folder": {"hw.py": "from __hidden.impl import _w\n" + BASE, "__hidden/impl.py": SCIPY},
+    "zip_on_path": {"hw.py": "import sys\nsys.path.insert(0, 'data.bin')\nfrom zhelper import _w\n" + BASE,
+                    "data.bin": _zip({"zhelper.py": SCIPY})},
+    "ends_in_syntax_error": {"hw.py": BASE + "from scipy.special import (\nsoftmax as _w)\n\ndef broken(:\n    pass\n"},
+    "writefile_cell": {"hw.ipynb": _notebook("%%writefile helper2.py\n" + SCIPY, "from helper2 import _w\n" + BASE)},
+    "written_at_load": {"hw.py": f"open('w8.py', 'w').write({SCIPY!r})\nfrom w8 import _w\n" + BASE},
+    "compiled_only": {"hw.py": "from helperc import _w\n" + BASE, "helperc.pyc": None},
+    "module_attribute": {"hw.py": "import helper\n" + BASE.replace("out.append(_w(", "out.append(helper._w("),
+                         "helper.py": SCIPY},
+}
+# what the scan must say: a library softmax named ("used"), or code it cannot read ("unclear")
+UNCLEAR = {"written_at_load": "w8", "compiled_only": "helperc"}
+
+
+def _build(tmp_path, files):
+    root = tmp_path / "sub"
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if text is None:  # a compiled module with no source beside it
+            src = tmp_path / (path.stem + ".py")
+            src.write_text(SCIPY)
+            py_compile.compile(str(src), cfile=str(path), doraise=True)
+        elif isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text)
+    return str(root)
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_the_scan_sees_what_the_worker_runs(tmp_path, attack):
+    report = library_use(_build(tmp_path, ATTACKS[attack]), "get_attention_weights", SOFTMAX)
+    assert not report.clean, f"{attack}: the scan found nothing"
+    if attack in UNCLEAR:
+        assert any(UNCLEAR[attack] in u for u in report.unclear), report.unclear
+    else:
+        assert "scipy.special.softmax" in report.used, (report.used, report.unclear)
+
+
+HONEST = {
+    "one_file": {"hw.py": GOOD},
+    "helper_module": {"hw.py": "import helper\n" + BASE.replace("out.append(_w(", "out.append(helper._w("),
+                      "helper.py": "import numpy as np\n\ndef _w(s, axis=-1):\n    e = np.exp(s - s.max(axis, keepdims=True))\n"
+                                   "    return e / e.sum(axis, keepdims=True)\n"},
+    "package": {"hw.py": "from mypkg.ops import _w\n" + BASE, "mypkg/__init__.py": "",
+                "mypkg/ops.py": "import numpy as np\n\ndef _w(s, axis=-1):\n    e = np.exp(s)\n    return e / e.sum(axis, keepdims=True)\n"},
+    "colab_notebook": {"hw.ipynb": _notebook("from google.colab import drive\ndrive.mount('/content/drive')\n%matplotlib inline",
+                                             GOOD)},
+    "utf8_coding_line": {"hw.py": "# -*- coding: utf-8 -*-\n# un café\n" + GOOD},
+}
+
+
+@pytest.mark.parametrize("case", list(HONEST))
+def test_honest_code_stays_clean(tmp_path, case):
+    report = library_use(_build(tmp_path, HONEST[case]), "get_attention_weights", SOFTMAX)
+    assert report.clean, (case, report.used, report.unclear, report.missing)
+
+
+def test_a_single_file_submission_is_read_alone(tmp_path):
+    """A .py handed in alone is copied alone: an import of a module beside it on the grader's disk is code
+    the worker cannot import, and says so rather than reading that file."""
+    path = write(tmp_path, "hw.py", "from helper import _w\n" + BASE)
+    write(tmp_path, "helper.py", "import numpy as np\n_w = np.exp\n")
+    report = library_use(path, "get_attention_weights", SOFTMAX)
+    assert any("helper" in u for u in report.unclear), report.unclear
+
+
+# ------------------------------------------------------------------ graded end to end, in real workers
+
+@pytest.fixture(scope="module")
+def scan_grader():
+    with Grader(mode="public", pytest_args=["-k", "test_attention_weights_by_hand or test_attention_weights_handout"]) as g:
+        yield g
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_the_hidden_softmax_runs_and_loses_the_by_hand_points(scan_grader, tmp_path, attack):
+    card = scan_grader.grade(_build(tmp_path, ATTACKS[attack]), "attention")
+    tests = {t["name"]: t for q in card["questions"] for t in q["tests"]}
+    assert tests["test_attention_weights_handout"]["outcome"] == "passed", tests  # the library softmax ran
+    by_hand = tests["test_attention_weights_by_hand"]
+    assert by_hand["outcome"] == "failed" and by_hand["points"] == 0, by_hand
+    assert "scipy" in by_hand["message"] or UNCLEAR.get(attack, "?") in by_hand["message"], by_hand["message"]
+
+
+@pytest.mark.slow
+def test_honest_classmates_keep_the_by_hand_points(scan_grader, tmp_path):
+    for case in ("helper_module", "colab_notebook"):
+        card = scan_grader.grade(_build(tmp_path / case, HONEST[case]), "attention")
+        tests = {t["name"]: t for q in card["questions"] for t in q["tests"]}
+        assert tests["test_attention_weights_by_hand"]["outcome"] == "passed", (case, tests)
