@@ -6,6 +6,8 @@ file in the same folder, flushed and fsync'ed, then renamed over the target
 with `os.replace` (atomic on POSIX within one file system). Parent folders are
 created. A failed write leaves the old file untouched and no temporary behind.
 `read_json` reads such a file back, None when it is missing or not JSON.
+`is_temp_name(name)` tells a temporary file of this module by its name (for
+removing what a kill left behind): `.<target>.<random>.tmp`.
 What it is not: a lock (two writers race; the last rename wins) or a
 serializer beyond `json.dumps`.
 """
@@ -15,11 +17,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 
-__all__ = ["write_text_atomic", "write_json_atomic", "dumps_json", "read_json"]
+__all__ = ["write_text_atomic", "write_json_atomic", "dumps_json", "read_json", "temp_affixes", "is_temp_name"]
 
 _DEFAULT_MODE = 0o644
+_TEMP_SUFFIX = ".tmp"
+# what temp_affixes and mkstemp make: '.', the target's name (or its hash), '.', mkstemp's random letters, '.tmp'
+_TEMP_NAME = re.compile(r"\A\..+\.[^.]+" + re.escape(_TEMP_SUFFIX) + r"\Z", re.DOTALL)
+
+
+def temp_affixes(path):
+    """(prefix, suffix) of the temporary file that a write of `path` makes in its folder."""
+    return "." + _temp_stem(os.path.basename(os.fspath(path))) + ".", _TEMP_SUFFIX
+
+
+def is_temp_name(name):
+    """Whether `name` is the name of a temporary file of this module (whatever the file it was written for)."""
+    return bool(_TEMP_NAME.match(name))
 
 
 def write_text_atomic(path, text, *, encoding="utf-8", mode=None):
@@ -40,8 +56,8 @@ def write_text_atomic(path, text, *, encoding="utf-8", mode=None):
         except FileNotFoundError:
             mode = _DEFAULT_MODE
     data = text.encode(encoding)
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix="." + _temp_stem(os.path.basename(path)) + ".",
-                               suffix=".tmp")
+    prefix, suffix = temp_affixes(path)
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix=prefix, suffix=suffix)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -39,12 +39,11 @@ import os
 import secrets
 import time
 
-from checker.atomic import read_json
 from checker.entries import MAX_ID_BYTES, SUBMISSION_SUFFIXES, list_entries, skipped_entries  # noqa: F401
 from checker.errors import HwcheckError
 from checker.grading import crash, grade_one, new_grader, one_line, summary_of, warm_up
 from checker.outfolder import (collect_scorecards, is_current, lock_outdir, other_assignments, remove_stale_temps,
-                               restore_results, results_path, scorecard_path)
+                               read_scorecard, restore_results, results_path, scorecard_path)
 from checker.outputs import Gradebook, is_own_output
 from checker.pool import run_parallel
 from checker.progress import progress_bar, progress_line, summary_lines  # noqa: F401
@@ -171,7 +170,7 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
                  if (c.get("grader") or {}).get("mode") == mode and not (c.get("grader") or {}).get("internal_error")]
     for sid, path in entries:
         if only is not None and sid not in only:
-            card = read_json(scorecard_path(outdir, sid))
+            card = read_scorecard(outdir, sid)  # only a scorecard hwcheck wrote (checker.owned)
             if isinstance(card, dict) and isinstance(card.get("submission"), dict):
                 report({**summary_of(sid, card, 0.0), "seconds": card.get("duration_s", 0.0), "resumed": True})
             else:
@@ -180,7 +179,7 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         if only is None and resume and is_current(outdir, sid, path, assignment, mode, keep_raw=keep_raw,
                                                   spec_sha=spec_sha):
             restore_results(outdir, sid)
-            card = read_json(scorecard_path(outdir, sid))
+            card = read_scorecard(outdir, sid)  # only a scorecard hwcheck wrote (checker.owned)
             seeds.append((card.get("grader") or {}).get("seed"))
             report({**summary_of(sid, card, 0.0), "seconds": card.get("duration_s", 0.0), "resumed": True})
         else:

@@ -37,13 +37,10 @@ What it is not: grades.csv (`checker.gradebook`) or the reading of the LMS's fol
 
 from __future__ import annotations
 
-import csv
 import datetime
-import io
-import os
 
-from .atomic import write_text_atomic
-from .escape import for_csv_cell
+from . import owned
+from .csvfile import csv_text
 
 __all__ = ["CANVAS_COLUMNS", "MOODLE_COLUMNS", "canvas_text", "moodle_text", "write_exports"]
 
@@ -53,10 +50,11 @@ MOODLE_COLUMNS = ["Identifier", "Full name", "Email address", "Status", "Grade",
 
 
 def _points(x):
+    """A grade as a number (a negative one stays a number: checker.csvfile neutralises text, not numbers)."""
     if x is None or x == "":
         return ""
     x = round(float(x), 2)
-    return str(int(x)) if x == int(x) else f"{x:g}"
+    return int(x) if x == int(x) else x
 
 
 def _grade(card):
@@ -66,9 +64,7 @@ def _grade(card):
 
 
 def _text(rows):
-    buffer = io.StringIO()
-    csv.writer(buffer).writerows(rows)
-    return buffer.getvalue()
+    return csv_text(rows)  # every cell through checker.csvfile.cell
 
 
 def _sid(card):
@@ -87,9 +83,8 @@ def canvas_text(cards, people, title, points_possible):
         person = people.get(_sid(card)) or {}
         if not _in_canvas(card, person):
             continue
-        rows.append([for_csv_cell(person.get("student", "")), str(person["canvas_user_id"]),
-                     for_csv_cell(person.get("sis_user_id", "")), for_csv_cell(person.get("sis_login_id", "")),
-                     for_csv_cell(person.get("section", "")), _grade(card)])
+        rows.append([person.get("student", ""), str(person["canvas_user_id"]), person.get("sis_user_id", ""),
+                     person.get("sis_login_id", ""), person.get("section", ""), _grade(card)])
     return _text(rows)
 
 
@@ -103,8 +98,8 @@ def moodle_text(cards, people, modified):
         person = people.get(_sid(card)) or {}
         if not person.get("moodle_participant"):
             continue
-        rows.append([f"Participant {person['moodle_participant']}", for_csv_cell(person.get("student", "")),
-                     for_csv_cell(person.get("email", "")), "", _grade(card), _points(card.get("max_score")),
+        rows.append([f"Participant {person['moodle_participant']}", person.get("student", ""),
+                     person.get("email", ""), "", _grade(card), _points(card.get("max_score")),
                      "Yes", "", modified])
     return _text(rows)
 
@@ -135,7 +130,6 @@ def write_exports(outdir, assignment, canvas_title=None, now=None):
             continue
         text = (canvas_text(cards, people, canvas_title or assignment, maximum)
                 if name == "canvas.csv" else moodle_text(cards, people, modified))
-        path = os.path.join(outdir, name)
-        write_text_atomic(path, text, encoding="utf-8")
+        path = owned.write_text(outdir, name, text, kind="export")  # beside a student's file of that name
         written.append((path, len(having), len(cards) - len(having)))
     return written

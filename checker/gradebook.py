@@ -11,11 +11,11 @@ UTF-8 with a byte order mark so that Excel reads students' accented names
 right, CRLF rows as spreadsheets expect) atomically, rows sorted by
 submission id. Python reads it with `encoding="utf-8-sig"`.
 A manual question that is still pending has an empty cell (to fill in by
-hand); `total` is the automatic score. Text cells go through
-`checker.escape.for_csv_cell` (submission ids come from students' file names,
-answers from their notebooks): one that a spreadsheet would read as a formula
-(starting with `=`, `+`, `-`, `@`, tab or CR) is prefixed with `'`, and
-control characters (ESC, BEL, bidi overrides) are shown as escapes.
+hand); `total` is the automatic score. Every cell goes through
+`checker.csvfile` (submission ids come from students' file names, answers
+from their notebooks): one that a spreadsheet would read as a formula is
+prefixed with `'`, and control characters (ESC, BEL, bidi overrides) are
+shown as escapes.
 `answers_text` / `write_answers` give the TA the written answers to the
 questions graded by a person in one CSV (`id`, one column per such question;
 empty where none was found), to grade beside the gradebook.
@@ -24,18 +24,12 @@ What it is not: a reader of the CSV or a merger of hand-entered grades.
 
 from __future__ import annotations
 
-import csv
-import io
 import unicodedata
 
 from .atomic import write_text_atomic
-from .escape import for_csv_cell
+from .csvfile import cell, csv_text
 
 __all__ = ["csv_header", "csv_row", "write_gradebook", "gradebook_text", "answers_text", "write_answers"]
-
-
-def _cell(value):
-    return for_csv_cell(value)  # formula-looking text defused, control characters shown escaped
 
 
 def _points(x):
@@ -65,17 +59,17 @@ def csv_row(scorecard, spec=None, note="", person=None):
     order = csv_header(spec)[4:-4] if spec is not None else list(by_id)
     submission = scorecard.get("submission") or {}
     person = person or {}
-    return [
-        _cell(str(submission.get("id", ""))),
-        _cell(unicodedata.normalize("NFC", str(person.get("student") or ""))),
-        _cell(unicodedata.normalize("NFC", str(person.get("student_id") or ""))),
+    return [cell(v) for v in [  # as written (checker.csvfile.cell), so a caller sees the cells of the file
+        str(submission.get("id", "")),
+        unicodedata.normalize("NFC", str(person.get("student") or "")),
+        unicodedata.normalize("NFC", str(person.get("student_id") or "")),
         _points(scorecard.get("score")),
         *[by_id.get(qid, "") for qid in order],
         _points(scorecard.get("max_score")),
-        _cell(str(scorecard.get("status", ""))),
-        _cell(str((scorecard.get("grader") or {}).get("mode", ""))),
-        _cell(str(note or "")),
-    ]
+        str(scorecard.get("status", "")),
+        str((scorecard.get("grader") or {}).get("mode", "")),
+        str(note or ""),
+    ]]
 
 
 def _sid(sc):
@@ -88,11 +82,7 @@ def gradebook_text(scorecards, spec, notes=None, people=None):
     notes, people = notes or {}, people or {}
     ordered = sorted(scorecards, key=_sid)
     rows = [csv_row(sc, spec, notes.get(_sid(sc), ""), people.get(_sid(sc))) for sc in ordered]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)  # excel dialect: CRLF rows, minimal quoting
-    writer.writerow(csv_header(spec))
-    writer.writerows(rows)
-    return buffer.getvalue()
+    return csv_text([csv_header(spec), *rows])  # every cell through checker.csvfile.cell
 
 
 def write_gradebook(path, scorecards, spec, notes=None, people=None):
@@ -107,14 +97,11 @@ def _manual_ids(spec):
 def answers_text(scorecards, spec):
     """The CSV text of the written answers: id, then one column per manual question (spec order)."""
     qids = _manual_ids(spec)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["id", *qids])
+    rows = [["id", *qids]]
     for sc in sorted(scorecards, key=lambda sc: str((sc.get("submission") or {}).get("id", ""))):
         found = {str(q.get("id")): q.get("answer") or "" for q in sc.get("questions") or [] if q.get("manual")}
-        writer.writerow([_cell(str((sc.get("submission") or {}).get("id", ""))),
-                         *[_cell(str(found.get(qid, ""))) for qid in qids]])
-    return buffer.getvalue()
+        rows.append([str((sc.get("submission") or {}).get("id", "")), *[str(found.get(qid, "")) for qid in qids]])
+    return csv_text(rows)
 
 
 def write_answers(path, scorecards, spec):

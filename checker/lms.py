@@ -62,7 +62,6 @@ import re
 import shutil
 import unicodedata
 
-from .atomic import write_json_atomic
 from .errors import HwcheckError
 from .ids import canonical, key
 
@@ -419,16 +418,15 @@ def _stage(outdir, student, names):
 
 
 def students_path(outdir):
-    return os.path.join(outdir, STUDENTS_JSON)
+    from .owned import path_of
+    return path_of(outdir, STUDENTS_JSON)
 
 
 def read_students(outdir):
-    """OUTDIR/.students.json as written by `prepare` ({} when there is none or it is broken)."""
-    try:
-        with open(students_path(outdir), encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return {}
+    """OUTDIR/.students.json as `prepare` wrote it ({} when there is none, it is broken, or hwcheck did not write
+    it: a student's `.students.json` in a download folder is not read, `checker.owned`)."""
+    from .owned import read_json
+    data = read_json(outdir, STUDENTS_JSON, "students")
     return data if isinstance(data, dict) else {}
 
 
@@ -473,7 +471,8 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
             "roster_file": os.path.abspath(roster) if roster else None, "roster": report,
             "not_graded": [list(item) for item in sorted(set(not_graded))]}
     os.makedirs(outdir, exist_ok=True)
-    write_json_atomic(students_path(outdir), data)
+    from .owned import write_json
+    write_json(outdir, STUDENTS_JSON, data, kind="students")  # hwcheck's own, beside a student's file of that name
     return entries
 
 

@@ -42,6 +42,7 @@ import math
 import os
 
 from .atomic import write_text_atomic
+from .csvfile import cell, csv_text
 
 __all__ = ["MANUAL_CSV", "HEADER", "ADJUSTMENT", "manual_path", "ensure_rows", "read_manual", "apply_manual",
            "describe", "typed_into_gradebook"]
@@ -52,7 +53,10 @@ ADJUSTMENT = "adjustment"
 
 
 def manual_path(outdir):
-    return os.path.join(outdir, MANUAL_CSV)
+    """OUTDIR/manual.csv, the TA's file (a regular file there is the TA's); where a folder or link of someone
+    else's holds that name, the name beside it that hwcheck created instead (`checker.owned.place_kept`)."""
+    from . import owned
+    return owned.place_kept(outdir, MANUAL_CSV) or os.path.join(outdir, MANUAL_CSV)
 
 
 def _read_text(path):
@@ -110,20 +114,20 @@ def ensure_rows(path, ids, spec, extra=()):
     if text is not None:
         rows, delim = _rows(text)
         have = {(_clean_id(r[0]), r[1].strip()) for _, r in rows if len(r) >= 2}
-    missing = [(sid, qid) for sid in sorted(ids) for qid in _manual_ids(spec) if (sid, qid) not in have]
+    # an id is there as written (checker.csvfile.cell: `'=x`, a control character escaped) or as typed
+    missing = [(sid, qid) for sid in sorted(ids) for qid in _manual_ids(spec)
+               if (sid, qid) not in have and (_clean_id(cell(sid)), qid) not in have]
     if text is not None and not missing and not extra:
         return 0
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, delimiter=delim)  # excel dialect: CRLF rows
+    new = []
     if text is None or not text.strip():
-        writer.writerow(HEADER)
+        new.append(HEADER)
         text, bom = "", True
-    for sid, qid, *rest in [*missing, *extra]:
-        writer.writerow([("'" + sid) if sid.startswith(("=", "+", "-", "@")) else sid, qid,
-                         *(rest or ["", ""])])
+    new += [[sid, qid, *(rest or ["", ""])] for sid, qid, *rest in [*missing, *extra]]
     if text and not text.endswith(("\n", "\r")):
         text += "\r\n"
-    write_text_atomic(path, text + buffer.getvalue(), encoding="utf-8-sig" if bom else "utf-8")
+    # every cell through checker.csvfile.cell, as in every CSV file hwcheck writes
+    write_text_atomic(path, text + csv_text(new, delimiter=delim), encoding="utf-8-sig" if bom else "utf-8")
     return len(missing) + len(extra)
 
 

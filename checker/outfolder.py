@@ -8,15 +8,23 @@ know about OUTDIR's per-submission files:
     OUTDIR/gradescope/<id>/results.json    Gradescope's results.json
     OUTDIR/<id>.raw.json                   pytest-json-report's report (keep_raw only)
 
-- their paths (`scorecard_path`, `results_path`, `raw_path`, `gradebook_path`);
+- their names and paths (`scorecard_path`, `results_path`, `raw_path`,
+  `gradebook_path`): every path built from an id goes through
+  `checker.owned` (a plain name that stays inside OUTDIR, ValueError
+  otherwise), and is where hwcheck's own file of that name is: OUTDIR may be
+  the students' download folder, so a student's `alice.json` (or a folder of
+  that name) is never taken for alice's scorecard (`checker.owned`);
 - `write_submission`: one submission's files, each atomic, the scorecard
   last (a scorecard that exists is complete, which is what resume relies on);
 - `is_current`: whether a scorecard is a complete grading of this very
   submission by this grader (resume), and `restore_results` for a current
   scorecard whose results.json is gone;
-- reading the scorecards back (`scorecards_in`, `collect_scorecards`,
-  `other_assignments`), the folder lock (`lock_outdir`) and the temporary
-  files a kill left behind (`remove_stale_temps`).
+- reading the scorecards back (`read_scorecard`, `scorecards_in`,
+  `collect_scorecards`, `other_assignments`): only the ones hwcheck recorded
+  writing, with the bytes it wrote (a scorecard-shaped `notes.json`, a forged
+  `alice.json` are not read); the folder lock (`lock_outdir`, in OUTDIR's
+  state folder) and the temporary files a kill left behind
+  (`remove_stale_temps`, every name `checker.atomic` gives them).
 
 What it is not: grading (`checker.grading`, `checker.batch`), the
 gradebook's CSVs (`checker.outputs`, `checker.gradebook`), or the JSON
@@ -26,41 +34,56 @@ formats themselves (`checker.scorecard`, `checker.gradescope`).
 import collections
 import json
 import os
-import re
 
-from checker import __version__
-from checker.atomic import read_json, write_json_atomic
+from checker import __version__, owned
+from checker.atomic import is_temp_name
 from checker.errors import HwcheckError
 from checker.gradescope import make_failure_results, make_results
 from checker.scorecard import SCHEMA_VERSION, STATUSES
 from checker.spec import spec_sha256
 from checker.submission_files import sha256_of
 
-__all__ = ["scorecard_path", "results_path", "raw_path", "gradebook_path", "write_submission", "is_current",
-           "restore_results", "remove_stale_temps", "scorecards_in", "other_assignments", "collect_scorecards",
-           "lock_outdir"]
-
-_STALE_TMP = re.compile(r"^\..+\.(json|csv)\.[^.]+\.tmp$")   # checker.atomic's temporary names
+__all__ = ["scorecard_name", "results_name", "raw_name", "scorecard_path", "results_path", "raw_path",
+           "gradebook_path", "write_submission", "is_current", "restore_results", "remove_stale_temps",
+           "read_scorecard", "scorecard_ids", "scorecards_in", "other_assignments", "collect_scorecards", "lock_outdir"]
 
 
 # ---------------------------------------------------------------------------
 # where things are
 # ---------------------------------------------------------------------------
 
+def _plain(sid):
+    sid = str(sid)
+    owned.join_inside(".", sid)  # ValueError for an id that is no plain file name (`../x`, `a/b`)
+    return sid
+
+
+def scorecard_name(sid):
+    return f"{_plain(sid)}.json"
+
+
+def results_name(sid):
+    return f"gradescope/{_plain(sid)}/results.json"
+
+
+def raw_name(sid):
+    return f"{_plain(sid)}.raw.json"
+
+
 def scorecard_path(outdir, sid):
-    return os.path.join(outdir, f"{sid}.json")
+    return owned.path_of(outdir, scorecard_name(sid))
 
 
 def results_path(outdir, sid):
-    return os.path.join(outdir, "gradescope", sid, "results.json")
+    return owned.path_of(outdir, results_name(sid))
 
 
 def raw_path(outdir, sid):
-    return os.path.join(outdir, f"{sid}.raw.json")
+    return owned.path_of(outdir, raw_name(sid))
 
 
 def gradebook_path(outdir):
-    return os.path.join(outdir, "grades.csv")
+    return owned.path_of(outdir, "grades.csv")
 
 
 # ---------------------------------------------------------------------------
@@ -71,35 +94,55 @@ def write_submission(outdir, sid, card, *, keep_raw, raw=None):
     """Write one submission's files, the scorecard last (it marks the submission done)."""
     if keep_raw and raw is not None:
         try:
-            write_json_atomic(raw_path(outdir, sid), raw)
+            owned.write_json(outdir, raw_name(sid), raw, kind="raw", sid=sid)
         except ValueError:  # NaN or the like in the raw report: keep the text JSON can hold
-            write_json_atomic(raw_path(outdir, sid), json.loads(json.dumps(raw, default=str)
-                                                                .replace("NaN", "null")))
+            owned.write_json(outdir, raw_name(sid), json.loads(json.dumps(raw, default=str).replace("NaN", "null")),
+                             kind="raw", sid=sid)
     elif not keep_raw:
-        try:
-            os.unlink(raw_path(outdir, sid))  # a raw report of an older grading would mislead
-        except FileNotFoundError:
-            pass
+        owned.remove(outdir, raw_name(sid))  # a raw report of an older grading would mislead (only hwcheck's)
     internal = (card.get("grader") or {}).get("internal_error")
     results = (make_failure_results(f"hwcheck could not grade this submission: {internal}",
                                     execution_time=card.get("duration_s", 0))
                if internal else make_results(card))
-    write_json_atomic(results_path(outdir, sid), results)
-    write_json_atomic(scorecard_path(outdir, sid), card)
+    owned.write_json(outdir, results_name(sid), results, kind="results", sid=sid)
+    owned.write_json(outdir, scorecard_name(sid), card, kind="scorecard", sid=sid)
+
+
+def write_results(outdir, sid, results):
+    """Gradescope's results.json of one submission (hwcheck's own file)."""
+    return owned.write_json(outdir, results_name(sid), results, kind="results", sid=sid)
+
+
+def read_results(outdir, sid):
+    """The results.json hwcheck wrote for `sid`, None when it did not (or it changed since)."""
+    return owned.read_json(outdir, results_name(sid), "results")
 
 
 # ---------------------------------------------------------------------------
 # resume
 # ---------------------------------------------------------------------------
 
+def read_scorecard(outdir, sid):
+    """The scorecard hwcheck wrote for `sid` (a dict), or None: whatever else sits at OUTDIR/<id>.json is not read."""
+    try:
+        card = owned.read_json(outdir, scorecard_name(sid), "scorecard")
+    except ValueError:
+        return None
+    if (isinstance(card, dict) and isinstance(card.get("submission"), dict)
+            and str(card["submission"].get("id")) == str(sid)):
+        return card
+    return None
+
+
 def is_current(outdir, sid, path, assignment, mode, *, keep_raw=False, sha=None, spec_sha=None):
     """True when OUTDIR/<id>.json is a complete scorecard of this very submission and grader.
 
-    Same assignment, submission id and sha256, grader version, mode and spec
+    Written by hwcheck (its record, with the bytes it wrote: `checker.owned`),
+    same assignment, submission id and sha256, grader version, mode and spec
     sha256, a known status, and no internal error of hwcheck. With keep_raw,
-    the raw report must be there too.
+    the raw report hwcheck wrote must be there too.
     """
-    card = read_json(scorecard_path(outdir, sid))
+    card = read_scorecard(outdir, sid)
     if not isinstance(card, dict) or card.get("schema_version") != SCHEMA_VERSION:
         return False
     sub, grader = card.get("submission"), card.get("grader")
@@ -114,31 +157,37 @@ def is_current(outdir, sid, path, assignment, mode, *, keep_raw=False, sha=None,
             and grader.get("spec_sha256") == (spec_sha or spec_sha256(assignment))
             and card.get("status") in STATUSES and not grader.get("internal_error")
             and not grader.get("student_kit")
-            and (not keep_raw or os.path.isfile(raw_path(outdir, sid))))
+            and (not keep_raw or owned.read_bytes(outdir, raw_name(sid), "raw") is not None))
 
 
 def restore_results(outdir, sid):
-    """A current scorecard whose results.json is gone or broken: rewrite it from the scorecard."""
-    if isinstance(read_json(results_path(outdir, sid)), dict):
+    """A current scorecard whose results.json is gone, broken or not hwcheck's: rewrite it from the scorecard."""
+    if isinstance(read_results(outdir, sid), dict):
         return
-    write_json_atomic(results_path(outdir, sid), make_results(read_json(scorecard_path(outdir, sid))))
+    write_results(outdir, sid, make_results(read_scorecard(outdir, sid)))
 
 
 def remove_stale_temps(outdir):
-    """Temporary files of atomic writes cut short by a kill (none of ours is running now)."""
+    """Temporary files of atomic writes cut short by a kill (none of ours is running now), in every folder
+    hwcheck writes in: OUTDIR, its Gradescope folders and its state folder."""
     folders = [outdir]
-    gs = os.path.join(outdir, "gradescope")
-    if os.path.isdir(gs):
-        folders += [os.path.join(gs, d) for d in os.listdir(gs)]
+    gs = owned.folder_of(outdir, "gradescope")
+    if gs and os.path.isdir(gs) and not os.path.islink(gs):
+        folders += [gs] + [os.path.join(gs, d) for d in os.listdir(gs)]
+    state = owned.state_dir(outdir)
+    folders += [state, os.path.join(state, "records")]  # not set-aside/: what is there is not hwcheck's
     for folder in folders:
+        if os.path.islink(folder) or not os.path.isdir(folder):
+            continue
         try:
             names = os.listdir(folder)
         except OSError:
             continue
         for name in names:
-            if _STALE_TMP.match(name):
+            path = os.path.join(folder, name)
+            if is_temp_name(name) and os.path.isfile(path) and not os.path.islink(path):
                 try:
-                    os.unlink(os.path.join(folder, name))
+                    os.unlink(path)
                 except OSError:
                     pass
 
@@ -148,19 +197,19 @@ def remove_stale_temps(outdir):
 # ---------------------------------------------------------------------------
 
 def scorecards_in(outdir):
-    """Every scorecard in OUTDIR, whatever its assignment (other JSON files, raw reports included, are not)."""
-    try:
-        names = sorted(os.listdir(outdir))
-    except OSError:
-        return
-    for name in names:
-        if not name.endswith(".json") or name.startswith("."):
+    """Every scorecard hwcheck wrote into OUTDIR, whatever its assignment (no other file is read)."""
+    for _name, sid in owned.records(outdir, "scorecard"):
+        if sid is None:
             continue
-        card = read_json(os.path.join(outdir, name))
+        card = read_scorecard(outdir, sid)
         if (isinstance(card, dict) and card.get("schema_version") == SCHEMA_VERSION
-                and isinstance(card.get("assignment"), str) and isinstance(card.get("submission"), dict)
-                and isinstance(card.get("questions"), list)):
+                and isinstance(card.get("assignment"), str) and isinstance(card.get("questions"), list)):
             yield card
+
+
+def scorecard_ids(outdir):
+    """The ids whose scorecard hwcheck recorded writing into OUTDIR (a student's `jdoe.json` is none of them)."""
+    return sorted({sid for _name, sid in owned.records(outdir, "scorecard") if sid is not None})
 
 
 def other_assignments(outdir, assignment):
@@ -169,14 +218,16 @@ def other_assignments(outdir, assignment):
 
 
 def collect_scorecards(outdir, assignment):
-    """Every scorecard of `assignment` in OUTDIR (other JSON files, raw reports included, are ignored)."""
+    """Every scorecard of `assignment` hwcheck wrote into OUTDIR (no other file is read)."""
     return [c for c in scorecards_in(outdir) if c["assignment"] == assignment]
 
 
 def lock_outdir(outdir):
-    """Hold OUTDIR/.hwcheck.lock: two batches writing one OUTDIR would undo each other's work."""
+    """Hold the lock in OUTDIR's state folder: two batches writing one OUTDIR would undo each other's work."""
     import fcntl
-    fd = os.open(os.path.join(outdir, ".hwcheck.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    state = owned.state_dir(outdir)
+    os.makedirs(state, exist_ok=True)
+    fd = os.open(os.path.join(state, "lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -2,14 +2,15 @@
 
 What it is for:
 - `is_own_output(outdir, path)`: whether an entry of the folder being graded
-  is something hwcheck wrote into OUTDIR (OUTDIR itself, its `gradescope/`
-  folder, a scorecard, a raw report, grades.csv, answers.csv, manual.csv,
-  the lock), or a folder hwcheck wrote earlier (an older OUTDIR, recognised
-  by its lock; a `gradescope/` folder of results.json files), so that `-o` equal to (or inside) the submissions folder never
-  grades hwcheck's own outputs as a student.
+  is hwcheck's own (`checker.owned.is_ours`: OUTDIR, its state folder, a file
+  or folder hwcheck recorded writing there, an older output folder), so that
+  `-o` equal to (or inside) the submissions folder never grades hwcheck's own
+  outputs as a student, nor takes a student's file for hwcheck's.
 - `Gradebook`: the batch's view of OUTDIR's scorecards, read once and then
   one at a time as each lands (`update(sid)`), so that `write()` can rewrite
-  grades.csv (and answers.csv) atomically after every scorecard: a batch
+  grades.csv (and answers.csv) atomically after every scorecard (as
+  hwcheck's own files, `checker.owned`: only scorecards hwcheck wrote are
+  read, and a student's `grades.csv` is set aside or left beside it): a batch
   killed with SIGKILL leaves a gradebook as current as its scorecards.
   `write(final=True)` also rewrites each submission's Gradescope
   results.json with the grades of manual.csv merged in. The TA's manual.csv
@@ -17,7 +18,10 @@ What it is for:
   merged into every row; its problems are kept in `problems`. Who each
   submission is (grades.csv's `student`, `student_id`), the identical-code
   groups and the roster's verdicts come from OUTDIR/.students.json
-  (`checker.lms.prepare`), read once per Gradebook.
+  (`checker.lms.prepare`), read once per Gradebook. Grades typed into
+  grades.csv are found by its record: the file hwcheck wrote there, changed
+  since. Files of OUTDIR that were not hwcheck's and sat where it writes
+  (moved into its state folder's set-aside/) are named in `problems`.
 - `load_note(card)`: the grades.csv note of a submission whose load skipped
   something (a sys.exit, a training loop, a statement that does not parse,
   a statement stopped by the time limit).
@@ -27,70 +31,22 @@ What it is not: grading, or the batch's processes (`checker.batch`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 
-from .atomic import read_json, write_json_atomic, write_text_atomic
-from .gradebook import write_answers, write_gradebook
+from . import owned
+from .gradebook import answers_text, gradebook_text
 from .gradescope import make_results
 from .manual import MANUAL_CSV, apply_manual, describe, ensure_rows, manual_path, read_manual, typed_into_gradebook
 
 __all__ = ["OWN_FILES", "is_own_output", "load_note", "Gradebook"]
 
-WRITTEN = ".grades.csv.sha256"  # the sha256 of the grades.csv hwcheck wrote last: a different one was edited
-OWN_FILES = ("grades.csv", "answers.csv", MANUAL_CSV, ".hwcheck.lock", WRITTEN, ".students.json", "canvas.csv",
-             "moodle.csv")
+OWN_FILES = ("grades.csv", "answers.csv", MANUAL_CSV, ".students.json", "canvas.csv", "moodle.csv")
 STALE_NOTE = "not in the folder graded last: an older scorecard"
 
 
-def _inside(path, root):
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def _is_scorecard(path):
-    if not path.endswith(".json") or not os.path.isfile(path):
-        return False
-    if path.endswith(".raw.json"):
-        return True
-    try:
-        with open(path, encoding="utf-8") as f:
-            card = json.load(f)
-    except (OSError, ValueError):
-        return False
-    return isinstance(card, dict) and "schema_version" in card and isinstance(card.get("submission"), dict)
-
-
-def _looks_like_output(path):
-    """A folder hwcheck wrote: an older OUTDIR (its lock or gradebook beside scorecards), or a gradescope/
-    folder (every entry a folder holding only results.json)."""
-    try:
-        names = os.listdir(path)
-    except OSError:
-        return False
-    if ".hwcheck.lock" in names or WRITTEN in names:
-        return True
-    if os.path.basename(os.path.normpath(path)) == "gradescope" and names:
-        try:
-            return all(os.listdir(os.path.join(path, n)) == ["results.json"] for n in names)
-        except OSError:
-            return False
-    return False
-
-
 def is_own_output(outdir, path):
-    """True when `path` is OUTDIR, lies inside OUTDIR's gradescope/ folder, is a file hwcheck writes there,
-    or is a folder hwcheck wrote (an older OUTDIR, a gradescope/ folder of results.json files)."""
-    out = os.path.realpath(outdir)
-    real = os.path.realpath(path)
-    if real == out or _inside(real, os.path.join(out, "gradescope")):
-        return True
-    if os.path.isdir(real):
-        return _looks_like_output(real)
-    if os.path.dirname(real) != out:
-        return False
-    name = os.path.basename(real)
-    return name in OWN_FILES or _is_scorecard(real)
+    """True when `path` is hwcheck's own in OUTDIR (`checker.owned.is_ours`), never a student's file."""
+    return owned.is_ours(outdir, path)
 
 
 def load_note(card):
@@ -127,6 +83,11 @@ class Gradebook:
         self.gradebook = self.answers = None
         self.manual = manual_path(outdir)
         self.added = 0
+        self.set_aside = set(owned.set_aside(outdir))
+        try:  # made here, before processes write results.json side by side (one of them must not take the
+            owned.ensure_folder(outdir, "gradescope")  # other's half-made folder for a student's)
+        except OSError:
+            pass
         from .lms import read_students
         known = read_students(outdir)
         self.people = known.get("students") if isinstance(known.get("students"), dict) else {}
@@ -138,17 +99,8 @@ class Gradebook:
 
     def _typed(self):
         """Grades typed into grades.csv by hand since hwcheck wrote it (they would be overwritten)."""
-        try:
-            with open(os.path.join(self.outdir, "grades.csv"), "rb") as f:
-                raw = f.read()
-        except OSError:
-            return []
-        try:
-            with open(os.path.join(self.outdir, WRITTEN), encoding="ascii") as f:
-                written = f.read().strip()
-        except OSError:
-            written = None  # by an older hwcheck, which wrote a pending cell empty too
-        if hashlib.sha256(raw).hexdigest() == written:
+        raw = owned.changed_bytes(self.outdir, "grades.csv")  # the file hwcheck wrote, changed since; else None
+        if raw is None:
             return []
         entries, _ = read_manual(self.manual, self.spec)
         rows = typed_into_gradebook(raw.decode("utf-8-sig", "replace"), self.spec, entries)
@@ -160,15 +112,19 @@ class Gradebook:
     def ensure_manual(self):
         """Create manual.csv or append the rows of new submissions; a file that cannot be written is a problem."""
         try:
-            self.added = ensure_rows(self.manual, self.ids | set(self.cards), self.spec, self._typed())
+            typed = self._typed()
+            self.manual = owned.place_kept(self.outdir, MANUAL_CSV, record=True) or self.manual
+            self.added = ensure_rows(self.manual, self.ids | set(self.cards), self.spec, typed)
         except OSError as e:
             self.problems.append(f"{MANUAL_CSV} could not be written ({e.strerror or e}): grades typed there "
                                  f"are still read")
 
-    def update(self, sid, path):
-        """Read the scorecard that just landed (a missing or broken one is left as it was)."""
-        card = read_json(path)
-        if isinstance(card, dict) and isinstance(card.get("submission"), dict):
+    def update(self, sid, path=None):
+        """Read the scorecard of `sid` that just landed, as hwcheck wrote it (a missing or broken one, or one
+        hwcheck did not write, is left as it was); `path` is not read (kept for callers)."""
+        from .outfolder import read_scorecard
+        card = read_scorecard(self.outdir, sid)
+        if card is not None:
             self.cards[sid] = card
 
     def merged(self):
@@ -188,19 +144,37 @@ class Gradebook:
 
     def write(self, final=False):
         cards, notes = self.merged()
-        self.gradebook = write_gradebook(os.path.join(self.outdir, "grades.csv"), cards, self.spec, notes,
-                                         self.people)
-        with open(self.gradebook, "rb") as f:
-            write_text_atomic(os.path.join(self.outdir, WRITTEN), hashlib.sha256(f.read()).hexdigest() + "\n",
-                              encoding="ascii")
-        self.answers = write_answers(os.path.join(self.outdir, "answers.csv"), cards, self.spec)
+        self.gradebook = owned.write_text(self.outdir, "grades.csv",
+                                          gradebook_text(cards, self.spec, notes, self.people),
+                                          kind="gradebook", encoding="utf-8-sig")
+        self.answers = None
+        if any(q.get("manual") for q in self.spec.get("questions") or []):
+            self.answers = owned.write_text(self.outdir, "answers.csv", answers_text(cards, self.spec),
+                                            kind="answers", encoding="utf-8-sig")
         if final:
             for card in cards:
                 self._write_results(card)
+            self._tell_set_aside()
         return self.gradebook
+
+    def _tell_set_aside(self):
+        """A problem line for each file of OUTDIR that sat where hwcheck writes and was not hwcheck's."""
+        for name in owned.set_aside(self.outdir):
+            if name not in self.set_aside:
+                self.set_aside.add(name)
+                shown = name.replace("%", "/")
+                self.problems.append(f"{shown} in {self.outdir} was not written by hwcheck (a student's file, or "
+                                     f"an older hwcheck's, or edited since) and sat where hwcheck writes its own: "
+                                     f"moved to {os.path.join(owned.state_dir(self.outdir), 'set-aside', name)}")
+        for name, path in owned.alternates(self.outdir):
+            if name not in self.set_aside:
+                self.set_aside.add(name)
+                self.problems.append(f"{name} in {self.outdir} is a folder or link that is not hwcheck's: hwcheck's "
+                                     f"{name} is {path}")
 
     def _write_results(self, card):
         """results.json from the merged card (a crashed card keeps its failure file)."""
+        from .outfolder import read_results, write_results
         sid = str(card["submission"].get("id"))
         if (card.get("grader") or {}).get("internal_error") or sid not in self.ids:
             return
@@ -208,6 +182,5 @@ class Gradebook:
         said = describe(card)
         if said:
             results["output"] += f"\nGraded by a person: {said}"
-        path = os.path.join(self.outdir, "gradescope", sid, "results.json")
-        if read_json(path) != results:
-            write_json_atomic(path, results)
+        if read_results(self.outdir, sid) != results:
+            write_results(self.outdir, sid, results)

@@ -15,7 +15,11 @@ matrix, a SLURM array: each job grades one slice into its own OUTDIR) and
   reports into `dest` (atomically, the scorecard last) and writes grades.csv,
   answers.csv and manual.csv there as a batch would; it refuses folders of
   mixed assignments, seeds, modes, grading tests or hwcheck versions, and a
-  submission graded in two of them.
+  submission graded in two of them. It reads of each folder only what
+  hwcheck recorded writing there (`checker.owned`: a shard graded under
+  another account or machine needs the same key, `HWCHECK_KEY`), and a
+  scorecard whose id is no plain file name (`../x`) is left out with a note:
+  nothing is written outside `dest`.
 
 What it is not: grading (`checker.batch`), or a scheduler (`checker.cluster`
 uses Dask for that).
@@ -23,10 +27,8 @@ uses Dask for that).
 
 import hashlib
 import os
-import shutil
 
-from checker.atomic import read_json
-from checker import __version__
+from checker import __version__, owned
 from checker.errors import HwcheckError
 
 __all__ = ["SHARD_FILE", "parse_shard", "shard_entries", "check_shard_seed", "write_shard_info", "merge",
@@ -64,11 +66,10 @@ def check_shard_seed(public, seed):
 
 def write_shard_info(outdir, index, count, all_entries, batch):
     """OUTDIR/shard.json: this slice, the folder it was cut from, and how it was graded."""
-    from checker.atomic import write_json_atomic
-    write_json_atomic(os.path.join(outdir, SHARD_FILE), {
+    owned.write_json(outdir, SHARD_FILE, {
         "hwcheck_shard": 1, "index": index, "count": count, "folder": _folder_key(all_entries),
         "submissions": len(all_entries), "assignment": batch.assignment, "seed": batch.seed,
-        "version": __version__})
+        "version": __version__}, kind="shard")
 
 
 class MergeResult:
@@ -89,7 +90,6 @@ def _grading_of(card):
 def merge(sources, dest):
     """Merge the output folders `sources` into `dest`; return a MergeResult. Raises HwcheckError on a mix."""
     from checker import outfolder
-    from checker.atomic import write_json_atomic
     from checker.outputs import Gradebook
     from checker.spec import load_spec
 
@@ -99,6 +99,7 @@ def merge(sources, dest):
     found = {}  # id -> (source, card)
     assignment, grading, first = None, None, None
     infos = []
+    skipped = []
     for src in sources:
         if not os.path.isdir(src):
             raise HwcheckError(f"{src} is not a folder")
@@ -106,11 +107,19 @@ def merge(sources, dest):
             raise HwcheckError(f"{src} is the output folder itself: merge into a new folder")
         cards = list(outfolder.scorecards_in(src))
         if not cards:
-            raise HwcheckError(f"{src} holds no scorecards (is it an output folder of `hwcheck grade`?)")
-        info = read_json(os.path.join(src, SHARD_FILE))
+            raise HwcheckError(f"{src} holds no scorecards that hwcheck wrote (is it an output folder of `hwcheck "
+                               f"grade`, graded under this account? Shards graded elsewhere need the same "
+                               f"HWCHECK_KEY in every job and here)")
+        info = owned.read_json(src, SHARD_FILE, "shard")
         if isinstance(info, dict) and info.get("hwcheck_shard") == 1:
             infos.append((src, info))
         for card in cards:
+            try:
+                outfolder.scorecard_name(card["submission"].get("id"))
+            except ValueError:
+                skipped.append(f"{src}: a scorecard of id {str(card['submission'].get('id'))!r}, which is no plain "
+                               f"file name, was left out")
+                continue
             if assignment is None:
                 assignment, first = card["assignment"], src
             if card["assignment"] != assignment:
@@ -148,15 +157,16 @@ def merge(sources, dest):
                 raise HwcheckError(f"{dest} already holds {sid}, graded otherwise ({_grading_of(card)}): "
                                    f"merge into a new folder")
         result = MergeResult(dest, assignment)
+        result.notes += skipped
         for sid, (src, card) in sorted(found.items()):
-            raw = outfolder.raw_path(src, sid)
-            if os.path.isfile(raw):
-                shutil.copyfile(raw, outfolder.raw_path(dest, sid) + ".part")
-                os.replace(outfolder.raw_path(dest, sid) + ".part", outfolder.raw_path(dest, sid))
-            results = read_json(outfolder.results_path(src, sid))
+            raw = owned.read_bytes(src, outfolder.raw_name(sid), "raw")
+            if raw is not None:
+                owned.write_text(dest, outfolder.raw_name(sid), raw.decode("utf-8", "surrogateescape"), kind="raw",
+                                 sid=sid, encoding="utf-8")
+            results = outfolder.read_results(src, sid)
             if isinstance(results, dict):
-                write_json_atomic(outfolder.results_path(dest, sid), results)
-            write_json_atomic(outfolder.scorecard_path(dest, sid), card)  # last: it marks the submission done
+                outfolder.write_results(dest, sid, results)
+            owned.write_json(dest, outfolder.scorecard_name(sid), card, kind="scorecard", sid=sid)  # last: done
             result.cards += 1
         if infos:
             count = infos[0][1].get("count")

@@ -383,9 +383,12 @@ def test_one_batch_at_a_time_per_outdir(subs, tmp_path):
 
 
 def test_is_current_checks_hash_version_mode_and_status(j1, subs, tmp_path):
+    from checker import owned
     out, _ = j1
-    shutil.copy(os.path.join(out, "alice.json"), tmp_path / "alice.json")
     alice = os.path.join(str(subs), "alice.py")
+    shutil.copy(os.path.join(out, "alice.json"), tmp_path / "alice.json")  # a copy hwcheck did not write there
+    assert not batch.is_current(str(tmp_path), "alice", alice, "attention", "hidden")
+    owned.write_json(str(tmp_path), "alice.json", _card(out, "alice"), kind="scorecard", sid="alice")
     assert batch.is_current(str(tmp_path), "alice", alice, "attention", "hidden")
     assert not batch.is_current(str(tmp_path), "alice", alice, "attention", "public")
     assert not batch.is_current(str(tmp_path), "alice", alice, "vit", "hidden")
@@ -395,9 +398,12 @@ def test_is_current_checks_hash_version_mode_and_status(j1, subs, tmp_path):
     for key, value in (("version", "0.0.0"), ("spec_sha256", "0" * 64), ("internal_error", "x")):
         changed = json.loads(json.dumps(card))
         changed["grader"][key] = value
-        (tmp_path / "alice.json").write_text(json.dumps(changed))
+        owned.write_json(str(tmp_path), "alice.json", changed, kind="scorecard", sid="alice")
         assert not batch.is_current(str(tmp_path), "alice", alice, "attention", "hidden"), key
-    (tmp_path / "alice.json").write_text(json.dumps(card)[:-20])  # cut short
+    owned.write_text(str(tmp_path), "alice.json", json.dumps(card)[:-20], kind="scorecard", sid="alice")  # cut short
+    assert not batch.is_current(str(tmp_path), "alice", alice, "attention", "hidden")
+    owned.write_json(str(tmp_path), "alice.json", card, kind="scorecard", sid="alice")
+    (tmp_path / "alice.json").write_text(json.dumps(card, indent=1))  # the same card, but not the bytes written
     assert not batch.is_current(str(tmp_path), "alice", alice, "attention", "hidden")
 
 
@@ -539,11 +545,12 @@ def test_long_file_names_get_short_distinct_ids_and_the_batch_goes_on(tmp_path):
 
 def test_an_outdir_holding_another_assignment_is_refused(j1, subs, tmp_path):
     out, _ = j1
-    shutil.copy(os.path.join(out, "alice.json"), tmp_path / "alice.json")
-    before = (tmp_path / "alice.json").read_bytes()
-    r = CliRunner().invoke(main, ["grade", str(subs), "-a", "charlm", "-o", str(tmp_path)])
+    shutil.copytree(out, tmp_path / "out")  # hwcheck's own scorecards (its records travel with the folder)
+    os.unlink(tmp_path / "out" / "grades.csv")
+    before = (tmp_path / "out" / "alice.json").read_bytes()
+    r = CliRunner().invoke(main, ["grade", str(subs), "-a", "charlm", "-o", str(tmp_path / "out")])
     assert r.exit_code == 2 and "already holds scorecards of attention" in r.stderr, r.output
-    assert (tmp_path / "alice.json").read_bytes() == before and not (tmp_path / "grades.csv").exists()
+    assert (tmp_path / "out" / "alice.json").read_bytes() == before and not (tmp_path / "out" / "grades.csv").exists()
 
 
 def test_scorecards_of_submissions_gone_from_the_folder_are_marked_in_the_gradebook(j1, subs, tmp_path):

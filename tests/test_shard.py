@@ -7,14 +7,13 @@ with another seed, assignment or hwcheck version, or overlapping shards, is
 refused with a sentence naming the folders; a missing shard is said, exit 1.
 """
 import csv
-import json
 import os
 import shutil
 
 import pytest
 from click.testing import CliRunner
 
-from checker import batch
+from checker import batch, outfolder, owned
 from checker.cli import main
 from checker.shard import parse_shard, shard_entries
 
@@ -95,9 +94,9 @@ def test_a_missing_shard_is_said(graded, tmp_path):
 def _altered(src, dest, change):
     shutil.copytree(src, dest)
     for c in batch.collect_scorecards(str(dest), "attention"):
-        change(c)
-        with open(batch.scorecard_path(str(dest), c["submission"]["id"]), "w") as f:
-            json.dump(c, f)
+        change(c)  # as hwcheck itself would have written it (a scorecard edited by hand is not trusted)
+        sid = c["submission"]["id"]
+        owned.write_json(str(dest), outfolder.scorecard_name(sid), c, kind="scorecard", sid=sid)
     return dest
 
 

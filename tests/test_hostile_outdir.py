@@ -1,0 +1,225 @@
+"""OUT equal to the download folder (the README allows it): students' files there are never taken for hwcheck's.
+
+Real batches through `python -m checker.cli grade DL -a attention -o DL --public`, with a correct
+submission (john, 90 of the automatic points) and a wrong one (bob, 0) beside the files a student could
+upload into the same folder: a folder named `john.json` (where john's scorecard goes), a folder
+`grades.csv`, a `notes.json` shaped like a scorecard giving john 3, a hidden `.students.json` naming the
+student's own roster, and a forged "current" scorecard `bob.json` (a genuine scorecard of a correct file,
+relabelled as bob's with bob's file hash) before the first `--resume`. hwcheck trusts only what it recorded
+writing (`checker.owned`): every student keeps their own grade and row, the batch is not stopped, and
+no student's file is lost. Then the TA's grades in manual.csv (and one typed into grades.csv) survive a
+rerun, canvas.csv is built from hwcheck's own scorecards, and `hwcheck merge` writes nothing outside `-o`.
+"""
+
+import csv
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from sandbox_helpers import GOOD, WRONG
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+pytestmark = pytest.mark.slow
+
+
+def _hwcheck(env, *args):
+    return subprocess.run([sys.executable, "-m", "checker.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env=env)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    state = tmp_path_factory.mktemp("state")  # this test's own key (checker.owned), not the machine's
+    return {**os.environ, "PYTHONPATH": ROOT, "HWCHECK_STATE_DIR": str(state)}
+
+
+@pytest.fixture(scope="module")
+def genuine(tmp_path_factory, env):
+    """A genuine scorecard of a correct file (90 points), to forge from."""
+    base = tmp_path_factory.mktemp("genuine")
+    (base / "dl").mkdir()
+    (base / "dl" / "john.py").write_text(GOOD)
+    r = _hwcheck(env, "grade", str(base / "dl"), "-a", "attention", "-o", str(base / "out"), "--public")
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(base / "out" / "john.json", encoding="utf-8") as f:
+        card = json.load(f)
+    assert card["score"] == 90
+    return card
+
+
+def _sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _forge(card, sid, **changes):
+    forged = json.loads(json.dumps(card))
+    forged["submission"]["id"] = sid
+    forged.update(changes)
+    return json.dumps(forged, indent=2)
+
+
+def _rows(path):
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        return {row["id"]: row for row in csv.DictReader(f)}
+
+
+def _gradebook(dl):
+    """grades.csv, or hwcheck's gradebook beside a student's thing of that name."""
+    found = [p for p in [os.path.join(dl, "grades.csv"), *glob.glob(os.path.join(dl, "grades.hwcheck-*.csv"))]
+             if os.path.isfile(p)]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _set_aside_bytes(dl):
+    out = []
+    for path in glob.glob(os.path.join(dl, ".hwcheck-*", "set-aside", "*")):
+        with open(path, "rb") as f:
+            out.append(f.read())
+    return out
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory, env, genuine):
+    dl = tmp_path_factory.mktemp("download")
+    (dl / "john.py").write_text(GOOD)
+    (dl / "bob.py").write_text(WRONG)
+    (dl / "john.json").mkdir()                       # where john's scorecard goes
+    (dl / "john.json" / "readme.txt").write_text("mine\n")
+    (dl / "grades.csv").mkdir()                      # where the gradebook goes
+    (dl / "grades.csv" / "x.txt").write_text("mine\n")
+    (dl / "notes.json").write_text(_forge(genuine, "john", score=3))  # shaped like a scorecard
+    (dl / "roster.csv").write_text("name,student_id,email\nMallory Forged,john,m@evil.example\n")
+    (dl / ".students.json").write_text(json.dumps({
+        "platform": None, "assignment": "attention", "students": {"john": {"student": "Mallory Forged"}},
+        "identical": {}, "roster_file": str(dl / "roster.csv"), "roster": None}))
+    forged_bob = _forge(genuine, "bob")
+    forged_bob = json.loads(forged_bob)
+    forged_bob["submission"]["sha256"] = _sha(dl / "bob.py")  # "current" for bob's file
+    forged_bob = json.dumps(forged_bob, indent=2)
+    (dl / "bob.json").write_text(forged_bob)
+    before = {"notes.json": (dl / "notes.json").read_bytes(), "roster.csv": (dl / "roster.csv").read_bytes()}
+    first = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public", "--resume")
+    return dl, first, before, forged_bob
+
+
+def test_a_students_files_neither_block_nor_replace_hwchecks_outputs(hostile):
+    dl, first, before, forged_bob = hostile
+    assert first.returncode == 0, first.stdout + first.stderr  # a folder grades.csv does not stop the batch
+    book = _rows(_gradebook(dl))
+    assert book["john"]["total"] == "90"           # not notes.json's 3, and a row though john.json is a folder
+    assert book["bob"]["total"] == "0"             # graded: the forged "current" 90 was not trusted
+    assert "john.json" in book and "grades.csv" in book  # those folders are submissions like any other
+    assert "Mallory" not in open(_gradebook(dl), encoding="utf-8-sig").read()  # the student's roster: not applied
+    assert "(up to date, not regraded)" not in first.stderr
+    # nothing of the students' is lost: left where it was, or set aside in hwcheck's state folder (and told)
+    assert (dl / "john.json" / "readme.txt").read_text() == "mine\n"
+    assert (dl / "grades.csv" / "x.txt").read_text() == "mine\n"
+    assert (dl / "notes.json").read_bytes() == before["notes.json"]
+    assert forged_bob.encode() in _set_aside_bytes(dl)
+    told = first.stdout + first.stderr
+    assert "bob.json" in told and "not written by hwcheck" in told and "grades.hwcheck-" in told
+    # john's scorecard is beside his folder john.json, and says 90
+    cards = glob.glob(os.path.join(dl, "john.hwcheck-*.json"))
+    assert len(cards) == 1 and json.load(open(cards[0], encoding="utf-8"))["score"] == 90
+
+
+def test_a_rerun_trusts_what_hwcheck_wrote_and_the_tas_grades_survive(hostile, env):
+    dl, first, _, _ = hostile
+    assert first.returncode == 0, first.stdout + first.stderr
+    manual = dl / "manual.csv"
+    typed = manual.read_bytes().decode("utf-8-sig").rstrip("\r\n") + "\r\njohn,Q3-text,7,well argued\r\n"
+    manual.write_bytes(b"\xef\xbb\xbf" + typed.encode())
+    again = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public", "--resume")
+    assert again.returncode == 0, again.stdout + again.stderr
+    resumed = [ln for ln in again.stderr.splitlines() if "(up to date, not regraded)" in ln]
+    assert len(resumed) == 4, again.stderr  # john, bob, the folders john.json and grades.csv: hwcheck's own cards
+    book = _rows(_gradebook(dl))
+    assert book["john"]["total"] == "97" and book["john"]["Q3-text"] == "7"
+    assert book["bob"]["total"] == "0"
+    assert manual.read_bytes().decode("utf-8-sig").startswith(typed)  # the TA's rows, byte for byte
+
+
+def test_grades_typed_into_grades_csv_move_to_manual_csv(tmp_path, env):
+    dl = tmp_path / "dl"
+    dl.mkdir()
+    (dl / "john.py").write_text(GOOD)
+    assert _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public").returncode == 0
+    path = dl / "grades.csv"
+    rows = list(csv.reader(open(path, newline="", encoding="utf-8-sig")))
+    col = rows[0].index("Q3-text")
+    rows[1][col] = "6"
+    with open(path, "w", newline="", encoding="utf-8-sig") as f:
+        csv.writer(f).writerows(rows)
+    r = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public", "--resume")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _rows(path)["john"]["total"] == "96"
+    assert "john,Q3-text,6,typed into grades.csv" in (dl / "manual.csv").read_text(encoding="utf-8-sig")
+
+
+def test_a_forged_gradebook_is_no_source_of_typed_grades(tmp_path, env, genuine):
+    """A student's grades.csv with a grade 'typed' for themselves is not the TA's: it is set aside, not read."""
+    dl = tmp_path / "dl"
+    dl.mkdir()
+    (dl / "bob.py").write_text(WRONG)
+    (dl / "grades.csv").write_text("id,student,student_id,total,Q1,Q2,Q3,Q3-text,max_total,status,mode,note\r\n"
+                                   "bob,,,0,0,0,0,10,100,graded,public,\r\n")
+    r = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _rows(dl / "grades.csv")["bob"]["total"] == "0"
+    assert "typed into grades.csv" not in (dl / "manual.csv").read_text(encoding="utf-8-sig")
+
+
+def test_canvas_csv_comes_from_hwchecks_own_scorecards(tmp_path, env, genuine):
+    dl = tmp_path / "dl"
+    dl.mkdir()
+    (dl / "smithjohn_1001_2001_attention.py").write_text(GOOD)
+    (dl / "jonesbob_1002_2002_attention.py").write_text(WRONG)
+    r = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public")
+    assert r.returncode == 0, r.stdout + r.stderr
+    sid = next(s for s in _rows(_gradebook(dl)) if "john" in s)
+    (dl / "zz-notes.json").write_text(_forge(genuine, sid, score=3))  # read after john's by an old hwcheck
+    r = _hwcheck(env, "export", str(dl))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = list(csv.reader(open(dl / "canvas.csv", newline="", encoding="utf-8")))
+    john = next(row for row in rows if row[1] == "1001")
+    assert john[-1] == "90"
+
+
+def test_merge_never_writes_outside_its_folder(tmp_path, env, genuine):
+    src = tmp_path / "shard"
+    (tmp_path / "dl").mkdir()
+    (tmp_path / "dl" / "john.py").write_text(GOOD)
+    assert _hwcheck(env, "grade", str(tmp_path / "dl"), "-a", "attention", "-o", str(src),
+                    "--public").returncode == 0
+    (src / "escape.json").write_text(_forge(genuine, "../merge_escape"))
+    dest = tmp_path / "merged"
+    r = _hwcheck(env, "merge", str(src), "-o", str(dest))
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    assert not (tmp_path / "merge_escape.json").exists()
+    assert not glob.glob(str(tmp_path / "merge_escape*"))
+    assert (dest / "john.json").is_file()
+    assert _rows(dest / "grades.csv").keys() == {"john"}
+
+
+def test_an_output_folder_moved_to_another_key_is_trusted_with_nothing(tmp_path, env):
+    """Records are signed with the account's key: copied elsewhere (or forged), they prove nothing; hwcheck
+    grades again and loses nothing."""
+    dl = tmp_path / "dl"
+    dl.mkdir()
+    (dl / "john.py").write_text(GOOD)
+    assert _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public").returncode == 0
+    other = {**env, "HWCHECK_STATE_DIR": str(tmp_path / "other-state")}
+    r = _hwcheck(other, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public", "--resume")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(up to date, not regraded)" not in r.stderr
+    assert _rows(dl / "grades.csv")["john"]["total"] == "90"
+    shutil.rmtree(tmp_path / "other-state")
