@@ -56,7 +56,10 @@ def kit_pyproject(full):
     """The kit's pyproject.toml text from the full package's `full` pyproject.toml text."""
     data = tomllib.loads(full)
     project, setup = data["project"], data.get("tool", {}).get("setuptools", {})
-    packages = [p for p in setup.get("packages", []) if p.split(".")[0] not in _LEFT_OUT_PACKAGES]
+    listed = setup.get("packages", [])  # a list, or found: `[tool.setuptools.packages.find] include = [...]`
+    if isinstance(listed, dict) or "packages" not in setup:
+        listed = (listed if isinstance(listed, dict) else {}).get("find", {}).get("include", [])
+    packages = [p for p in listed if p.split(".")[0] not in _LEFT_OUT_PACKAGES]
     lines = ["[build-system]", f"requires = {_toml([BUILD_REQUIRES])}", 'build-backend = "setuptools.build_meta"',
              "", "[project]", f"name = {_toml(project['name'])}", f"version = {_toml(project['version'])}",
              f"description = {_toml('Self-check of the transformer homework on its public tests (student kit)')}",
