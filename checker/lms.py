@@ -480,11 +480,8 @@ def _apart_from_older(outdir, entries, people, not_graded):
     """The entries whose output files are no older scorecard's of another id that is one name with theirs
     (OUTDIR/jdoe.json beside a new `JDOE`: one file on a case-insensitive disk, one name to a TA); the others
     are refused into `not_graded`."""
-    try:
-        older = {n[:-5] for n in os.listdir(outdir)
-                 if n.endswith(".json") and not n.endswith(".raw.json") and not n.startswith(".")}
-    except OSError:
-        return entries, people
+    from .outfolder import scorecard_ids
+    older = set(scorecard_ids(outdir))  # hwcheck's own scorecards: a student's JOHN.json is none (checker.owned)
     by_key = {}
     for sid in older:
         by_key.setdefault(key(sid), []).append(sid)

@@ -223,3 +223,15 @@ def test_an_output_folder_moved_to_another_key_is_trusted_with_nothing(tmp_path,
     assert "(up to date, not regraded)" not in r.stderr
     assert _rows(dl / "grades.csv")["john"]["total"] == "90"
     shutil.rmtree(tmp_path / "other-state")
+
+
+def test_a_students_look_alike_json_file_is_no_older_scorecard(tmp_path, env, genuine):
+    """A file `JOHN.json` uploaded beside john.py is not a scorecard hwcheck wrote: john is graded (the check
+    for ids that are one name with an older scorecard's reads only hwcheck's own scorecards)."""
+    dl = tmp_path / "dl"
+    dl.mkdir()
+    (dl / "john.py").write_text(GOOD)
+    (dl / "JOHN.json").write_text(_forge(genuine, "JOHN"))
+    r = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _rows(dl / "grades.csv")["john"]["total"] == "90"
