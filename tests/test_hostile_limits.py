@@ -82,6 +82,43 @@ ATTACK = textwrap.dedent('''\
             return _report(done, e)
         return _report(done, None)
 
+    def moving(total_mb, file_mb=16, seconds=60):
+        """Files written (through a descriptor of their folder) in a folder renamed again and again by a
+        thread, so that a walk listing it may find it gone by the time it looks inside."""
+        os.mkdir("a")
+        dfd = os.open("a", os.O_RDONLY | os.O_DIRECTORY)
+        stop = threading.Event()
+
+        def dance():
+            i = 0
+            while not stop.is_set():
+                try:
+                    os.rename("ab"[i % 2], "ab"[(i + 1) % 2])
+                except OSError:
+                    pass
+                i += 1
+
+        t = threading.Thread(target=dance, daemon=True)
+        t.start()
+        end, chunk, done = time.time() + seconds, b"m" * (1 << 20), 0
+        try:
+            for i in range(total_mb // file_mb):
+                fd = os.open(f"f{i}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600, dir_fd=dfd)
+                try:
+                    for _ in range(file_mb):
+                        os.write(fd, chunk)
+                        done += 1
+                finally:
+                    os.close(fd)
+                if time.time() > end:
+                    break
+        except OSError as e:
+            return _report(done, e)
+        finally:
+            stop.set()
+            t.join()
+        return _report(done, None)
+
     def many(n, seconds=60):
         """Make `n` empty files, 1000 to a folder."""
         end, done = time.time() + seconds, 0
@@ -184,8 +221,8 @@ def _gone(workdir):
 @pytest.mark.walls
 @pytest.mark.parametrize("attack", [("fill", 2048, 64, "write"), ("fill", 2048, 256, "fallocate"),
                                     ("hide", 1024, 128, False), ("hide", 1024, 128, True),
-                                    ("many", 200_000)], ids=["write", "fallocate", "unlinked-open",
-                                                             "unlinked-mapped", "files"])
+                                    ("moving", 2048), ("many", 200_000)],
+                         ids=["write", "fallocate", "unlinked-open", "unlinked-mapped", "moving", "files"])
 def test_a_worker_writes_no_more_than_its_disk_bound(zyg, tmp_path, attack):
     """2 GiB (or 200,000 files) attempted: refused at the bound (ENOSPC in the student's traceback) with
     namespaces; without them the worker is killed within one look of the watcher. Honest writing works."""

@@ -16,9 +16,11 @@ named in `grader.isolation`:
   and kills the body and all it started when either bound is passed. The
   body cannot hide a tree by moving it between folders (Landlock, without
   REFER there), cannot reserve blocks without writing them (`deny_fallocate`:
-  fallocate fails with EOPNOTSUPP, and glibc's posix_fallocate then writes),
-  and a tree that keeps vanishing while counted (a folder renamed again and
-  again) ends the body after `UNSETTLED_PASSES` passes in a row. So the
+  fallocate fails with EOPNOTSUPP, and glibc's posix_fallocate then writes);
+  an entry that vanishes while counted makes its folder be listed again and
+  any new name in it counted, and a tree that keeps moving (a folder renamed
+  again and again within its parent) ends the body after `UNSETTLED_PASSES`
+  looks in a row. So the
   overshoot is what the body writes in one interval: at most INTERVAL_S
   times the rate it can fill the page cache (each file at most
   RLIMIT_FSIZE). Named `disk-watch-<N>MiB-<M>files(every <T>s)`.
@@ -40,7 +42,8 @@ __all__ = ["DISK_MB", "DISK_FILES", "INTERVAL_S", "UNSETTLED_PASSES", "Watch", "
 DISK_MB = 256  # beyond the submission's own copy
 DISK_FILES = 4096
 INTERVAL_S = 0.05
-UNSETTLED_PASSES = 20
+UNSETTLED_PASSES = 3
+RELISTS = 3
 
 
 def tmpfs_name():
@@ -68,42 +71,61 @@ class Watch:
         self.unsettled = 0
 
     def _tree(self):
-        """(bytes allocated, entries, vanished): a walk of the dir that never follows a link."""
-        used = files = vanished = 0
-        stack = [self.workdir]
+        """(bytes allocated, entries, moved): a walk of the dir that never follows a link.
+
+        An entry that vanishes between being listed and being looked at makes its folder be listed
+        again (up to RELISTS times a walk): a name it did not hold before is walked too, and the walk
+        counts as `moved` (a rename, not a removal), as it does when the folder itself keeps vanishing."""
+        used = files = 0
+        moved = False
+        seen, relists = {}, {}
+        stack = [("walk", self.workdir, None)]
         while stack:
-            d = stack.pop()
+            job, d, parent = stack.pop()
+            if job == "relist":
+                relists[d] = relists.get(d, 0) + 1
+                if relists[d] > RELISTS:
+                    moved = True
+                    continue
             try:
-                it = os.scandir(d)
+                with os.scandir(d) as it:
+                    entries = list(it)
             except FileNotFoundError:
                 if d == self.workdir:
                     raise
-                vanished += 1
+                if parent is not None:
+                    stack.append(("relist", parent, None))
+                else:
+                    moved = True
                 continue
-            with it:
-                for e in it:
-                    files += 1
-                    try:
-                        st = e.stat(follow_symlinks=False)
-                    except FileNotFoundError:
-                        vanished += 1
-                        continue
-                    used += st.st_blocks * 512
-                    if stat.S_ISDIR(st.st_mode):
-                        stack.append(e.path)
+            names = seen.setdefault(d, set())
+            new = [e for e in entries if e.name not in names]
+            if job == "relist" and new:
+                moved = True
+            for e in new:
+                names.add(e.name)
+                files += 1
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    stack.append(("relist", d, None))
+                    continue
+                used += st.st_blocks * 512
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append(("walk", e.path, d))
             if files > getattr(self, "max_files", files) or used > getattr(self, "max_bytes", used):
                 break
-        return used, files, vanished
+        return used, files, moved
 
     def over(self, pid):
         """Why the body must stop (text), or None. Anything unmeasurable stops it too."""
         try:
-            used, files, vanished = self._tree()
+            used, files, moved = self._tree()
             pids = _descendants(os.getpid())
             used += self._hidden(pids)
         except OSError as e:
             return f"its files could not be counted ({e.strerror or e})"
-        self.unsettled = self.unsettled + 1 if vanished else 0
+        self.unsettled = self.unsettled + 1 if moved else 0
         if files > self.max_files:
             return f"more than {self.max_files} files and folders"
         if used > self.max_bytes:
