@@ -120,7 +120,13 @@ def build_kit(outdir, record, package=None):
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", RECORDED)
     shutil.copytree(os.path.join(ROOT, "checker"), os.path.join(outdir, "checker"), ignore=ignore,
                     dirs_exist_ok=True)
-    shutil.copytree(ASSIGNMENTS_DIR, os.path.join(outdir, "assignments"), ignore=ignore)
+    # an assignment's own reference.py and example submissions never go into the kit (issue 29)
+    folder_ignore = shutil.ignore_patterns("__pycache__", "*.pyc", RECORDED, "reference.py", "examples")
+    shutil.copytree(ASSIGNMENTS_DIR, os.path.join(outdir, "assignments"), ignore=folder_ignore)
+    from checker.spec import assignment_dirs, is_builtin
+    for aid, folder in assignment_dirs().items():  # a course's own (HWCHECK_ASSIGNMENTS, entry points)
+        if not is_builtin(aid):
+            shutil.copytree(folder, os.path.join(outdir, "assignments", aid), ignore=folder_ignore)
     for aid in assignment_ids():
         spec = load_spec(aid)
         hidden = {t for q in spec["questions"] for t in q.get("hidden_tests", [])}
