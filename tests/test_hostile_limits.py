@@ -19,7 +19,6 @@ from shutil import which as shutil_which
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pytest
