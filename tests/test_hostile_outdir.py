@@ -235,3 +235,15 @@ def test_a_students_look_alike_json_file_is_no_older_scorecard(tmp_path, env, ge
     r = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public")
     assert r.returncode == 0, r.stdout + r.stderr
     assert _rows(dl / "grades.csv")["john"]["total"] == "90"
+
+
+def test_the_class_report_keeps_a_students_report_html(tmp_path, env):
+    dl = tmp_path / "dl"
+    dl.mkdir()
+    (dl / "john.py").write_text(GOOD)
+    (dl / "report.html").write_text("<p>my own report</p>\n")
+    assert _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public").returncode == 0
+    r = _hwcheck(env, "report", str(dl))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert b"<p>my own report</p>\n" in _set_aside_bytes(dl) + [(dl / "report.html").read_bytes()]
+    assert "john" in (dl / "report.html").read_text(encoding="utf-8")

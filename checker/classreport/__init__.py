@@ -112,8 +112,10 @@ def build_page(outdir, *, submissions_dir=None, top=50, progress=False):
 
 def write_report(outdir, output=None, *, submissions_dir=None, top=50, progress=False):
     """Write the report of OUTDIR to `output` (default OUTDIR/report.html) atomically; returns (path, data)."""
+    from checker import owned
     from checker.atomic import write_text_atomic
-    output = output or os.path.join(outdir, "report.html")
     page, data = build_page(outdir, submissions_dir=submissions_dir, top=top, progress=progress)
+    if output is None:  # hwcheck's own file in OUTDIR: beside a student's report.html, never over it (checker.owned)
+        return owned.write_text(outdir, "report.html", page, kind="report"), data
     write_text_atomic(output, page)
     return output, data
