@@ -36,6 +36,8 @@ import os
 import platform
 import stat
 
+from checker.worker import namespaces
+
 __all__ = ["DISK_MB", "DISK_FILES", "INTERVAL_S", "UNSETTLED_PASSES", "Watch", "deny_fallocate", "tmpfs_name",
            "watch_name"]
 
@@ -187,23 +189,10 @@ def _descendants(pid):
     """Every process below `pid` (a child subreaper: the body's orphans stay below it)."""
     out, stack = [], [pid]
     while stack:
-        p = stack.pop()
-        for tid in _listdir(f"/proc/{p}/task"):
-            try:
-                with open(f"/proc/{p}/task/{tid}/children") as f:
-                    kids = [int(k) for k in f.read().split()]
-            except (OSError, ValueError):
-                continue
-            out += kids
-            stack += kids
+        kids = namespaces.children(stack.pop())
+        out += kids
+        stack += kids
     return out
-
-
-def _listdir(p):
-    try:
-        return os.listdir(p)
-    except OSError:
-        return []
 
 
 # fallocate's number per machine

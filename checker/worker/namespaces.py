@@ -40,7 +40,7 @@ import os
 import platform
 import signal
 
-__all__ = ["NamespaceError", "unshare_all", "fork_init", "build_root", "drop_privileges", "NOBODY"]
+__all__ = ["NamespaceError", "unshare_all", "fork_init", "build_root", "drop_privileges", "children", "NOBODY"]
 
 NOBODY = 65534
 
@@ -188,16 +188,35 @@ def _watch(pid, watch, interval):
             time.sleep(interval)
 
 
+def children(pid):
+    """The pids of `pid`'s children: /proc/<pid>/task/<tid>/children, or a look at every process's parent
+    where the kernel has no such file (CONFIG_PROC_CHILDREN off)."""
+    tasks = _listdir(f"/proc/{pid}/task")
+    if tasks and os.path.exists(f"/proc/{pid}/task/{tasks[0]}/children"):
+        out = []
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    out += [int(k) for k in f.read().split()]
+            except (OSError, ValueError):
+                pass
+        return out
+    out = []
+    for p in _listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(p))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
 def _kill_below():
     """Kill and reap every process below this one (a subreaper: the orphans of its child are its own)."""
     for _ in range(100):
-        kids = []
-        for tid in _listdir("/proc/self/task"):
-            try:
-                with open(f"/proc/self/task/{tid}/children") as f:
-                    kids += [int(k) for k in f.read().split()]
-            except (OSError, ValueError):
-                pass
+        kids = children(os.getpid())
         if not kids:
             try:
                 while os.waitpid(-1, os.WNOHANG)[0]:
