@@ -1,4 +1,4 @@
-"""Benchmark of batch grading: `python bench/bench.py [-n 10] [--assignments attention vit charlm]`.
+"""Benchmark of batch grading: `python bench/bench.py [-n 10] [--assignments attention vit charlm]` (default: every assignment found).
 
 What it is for: measuring, in one run on one machine, what issue 6 asks:
 submissions per minute per assignment at -j 1 and -j 2; the per-submission
@@ -33,22 +33,22 @@ from checker.plugin import HwcheckPlugin  # noqa: E402
 from checker.worker.probes import Probes  # noqa: E402
 from checker.runner import PYTEST_ARGS  # noqa: E402
 from checker.sandbox import SubmissionHandle  # noqa: E402
-from checker.spec import load_spec, tests_path  # noqa: E402
+from checker.spec import assignment_ids, example_dirs, load_spec, reference_file, tests_path  # noqa: E402
 from checker import wire  # noqa: E402
 
 
 def make_batch(aid, n, dest):
     """n copies of the reference, every example submission, one slow submission."""
     os.makedirs(dest)
-    ref = os.path.join(ROOT, "reference", f"{aid}.py")
+    ref = reference_file(load_spec(aid))
     for i in range(n):
         shutil.copy(ref, os.path.join(dest, f"ref_{i:02d}.py"))
-    examples = os.path.join(ROOT, "submissions", aid)
-    for e in sorted(os.listdir(examples)) if os.path.isdir(examples) else []:
-        src = os.path.join(examples, e)
-        if e == "expected.json" or e.startswith((".", "__")):
-            continue
-        (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(dest, "ex_" + e))
+    for examples in example_dirs(aid):  # the assignment folder's examples/, hwcheck's submissions/<id>/
+        for e in sorted(os.listdir(examples)):
+            src = os.path.join(examples, e)
+            if e == "expected.json" or e.startswith((".", "__")) or os.path.exists(os.path.join(dest, "ex_" + e)):
+                continue
+            (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(dest, "ex_" + e))
     with open(ref) as f:
         src = f.read()
     with open(os.path.join(dest, "slow.py"), "w") as f:
@@ -154,7 +154,7 @@ def per_submission(refs, aid, jobs, out):
 def fixed_cost(aid, k=8):
     """Worker start, load, pytest session with collection, scorecard: a grade with every test deselected."""
     from checker.runner import Grader
-    ref = os.path.join(ROOT, "reference", f"{aid}.py")
+    ref = reference_file(load_spec(aid))
     with Grader(mode="hidden", seed=1, pytest_args=["-k", "not test_"]) as g:
         g.grade(ref, aid)
         t0 = time.perf_counter()
@@ -166,7 +166,8 @@ def fixed_cost(aid, k=8):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-n", type=int, default=16, help="reference copies per assignment")
-    ap.add_argument("--assignments", nargs="+", default=["attention", "vit", "charlm"])
+    ap.add_argument("--assignments", nargs="+", default=assignment_ids(),
+                    help="default: every assignment hwcheck finds")
     ap.add_argument("--naive", type=int, default=6, help="submissions graded the naive way (0: skip)")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="hwcheck-bench-")
@@ -211,7 +212,8 @@ def main():
                 r["naive_over_ours"] = round(naive_s / ours, 2)
             results["assignments"][aid] = r
             print(aid, json.dumps(r), flush=True)
-        correct = os.path.join(ROOT, "submissions", "attention", "correct.py")
+        correct = next(os.path.join(d, "correct.py") for d in example_dirs("attention")
+                       if os.path.isfile(os.path.join(d, "correct.py")))
         t_torch = median_time([sys.executable, "-c", "import torch"], k=5)
         t_check = median_time([sys.executable, "-m", "checker.cli", "check", correct, "-a", "attention"], k=5)
         results["check_vs_import_torch"] = {"import_torch_s": round(t_torch, 2), "check_s": round(t_check, 2),
