@@ -153,3 +153,8 @@ def test_report_names_the_submissions_it_could_not_read_escaped(graded):
     assert status == 0, data.decode(errors="replace")
     assert_nothing_raw(data, "report", progress=True)
     assert b"were not found" in data and b"\\x1b]52;c;cHduZWQ=\\x07" in data
+    # the page too: outside its JSON numbers, no id shows a raw control or bidi character
+    page = (out / "report.html").read_text(encoding="utf-8")
+    shown = re.sub(r'<script type="application/json".*?</script>', "", page, flags=re.DOTALL)
+    assert "\\u202eevil" in shown
+    assert_nothing_raw(shown.encode("utf-8", "surrogateescape"), "report.html")

@@ -5,7 +5,7 @@ What it is for: `render(data, plots, pairs_html, feedback)` puts together the pa
 header, by a few lines of inline script), the common mistakes, the submissions to open by hand, the
 similarity ranking with the top pairs side by side, and one feedback page per student (each starts
 a printed page). The numbers also go into `<script type="application/json" id="hwcheck-data">`.
-Every text from a scorecard or a submission is escaped.
+Every text from a scorecard or a submission is escaped (control and bidi characters shown, then HTML-quoted).
 
 What it is not: a computer of numbers (`data`), of plots (`plots`) or of similarity (`similarity`).
 """
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 from html import escape
+
+from checker.escape import for_terminal
 
 __all__ = ["render", "feedback_text", "data_script"]
 
@@ -57,7 +59,9 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 
 
 def _e(x):
-    return escape("" if x is None else str(x), quote=True)
+    """Text from a scorecard or a submission, inert in HTML: control, bidi and ignorable characters shown as
+    escapes (checker.escape.for_terminal, as on the terminal: an override cannot disguise an id), then quoted."""
+    return escape(for_terminal("" if x is None else str(x)), quote=True)
 
 
 def _n(x, digits=2):
