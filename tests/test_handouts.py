@@ -1,7 +1,8 @@
-"""Checks of the student handouts: assignments/<id>/README.md and starter.ipynb.
+"""Checks of the student handouts: each assignment folder's README.md and starter.ipynb.
 
-Only the standard library (plus tomllib/tomli) is used here; executing the
-starters needs whatever they import (numpy, torch), which the project depends on.
+Every assignment hwcheck finds (checker.spec: the built-in ones, HWCHECK_ASSIGNMENTS, entry points) is
+checked, its questions, names and points read from its spec. Executing the starters needs whatever they
+import (numpy, torch), which the project depends on.
 """
 
 from __future__ import annotations
@@ -13,22 +14,17 @@ from pathlib import Path
 
 import pytest
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python < 3.11
-    import tomli as tomllib
+from checker.spec import assignment_dir, assignment_ids, load_spec
 
-ROOT = Path(__file__).resolve().parents[1]
-ASSIGNMENTS = ("attention", "vit", "charlm")
+ASSIGNMENTS = assignment_ids()
 
 
-def load_spec(aid):
-    with open(ROOT / "assignments" / aid / "spec.toml", "rb") as f:
-        return tomllib.load(f)
+def folder(aid):
+    return Path(assignment_dir(aid))
 
 
 def load_notebook(aid):
-    with open(ROOT / "assignments" / aid / "starter.ipynb", encoding="utf-8") as f:
+    with open(folder(aid) / "starter.ipynb", encoding="utf-8") as f:
         return json.load(f)
 
 
@@ -48,7 +44,7 @@ def run_starter(aid):
 
 
 def readme(aid):
-    return (ROOT / "assignments" / aid / "README.md").read_text(encoding="utf-8")
+    return (folder(aid) / "README.md").read_text(encoding="utf-8")
 
 
 def spec_names(aid):

@@ -15,8 +15,17 @@ import textwrap
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CORRECT = {aid: os.path.join(REPO, "submissions", aid, "correct.py") for aid in ("attention", "vit", "charlm")}
+from checker.spec import assignment_ids, example_dirs
+
+
+def example(aid, name):
+    """An example submission of the assignment (its folder's examples/, else hwcheck's submissions/<id>/)."""
+    found = [os.path.join(d, name) for d in example_dirs(aid) if os.path.exists(os.path.join(d, name))]
+    return found[0] if found else None
+
+
+# every assignment found that has a correct example: it must keep full marks beside the attacks
+CORRECT = {aid: example(aid, "correct.py") for aid in assignment_ids() if example(aid, "correct.py")}
 
 NUMERIC_FUNCTIONS = ["get_scores", "scale_scores", "get_attention_weights", "get_context_vector", "context_vector",
                      "self_attention_token", "self_attention", "split_heads", "multi_head_attention"]
@@ -109,7 +118,7 @@ def test_attention_answers_that_are_not_numbers_earn_nothing(hidden_grader, tmp_
 def test_the_bool_answers_example_earns_only_its_value_errors(hidden_grader):
     """submissions/attention/bool_answers.py: np.ones(shape, bool) everywhere, (True, True) for shapes.
     It scored 87/90 when a bool answer was judged by its truthiness."""
-    card = hidden_grader.grade(os.path.join(REPO, "submissions", "attention", "bool_answers.py"), "attention")
+    card = hidden_grader.grade(example("attention", "bool_answers.py"), "attention")
     for q in card["questions"]:
         for t in q["tests"]:
             if t["outcome"] == "passed":
@@ -131,7 +140,7 @@ def test_torch_bool_outputs_earn_no_value_points(hidden_grader, aid, sid, zero):
     """Modules and functions that return tensors of True of the right shape: every test that judges
     output values fails naming dtype bool; what earns points is structure (registered parameters, a
     causal mask that is right and bool, a build_vocab that is right, runs on another device)."""
-    card = hidden_grader.grade(os.path.join(REPO, "submissions", aid, f"{sid}.py"), aid)
+    card = hidden_grader.grade(example(aid, f"{sid}.py"), aid)
     scores = {q["id"]: q["score"] for q in card["questions"]}
     for qid, want in zero.items():
         assert scores[qid] == want, (qid, scores)
@@ -149,7 +158,7 @@ def test_torch_bool_outputs_earn_no_value_points(hidden_grader, aid, sid, zero):
 def test_a_correct_bool_mask_keeps_its_marks_and_numbers_keep_theirs(hidden_grader):
     """The one answer the handout wants as bools (charlm's causal mask) is still judged as bools, and
     the correct examples keep full marks."""
-    card = hidden_grader.grade(os.path.join(REPO, "submissions", "charlm", "bool_outputs.py"), "charlm")
+    card = hidden_grader.grade(example("charlm", "bool_outputs.py"), "charlm")
     mask = [t for q in card["questions"] for t in q["tests"] if t["name"].startswith("test_causal_mask")]
     assert mask and all(t["outcome"] == "passed" for t in mask)
     for aid, path in CORRECT.items():
