@@ -130,7 +130,11 @@ def _read_code(path, secrets=()):
     for f in files[:MAX_FILES]:
         rel = os.path.relpath(f, base)
         try:
-            if os.path.islink(f) or not os.path.isfile(f):
+            if os.path.islink(f):  # the worker's copy holds a link's file only where it stays in the folder
+                target = os.path.realpath(f)
+                if not target.startswith(os.path.realpath(base) + os.sep) or not os.path.isfile(target):
+                    continue
+            elif not os.path.isfile(f):
                 continue
             if f.endswith(".py"):
                 if os.path.getsize(f) > MAX_BYTES:
@@ -154,10 +158,13 @@ def _read_notebook(f, code):
         target = writefile_target(src)
         if target is not None:  # the loader writes this file: code can import it
             name, body, _append = target
+            name = os.path.normpath(name) if name else name
+            if name and (os.path.isabs(name) or name.startswith("..")):
+                name = os.path.basename(name)
             if name and name.endswith(".py"):
-                code.add_module(os.path.basename(name), body)
-            elif name:
-                code.add_unread(os.path.basename(name))
+                code.add_module(name, body)
+            elif name and name.endswith(_COMPILED):
+                code.add_unread(name)
             continue
         code.add_pieces(cell_pieces(src)[2])
 
