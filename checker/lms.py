@@ -408,8 +408,10 @@ def _own_names(files):
 
 def _stage(outdir, student, names):
     """OUTDIR/.lms/<id>/ holding the student's files under their own names (rewritten each run: same bytes, same hash)."""
-    dest = os.path.join(outdir, STAGE, student.sid)
-    if os.path.isdir(dest):
+    from .owned import ensure_folder, join_inside
+    # hwcheck's own folder (a student's `.lms`, a link out of OUTDIR, is left alone: checker.owned), the id a plain name
+    dest = join_inside(ensure_folder(outdir, STAGE, stage=True), student.sid)
+    if os.path.isdir(dest) and not os.path.islink(dest):
         shutil.rmtree(dest)
     os.makedirs(dest)
     for path, name in names.items():

@@ -242,10 +242,10 @@ def _own_dir_shape(path):
         return False
 
 
-def _dir(outdir, name, create):
+def _dir(outdir, name, create, kind="folder"):
     """The real folder (relative to OUT) of the folder `name`, or None when it does not exist (create=False)."""
     rec = _record(outdir, name)
-    if rec is not None and rec["kind"] == "folder":
+    if rec is not None and rec["kind"] in ("folder", "stage"):
         full = os.path.join(outdir, *rec["path"].split("/"))
         if os.path.isdir(full) and not os.path.islink(full):
             return rec["path"]
@@ -266,7 +266,7 @@ def _dir(outdir, name, create):
             continue  # a folder of someone else's at OUT's top (a student's submission named `gradescope`)
         if create:
             os.makedirs(state_dir(outdir), exist_ok=True)
-            _write_record(outdir, name, rel, "folder", None)
+            _write_record(outdir, name, rel, kind, None)
         return rel
     raise OSError(f"{name}: neither it nor {_alternate(name, parts[-1])} can be a folder of hwcheck's in {outdir}")
 
@@ -496,9 +496,12 @@ def _all_records(outdir):
     return _index_cache["records"]
 
 
-def ensure_folder(outdir, name):
-    """Make (and record) hwcheck's folder `name` now, before processes write into it side by side."""
-    return os.path.join(outdir, *_dir(outdir, name, True).split("/"))
+def ensure_folder(outdir, name, stage=False):
+    """Make (and record) hwcheck's folder `name` now, before processes write into it side by side.
+
+    stage=True: a folder whose content hwcheck copies from the students (`checker.lms`'s `.lms`): the
+    folder is hwcheck's, what is inside it is graded as the students' (`is_ours` says so)."""
+    return os.path.join(outdir, *_dir(outdir, name, True, "stage" if stage else "folder").split("/"))
 
 
 def is_ours(outdir, path):
@@ -512,6 +515,10 @@ def is_ours(outdir, path):
         rel = os.path.relpath(real, out).replace(os.sep, "/")
         for rec in _all_records(outdir):
             if not (rec["path"] == rel or rel.startswith(rec["path"] + "/")):
+                continue
+            if rec["kind"] == "stage":  # the folder is hwcheck's, the submissions copied inside it are not
+                if rec["path"] == rel:
+                    return True
                 continue
             if rec["kind"] in ("folder", "kept") or (rec["path"] == rel and _matches(real, rec["sha256"])):
                 return True

@@ -366,7 +366,8 @@ def test_a_new_id_one_name_with_an_older_scorecard_is_refused(tmp_path):
     folder, out = tmp_path / "class", tmp_path / "out"
     folder.mkdir()
     out.mkdir()
-    (out / "jdoe.json").write_text("{}")
+    from checker import owned  # last week's scorecard, as hwcheck wrote it (a file it did not write is no scorecard)
+    owned.write_json(str(out), "jdoe.json", {"submission": {"id": "jdoe"}}, kind="scorecard", sid="jdoe")
     _copy("no_scaling.py", folder / "JDOE.py")
     _copy("correct.py", folder / "asmith.py")
     assert [sid for sid, _ in lms.prepare(str(folder), str(out), [])] == ["asmith"]

@@ -247,3 +247,21 @@ def test_the_class_report_keeps_a_students_report_html(tmp_path, env):
     assert r.returncode == 0, r.stdout + r.stderr
     assert b"<p>my own report</p>\n" in _set_aside_bytes(dl) + [(dl / "report.html").read_bytes()]
     assert "john" in (dl / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_students_lms_link_leads_no_staging_out_of_the_folder(tmp_path, env):
+    """A Canvas student's files are staged in OUT/.lms/<id>/, rewritten each run: a `.lms` link uploaded into
+    the download folder must not make hwcheck empty (rmtree) and refill a folder elsewhere."""
+    dl, elsewhere = tmp_path / "dl", tmp_path / "elsewhere"
+    dl.mkdir()
+    (elsewhere / "smithjohn_1001").mkdir(parents=True)
+    (elsewhere / "smithjohn_1001" / "precious.txt").write_text("the TA's\n")
+    os.symlink(elsewhere, dl / ".lms")
+    (dl / "smithjohn_1001_2001_attention.py").write_text(GOOD)
+    (dl / "smithjohn_1001_2002_helper.py").write_text("X = 1\n")  # two files: staged together
+    (dl / "jonesbob_1002_2003_attention.py").write_text(WRONG)
+    r = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (elsewhere / "smithjohn_1001" / "precious.txt").read_text() == "the TA's\n"
+    assert os.listdir(elsewhere / "smithjohn_1001") == ["precious.txt"]
+    assert _rows(dl / "grades.csv")["smithjohn_1001"]["total"] == "90"
