@@ -15,6 +15,7 @@ What it is not: a place for logic. Grading is `checker.runner` and
 Heavy modules (pytest, torch) are imported inside the commands that need them.
 """
 
+import contextlib
 import functools
 import json
 import os
@@ -35,6 +36,7 @@ from checker.options import report_output_option, submissions_dir_option, top_pa
 from checker.options import autograder_root_option, container_python_option, online_option, torch_wheel_option
 from checker.options import canvas_title_option, roster_option
 from checker.options import cluster_option, scheduler_option, shard_option
+from checker.options import skip_checks_option
 
 __all__ = ["main"]
 
@@ -142,6 +144,40 @@ def list_command():
 # ---------------------------------------------------------------------------
 # check
 # ---------------------------------------------------------------------------
+
+# ---------------------------------------------------------------------------
+# validate
+# ---------------------------------------------------------------------------
+
+@main.command()
+@click.argument("targets", nargs=-1, metavar="[ASSIGNMENT|DIR]...")
+@skip_checks_option
+@_guarded
+def validate(targets, skip):
+    """Check that assignments hold together (every one hwcheck finds, when none is named).
+
+    \b
+    spec       every hidden_tests name is a test; every question has tests; points are positive
+    handout    README.md names, and starter.ipynb defines, every function the spec grades
+    kit        the kit's copy of the grading tests holds no hidden test
+    reference  the reference earns full marks on the public and hidden tests
+    examples   every example submission earns its expected.json verdicts
+    Exit status 1 when a check finds a problem. See docs/authoring.md.
+    """
+    from checker.runner import Grader
+    from checker.spec import assignment_ids
+    from checker.validate import CHECKS, resolve
+    from checker.validate import validate as run_checks
+    aids = [resolve(t) for t in targets] or assignment_ids()
+    checks = [c for c in CHECKS if c not in skip]
+    problems = 0
+    graded = {"reference", "examples"} & set(checks)  # the others read files only: no zygote
+    with (Grader(mode="hidden", seed=1234) if graded else contextlib.nullcontext()) as grader:
+        for aid in aids:
+            problems += len(run_checks(aid, checks=checks, grader=grader, echo=_echo))
+    _echo(f"{len(aids)} assignment(s): " + (f"{problems} problem(s)" if problems else "every check passed"))
+    sys.exit(EXIT_FAILED if problems else EXIT_OK)
+
 
 def _repo_relative(view, submission):
     """Annotation paths relative to the current directory (the repository root in CI), not the submission."""

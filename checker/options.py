@@ -24,6 +24,7 @@ __all__ = [
     "color_option", "force_option", "all_option", "only_option", "verbose_option",
     "report_output_option", "submissions_dir_option", "top_pairs_option",
     "torch_wheel_option", "container_python_option", "online_option", "autograder_root_option",
+    "skip_checks_option",
 ]
 
 DEVICE_CHOICES = {"cpu": ("cpu",), "cuda": ("cuda",), "all": ("cpu", "cuda")}
@@ -248,3 +249,8 @@ shard_option = click.option(
          "`hwcheck merge` joins the slices' output folders. Hidden mode needs --seed.")
 
 __all__ += ["scheduler_option", "cluster_option", "shard_option"]
+
+
+skip_checks_option = click.option(
+    "--skip", "skip", multiple=True, type=click.Choice(["spec", "handout", "kit", "reference", "examples"]),
+    metavar="CHECK", help="Leave out a check (repeatable): spec, handout, kit, reference, examples.")
