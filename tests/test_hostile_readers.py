@@ -162,8 +162,9 @@ def attacked(tmp_path_factory):
     subs = base / "subs"
     for who in ("alice", "bob", "carol", "dave", "erin"):
         (subs / f"hw1-{who}").mkdir(parents=True)
-    shutil.copyfile(EXAMPLES / "correct.py", subs / "hw1-alice" / "attention.py")
-    shutil.copyfile(EXAMPLES / "correct.py", subs / "hw1-erin" / "attention.py")
+    trojan = (EXAMPLES / "correct.py").read_text() + '\nACCESS = "user\u202e \u2066# admin\u2069 \u2066"  # Trojan Source\n'
+    (subs / "hw1-alice" / "attention.py").write_text(trojan)
+    (subs / "hw1-erin" / "attention.py").write_text(trojan)
     os.symlink("../hw1-alice/attention.py", subs / "hw1-bob" / "attention.py")      # a classmate's file
     shutil.copyfile(EXAMPLES / "correct_vectorised.py", subs / "hw1-carol" / "attention.py")
     os.symlink(ta / "answer_key.py", subs / "hw1-carol" / "key.py")                 # a TA's file
@@ -190,6 +191,14 @@ def test_a_linked_classmates_file_makes_no_pair_with_the_victim(attacked):
     pairs = {(p["a"], p["b"]): p["score"] for p in data["similarity"]}
     assert not any("hw1-bob" in pair for pair in pairs), pairs
     assert pairs.get(("hw1-alice", "hw1-erin")) == 1.0, pairs  # the honest identical pair is still there
+
+
+@pytest.mark.slow
+def test_the_code_shown_side_by_side_holds_no_raw_bidi_override(attacked):
+    text, _, _ = attacked
+    shown = re.sub(r'<script type="application/json".*?</script>', "", text, flags=re.DOTALL)
+    assert "ACCESS" in shown and "\\u202e" in shown  # alice and erin's pair is shown, the override visible
+    assert not re.search("[\u202a-\u202e\u2066-\u2069\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", shown)
 
 
 @pytest.mark.slow

@@ -100,9 +100,15 @@ def rank_pairs(codes, given_texts=(), *, top=50, progress=None):
 
 
 def side_by_side(code_a, code_b, given_texts=(), *, context_lines=-1):
-    """(html_a, html_b): each code escaped for HTML with the passages it shares with the other in <mark>."""
+    """(html_a, html_b): each code escaped for HTML with the passages it shares with the other in <mark>.
+
+    Control and bidi characters in the code are shown as escapes (checker.escape.for_terminal): a Trojan
+    Source override cannot make the code a TA reads differ from the code that was compared.
+    """
     from copydetect.utils import highlight_overlap
     from markupsafe import escape
+
+    from checker.escape import for_terminal
     _quiet()
     given = given_hashes(given_texts)
     fa, fb = fingerprint(code_a, given), fingerprint(code_b, given)
@@ -110,9 +116,9 @@ def side_by_side(code_a, code_b, given_texts=(), *, context_lines=-1):
     out = []
     for code, slices in ((code_a, slices_a), (code_b, slices_b)):
         if len(slices) == 0 or slices.shape[-1] == 0:
-            out.append(str(escape(code)))
+            out.append(for_terminal(str(escape(code))))
             continue
         text, _share = highlight_overlap(code, slices.astype(int), "<mark>", "</mark>",
                                          truncate=context_lines, escape_html=True)
-        out.append(text)
+        out.append(for_terminal(text))
     return out[0], out[1]
