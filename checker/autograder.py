@@ -222,11 +222,13 @@ def torch_version():
         raise HwcheckError("torch is not installed here: build the autograder where you graded") from None
 
 
-def build_wheel(dest, *, source=ROOT):
+def build_wheel(dest, *, source=ROOT, assignments=()):
     """Build hwcheck's wheel from its source tree into folder `dest`; return the wheel's path.
 
     The tree is copied first (setuptools writes build/ and *.egg-info beside
-    the sources), so the checkout stays as it is.
+    the sources), so the checkout stays as it is. `assignments`: [(id, folder)] of assignments found
+    outside hwcheck's tree (a course's own, checker.spec), copied into the wheel's `assignments/<id>/`
+    (less their examples), where the container's hwcheck finds them as built-in ones.
     """
     if not os.path.isfile(os.path.join(source, "pyproject.toml")) or \
             not os.path.isdir(os.path.join(source, "assignments")):
@@ -242,6 +244,9 @@ def build_wheel(dest, *, source=ROOT):
                 shutil.copytree(p, os.path.join(tree, part), ignore=ignore)
             elif os.path.isfile(p):
                 shutil.copyfile(p, os.path.join(tree, part))
+        for aid, folder in assignments:
+            shutil.copytree(folder, os.path.join(tree, "assignments", aid), dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("examples", "__pycache__", "*.pyc", "*.egg-info", "build", "dist"))
         out = os.path.join(tmp, "out")
         cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q",
                "-w", out, tree]
@@ -262,10 +267,15 @@ def build_wheel(dest, *, source=ROOT):
 
 def check_wheel(path, assignment):
     """Raise unless the wheel at `path` holds the assignment's grading tests, spec and reference."""
-    from checker.spec import load_spec
+    from checker.spec import assignment_dir, load_spec, reference_file, tests_path
     spec = load_spec(assignment)
-    wanted = [f"assignments/{assignment}/test_{assignment}.py", f"assignments/{assignment}/spec.toml",
-              spec["reference"].replace(".", "/") + ".py", "checker/cli.py", "checker/worker/__init__.py"]
+    folder = assignment_dir(assignment)
+    ref = reference_file(spec)
+    own_ref = ref is not None and os.path.dirname(os.path.abspath(ref)) == os.path.abspath(folder)
+    wanted = [f"assignments/{assignment}/{os.path.relpath(tests_path(spec), folder)}",
+              f"assignments/{assignment}/spec.toml",
+              f"assignments/{assignment}/reference.py" if own_ref else spec["reference"].replace(".", "/") + ".py",
+              "checker/cli.py", "checker/worker/__init__.py"]
     try:
         with zipfile.ZipFile(path) as z:
             names = set(z.namelist())
@@ -333,7 +343,9 @@ def write_autograder_zip(output, assignment, *, torch_wheel=None, timeout=None, 
                                "must grade with the version you tested")
     with tempfile.TemporaryDirectory(prefix="hwcheck-autograder-") as tmp:
         wheels_dir = os.path.join(tmp, "wheels")
-        wheel = build_wheel(wheels_dir)
+        from checker.spec import assignment_dir, is_builtin
+        course = [] if is_builtin(assignment) else [(assignment, assignment_dir(assignment))]
+        wheel = build_wheel(wheels_dir, assignments=course)
         check_wheel(wheel, assignment)
         constraints = installed_constraints()
         pinned = None

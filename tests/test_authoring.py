@@ -1,0 +1,270 @@
+"""An instructor's changes, done as docs/authoring.md says (issue 29): each touches one assignment folder.
+
+* A question added to a copy of `attention` (a course's own folder, found through HWCHECK_ASSIGNMENTS under a
+  new id): spec, reference, tests (public and hidden, with a hint), handout, starter and examples change in
+  that folder only; `hwcheck validate` passes and grading counts the new question. A typo in its
+  `hidden_tests` is caught by validate (it made the hidden test public, and the kit shipped it).
+* A toy assignment dropped into a folder of its own: validated, graded, carried by the student kit
+  (without its reference, examples and hidden test) and by the Gradescope zip's wheel (with them).
+* `hwcheck validate` on every built-in assignment (every check but the examples, which
+  tests/test_submissions.py grades one test item each).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+
+import pytest
+
+from checker.spec import assignment_dir, assignment_ids, example_dirs, load_spec, reference_file
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HWCHECK = [sys.executable, "-m", "checker.cli"]
+
+CAUSAL_SPEC = textwrap.dedent('''
+    [[questions]]
+    id = "Q4"
+    title = "Causal self-attention"
+    points = 10
+    names = ["causal_self_attention"]
+    hidden_tests = ["test_causal_self_attention_random"]
+    [questions.signatures]
+    causal_self_attention = "causal_self_attention(X, W_Q, W_K, W_V) -> (T, d_v)"
+''')
+
+CAUSAL_REFERENCE = textwrap.dedent('''
+
+
+    def causal_self_attention(X, W_Q, W_K, W_V):
+        """Self-attention where token i attends to tokens 0..i only."""
+        Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+        s = Q @ K.T / np.sqrt(K.shape[-1])
+        s = np.where(np.tril(np.ones(s.shape, dtype=bool)), s, -np.inf)
+        w = np.exp(s - s.max(axis=-1, keepdims=True))
+        return (w / w.sum(axis=-1, keepdims=True)) @ V
+''')
+
+CAUSAL_TESTS = textwrap.dedent('''
+
+
+    def _causal_inputs(rng, T=5, d=4):
+        return [rng.standard_normal(s) for s in ((T, d), (d, d), (d, d), (d, d))]
+
+
+    @pytest.mark.question("Q4")
+    def test_causal_self_attention_handout(sub, ref, close, rng, note):
+        X, Wq, Wk, Wv = _causal_inputs(rng)
+        got = sub.call("causal_self_attention", X, Wq, Wk, Wv)
+        close(got, ref.causal_self_attention(X, Wq, Wk, Wv), what="causal_self_attention(X, W_Q, W_K, W_V)",
+              hints=[("the mask was not applied: each token also attends to the tokens after it",
+                      ref.self_attention(X, Wq, Wk, Wv))])
+        note("checked on a 5-token input")
+
+
+    @pytest.mark.question("Q4")
+    @pytest.mark.weight(2)
+    def test_causal_self_attention_random(sub, ref, close, rng):
+        for T in (1, 3, 8):
+            X, Wq, Wk, Wv = _causal_inputs(rng, T=T)
+            close(sub.call("causal_self_attention", X, Wq, Wk, Wv), ref.causal_self_attention(X, Wq, Wk, Wv),
+                  what=f"causal_self_attention on {T} tokens",
+                  hints=[("the mask was not applied: each token also attends to the tokens after it",
+                          ref.self_attention(X, Wq, Wk, Wv))])
+''')
+
+CAUSAL_README = textwrap.dedent('''
+
+    ## `Q4` — Causal self-attention (10 points)
+
+    Write `causal_self_attention(X, W_Q, W_K, W_V)`: self-attention where token `i` attends to the
+    tokens `0..i` only (a language model must not see the future): mask the scores above the diagonal
+    with `-inf` before the softmax.
+''')
+
+UNMASKED = textwrap.dedent('''
+
+
+    def causal_self_attention(X, W_Q, W_K, W_V):
+        return self_attention(X, W_Q, W_K, W_V)  # forgot the mask
+''')
+
+
+def _env(*folders):
+    return dict(os.environ, HWCHECK_ASSIGNMENTS=os.pathsep.join(map(str, folders)), PYTHONPATH=REPO)
+
+
+def _run(args, env, timeout=600):
+    return subprocess.run(HWCHECK + [str(a) for a in args], capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=timeout)
+
+
+def _add_causal_question(folder):
+    """What an instructor writes to add Q4 to a copy of attention: every edit is inside `folder`."""
+    spec = (folder / "spec.toml").read_text()
+    (folder / "spec.toml").write_text(spec.replace('id = "attention"', f'id = "{folder.name}"') + CAUSAL_SPEC)
+    base = reference_file(load_spec("attention"))  # the copy carries its own reference, Q4 added
+    (folder / "reference.py").write_text(open(base, encoding="utf-8").read() + CAUSAL_REFERENCE)
+    tests = folder / load_spec("attention").get("tests", "test_attention.py")
+    tests.write_text(tests.read_text() + CAUSAL_TESTS)
+    (folder / "README.md").write_text((folder / "README.md").read_text() + CAUSAL_README)
+    nb = json.loads((folder / "starter.ipynb").read_text())
+    nb["cells"] += [{"cell_type": "markdown", "id": "causal-md", "metadata": {},
+                     "source": ["## `Q4` — Causal self-attention (10 points)"]},
+                    {"cell_type": "code", "id": "causal-code", "metadata": {}, "execution_count": None,
+                     "outputs": [], "source": ["def causal_self_attention(X, W_Q, W_K, W_V):\n",
+                                               "    raise NotImplementedError\n"]}]
+    (folder / "starter.ipynb").write_text(json.dumps(nb, indent=1))
+    examples = folder / "examples"
+    examples.mkdir()
+    correct = next(os.path.join(d, "correct.py") for d in example_dirs("attention")
+                   if os.path.isfile(os.path.join(d, "correct.py")))
+    src = open(correct, encoding="utf-8").read()
+    (examples / "correct.py").write_text(src + "\nimport numpy as np\n" + CAUSAL_REFERENCE)
+    (examples / "unmasked.py").write_text(src + UNMASKED)
+    (examples / "expected.json").write_text(json.dumps({
+        "correct": {"verdicts": {}},
+        "unmasked": {"verdicts": {"Q4": "lost"}, "hints": {"Q4": ["the mask was not applied"]}}}))
+
+
+@pytest.mark.slow
+def test_a_question_added_in_a_copy_of_an_assignment_touches_only_its_folder(tmp_path):
+    folder = tmp_path / "course" / "attncausal"
+    shutil.copytree(assignment_dir("attention"), folder,
+                    ignore=shutil.ignore_patterns("__pycache__", "recorded.json", "examples"))
+    _add_causal_question(folder)
+    env = _env(folder)
+
+    r = _run(["validate", folder], env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for check in ("spec", "handout", "kit", "reference", "examples"):
+        assert f"attncausal: {check}: ok" in r.stdout, r.stdout
+
+    total = sum(q["points"] for q in load_spec("attention")["questions"]) + 10
+    auto = sum(q["points"] for q in load_spec("attention")["questions"] if not q.get("manual")) + 10
+    r = _run(["check", "-a", "attncausal", folder / "examples" / "correct.py"], env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Q4  10/10" in r.stdout and f"Total: {auto:g}/{total:g}" in r.stdout, r.stdout
+    r = _run(["check", "-a", "attncausal", folder / "examples" / "unmasked.py"], env)
+    assert r.returncode == 1 and "the mask was not applied" in r.stdout, r.stdout
+
+    # a typo in hidden_tests made the hidden test public, and the kit shipped it: validate names it
+    spec = (folder / "spec.toml").read_text()
+    (folder / "spec.toml").write_text(spec.replace('hidden_tests = ["test_causal_self_attention_random"]',
+                                                   'hidden_tests = ["test_causal_self_atention_random"]'))
+    r = _run(["validate", folder, "--skip", "reference", "--skip", "examples"], env)
+    assert r.returncode == 1
+    assert "hidden_tests names 'test_causal_self_atention_random', which is no test function" in r.stdout, r.stdout
+
+
+TOY_SPEC = textwrap.dedent('''\
+    id = "toyhw"
+    title = "A toy assignment"
+    framework = "numpy"
+    limits = { call_s = 10, submission_s = 60, cell_s = 10, memory_mb = 2048 }
+
+    [[questions]]
+    id = "Q1"
+    title = "Mean of a vector"
+    points = 10
+    names = ["mean"]
+    hidden_tests = ["test_mean_random"]
+''')
+TOY_TESTS = textwrap.dedent('''\
+    import numpy as np
+    import pytest
+
+
+    @pytest.mark.question("Q1")
+    def test_mean_handout(sub, ref, close):
+        x = np.array([1.0, 2.0, 6.0])
+        close(sub.call("mean", x), ref.mean(x), what="mean([1, 2, 6])", hints=[("you returned the sum", x.sum())])
+
+
+    @pytest.mark.question("Q1")
+    def test_mean_random(sub, ref, close, rng):
+        x = rng.standard_normal(7)
+        close(sub.call("mean", x), ref.mean(x), what="mean of 7 numbers", hints=[("you returned the sum", x.sum())])
+''')
+TOY_REFERENCE = "import numpy as np\n\n\ndef mean(x):\n    return float(np.asarray(x, dtype=float).mean())\n"
+TOY_README = "# toyhw\n\n## `Q1` — Mean of a vector (10 points)\n\nWrite `mean(x)`: the mean of the numbers in `x`.\n"
+
+
+def _toy(root):
+    folder = root / "toyhw"
+    (folder / "examples").mkdir(parents=True)
+    (folder / "spec.toml").write_text(TOY_SPEC)
+    (folder / "test_toyhw.py").write_text(TOY_TESTS)
+    (folder / "reference.py").write_text(TOY_REFERENCE)
+    (folder / "README.md").write_text(TOY_README)
+    (folder / "examples" / "correct.py").write_text("def mean(x):\n    return sum(x) / len(x)\n")
+    (folder / "examples" / "summed.py").write_text("def mean(x):\n    return sum(x)\n")
+    (folder / "examples" / "expected.json").write_text(json.dumps({
+        "correct": {"verdicts": {}},
+        "summed": {"verdicts": {"Q1": "zero"}, "hints": {"Q1": ["you returned the sum"]}}}))
+    return folder
+
+
+@pytest.mark.slow
+def test_a_dropped_in_assignment_is_validated_graded_kit_built_and_zipped(tmp_path, monkeypatch):
+    root = tmp_path / "course"
+    folder = _toy(root)
+    env = _env(root)  # a folder of assignments
+    r = _run(["validate", "toyhw"], env)
+    assert r.returncode == 0 and "every check passed" in r.stdout, r.stdout + r.stderr
+    r = _run(["list"], env)
+    assert "toyhw  A toy assignment  (10 points)" in r.stdout, r.stdout
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copy(folder / "examples" / "correct.py", subs / "alice.py")
+    shutil.copy(folder / "examples" / "summed.py", subs / "bob.py")
+    r = _run(["grade", subs, "-a", "toyhw", "-o", tmp_path / "out"], env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    cards = {n: json.loads((tmp_path / "out" / f"{n}.json").read_text()) for n in ("alice", "bob")}
+    assert cards["alice"]["score"] == 10 and cards["bob"]["score"] == 0
+
+    # the student kit carries it like a built-in one: its public test and recorded answers, nothing secret
+    monkeypatch.setenv("HWCHECK_ASSIGNMENTS", str(root))
+    from checker.kit import build_kit, record_public
+    from checker.runner import Grader
+    kit = tmp_path / "kit"
+    with Grader(mode="public") as grader:
+        build_kit(str(kit), lambda aid: record_public(aid, grader) if aid == "toyhw" else {})
+    shipped = kit / "assignments" / "toyhw"
+    assert sorted(p.name for p in shipped.iterdir()) == ["README.md", "recorded.json", "spec.toml", "test_toyhw.py"]
+    assert "test_mean_handout" in (shipped / "test_toyhw.py").read_text()
+    assert "test_mean_random" not in (shipped / "test_toyhw.py").read_text()
+    assert "def mean" not in (shipped / "recorded.json").read_text()
+
+    # the Gradescope zip's wheel holds it, hidden test and reference included, where the container finds it
+    out = tmp_path / "autograder.zip"
+    r = _run(["gradescope", "-a", "toyhw", "-o", out, "--online"], env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with zipfile.ZipFile(out) as z:
+        wheel = [n for n in z.namelist() if n.startswith("wheels/hwcheck-") and n.endswith(".whl")]
+        assert len(wheel) == 1, z.namelist()
+        z.extract(wheel[0], tmp_path)
+        config = json.loads(z.read("hwcheck-autograder.json"))
+    assert config["assignment"] == "toyhw"
+    with zipfile.ZipFile(tmp_path / wheel[0]) as w:
+        names = set(w.namelist())
+    assert {"assignments/toyhw/spec.toml", "assignments/toyhw/test_toyhw.py", "assignments/toyhw/reference.py"} <= names
+    assert not [n for n in names if n.startswith("assignments/toyhw/examples")], names
+    assert "def test_mean_random" in w_read(tmp_path / wheel[0], "assignments/toyhw/test_toyhw.py")
+
+
+def w_read(wheel, name):
+    with zipfile.ZipFile(wheel) as w:
+        return w.read(name).decode()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("aid", [a for a in assignment_ids()
+                                 if os.path.dirname(assignment_dir(a)) == os.path.join(REPO, "assignments")])
+def test_validate_passes_for_every_built_in_assignment(aid):
+    r = _run(["validate", aid, "--skip", "examples"], dict(os.environ, PYTHONPATH=REPO))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "every check passed" in r.stdout
