@@ -1,0 +1,102 @@
+"""Where hwcheck finds assignments (checker.spec, issue 29): its own folder, HWCHECK_ASSIGNMENTS, and the
+`hwcheck.assignments` entry points of installed packages; what it says about a name it cannot use; a
+folder's own reference.py; and that every one found is a secret tree for the workers."""
+
+import importlib
+import os
+import textwrap
+
+import pytest
+
+from checker import spec as S
+from checker.submission_files import secret_paths
+
+SPEC = 'id = "{aid}"\ntitle = "t"\n[[questions]]\nid = "Q1"\ntitle = "q"\npoints = 5\nnames = ["f"]\n'
+
+
+def _assignment(folder, reference=True):
+    folder.mkdir(parents=True)
+    (folder / "spec.toml").write_text(SPEC.format(aid=folder.name))
+    if reference:
+        (folder / "reference.py").write_text("def f():\n    return 42\n")
+    return folder
+
+
+@pytest.fixture
+def clean(monkeypatch):
+    monkeypatch.delenv(S.ENV_VAR, raising=False)
+    S._entry_point_folders.cache_clear()
+    yield monkeypatch
+    S._entry_point_folders.cache_clear()
+
+
+def test_built_in_assignments_are_the_folders_with_a_spec(clean):
+    found = S.assignment_dirs()
+    builtin = sorted(d for d in os.listdir(S.ASSIGNMENTS_DIR) if os.path.isfile(os.path.join(S.ASSIGNMENTS_DIR, d, "spec.toml")))
+    assert sorted(found) == builtin and all(S.is_builtin(a) for a in found)
+    assert S.discovery_problems() == []
+
+
+def test_hwcheck_assignments_names_folders_and_folders_of_them(clean, tmp_path):
+    one = _assignment(tmp_path / "a" / "hw1")
+    _assignment(tmp_path / "many" / "hw2")
+    _assignment(tmp_path / "many" / "hw3", reference=False)
+    (tmp_path / "many" / "notes").mkdir()
+    clean.setenv(S.ENV_VAR, os.pathsep.join([str(one), str(tmp_path / "many"), str(tmp_path / "nothing")]))
+    found = S.assignment_dirs()
+    assert {k: found[k] for k in ("hw1", "hw2", "hw3")} == {
+        "hw1": str(one), "hw2": str(tmp_path / "many" / "hw2"), "hw3": str(tmp_path / "many" / "hw3")}
+    assert not S.is_builtin("hw1")
+    assert [p for p in S.discovery_problems() if "nothing" in p]
+    # a folder's own reference.py is the assignment's reference, importable by a name of its own
+    spec = S.load_spec("hw1")
+    assert spec["reference"] == "hwcheck_reference.hw1" and S.reference_file(spec) == str(one / "reference.py")
+    assert importlib.import_module("hwcheck_reference.hw1").f() == 42
+    assert S.load_spec("hw3")["reference"] == "reference.hw3" and S.reference_file(S.load_spec("hw3")) is None
+    # every one is secret, with its reference
+    secrets = secret_paths()
+    assert os.path.realpath(one) in secrets and os.path.realpath(tmp_path / "many" / "hw2") in secrets
+
+
+def test_a_course_folder_cannot_take_a_built_in_id_and_a_spec_must_name_its_folder(clean, tmp_path):
+    _assignment(tmp_path / "attention")
+    wrong = tmp_path / "x" / "hw5"
+    wrong.mkdir(parents=True)
+    (wrong / "spec.toml").write_text(SPEC.format(aid="hw6"))
+    clean.setenv(S.ENV_VAR, os.pathsep.join([str(tmp_path), str(tmp_path / "x")]))
+    assert S.assignment_dir("attention") == os.path.join(S.ASSIGNMENTS_DIR, "attention")
+    assert any("is not used: the assignment 'attention' is already" in p for p in S.discovery_problems())
+    with pytest.raises(S.SpecError, match="id = 'hw6', but its folder is named 'hw5'"):
+        S.load_spec("hw5")
+
+
+def test_an_installed_packages_entry_point_names_its_assignment_folder(clean, tmp_path):
+    site = tmp_path / "site"
+    _assignment(site / "mycourse" / "hw9")
+    (site / "mycourse" / "__init__.py").write_text("")
+    (site / "mycourse" / "hw9" / "__init__.py").write_text("")
+    dist = site / "mycourse-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mycourse\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(textwrap.dedent("""\
+        [hwcheck.assignments]
+        hw9 = mycourse.hw9
+        broken = mycourse.nowhere
+    """))
+    clean.syspath_prepend(str(site))
+    S._entry_point_folders.cache_clear()
+    assert S.assignment_dir("hw9") == str(site / "mycourse" / "hw9")
+    assert any("broken = mycourse.nowhere" in p for p in S.discovery_problems())
+    assert os.path.realpath(site / "mycourse" / "hw9") in secret_paths()
+
+
+def test_the_cli_takes_an_assignment_found_when_it_runs(clean, tmp_path):
+    from click.testing import CliRunner
+
+    from checker.cli import main
+    _assignment(tmp_path / "hw7")
+    r = CliRunner().invoke(main, ["list"], env={S.ENV_VAR: str(tmp_path)})
+    assert "hw7  t  (5 points)" in r.output
+    r = CliRunner().invoke(main, ["check", "-a", "hw8", str(tmp_path / "hw7" / "reference.py")],
+                           env={S.ENV_VAR: str(tmp_path)})
+    assert r.exit_code == 2 and "'hw8' is not one of" in r.output and "'hw7'" in r.output
