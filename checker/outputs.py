@@ -113,6 +113,10 @@ class Gradebook:
         """Create manual.csv or append the rows of new submissions; a file that cannot be written is a problem."""
         try:
             typed = self._typed()
+            if not owned.has_record(self.outdir, MANUAL_CSV) and os.path.isfile(self.manual):
+                self.problems.append(f"{MANUAL_CSV} was in {self.outdir} before hwcheck made one there: its grades "
+                                     f"are applied as yours (an older hwcheck's, or one you wrote); if it came "
+                                     f"with the students' files, move it away and grade again")
             self.manual = owned.place_kept(self.outdir, MANUAL_CSV, record=True) or self.manual
             self.added = ensure_rows(self.manual, self.ids | set(self.cards), self.spec, typed)
         except OSError as e:

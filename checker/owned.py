@@ -55,7 +55,8 @@ import secrets
 from .atomic import dumps_json, is_temp_name, write_text_atomic
 
 __all__ = ["join_inside", "state_dir", "write_text", "write_json", "read_bytes", "read_json", "path_of",
-           "records", "place_kept", "folder_of", "changed_bytes", "alternates", "ensure_folder", "remove", "is_ours", "set_aside", "sha256_bytes"]
+           "records", "has_record", "place_kept", "folder_of", "changed_bytes", "alternates", "ensure_folder",
+           "remove", "is_ours", "set_aside", "sha256_bytes"]
 
 _KEY_FILE = "outdir.key"
 _key_cache = {}
@@ -431,6 +432,11 @@ def remove(outdir, name):
         os.unlink(_record_path(outdir, name))
     except OSError:
         pass
+
+
+def has_record(outdir, name):
+    """Whether hwcheck recorded writing (or creating) `name` in OUT, with this key."""
+    return _record(outdir, name) is not None
 
 
 def place_kept(outdir, name, record=False):

@@ -265,3 +265,18 @@ def test_a_students_lms_link_leads_no_staging_out_of_the_folder(tmp_path, env):
     assert (elsewhere / "smithjohn_1001" / "precious.txt").read_text() == "the TA's\n"
     assert os.listdir(elsewhere / "smithjohn_1001") == ["precious.txt"]
     assert _rows(dl / "grades.csv")["smithjohn_1001"]["total"] == "90"
+
+
+def test_a_manual_csv_hwcheck_did_not_make_is_named_to_the_ta(tmp_path, env):
+    """manual.csv is the TA's file, so one that was there before hwcheck made one is applied, but the TA is told
+    (it may have come with the students' files); once hwcheck has recorded it, it says nothing more."""
+    dl = tmp_path / "dl"
+    dl.mkdir()
+    (dl / "john.py").write_text(GOOD)
+    (dl / "manual.csv").write_text("id,question,points,comment\r\njohn,Q3-text,10,\r\n")
+    r = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "manual.csv was in" in r.stdout + r.stderr
+    assert (dl / "manual.csv").read_bytes().startswith(b"id,question,points,comment\r\njohn,Q3-text,10,\r\n")
+    r = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public", "--resume")
+    assert r.returncode == 0 and "manual.csv was in" not in r.stdout + r.stderr, r.stdout + r.stderr
