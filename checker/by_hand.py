@@ -49,13 +49,21 @@ __all__ = ["library_use", "SourceReport"]
 OPAQUE_NAMES = {"getattr": "getattr", "eval": "eval", "exec": "exec", "compile": "compile",
                 "__import__": "__import__", "globals": "globals()", "vars": "vars()", "locals": "locals()",
                 "setattr": "setattr", "delattr": "delattr", "__builtins__": "__builtins__"}
-# modules that read or rewrite the running program (frames, the object graph) or import by string
-OPAQUE_MODULES = {"gc", "inspect", "importlib", "ctypes", "operator", "types", "runpy", "builtins"}
+# modules that read or rewrite the running program (frames, the object graph) or import by string, or
+# that rebuild objects (a function: `pickle.loads` of scipy's softmax) from bytes or text the source
+# does not show
+OPAQUE_MODULES = {"gc", "inspect", "importlib", "ctypes", "operator", "types", "runpy", "builtins",
+                  "pickle", "_pickle", "marshal", "shelve", "copyreg", "dill", "cloudpickle", "joblib",
+                  "jsonpickle", "yaml", "pydoc", "pkgutil", "imp", "zipimport", "code", "codeop"}
+# keyword arguments that let a library loader do the same (np.load(..., allow_pickle=True),
+# torch.load(..., weights_only=False)): the value that reads nothing but plain data
+UNPICKLING_KEYWORDS = {"allow_pickle": False, "weights_only": True}
 # attributes that do the same from an object in hand
 OPAQUE_ATTRS = {"_getframe", "f_back", "f_locals", "f_globals", "f_code", "tb_frame", "gi_frame",
                 "__dict__", "__getattribute__", "__globals__", "__code__", "__builtins__", "__closure__",
                 "get_objects", "get_referrers", "import_module", "modules", "settrace", "setprofile",
-                "attrgetter", "methodcaller", "__subclasses__", "__reduce__"}
+                "attrgetter", "methodcaller", "__subclasses__", "__reduce__", "resolve_name", "locate",
+                "load_module", "exec_module", "load_source", "unsafe_load", "find_class"}
 
 
 class SourceReport:
@@ -356,6 +364,10 @@ def library_use(path, name, forbidden, secrets=()):
                 if isinstance(root, ast.Name) and any(own_import(s) for s in binds.get(root.id, [])):
                     # `helper.f(x)` after `import helper` (a file of the submission): read its `f`
                     work.extend((s, node.attr) for s in binds.get(node.attr, []))
+            elif isinstance(node, ast.keyword) and node.arg in UNPICKLING_KEYWORDS:
+                safe = UNPICKLING_KEYWORDS[node.arg]
+                if not (isinstance(node.value, ast.Constant) and node.value.value is safe):
+                    say(unclear, f"{node.arg}={ast.unparse(node.value)[:40]}")
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
                 if isinstance(node, ast.ImportFrom) and (node.level or module.split(".")[0] in own_modules):
@@ -365,10 +377,10 @@ def library_use(path, name, forbidden, secrets=()):
                     top = full.split(".")[0]
                     if set(full.split(".")) & set(forbidden):
                         say(used, full)
+                    if top in own_modules:
+                        continue  # a file of the submission (it comes first on sys.path): read, followed by name
                     if top in OPAQUE_MODULES:
                         say(unclear, f"import {full}")
-                    elif top in own_modules:
-                        continue  # a file of the submission: read, and followed by name
                     elif top in code.unread:
                         say(unclear, f"import {top} (a compiled file of your submission, with no source to read)")
                     elif not _installed(top):

@@ -11,18 +11,22 @@ the worker really runs it:
     fallback split dropped it; the loader's split runs it);
   * a notebook's `%%writefile` cell (the loader writes the module), a module written by the code at load
     time, and a compiled `.pyc` with no source (nothing to read: unclear);
-  * `helper.w(s)` after `import helper` (the attribute was never followed into the student's file).
+  * `helper.w(s)` after `import helper` (the attribute was never followed into the student's file);
+  * scipy's softmax rebuilt from bytes or text: `pickle.loads`, `pydoc.locate`, an object array loaded with
+    `np.load(..., allow_pickle=True)` (unclear: the source does not show what they give).
 Each calls the library from a helper thread (which the worker's own trace does not follow), is scanned
 directly, and graded end to end in real workers: the by-hand test fails (it passed before), with the
 value test passing (the attack really runs). Honest classmates (a helper module, a package, a notebook that
 imports Colab's drive at the top) stay clean.
 """
 import io
-import os
+import pickle
 import py_compile
 import zipfile
 
+import numpy as np
 import pytest
+import scipy.special
 
 from checker.by_hand import library_use
 from checker.runner import Grader
@@ -75,8 +79,14 @@ ATTACKS = {
     "module_attribute": {"hw.py": "import helper\n" + BASE.replace("out.append(_w(", "out.append(helper._w("),
                          "helper.py": SCIPY},
 }
+ATTACKS.update({  # a function rebuilt from bytes or text the source does not show
+    "pickled_function": {"hw.py": f"import pickle\n_w = pickle.loads({pickle.dumps(scipy.special.softmax)!r})\n" + BASE},
+    "located_by_name": {"hw.py": "import pydoc\n_w = pydoc.locate('scipy.special.softmax')\n" + BASE},
+    "object_array_file": {"hw.py": "import numpy\n_w = numpy.load('w.npy', allow_pickle=True)[()]\n" + BASE, "w.npy": "npy"},
+})
 # what the scan must say: a library softmax named ("used"), or code it cannot read ("unclear")
-UNCLEAR = {"written_at_load": "w8", "compiled_only": "helperc"}
+UNCLEAR = {"written_at_load": "w8", "compiled_only": "helperc", "pickled_function": "pickle",
+           "located_by_name": "pydoc", "object_array_file": "allow_pickle"}
 
 
 def _build(tmp_path, files):
@@ -84,7 +94,9 @@ def _build(tmp_path, files):
     for name, text in files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        if text is None:  # a compiled module with no source beside it
+        if text == "npy":  # an object array holding scipy's softmax
+            np.save(path, np.array(scipy.special.softmax, dtype=object), allow_pickle=True)
+        elif text is None:  # a compiled module with no source beside it
             src = tmp_path / (path.stem + ".py")
             src.write_text(SCIPY)
             py_compile.compile(str(src), cfile=str(path), doraise=True)
