@@ -570,7 +570,8 @@ def init_ci(assignment, sub_path, package, classroom, output, force):
 def kit(outdir, package):
     """Write a student kit: hwcheck without the reference solutions and the hidden tests.
 
-    The kit answers the public checks from the reference's recorded answers.
+    The kit answers the public checks from the reference's recorded answers,
+    and names mistakes from the recorded results of the tests' answer models.
     Students install it with `pip install OUTDIR` (or from a repository you
     publish it in); point `init-ci --package` at it.
     """
@@ -587,8 +588,9 @@ def kit(outdir, package):
             raise Fail(str(e)) from None
     with Grader(mode="public") as grader:
         build_kit(outdir, lambda aid: record_public(aid, grader), package=package)
-    _echo(f"wrote the student kit to {outdir} (no reference solutions, no hidden tests); "
-               f"students install it with `pip install {outdir}`")
+    _echo(f"wrote the student kit to {outdir}: no reference solutions, no hidden tests, no answer models (its "
+          "public checks replay the expected values and the hints' mistaken answers recorded from the reference); "
+          f"students install it with `pip install {outdir}`")
 
 
 # ---------------------------------------------------------------------------

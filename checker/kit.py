@@ -11,6 +11,15 @@ functions are cut out of the test files. In the kit the `ref` fixture is a
 check whose answers were not recorded (a CUDA variant, say) is skipped with
 the reason.
 
+The grading tests' own models of answers (a softmax to make inputs with, the
+known mistakes a hint names: each a step or an argument away from a right
+answer) live in `assignments/<id>/_answers.py`, which the kit does not ship:
+a test file reaches them through `Answers`, which computes them in the full
+package, records each result (keyed by the function's name and its
+arguments) while the kit is built, and replays it in the kit, so the kit's
+public checks give the same verdicts, messages and hints without any code
+that computes an answer.
+
 What it is not: a secret keeper for the public answers (they are in the kit
 in plain sight, as public test expectations are) or a grader: grading with
 hidden tests needs the full package.
@@ -18,6 +27,9 @@ hidden tests needs the full package.
 
 import ast
 import base64
+import contextlib
+import hashlib
+import importlib
 import json
 import os
 import shutil
@@ -26,10 +38,14 @@ import pytest
 
 from checker import wire
 
-__all__ = ["RecordingRef", "ReplayRef", "recorded_path", "load_recording", "build_kit", "record_public"]
+__all__ = ["RecordingRef", "ReplayRef", "Answers", "recorded_path", "load_recording", "build_kit", "record_public"]
 
 RECORDED = "recorded.json"
 HIDDEN_COUNTS = "__hidden_counts__"  # a key of recorded.json: {question id: hidden tests in the full package}
+ANSWER_MODELS = "_answers.py"  # each assignment's answer models: never in the kit (see Answers)
+RECORDED_ANSWERS = "__answers__"  # a key of recorded.json: {"name:digest of the arguments": packed result}
+NOT_IN_KIT = ("this check needs the reference solutions, which the student kit does not include; it runs when "
+              "your work is graded")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -52,6 +68,7 @@ class RecordingRef:
 
     def __init__(self, module, store, key):
         self._module, self._store, self._key = module, store, key
+        self.store = store
 
     def __getattr__(self, name):
         target = getattr(self._module, name)
@@ -74,6 +91,7 @@ class ReplayRef:
     def __init__(self, store, key):
         self._calls = list(store.get(key, []))
         self._key = key
+        self.store = store
 
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -81,9 +99,101 @@ class ReplayRef:
 
         def call(*args, **kwargs):
             if not self._calls or self._calls[0].get("name") != name or self._calls[0].get("unrecordable"):
-                pytest.skip("this check needs the reference solutions, which the student kit does not "
-                            "include; it runs when your work is graded")
+                pytest.skip(NOT_IN_KIT)
             return _unpack(self._calls.pop(0))
+        return call
+
+
+def _digest(args, kwargs):
+    """A digest of an answer model's arguments: plain data, arrays and tensors by dtype, shape and bytes."""
+    import numpy as np
+    h = hashlib.sha256()
+
+    def feed(v):
+        if v is None or type(v) in (bool, int, float, str):
+            h.update(repr((type(v).__name__, v)).encode())
+        elif isinstance(v, (np.ndarray, np.generic)):
+            a = np.ascontiguousarray(v)
+            h.update(f"nd:{a.dtype.str}:{a.shape}:".encode())
+            h.update(a.tobytes())
+        elif type(v).__module__.startswith("torch") and hasattr(v, "detach"):
+            t = v.detach().to("cpu").contiguous().reshape(-1)
+            h.update(f"t:{v.dtype}:{tuple(v.shape)}:".encode())
+            h.update(t.view(__import__("torch").uint8).numpy().tobytes())
+        elif type(v) in (list, tuple):
+            h.update(b"[" if type(v) is list else b"(")
+            for x in v:
+                feed(x)
+            h.update(b"]")
+        elif type(v) is dict:
+            h.update(b"{")
+            for k in sorted(v, key=repr):
+                feed(k)
+                feed(v[k])
+            h.update(b"}")
+        else:
+            raise TypeError(f"an answer model was given a {type(v).__name__}: its arguments must be plain data, "
+                            "arrays or tensors, so that its result can be recorded for the kit")
+    feed(tuple(args))
+    feed(dict(kwargs))
+    return h.hexdigest()[:32]
+
+
+class Answers:
+    """A test file's way to its assignment's answer models (`assignments/<id>/_answers.py`).
+
+    `A = Answers("assignments.attention._answers")` at the top of the test file, and an autouse fixture
+    `with A.following(ref): yield`; then `A.softmax(s)` is the model's `softmax(s)`: computed in the
+    full package, computed and recorded while `record_public` grades the reference for the kit (and handed
+    back as the kit will hand it back, through the wire encoding), replayed from recorded.json in the kit,
+    where a call that was not recorded skips the check (`A.maybe.name(...)` gives None instead: a hint that
+    depends on the student's own answer). Outside a test it computes, which the kit cannot: the module is
+    not there."""
+
+    def __init__(self, module, _missing="skip", _modes=None):
+        self._module_name, self._missing = module, _missing
+        self._modes = _modes if _modes is not None else [("compute", None)]
+
+    @property
+    def maybe(self):
+        return Answers(self._module_name, "none", self._modes)
+
+    @contextlib.contextmanager
+    def following(self, ref):
+        """Within this block, compute, record or replay as the `ref` fixture `ref` does."""
+        store = getattr(ref, "store", None)
+        mode = ("replay" if isinstance(ref, ReplayRef) else "record" if isinstance(ref, RecordingRef)
+                else "compute")
+        self._modes.append((mode, store))
+        try:
+            yield self
+        finally:
+            self._modes.pop()
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def call(*args, **kwargs):
+            mode, store = self._modes[-1]
+            if mode == "compute":
+                return getattr(importlib.import_module(self._module_name), name)(*args, **kwargs)
+            key = f"{name}:{_digest(args, kwargs)}"
+            book = store.setdefault(RECORDED_ANSWERS, {})
+            if mode == "replay":
+                if key not in book or book[key].get("unrecordable"):
+                    if self._missing == "none":
+                        return None
+                    pytest.skip(NOT_IN_KIT)
+                return _unpack(book[key])
+            value = getattr(importlib.import_module(self._module_name), name)(*args, **kwargs)
+            try:
+                book[key] = _pack(name, value)
+            except wire.EncodeError:
+                book[key] = {"name": name, "unrecordable": True}
+                return value
+            return _unpack(book[key])  # what the kit will be handed
+        call.__name__ = name
         return call
 
 
@@ -117,11 +227,11 @@ def build_kit(outdir, record, package=None):
     from checker.spec import ASSIGNMENTS_DIR, assignment_ids, load_spec, tests_path
     if os.path.exists(outdir) and os.listdir(outdir):
         raise FileExistsError(f"{outdir} exists and is not empty")
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", RECORDED)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", RECORDED, ANSWER_MODELS)
     shutil.copytree(os.path.join(ROOT, "checker"), os.path.join(outdir, "checker"), ignore=ignore,
                     dirs_exist_ok=True)
     # an assignment's own reference.py and example submissions never go into the kit (issue 29)
-    folder_ignore = shutil.ignore_patterns("__pycache__", "*.pyc", RECORDED, "reference.py", "examples")
+    folder_ignore = shutil.ignore_patterns("__pycache__", "*.pyc", RECORDED, ANSWER_MODELS, "reference.py", "examples")
     shutil.copytree(ASSIGNMENTS_DIR, os.path.join(outdir, "assignments"), ignore=folder_ignore)
     from checker.spec import assignment_dirs, is_builtin
     for aid, folder in assignment_dirs().items():  # a course's own (HWCHECK_ASSIGNMENTS, entry points)

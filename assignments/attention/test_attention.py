@@ -8,9 +8,10 @@ applied along the feature axis, no 1/sqrt(d_k) scaling, a softmax that
 overflows or runs over the wrong axis, a head scaled by sqrt(d_model), the
 head-weight shape answered as a head's output shape, a function that reads
 the handout's notebook variables instead of its arguments. Each mistaken
-answer is computed here, on the trusted side, by the small `_mistaken_*`
-models below. A shape answer is judged as a shape, in shape words. An edge
-case where some mistakes are invisible (one token, n = 1, one head, rows of
+answer is computed on the trusted side by the answer models of `_answers.py`
+(through `A`, checker.kit.Answers: the student kit replays their results on
+the public inputs and holds no code that computes an answer). A shape
+answer is judged as a shape, in shape words. An edge case where some mistakes are invisible (one token, n = 1, one head, rows of
 one score) earns only for a function also right where they show, and an
 answer equal to one the function gave earlier for other inputs is named as a
 cached answer (checker.edge_gate).
@@ -35,6 +36,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from checker.edge_gate import answer_log, logged_close, only_if_right_elsewhere
 from checker.errors import GradingFailure, StudentError
+from checker.kit import Answers
 
 # --------------------------------------------------------------------------- handout data (HOMEWORK.md)
 
@@ -108,6 +110,17 @@ def close(close, sub):
     return logged_close(close, sub)
 
 
+# the answer models (a softmax, the known mistakes): computed in the full package, replayed in the student kit
+A = Answers("assignments.attention._answers")
+
+
+@pytest.fixture(autouse=True)
+def _answers_as_ref(ref):
+    """A computes, records or replays as this test's `ref` does (checker.kit.Answers)."""
+    with A.following(ref):
+        yield
+
+
 def _f64(a):
     """A float64 copy of an input, so expected answers are computed exactly from what was sent."""
     return np.asarray(a, dtype=np.float64)
@@ -126,64 +139,20 @@ def _tokens_and_projections(rng, T, d, widths, dtype):
     return [_rand(rng, (T, d), dtype)] + [_rand(rng, (d, w), dtype, scale=1 / math.sqrt(d)) for w in widths]
 
 
-def _softmax(s, axis=-1):
-    s = np.asarray(s, dtype=np.float64)
-    e = np.exp(s - s.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def _softmax_naive(s):
-    """A softmax without the max subtraction (overflows for large scores)."""
-    with np.errstate(all="ignore"):
-        e = np.exp(np.asarray(s, dtype=np.float64))
-        return e / e.sum(axis=-1, keepdims=True)
-
-
-def _softmax_global_max(s):
-    """A softmax that subtracts the maximum of the whole array, not of each row."""
-    s = np.asarray(s, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        e = np.exp(s - s.max())
-        return e / e.sum(axis=-1, keepdims=True)
-
-
-def _softmax_axis0(s):
-    return _softmax(s, axis=0)
-
-
-def _softmax_whole_array(s):
-    s = _f64(s)
-    e = np.exp(s - s.max())
-    return e / e.sum()
-
-
-def _abs_normalised(s, axis=-1):
-    """Weights made by dividing the scores by the sum of their absolute values (not a softmax)."""
-    s = _f64(s)
-    with np.errstate(all="ignore"):
-        return s / np.abs(s).sum(axis=axis, keepdims=True)
-
-
 def _mistaken_softmaxes(s):
-    return [(OVERFLOW, _softmax_naive(s)), (GLOBAL_MAX, _softmax_global_max(s)),
-            (WRONG_AXIS, _softmax_axis0(s) if np.ndim(s) == 2 else None),
-            (WHOLE_ARRAY, _softmax_whole_array(s) if np.ndim(s) == 2 and np.shape(s)[0] > 1 else None),
-            (ABS_NORM, _abs_normalised(s))]
+    m = A.mistaken_softmaxes(s)
+    return [(OVERFLOW, m["overflow"]), (GLOBAL_MAX, m["global_max"]), (WRONG_AXIS, m["wrong_axis"]),
+            (WHOLE_ARRAY, m["whole_array"]), (ABS_NORM, m["abs_norm"])]
 
 
 def _combine_hints(w, H):
     """Mistaken answers of get_context_vector(w, H): feature axis, or the handout's H_e used instead of H."""
-    w, H = _f64(w), _f64(H)
-    T, n = H.shape
-    hints = []
-    if n in (1, T):  # `H * w` broadcasts w over the features: runs only when n == T (or n == 1)
-        hints.append((FEATURE_AXIS, (H * w).sum(0)))
-    if n == T:
-        hints.append((FEATURE_AXIS, H @ w))
-    if T in (1, 4):  # shapes with which `w[:, None] * H_e` or `w @ H_e` still runs
-        hints.append((GLOBALS.format(names="H_e"), (w[:, None] * H_E).sum(0)))
-    hints.append((AVERAGED, H.mean(0)))
-    return hints
+    return _combine_hints_of(A.combine_mistakes(w, H))
+
+
+def _combine_hints_of(m):
+    return [(FEATURE_AXIS, m["feature_sum"]), (FEATURE_AXIS, m["feature_matmul"]),
+            (GLOBALS.format(names="H_e"), m["handout_h_e"]), (AVERAGED, m["averaged"])]
 
 
 def _call_with_shape_note(sub, name, *args, T, n):
@@ -201,131 +170,52 @@ def _call_with_shape_note(sub, name, *args, T, n):
         raise
 
 
-def _mistaken_context(enc, dec, *, scale="sqrt", enc_scores=None, enc_sum=None, weights=None):
-    """Q1 end to end with one mistake: scale in {"sqrt", "none", "n", "T"}; enc_scores/enc_sum replace enc in a
-    step; weights: what made the weights of the scaled scores, when not a softmax."""
-    enc, dec = _f64(enc), _f64(dec)
-    es = enc if enc_scores is None else enc_scores
-    ew = enc if enc_sum is None else enc_sum
-    n = dec.shape[-1]
-    scores = es @ dec
-    div = {"sqrt": math.sqrt(n), "none": 1.0, "n": float(n), "T": math.sqrt(len(es)), "half": n / 2,
-           "twice": 2.0 * n, "fixed": 2.0}[scale]
-    return (weights or _softmax)(scores / div) @ ew
-
-
 def _context_hints(enc, dec):
-    enc, dec = _f64(enc), _f64(dec)
-    w = _softmax(enc @ dec / math.sqrt(dec.shape[-1]))
-    return [(NO_SCALING, _mistaken_context(enc, dec, scale="none")),
-            (SCALED_BY_N, _mistaken_context(enc, dec, scale="n")),
-            (SCALED_BY_T, _mistaken_context(enc, dec, scale="T") if len(enc) != dec.shape[-1] else None),
-            (HALF_N, _mistaken_context(enc, dec, scale="half") if dec.shape[-1] != 4 else None),
-            (TWICE_N, _mistaken_context(enc, dec, scale="twice")),
-            (FIXED_SQRT4, _mistaken_context(enc, dec, scale="fixed") if dec.shape[-1] != 4 else None),
-            (ABS_NORM, _mistaken_context(enc, dec, weights=_abs_normalised)),
-            ] + _combine_hints(w, enc)
-
-
-def _mistaken_self_attention(X, Wq, Wk, Wv, *, scale=None, softmax=_softmax, kq=False, query=None, key=None):
-    """All-token self-attention with one mistake (scale: the divisor; kq: K Q^T instead of Q K^T; query, key:
-    the matrix the queries or keys were projected with, when not W_Q or W_K)."""
-    X, Wq, Wk, Wv = map(_f64, (X, Wq, Wk, Wv))
-    Q, K, V = X @ (Wq if query is None else _f64(query)), X @ (Wk if key is None else _f64(key)), X @ Wv
-    S = K @ Q.T if kq else Q @ K.T
-    div = math.sqrt(K.shape[-1]) if scale is None else scale
-    return softmax(S / div) @ V
-
-
-def _mistaken_weights(X, Wq, Wk):
-    """The attention weights self_attention computes on the way (T, T): returned instead of the output."""
-    X, Wq, Wk = map(_f64, (X, Wq, Wk))
-    return _softmax((X @ Wq) @ (X @ Wk).T / math.sqrt(Wk.shape[-1]))
+    m = A.context_mistakes(enc, dec)
+    return [(NO_SCALING, m["none"]), (SCALED_BY_N, m["n"]), (SCALED_BY_T, m["T"]), (HALF_N, m["half"]),
+            (TWICE_N, m["twice"]), (FIXED_SQRT4, m["fixed"]), (ABS_NORM, m["abs"])] + _combine_hints_of(m["combine"])
 
 
 def _self_attention_hints(X, Wq, Wk, Wv, row=None):
-    pick = (lambda a: a) if row is None else (lambda a: a[row])
-    d = X.shape[-1]
-    return [(NO_SCALING, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=1.0))),
-            (SCALED_BY_N, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=float(Wk.shape[-1])))),
-            (HALF_OF.format(n="d_k"),
-             pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=Wk.shape[-1] / 2)) if Wk.shape[-1] != 4 else None),
-            (TWICE_OF.format(n="d_k"),
-             pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=2.0 * Wk.shape[-1]))),
+    m = A.self_attention_mistakes(X, Wq, Wk, Wv)
+    pick = (lambda a: a) if row is None else (lambda a: None if a is None else a[row])
+    handout = A.mistaken_self_attention(X_HANDOUT, W_Q, W_K, W_V)
+    query_wk = "the query was projected with W_K (or W_V) instead of W_Q: q = X[i] @ W_Q"
+    return [(NO_SCALING, pick(m["none"])), (SCALED_BY_N, pick(m["n"])),
+            (HALF_OF.format(n="d_k"), pick(m["half"])), (TWICE_OF.format(n="d_k"), pick(m["twice"])),
             ("the scores were divided by sqrt(d_v), the width of the values, instead of sqrt(d_k), the width of "
-             "the keys and queries they compare",
-             pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=math.sqrt(Wv.shape[-1])))
-             if Wv.shape[-1] != Wk.shape[-1] else None),
-            (FIXED_SQRT4, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=2.0))
-             if Wk.shape[-1] != 4 else None),
+             "the keys and queries they compare", pick(m["d_v"])),
+            (FIXED_SQRT4, pick(m["fixed"])),
             ("the weights were used as (out, in), `X @ W.T`: with row vectors a projection is `X @ W`, W of "
-             "shape (d_in, d_out)", pick(_mistaken_self_attention(X, Wq.T, Wk.T, Wv.T))
-             if Wq.shape[0] == Wq.shape[1] == Wk.shape[1] == Wv.shape[1] else None),
+             "shape (d_in, d_out)", pick(m["transposed"])),
             ("this is the attention weights (one per token), not the output: multiply them by the values, "
-             "`weights @ V`", pick(_mistaken_weights(X, Wq, Wk))),
-            (SCALED_BY_D_MODEL, pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=math.sqrt(d)))
-             if d != Wk.shape[-1] else None),
-            (WRONG_AXIS, pick(_mistaken_self_attention(X, Wq, Wk, Wv, softmax=_softmax_axis0))),
-            (KQ_SWAPPED, pick(_mistaken_self_attention(X, Wq, Wk, Wv, kq=True))),
-            ("the query was projected with W_K (or W_V) instead of W_Q: q = X[i] @ W_Q",
-             pick(_mistaken_self_attention(X, Wq, Wk, Wv, query=Wk)) if Wk.shape == Wq.shape else None),
-            ("the query was projected with W_K (or W_V) instead of W_Q: q = X[i] @ W_Q",
-             pick(_mistaken_self_attention(X, Wq, Wk, Wv, query=Wv)) if Wv.shape == Wq.shape else None),
-            (KEYS_WITH_W_Q, pick(_mistaken_self_attention(X, Wq, Wk, Wv, key=Wq)) if Wk.shape == Wq.shape else None),
-            (KEYS_WITH_W_Q, pick(_mistaken_self_attention(X, Wq, Wk, Wv, key=Wv)) if Wv.shape == Wk.shape else None),
-            (ABS_NORM, pick(_mistaken_self_attention(X, Wq, Wk, Wv, softmax=_abs_normalised))),
+             "`weights @ V`", pick(m["weights"])),
+            (SCALED_BY_D_MODEL, pick(m["d_model"])), (WRONG_AXIS, pick(m["wrong_axis"])),
+            (KQ_SWAPPED, pick(m["kq"])), (query_wk, pick(m["query_wk"])), (query_wk, pick(m["query_wv"])),
+            (KEYS_WITH_W_Q, pick(m["key_wq"])), (KEYS_WITH_W_Q, pick(m["key_wv"])), (ABS_NORM, pick(m["abs"])),
             ("the scores were divided by sqrt(T), the number of tokens, instead of sqrt(d_k), the width of the keys",
-             pick(_mistaken_self_attention(X, Wq, Wk, Wv, scale=math.sqrt(X.shape[0])))
-             if X.shape[0] != Wk.shape[-1] else None),
+             pick(m["T"])),
             (f"this is the answer for token {row - 1 if row else len(X) - 1}, not token {row}: tokens are counted "
              "from 0 and the query of token i is X[i] @ W_Q (an off-by-one?)",
-             _mistaken_self_attention(X, Wq, Wk, Wv)[row - 1] if row is not None and len(X) > 1 else None),
-            (GLOBALS.format(names="X, W_Q, W_K, W_V"), _mistaken_self_attention(X_HANDOUT, W_Q, W_K, W_V)[row]
-             if row is not None and row < len(X_HANDOUT) else
-             _mistaken_self_attention(X_HANDOUT, W_Q, W_K, W_V) if row is None else None)]
-
-
-def _mistaken_mha(X, Wq, Wk, Wv, Wo, h, *, scale=None, softmax=_softmax, interleaved=False, apply_wo=True,
-                  reverse=False, stacked=False, keys_q=False):
-    """Multi-head attention with one mistake, head by head (scale: the divisor of every head; reverse:
-    the heads concatenated last first)."""
-    X, Wq, Wk, Wv, Wo = map(_f64, (X, Wq, Wk, Wv, Wo))
-    d = Wq.shape[1]
-    hs = d // h
-    heads = []
-    for i in range(h):
-        cols = np.arange(i, d, h) if interleaved else np.arange(i * hs, (i + 1) * hs)
-        Q, K, V = X @ Wq[:, cols], X @ (Wq if keys_q else Wk)[:, cols], X @ Wv[:, cols]
-        div = math.sqrt(hs) if scale is None else scale
-        heads.append(softmax(Q @ K.T / div) @ V)
-    C = np.concatenate(heads[::-1] if reverse else heads, axis=1)
-    if stacked:  # np.array(heads) is (h, T, d/h): reshaped to (T, d) without moving the head axis
-        C = np.array(heads).reshape(X.shape[0], -1)
-    return C @ Wo if apply_wo else C
+             pick(m["previous_row"]) if row is not None else None),
+            (GLOBALS.format(names="X, W_Q, W_K, W_V"), handout[row]
+             if row is not None and row < len(X_HANDOUT) else handout if row is None else None)]
 
 
 def _mha_hints(X, Wq, Wk, Wv, Wo, h):
-    d = Wq.shape[1]
-    return [(HEAD_SCALED_BY_D_K, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=float(d // h)) if d // h > 1 else None),
-            (HEAD_SCALED_BY_D_MODEL, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=math.sqrt(d)) if h > 1 else None),
-            (NO_SCALING, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=1.0)),
-            (HALF_OF.format(n="d_k") + " (d_k = d_model / num_heads)", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=(d // h) / 2)
-             if d // h != 4 else None),
-            (TWICE_OF.format(n="d_k"),
-             _mistaken_mha(X, Wq, Wk, Wv, Wo, h, scale=2.0 * (d // h))),
-            (WRONG_AXIS, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, softmax=_softmax_axis0)),
+    m = A.mha_mistakes(X, Wq, Wk, Wv, Wo, h)
+    return [(HEAD_SCALED_BY_D_K, m["d_k"]), (HEAD_SCALED_BY_D_MODEL, m["d_model"]), (NO_SCALING, m["none"]),
+            (HALF_OF.format(n="d_k") + " (d_k = d_model / num_heads)", m["half"]),
+            (TWICE_OF.format(n="d_k"), m["twice"]), (WRONG_AXIS, m["wrong_axis"]),
             ("head i must use the i-th contiguous block of d/num_heads columns (columns i*d/h .. (i+1)*d/h - 1), "
-             "not every num_heads-th column", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, interleaved=True)
-             if 1 < h < d else None),
+             "not every num_heads-th column", m["interleaved"]),
             ("the heads were stacked (np.array(heads), shape (num_heads, T, d/num_heads)) and reshaped to (T, d) "
              "without moving the head axis, which mixes the tokens' rows: concatenate along the features, "
              "`np.concatenate(heads, axis=1)` (or transpose to (T, num_heads, d/num_heads) before the reshape)",
-             _mistaken_mha(X, Wq, Wk, Wv, Wo, h, stacked=True) if h > 1 and X.shape[0] > 1 else None),
-            (KEYS_WITH_W_Q, _mistaken_mha(X, Wq, Wk, Wv, Wo, h, keys_q=True)),
-            ("the concatenated heads were not multiplied by W_O", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, apply_wo=False)),
+             m["stacked"]),
+            (KEYS_WITH_W_Q, m["keys_q"]), ("the concatenated heads were not multiplied by W_O", m["no_wo"]),
             ("the heads were concatenated in reverse order: Concat(head_1, ..., head_h) keeps head 1 first, so "
-             "that its columns meet the first rows of W_O", _mistaken_mha(X, Wq, Wk, Wv, Wo, h, reverse=True)
-             if h > 1 else None)]
+             "that its columns meet the first rows of W_O", m["reverse"])]
 
 
 def _close_shape(close, got, expected, what, hints=(), sub=None, fn=None, args=None):
@@ -623,21 +513,16 @@ def _weights_by(sub, S):
 
 
 def _own_self_attention(sub, X, Wq, Wk, Wv, row=None):
-    X, Wq, Wk, Wv = map(_f64, (X, Wq, Wk, Wv))
-    Q, K, V = X @ Wq, X @ Wk, X @ Wv
-    S = Q @ K.T / math.sqrt(K.shape[-1])
-    return _weights_by(sub, S) @ V if row is None else _weights_by(sub, S[row]) @ V
+    """own() for _close_own_softmax: self_attention redone with the student's get_attention_weights on the
+    trusted side's scores (asked now, so that the kit has them recorded)."""
+    S, V = A.scores_and_values(X, Wq, Wk, Wv)
+    return lambda: _weights_by(sub, S) @ V if row is None else _weights_by(sub, S[row]) @ V
 
 
 def _own_mha(sub, X, Wq, Wk, Wv, Wo, h):
-    X, Wq, Wk, Wv, Wo = map(_f64, (X, Wq, Wk, Wv, Wo))
-    hs = Wq.shape[1] // h
-    heads = []
-    for i in range(h):
-        c = slice(i * hs, (i + 1) * hs)
-        Q, K, V = X @ Wq[:, c], X @ Wk[:, c], X @ Wv[:, c]
-        heads.append(_weights_by(sub, Q @ K.T / math.sqrt(hs)) @ V)
-    return np.concatenate(heads, axis=1) @ Wo
+    """own() for _close_own_softmax: multi_head_attention redone with the student's get_attention_weights."""
+    parts, Wo = A.heads_scores_and_values(X, Wq, Wk, Wv, h), _f64(Wo)
+    return lambda: np.concatenate([_weights_by(sub, S) @ V for S, V in parts], axis=1) @ Wo
 
 
 def _expect_value_error(sub, what, name, *args):
@@ -690,15 +575,16 @@ def test_get_scores_handout(sub, ref, close, state):
     got = sub.call("get_scores", H_E, H_D[state])
     close(got, ref.get_scores(H_E, H_D[state]), what=f"get_scores(H_e, H_d[{state}])",
           hints=[("the dot products were taken with the columns of the matrix (matrix.T @ vector), "
-                  "not with its rows (one per token)", H_E.T @ H_D[state])])
+                  "not with its rows (one per token)", A.columns_of_matrix(H_E, H_D[state]))])
 
 
 @pytest.mark.question("Q1")
 def test_scale_scores_handout(sub, ref, close):
     scores = ref.get_scores(H_E, H_D[1])
     got = sub.call("scale_scores", scores, 4)
+    m = A.scale_mistakes(scores, 4)
     close(got, ref.scale_scores(scores, 4), what="scale_scores(scores of H_d[1], 4)",
-          hints=[(SCALED_BY_N, scores / 4), ("the scores were multiplied by sqrt(n)", scores * 2.0)])
+          hints=[(SCALED_BY_N, m["by_n"]), ("the scores were multiplied by sqrt(n)", m["times"])])
 
 
 @pytest.mark.question("Q1")
@@ -708,9 +594,10 @@ def test_scale_scores_new_values(sub, ref, close, rng, n):
     notebook value instead of its `n` shows in the self-check (issue 20)."""
     s = rng.standard_normal(5) * 3
     got = sub.call("scale_scores", s, n)
+    m = A.scale_mistakes(s, n)
     close(got, ref.scale_scores(s, n), what=f"scale_scores(5 random scores, {n})",
-          hints=[(SCALED_BY_N, s / n), (HALF_N, s / (n / 2)), (TWICE_N, s / (2 * n)), (FIXED_SQRT4, s / 2.0),
-                 ("the scores were multiplied by sqrt(n)", s * math.sqrt(n))])
+          hints=[(SCALED_BY_N, m["by_n"]), (HALF_N, m["half"]), (TWICE_N, m["twice"]), (FIXED_SQRT4, m["fixed"]),
+                 ("the scores were multiplied by sqrt(n)", m["times"])])
 
 
 @pytest.mark.question("Q1")
@@ -866,7 +753,7 @@ def test_get_scores_random(sub, ref, close, rng, T, n, dtype):
 
 
 def _check_get_context_vector(sub, ref, close, rng, T, n, dtype):
-    w = _softmax(rng.standard_normal(T)).astype(dtype)
+    w = A.softmax(rng.standard_normal(T)).astype(dtype)
     H = _rand(rng, (T, n), dtype)
     got = _call_with_shape_note(sub, "get_context_vector", w, H, T=T, n=n)
     close(got, ref.get_context_vector(_f64(w), _f64(H)),
@@ -909,7 +796,7 @@ def test_context_vector_handout_shape_new_values(sub, ref, close, rng):
     for (e_s, e_w), d in itertools.product(itertools.product([enc, H_E], repeat=2), [dec, H_D[0], H_D[1]]):
         if e_s is enc and e_w is enc and d is dec:
             continue
-        hints.append((GLOBALS.format(names="H_e, H_d"), _mistaken_context(enc, d, enc_scores=e_s, enc_sum=e_w)))
+        hints.append((GLOBALS.format(names="H_e, H_d"), A.mistaken_context(enc, d, enc_scores=e_s, enc_sum=e_w)))
     got = sub.call("context_vector", enc, dec)
     close(got, ref.context_vector(enc, dec), what="context_vector(new random 4 x 4 encoder states, new decoder state)",
           hints=hints)
@@ -946,10 +833,11 @@ def test_scale_scores_random(sub, ref, close, rng, T, n, dtype):
 def _check_scale_scores(sub, ref, close, rng, T, n, dtype):
     s = _rand(rng, (T,), dtype, scale=3.0)
     got = sub.call("scale_scores", s, n)
+    m = A.scale_mistakes(s, n)
     close(got, ref.scale_scores(_f64(s), n), what=f"scale_scores(scores of shape ({T},), {n}) in {dtype}",
-          dtype=dtype, hints=([(SCALED_BY_N, _f64(s) / n)] if n > 1 else [])
-          + ([(HALF_N, _f64(s) / (n / 2))] if n not in (2, 4) else []) + [(TWICE_N, _f64(s) / (2 * n))]
-          + ([(FIXED_SQRT4, _f64(s) / 2.0)] if n != 4 else []))
+          dtype=dtype, hints=([(SCALED_BY_N, m["by_n"])] if n > 1 else [])
+          + ([(HALF_N, m["half"])] if n not in (2, 4) else []) + [(TWICE_N, m["twice"])]
+          + ([(FIXED_SQRT4, m["fixed"])] if n != 4 else []))
 
 
 @pytest.mark.question("Q1")
@@ -960,7 +848,7 @@ def test_context_property(sub, ref, close, seed, T, n, f32):
     """get_context_vector == the reference for any T, n (both dtypes); data seeded by (seed, T, n)."""
     dtype = "float32" if f32 else "float64"
     rng = np.random.default_rng([seed, T, n, int(f32)])
-    w = _softmax(rng.standard_normal(T)).astype(dtype)
+    w = A.softmax(rng.standard_normal(T)).astype(dtype)
     H = _rand(rng, (T, n), dtype)
     got = _call_with_shape_note(sub, "get_context_vector", w, H, T=T, n=n)
     close(got, ref.get_context_vector(_f64(w), _f64(H)),
@@ -975,7 +863,7 @@ def test_context_property(sub, ref, close, seed, T, n, f32):
 def test_self_attention_token_handout(sub, ref, close, note, i):
     got = sub.call("self_attention_token", X_HANDOUT, W_Q, W_K, W_V, i)
     _close_own_softmax(sub, close, note, "self_attention_token", got, ref.self_attention_token(X_HANDOUT, W_Q, W_K, W_V, i),
-          own=lambda: _own_self_attention(sub, X_HANDOUT, W_Q, W_K, W_V, row=i),
+          own=_own_self_attention(sub, X_HANDOUT, W_Q, W_K, W_V, row=i),
           what=f"self_attention_token(X, W_Q, W_K, W_V, {i}) (token {TOKENS[i]!r})",
           hints=_self_attention_hints(X_HANDOUT, W_Q, W_K, W_V, row=i))
 
@@ -984,7 +872,7 @@ def test_self_attention_token_handout(sub, ref, close, note, i):
 def test_self_attention_handout(sub, ref, close, note):
     got = sub.call("self_attention", X_HANDOUT, W_Q, W_K, W_V)
     _close_own_softmax(sub, close, note, "self_attention", got, ref.self_attention(X_HANDOUT, W_Q, W_K, W_V),
-          own=lambda: _own_self_attention(sub, X_HANDOUT, W_Q, W_K, W_V),
+          own=_own_self_attention(sub, X_HANDOUT, W_Q, W_K, W_V),
           what="self_attention(X, W_Q, W_K, W_V) (handout data)",
           hints=_self_attention_hints(X_HANDOUT, W_Q, W_K, W_V))
 
@@ -993,7 +881,7 @@ def test_self_attention_handout(sub, ref, close, note):
 def test_self_attention_by_hand(sub, ref, close, note):
     _check_by_hand(sub, close, ref.self_attention(X_HANDOUT, W_Q, W_K, W_V), ATTENTION_CALLS,
                    "self_attention(X, W_Q, W_K, W_V) (handout data)", "self_attention", X_HANDOUT, W_Q, W_K, W_V,
-                   own=lambda: _own_self_attention(sub, X_HANDOUT, W_Q, W_K, W_V), note=note)
+                   own=_own_self_attention(sub, X_HANDOUT, W_Q, W_K, W_V), note=note)
 
 
 @pytest.mark.question("Q2")
@@ -1024,7 +912,7 @@ def _check_self_attention(sub, ref, close, note, rng, T, d, dk, dv, dtype):
     X, Wq, Wk, Wv = _tokens_and_projections(rng, T, d, (dk, dk, dv), dtype)
     got = sub.call("self_attention", X, Wq, Wk, Wv)
     _close_own_softmax(sub, close, note, "self_attention", got, ref.self_attention(*map(_f64, (X, Wq, Wk, Wv))),
-          own=lambda: _own_self_attention(sub, X, Wq, Wk, Wv),
+          own=_own_self_attention(sub, X, Wq, Wk, Wv),
           what=f"self_attention(X, W_Q, W_K, W_V) with T={T}, d={d}, d_k={dk}, d_v={dv}, {dtype}", dtype=dtype,
           hints=_self_attention_hints(X, Wq, Wk, Wv))
 
@@ -1037,7 +925,7 @@ def test_self_attention_token_random(sub, ref, close, note, rng, dtype):
     i = int(rng.integers(T))
     got = sub.call("self_attention_token", X, Wq, Wk, Wv, i)
     _close_own_softmax(sub, close, note, "self_attention_token", got, ref.self_attention_token(*map(_f64, (X, Wq, Wk, Wv)), i),
-          own=lambda: _own_self_attention(sub, X, Wq, Wk, Wv, row=i),
+          own=_own_self_attention(sub, X, Wq, Wk, Wv, row=i),
           what=f"self_attention_token(X, W_Q, W_K, W_V, {i}) with T={T}, d={d}, d_k={dk}, d_v={dv}, {dtype}",
           dtype=dtype, hints=_self_attention_hints(X, Wq, Wk, Wv, row=i))
 
@@ -1051,10 +939,10 @@ def test_self_attention_handout_shape_new_values(sub, ref, close, note, rng):
     for mask in itertools.product([False, True], repeat=4):
         if any(mask):
             mixed = [h if m else a for a, h, m in zip(args, handout, mask)]
-            hints.append((GLOBALS.format(names="X, W_Q, W_K, W_V"), _mistaken_self_attention(*mixed)))
+            hints.append((GLOBALS.format(names="X, W_Q, W_K, W_V"), A.mistaken_self_attention(*mixed)))
     got = sub.call("self_attention", *args)
     _close_own_softmax(sub, close, note, "self_attention", got, ref.self_attention(*args),
-                       own=lambda: _own_self_attention(sub, *args),
+                       own=_own_self_attention(sub, *args),
                        what="self_attention(new random X (3 x 4), W_Q, W_K, W_V (4 x 4))", hints=hints)
 
 
@@ -1069,10 +957,10 @@ def test_self_attention_token_handout_shape_new_values(sub, ref, close, note, rn
         for mask in itertools.product([False, True], repeat=4):
             if any(mask):
                 mixed = [h if m else a for a, h, m in zip(args, handout, mask)]
-                hints.append((GLOBALS.format(names="X, W_Q, W_K, W_V"), _mistaken_self_attention(*mixed)[i]))
+                hints.append((GLOBALS.format(names="X, W_Q, W_K, W_V"), A.mistaken_self_attention(*mixed)[i]))
         got = sub.call("self_attention_token", *args, i)
         _close_own_softmax(sub, close, note, "self_attention_token", got, ref.self_attention_token(*args, i),
-                           own=lambda: _own_self_attention(sub, *args, row=i),
+                           own=_own_self_attention(sub, *args, row=i),
                            what=f"self_attention_token(new random X (3 x 4), W_Q, W_K, W_V (4 x 4), {i})",
                            hints=hints)
 
@@ -1084,7 +972,7 @@ def test_self_attention_token_every_row(sub, ref, close, note, rng):
     for i in range(T):
         got = sub.call("self_attention_token", X, Wq, Wk, Wv, i)
         _close_own_softmax(sub, close, note, "self_attention_token", got, ref.self_attention_token(X, Wq, Wk, Wv, i),
-              own=lambda: _own_self_attention(sub, X, Wq, Wk, Wv, row=i),
+              own=_own_self_attention(sub, X, Wq, Wk, Wv, row=i),
               what=f"self_attention_token(X, W_Q, W_K, W_V, {i}) with T={T}, d={d}, d_k={dk}, d_v={dv}",
               hints=_self_attention_hints(X, Wq, Wk, Wv, row=i))
 
@@ -1100,7 +988,7 @@ def test_self_attention_property(sub, ref, close, note, seed, T, n, dk, dv, f32)
     X, Wq, Wk, Wv = _tokens_and_projections(rng, T, n, (dk, dk, dv), dtype)
     got = sub.call("self_attention", X, Wq, Wk, Wv)
     _close_own_softmax(sub, close, note, "self_attention", got, ref.self_attention(*map(_f64, (X, Wq, Wk, Wv))),
-          own=lambda: _own_self_attention(sub, X, Wq, Wk, Wv),
+          own=_own_self_attention(sub, X, Wq, Wk, Wv),
           what=f"self_attention(X, W_Q, W_K, W_V) with T={T}, d={n}, d_k={dk}, d_v={dv}, {dtype}", dtype=dtype,
           hints=_self_attention_hints(X, Wq, Wk, Wv))
 
@@ -1113,13 +1001,12 @@ def _check_blocks(sub, ref, close, W, h, dtype, label):
     what = f"split_heads({label}, {h})"
     if isinstance(got, (list, tuple)) and len(got) != h:
         raise GradingFailure(f"{what}: expected a list of {h} arrays (one per head), got {len(got)} items")
-    d = W.shape[0]
     Wf = _f64(W)
+    m = A.split_mistakes(Wf, h)
     close(got, np.stack(ref.split_heads(Wf, h)), what=what, dtype=dtype,
-          hints=[("the blocks were cut along the rows (axis 0) instead of the columns",
-                  np.stack(np.split(Wf, h, axis=0)) if d % h == 0 else None),
+          hints=[("the blocks were cut along the rows (axis 0) instead of the columns", m["rows"]),
                  ("head i must get the i-th block of contiguous columns, not every num_heads-th column",
-                  np.stack([Wf[:, i::h] for i in range(h)])),
+                  m["interleaved"]),
                  ("each block came back transposed (d/num_heads x d) instead of (d x d/num_heads)",
                   np.stack([b.T for b in ref.split_heads(Wf, h)]))])
 
@@ -1265,7 +1152,7 @@ def _check_mha(sub, ref, close, note, X, Ws, h, dtype, label):
     got = sub.call("multi_head_attention", X, *Ws, h)
     args = [_f64(a) for a in (X, *Ws)]
     _close_own_softmax(sub, close, note, "multi_head_attention", got, ref.multi_head_attention(*args, h),
-          own=lambda: _own_mha(sub, *args, h), what=f"multi_head_attention({label}, num_heads={h})",
+          own=_own_mha(sub, *args, h), what=f"multi_head_attention({label}, num_heads={h})",
           dtype=dtype, hints=_mha_hints(*args, h))
 
 
@@ -1281,7 +1168,7 @@ def test_multi_head_attention_by_hand(sub, ref, close, note):
     Ws = [W_Q, W_K, W_V, np.eye(4)]
     _check_by_hand(sub, close, ref.multi_head_attention(X_HANDOUT, *Ws, 2), ATTENTION_CALLS,
                    "multi_head_attention(handout X, W_Q, W_K, W_V, W_O = identity, 2)", "multi_head_attention",
-                   X_HANDOUT, *Ws, 2, own=lambda: _own_mha(sub, X_HANDOUT, *Ws, 2), note=note)
+                   X_HANDOUT, *Ws, 2, own=_own_mha(sub, X_HANDOUT, *Ws, 2), note=note)
 
 
 @pytest.mark.question("Q3")

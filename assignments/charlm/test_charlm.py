@@ -6,9 +6,11 @@ causal mask and masked attention, layer normalization by hand, sinusoidal
 positions, and `CharTransformer`. Functions are compared with the reference
 (`ref`) on fresh random inputs of other shapes than the handout's; every
 known mistake (wrong triangle, softmax over the queries, no scaling, the
-unbiased variance, eps on the std, sin/cos swapped, ...) is computed here, on
-the trusted side with torch, and passed to `close` as a hint so a failing
-answer that matches it is named. An edge case where some mistakes are
+unbiased variance, eps on the std, sin/cos swapped, ...) is computed on the
+trusted side with torch by the answer models of `_answers.py` (through `A`,
+checker.kit.Answers: the student kit replays their results on the public
+inputs and holds no code that computes an answer), and passed to `close` as a
+hint so a failing answer that matches it is named. An edge case where some mistakes are
 invisible (T = 1, position 0) earns only for a function also right where they
 show, and an answer equal to one the function gave earlier for other inputs is
 named as a cached answer (checker.edge_gate). Why a model is not causal is
@@ -32,17 +34,16 @@ What it is not: a place that runs student code (everything goes through
 """
 
 import functools
-import math
 import re
 
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
 from checker.compare import compare_lowp
 from checker.edge_gate import logged_close, only_if_right_elsewhere
 from checker.errors import GradingFailure, StudentError, StudentTimeout, WorkerCrashed
+from checker.kit import Answers
 from checker.notebook_globals import naming_globals
 from checker.portability import check_call_on_another_device, check_runs_on_another_device
 
@@ -108,6 +109,17 @@ def close(close, sub):
     return logged_close(close, sub)
 
 
+# the answer models (the known mistakes, torch's layer norm): computed in the full package, replayed in the kit
+A = Answers("assignments.charlm._answers")
+
+
+@pytest.fixture(autouse=True)
+def _answers_as_ref(ref):
+    """A computes, records or replays as this test's `ref` does (checker.kit.Answers)."""
+    with A.following(ref):
+        yield
+
+
 def _fail(message):
     raise GradingFailure(message)
 
@@ -155,8 +167,7 @@ def _as_index(v):
 
 
 def _check_vocab(got, text):
-    chars = sorted(set(text))
-    want = {c: i for i, c in enumerate(chars)}
+    chars, want, first_seen = A.vocab(text)
     what = f"build_vocab({text[:30]!r}{'...' if len(text) > 30 else ''})"
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         _fail(f"{what}: expected a pair (stoi, itos), got {type(got).__name__}"
@@ -175,7 +186,6 @@ def _check_vocab(got, text):
         else:
             wrong = [(c, stoi_n[c], want[c]) for c in chars if stoi_n[c] != want[c]][:5]
             msg += "\n" + ", ".join(f"{c!r} -> {g} (expected {w})" for c, g, w in wrong)
-            first_seen = {c: i for i, c in enumerate(dict.fromkeys(text))}
             if stoi_n == first_seen:
                 msg += "\nLikely mistake: ids follow the order of first appearance; sort the characters first."
             elif sorted(stoi_n.values()) == list(range(len(chars))):
@@ -209,12 +219,10 @@ def _check_blocks(sub, close, rng, L, bs):
                        "(range(len(data) - block_size)).") from None
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         _fail(f"{what}: expected a pair (x, y), got {type(got).__name__}")
-    idx = np.arange(L - bs)[:, None] + np.arange(bs)[None, :]
-    x_want, y_want = data_np[idx], data_np[idx + 1]
-    extra = np.arange(L - bs + 1)[:, None] + np.arange(bs)[None, :]
+    x_want, y_want, one_too_many = A.blocks(data_np, bs)
     close(got[0], x_want, what=f"{what}: x", hints=[
         ("one window too many: the last window needs a next token for y, so there are L - block_size windows",
-         data_np[extra]),
+         one_too_many),
         ("one window too few: the windows start at 0, 1, ..., L - block_size - 1, so there are L - block_size "
          "of them (range(len(data) - block_size))", x_want[:-1])])
     close(got[1], y_want, what=f"{what}: y", hints=[
@@ -227,52 +235,37 @@ def _check_blocks(sub, close, rng, L, bs):
 # attention --------------------------------------------------------------
 
 
-def _attend(Q, K, V, scale, mask, dim):
-    s = (Q @ K.transpose(-2, -1)) * scale
-    if mask is not None:
-        s = s.masked_fill(mask, float("-inf"))
-    return torch.softmax(s, dim=dim) @ V
-
-
 NEXT_TOKEN_HINT = ("the mask is off by one: position i also sees key i+1, the next token (tril(..., diagonal=1) "
                    "or triu(..., 2)); True must start right above the diagonal: "
                    "`torch.ones(T, T, dtype=torch.bool).triu(1)`, or `torch.tril(torch.ones(T, T)) == 0`")
 
 
 def _attention_hints(Q, K, V):
-    """Known mistakes of masked_attention, computed in float64 on the trusted side."""
-    Q, K, V = (t.detach().to("cpu", torch.float64) for t in (Q, K, V))
-    T, d_k, d_v = Q.shape[-2], Q.shape[-1], V.shape[-1]
-    upper = torch.ones(T, T, dtype=torch.bool).triu(1)
-    sc = 1 / math.sqrt(d_k)
+    """Known mistakes of masked_attention, computed in float64 on the trusted side (A: checker.kit.Answers)."""
+    m = A.attention_mistakes(Q, K, V)
     hints = [
-        ("softmax over the query axis (dim=-2); it must run over the keys, the last axis",
-         _attend(Q, K, V, sc, upper, -2)),
-        (DIAGONAL_HINT, _attend(Q, K, V, sc, torch.ones(T, T, dtype=torch.bool).triu(0), -1)),
-        (NEXT_TOKEN_HINT, _attend(Q, K, V, sc, torch.ones(T, T, dtype=torch.bool).triu(2), -1)),
-        ("your mask lets position i see j > i (the mask is on the wrong triangle)", _attend(Q, K, V, sc, upper.T, -1)),
+        ("softmax over the query axis (dim=-2); it must run over the keys, the last axis", m["query_axis"]),
+        (DIAGONAL_HINT, m["diagonal"]), (NEXT_TOKEN_HINT, m["next_token"]),
+        ("your mask lets position i see j > i (the mask is on the wrong triangle)", m["lower"]),
         ("your mask lets position i see j > i (True must mark the future keys j > i, the ones to hide)",
-         _attend(Q, K, V, sc, ~upper, -1)),
-        ("no 1/sqrt(d_k) scaling of the scores", _attend(Q, K, V, 1.0, upper, -1)),
-        ("the scores were divided by d_k instead of sqrt(d_k)", _attend(Q, K, V, 1 / d_k, upper, -1)),
-        ("no causal mask: every position attends to all keys", _attend(Q, K, V, sc, None, -1)),
+         m["inverted"]),
+        ("no 1/sqrt(d_k) scaling of the scores", m["none"]),
+        ("the scores were divided by d_k instead of sqrt(d_k)", m["d_k"]),
+        ("no causal mask: every position attends to all keys", m["no_mask"]),
         ("masked scores set to 0 instead of -inf (torch.tril(scores) or scores * mask): exp(0) = 1, so the "
-         "future keys still get weight; fill them with float('-inf') before the softmax",
-         torch.softmax((Q @ K.transpose(-2, -1) * sc).masked_fill(upper, 0.0), dim=-1) @ V),
+         "future keys still get weight; fill them with float('-inf') before the softmax", m["zero_fill"]),
         ("the weights were masked after the softmax without normalizing again: each row was normalized over "
-         "every key, future ones included; mask the scores with -inf before the softmax",
-         torch.softmax(Q @ K.transpose(-2, -1) * sc, dim=-1).masked_fill(upper, 0.0) @ V),
+         "every key, future ones included; mask the scores with -inf before the softmax", m["after_softmax"]),
     ]
-    if T > 1 and T != d_k:
+    if m["T"] is not None:
         hints.append(("the scores were divided by sqrt(T), the number of tokens, instead of sqrt(d_k), the width "
-                      "of the keys (K.shape[-1])", _attend(Q, K, V, 1 / math.sqrt(T), upper, -1)))
-    if d_v != d_k:
-        hints.append(("scaled by 1/sqrt(d_v) instead of 1/sqrt(d_k)", _attend(Q, K, V, 1 / math.sqrt(d_v), upper, -1)))
-    for axis in range(Q.dim() - 2):  # a batch or heads axis: softmax(dim=1) written for (B, T, T) scores
+                      "of the keys (K.shape[-1])", m["T"]))
+    if m["d_v"] is not None:
+        hints.append(("scaled by 1/sqrt(d_v) instead of 1/sqrt(d_k)", m["d_v"]))
+    for axis, value in enumerate(m["batch_axes"]):  # a batch or heads axis: softmax(dim=1) written for (B, T, T)
         hints.append((f"softmax over axis {axis} (dim={axis}), a batch or heads axis, instead of the keys (dim=-1): "
-                      "the masked -inf scores line up along that axis, and a softmax of only -inf is NaN",
-                      _attend(Q, K, V, sc, upper, axis)))
-    return [(text, v.numpy()) for text, v in hints]
+                      "the masked -inf scores line up along that axis, and a softmax of only -inf is NaN", value))
+    return hints
 
 
 def _check_attention(sub, ref, close, rng, q_shape, d_v, device, dtype, scale=1.0, same_qk=False):
@@ -297,9 +290,7 @@ def _check_attention(sub, ref, close, rng, q_shape, d_v, device, dtype, scale=1.
 
 def _global_scale_hint(sub, close, got, Q, K, V):
     """masked_attention scaled by a notebook global (`head_size = 8`) instead of its keys' width: name it."""
-    Q, K, V = (t.detach().to("cpu", torch.float64) for t in (Q, K, V))
-    T, d_k = Q.shape[-2], Q.shape[-1]
-    upper = torch.ones(T, T, dtype=torch.bool).triu(1)
+    d_k = Q.shape[-1]
     try:
         tops = sub.top_level_ints()
     except GradingFailure:
@@ -308,7 +299,11 @@ def _global_scale_hint(sub, close, got, Q, K, V):
         if g <= 0 or g == d_k:
             continue
         try:
-            close(got, _attend(Q, K, V, 1 / math.sqrt(g), upper, -1).numpy(), dtype="float32", what="")
+            # a student's own global: never on the public tests' path, so the kit has no recorded value (None)
+            mistaken = A.maybe.scaled_by(Q, K, V, g)
+            if mistaken is None:
+                continue
+            close(got, mistaken, dtype="float32", what="")
         except GradingFailure:
             continue
         return (f"the scores seem to be scaled by your notebook's `{name}` = {g} (1/sqrt({g})) instead of the "
@@ -328,30 +323,22 @@ def _ln_input(rng, shape):
 def _ln_hints(x, eps, default=False):
     """The known layer-norm mistakes on `x`; with `default`, the call used the default eps, so a
     default other than the handout's 1e-5 is a mistake too."""
-    x = x.detach().to("cpu", torch.float64)
-    mean = x.mean(-1, keepdim=True)
-    var_b = x.var(-1, unbiased=False, keepdim=True)
-    var_u = x.var(-1, unbiased=True, keepdim=True) if x.shape[-1] > 1 else var_b
-    xt = x.transpose(0, -1) if x.dim() > 1 else x
-    over_first = F.layer_norm(xt, xt.shape[-1:], eps=eps).transpose(0, -1) if x.dim() > 1 else None
+    m = A.ln_mistakes(x, eps, default)
     hints = [
-        ("unbiased variance in layer norm (divide by n, not n - 1: unbiased=False / correction=0)",
-         (x - mean) / torch.sqrt(var_u + eps)),
-        ("eps added to the std instead of inside the square root: use sqrt(var + eps)",
-         (x - mean) / (torch.sqrt(var_b) + eps)),
-        ("unbiased std and eps added to the std", (x - mean) / (torch.sqrt(var_u) + eps)),
-        ("no eps at all", (x - mean) / torch.sqrt(var_b)),
+        ("unbiased variance in layer norm (divide by n, not n - 1: unbiased=False / correction=0)", m["unbiased"]),
+        ("eps added to the std instead of inside the square root: use sqrt(var + eps)", m["eps_on_std"]),
+        ("unbiased std and eps added to the std", m["unbiased_eps_on_std"]),
+        ("no eps at all", m["no_eps"]),
     ]
-    if over_first is not None and x.shape[0] > 1:
-        hints.append(("normalized over the first axis instead of the last one", over_first))
+    if m["first_axis"] is not None:
+        hints.append(("normalized over the first axis instead of the last one", m["first_axis"]))
     if default:
-        hints += [(f"the default eps is {e:g}: the handout's signature is layer_norm(x, eps=1e-5)",
-                   (x - mean) / torch.sqrt(var_b + e)) for e in (1e-6, 1e-8, 1e-3, 1e-4)]
+        hints += [(f"the default eps is {e:g}: the handout's signature is layer_norm(x, eps=1e-5)", v)
+                  for e, v in m["eps"].items()]
     else:
         hints += [(f"the eps argument is ignored: the function used {e:g} when called with eps={eps:g} "
-                   "(use the eps it is given, inside the square root)", (x - mean) / torch.sqrt(var_b + e))
-                  for e in (1e-5, 1e-6, 1e-8, 1e-12) if e != eps]
-    return [(text, v.numpy()) for text, v in hints]
+                   "(use the eps it is given, inside the square root)", v) for e, v in m["eps"].items()]
+    return hints
 
 
 def _check_layer_norm(sub, ref, close, rng, shape, eps, device, dtype):
@@ -367,10 +354,8 @@ def _check_layer_norm(sub, ref, close, rng, shape, eps, device, dtype):
             raise
         raise e.retold(f"{e.message}\nLikely mistake: x.mean(-1) and x.var(-1) drop the last axis, so they do "
                        "not line up with x: keep it with keepdim=True (x.mean(-1, keepdim=True)).") from None
-    x64 = x.to("cpu", torch.float64)
-    golden = F.layer_norm(x64, x64.shape[-1:], eps=eps_v)
-    expected = (ref.layer_norm(x, eps_v) if dtype in LOWP or eps is None
-                else F.layer_norm(x, x.shape[-1:], eps=eps_v))
+    golden = A.torch_layer_norm(x.to("cpu", torch.float64), eps_v)
+    expected = ref.layer_norm(x, eps_v) if dtype in LOWP or eps is None else A.torch_layer_norm(x, eps_v)
     _check_values(close, got, expected=expected, golden=golden, what=what, dtype=dtype,
                   hints=_ln_hints(x, eps_v, default=eps is None))
     _check_dtype(info, dtype, what)
@@ -380,27 +365,14 @@ def _check_layer_norm(sub, ref, close, rng, shape, eps, device, dtype):
 
 
 def _pe_variants(T, d):
-    pos = torch.arange(T, dtype=torch.float64)[:, None]
-    n_sin, n_cos = (d + 1) // 2, d // 2
-    freq = lambda expo: pos / 10000.0 ** (expo / d)  # noqa: E731
-    two_i = torch.arange(0, d, 2, dtype=torch.float64)  # 2i for every pair
-    i = torch.arange(n_sin, dtype=torch.float64)
-
-    def build(even, odd):
-        pe = torch.zeros(T, d, dtype=torch.float64)
-        pe[:, 0::2], pe[:, 1::2] = even, odd
-        return pe.numpy()
-    a = freq(two_i)
+    m = A.pe_mistakes(T, d)
     return [
-        ("sin and cos swapped: even columns 2i take the sine, odd columns 2i+1 the cosine",
-         build(torch.cos(a), torch.sin(a[:, :n_cos]))),
-        ("the exponent uses i instead of 2i: 10000^(2i/d_model), with 2i the even column index",
-         build(torch.sin(freq(i)), torch.cos(freq(i)[:, :n_cos]))),
+        ("sin and cos swapped: even columns 2i take the sine, odd columns 2i+1 the cosine", m["swapped"]),
+        ("the exponent uses i instead of 2i: 10000^(2i/d_model), with 2i the even column index", m["exponent_i"]),
         ("the cosine columns use their own index 2i+1 in the exponent; a pair (2i, 2i+1) shares 10000^(2i/d_model)",
-         build(torch.sin(a), torch.cos(freq(two_i[:n_cos] + 1)))),
+         m["cos_own_index"]),
         ("all the sines first and then all the cosines (torch.cat of two halves); they are interleaved: sin in "
-         "the even columns 2i, cos in the odd columns 2i+1",
-         torch.cat([torch.sin(a), torch.cos(a[:, :n_cos])], dim=1).numpy()),
+         "the even columns 2i, cos in the odd columns 2i+1", m["halves"]),
     ]
 
 
@@ -604,21 +576,20 @@ def test_make_blocks_more_sizes(sub, close, rng, L, bs):
 
 
 def _check_mask(sub, close, T):
-    want = np.triu(np.ones((T, T), dtype=bool), 1)
+    m = A.masks(T)
+    want = m["want"]
     got, info = sub.call_info("causal_mask", T)
     what = f"causal_mask({T})"
     arr = np.asarray(got) if isinstance(got, np.ndarray) else None
     if arr is not None and arr.dtype.kind == "f" and np.isneginf(arr).any():
-        additive = np.where(want, -np.inf, 0.0)
-        right = arr.shape == want.shape and np.array_equal(arr, additive)
+        right = arr.shape == m["additive"].shape and np.array_equal(arr, m["additive"])
         _fail(f"{what}: returned a float mask with -inf in it, an additive mask (added to the scores), "
               + ("on the right positions" if right else f"not the expected one ({np.isneginf(arr).sum()} -inf "
                                                          f"entries, {int(want.sum())} positions to hide)")
               + ". The handout asks for a bool mask, True where attention is NOT allowed (j > i), as "
               "masked_fill takes it: `torch.ones(T, T, dtype=torch.bool).triu(1)`")
     close(got, want, what=what, hints=[
-        (DIAGONAL_MASK_HINT, np.triu(np.ones((T, T), dtype=bool), 0)),
-        (NEXT_TOKEN_HINT, np.triu(np.ones((T, T), dtype=bool), 2)),
+        (DIAGONAL_MASK_HINT, m["diagonal"]), (NEXT_TOKEN_HINT, m["next_token"]),
         ("your mask lets position i see j > i (True must be on the strict upper triangle, key j > query i)", want.T),
         ("True marks the allowed positions (key j <= query i) in your mask, the opposite of the handout's "
          "convention: True must mark the positions NOT allowed (j > i). Even if your own masked_attention "

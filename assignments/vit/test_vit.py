@@ -37,6 +37,7 @@ import torch
 from checker.compare import as_plain_array
 from checker.edge_gate import only_if_right_elsewhere
 from checker.errors import GradingFailure, StudentError
+from checker.kit import Answers
 from checker.notebook_globals import naming_globals
 from checker.portability import check_runs_on_another_device, meta_only
 
@@ -102,6 +103,17 @@ def explained():
             raise e from None
         end = "" if extra.endswith(("?", ".")) else "."
         raise e.retold(f"{e.message}\nLikely mistake: {extra}{end}") from None
+
+
+# the answer models (the known patchify mistakes): computed in the full package, replayed in the student kit
+A = Answers("assignments.vit._answers")
+
+
+@pytest.fixture(autouse=True)
+def _answers_as_ref(ref):
+    """A computes, records or replays as this test's `ref` does (checker.kit.Answers)."""
+    with A.following(ref):
+        yield
 
 
 def randn(rng, shape, dtype="float32", device="cpu"):
@@ -217,14 +229,9 @@ def _check_patchify(sub, ref, close, images, patch, dtype="float64", got=None, g
     """Judge patchify on `images`. Where a listed mistake gives the right patches on these images (one patch
     is a plain reshape, one channel hides the channel order, one row or column of patches hides the grid
     order), the test earns only for a patchify that is also right where they show (`gate`)."""
-    B, C, H, W = images.shape
-    P_h, P_w = (patch, patch) if isinstance(patch, int) else patch
-    N = (H // P_h) * (W // P_w)
     expected = as_np(ref.patchify(images.cpu(), patch))
-    reshaped = as_np(images.cpu().reshape(B, N, C * P_h * P_w))
-    tiles = images.cpu().unfold(2, P_h, P_h).unfold(3, P_w, P_w)                 # (B, C, gh, gw, P_h, P_w)
-    channel_last = as_np(tiles.permute(0, 2, 3, 4, 5, 1).reshape(B, N, -1))      # each patch (P_h, P_w, C)
-    column_major = as_np(tiles.permute(0, 3, 2, 1, 4, 5).reshape(B, N, -1))      # grid read column by column
+    m = A.patchify_mistakes(images, patch)
+    reshaped, channel_last, column_major = m["reshape"], m["channel_last"], m["column_major"]
     try:
         if got is None:
             with explained():
