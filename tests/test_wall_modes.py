@@ -65,6 +65,7 @@ def test_the_walls_tests_pass_without_cap_sys_admin(tmp_path):
     scratch = tmp_path / "mounts"
     scratch.mkdir()
     inner = tempfile.mkdtemp(prefix="hw-", dir="/tmp")  # short: the tests' unix socket paths must fit 108 bytes
+    os.chmod(inner, 0o755)  # a test may put a folder on the workers' Python path in its tmp_path
     pytest_argv = [sys.executable, "-m", "pytest", "-q", "-m", "walls", "-p", "no:cacheprovider",
                    "--basetemp", os.path.join(inner, "t"), "tests/"]
     steps = [*_reach_steps(str(scratch), (sys.prefix, sys.base_prefix, REPO)), f"cd {shlex.quote(REPO)}",
