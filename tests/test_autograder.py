@@ -25,11 +25,19 @@ import pytest
 
 from checker.autograde import autograder_results
 from checker.scorecard import build_scorecard
+from checker.spec import assignment_dir, assignment_ids, example_dirs, load_spec, reference_file
+from checker.spec import tests_path as grading_tests_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
 HWCHECK = os.path.join(BIN, "hwcheck")
-SUBS = os.path.join(ROOT, "submissions")
+# the automatic points of each assignment, from its spec (adding a question changes no number here)
+AUTO = {aid: sum(q["points"] for q in load_spec(aid)["questions"] if not q.get("manual")) for aid in assignment_ids()}
+
+
+def example(aid, name):
+    """An example submission: the assignment folder's examples/, else submissions/<id>/."""
+    return next(os.path.join(d, name) for d in example_dirs(aid) if os.path.exists(os.path.join(d, name)))
 SCHEMA = json.loads(resources.files("checker").joinpath("schema", "gradescope-results.schema.json")
                     .read_text(encoding="utf-8"))
 pytestmark = pytest.mark.skipif(not os.path.exists(HWCHECK), reason="hwcheck is not installed in this venv")
@@ -127,9 +135,10 @@ def test_wheel_in_zip_installs_with_the_hidden_tests_and_reference(built, tmp_pa
                            "--disable-pip-version-check", "-q", "--target", str(target), str(wheel)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    hidden = (target / "assignments" / "attention" / "test_attention.py").read_text(encoding="utf-8")
+    spec = load_spec("attention")
+    hidden = (target / os.path.relpath(grading_tests_path(spec), ROOT)).read_text(encoding="utf-8")
     assert "hidden" in hidden
-    assert (target / "reference" / "attention.py").is_file()
+    assert (target / os.path.relpath(reference_file(spec), ROOT)).is_file()
     assert (target / "checker" / "schema" / "gradescope-results.schema.json").is_file()
     assert not (target / "tests").exists() and not (target / "submissions").exists()
 
@@ -176,28 +185,29 @@ def _hidden_entries_only_summaries(results):
 
 def test_correct_notebook_scores_full_automatic_points(built, tmp_path):
     root = layout(tmp_path, built)
-    shutil.copy(os.path.join(SUBS, "attention", "correct_notebook.ipynb"), root / "submission")
+    shutil.copy(example("attention", "correct_notebook.ipynb"), root / "submission")
     results = run_autograder(root)
-    assert results["score"] == 90 and results["output"].startswith("Automatic tests: 90/90")
+    auto = AUTO["attention"]
+    assert results["score"] == auto and results["output"].startswith(f"Automatic tests: {auto:g}/{auto:g}")
     _hidden_entries_only_summaries(results)
     assert results["extra_data"]["hwcheck"]["mode"] == "hidden"
 
 
 def test_folder_with_the_starter_beside_the_students_files(built, tmp_path):
     root = layout(tmp_path, built)
-    shutil.copytree(os.path.join(SUBS, "attention", "correct_folder"), root / "submission" / "hw")
-    shutil.copy(os.path.join(ROOT, "assignments", "attention", "starter.ipynb"), root / "submission" / "hw")
+    shutil.copytree(example("attention", "correct_folder"), root / "submission" / "hw")
+    shutil.copy(os.path.join(assignment_dir("attention"), "starter.ipynb"), root / "submission" / "hw")
     os.makedirs(root / "submission" / "__MACOSX" / "hw")  # what a Mac's zip adds: not graded
     (root / "submission" / "__MACOSX" / "hw" / "._q1.py").write_bytes(b"\x00\x05\x16\x07junk")
     results = run_autograder(root)
-    assert results["score"] == 90, results["output"]
+    assert results["score"] == AUTO["attention"], results["output"]
 
 
 def test_broken_file_gets_its_messages_and_a_valid_file(built, tmp_path):
     root = layout(tmp_path, built)
-    shutil.copy(os.path.join(SUBS, "attention", "syntax_error.py"), root / "submission")
+    shutil.copy(example("attention", "syntax_error.py"), root / "submission")
     results = run_autograder(root)
-    assert 0 < results["score"] < 90
+    assert 0 < results["score"] < AUTO["attention"]
     assert any("split_heads" in t["output"] for t in results["tests"])
 
 
@@ -210,7 +220,7 @@ def test_empty_submission_scores_zero_with_a_message(built, tmp_path):
 @pytest.mark.parametrize("how", ["crash", "no-submission-folder"])
 def test_internal_error_still_writes_a_valid_results_json(built, tmp_path, how):
     root = layout(tmp_path, built)
-    shutil.copy(os.path.join(SUBS, "attention", "correct.py"), root / "submission")
+    shutil.copy(example("attention", "correct.py"), root / "submission")
     env = {}
     if how == "crash":
         env["HWCHECK_AUTOGRADE_CRASH"] = "1"
@@ -238,9 +248,9 @@ def test_hwcheck_missing_or_writing_garbage_still_leaves_a_valid_results_json(bu
 
 def test_gpu_variants_are_folded_into_one_line(built_vit, tmp_path):
     root = layout(tmp_path, built_vit)
-    shutil.copy(os.path.join(SUBS, "vit", "correct.py"), root / "submission")
+    shutil.copy(example("vit", "correct.py"), root / "submission")
     results = run_autograder(root)
-    assert results["score"] == 100
+    assert results["score"] == AUTO["vit"]
     assert not any("cuda" in t["name"].lower() or "CUDA" in t["output"] for t in results["tests"])
     assert "need a GPU (CUDA) and were not run here" in results["output"]
     assert results["extra_data"]["hwcheck"]["gpu_tests_not_run"] > 0
