@@ -18,7 +18,7 @@ of `hwcheck report` (the page shows them and carries them in its `hwcheck-data` 
                details and numbers ("(H_e)", "(H_e, H_d)"); `hint` is the most common wording. An
                ambiguous hint ("A; or B (this input cannot tell these apart)") counts as its own
                kind unless another failure of the question names A or B alone.
-    attention  [{id, status, reasons}]: the submissions a TA should open by hand: did not load,
+    attention  [{id, status, reasons}]: the submissions a TA should open by hand: scored 0, did not load,
                load problems, full marks with load notes, timed out, crashed, manual questions
                pending (once grading by hand has begun for that question)
     manual_not_started  the manual questions no submission has points for yet
@@ -272,6 +272,10 @@ def _attention(scorecards, manual, qorder):
         if status == "crashed" or internal or n_crash:
             reasons.append("crashed" + (f" ({n_crash} tests)" if n_crash else "")
                            + (f": {_first_line(internal)}" if internal else ""))
+        if auto_max > 0 and float(card.get("score") or 0) <= 0 and not reasons:
+            # nothing earned though it loaded and ran: another homework's file, an empty notebook, a name
+            # mistyped everywhere; a person should look before the zero goes out
+            reasons.append(f"0 of {auto_max:g} automatic points: no test passed")
         if card.get("unassigned"):
             reasons.append(f"{len(card['unassigned'])} tests of no question (a bug of the grading tests)")
         pending = [qid for qid in manual_qids if qid not in not_started and _is_pending(card, qid, manual)]

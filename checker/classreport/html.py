@@ -147,8 +147,8 @@ def _attention_section(data):
     rows = "".join(
         f'<tr><td><a href="#student-{_e(a["id"])}">{_e(a["id"])}</a></td><td>{_e(a["status"])}</td>'
         f"<td>{'<br>'.join(_e(r) for r in a['reasons'])}</td></tr>" for a in data["attention"])
-    return ('<h2 id="look">Submissions to open by hand</h2><p class="muted">Load problems, timeouts, crashes, '
-            "full marks with load notes and manual questions still to grade.</p>" + waiting +
+    return ('<h2 id="look">Submissions to open by hand</h2><p class="muted">Zero scores, load problems, timeouts, '
+            "crashes, full marks with load notes and manual questions still to grade.</p>" + waiting +
             '<table class="sortable"><thead><tr><th>submission</th><th>status</th><th>why</th></tr></thead>'
             "<tbody>" + rows + "</tbody></table>")
 
