@@ -14,9 +14,16 @@ import pytest
 
 from checker import lms
 from checker.identical import identical_groups
+from checker.spec import example_dirs, load_spec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SUB = os.path.join(ROOT, "submissions", "attention")
+SUB = next(d for d in example_dirs("attention") if os.path.isfile(os.path.join(d, "correct.py")))
+# attention's points and its written-answer question, from its spec: adding a question changes nothing here
+_QUESTIONS = load_spec("attention")["questions"]
+AUTO = f"{sum(q['points'] for q in _QUESTIONS if not q.get('manual')):g}"
+TOTAL = f"{sum(q['points'] for q in _QUESTIONS):g}"
+MANUAL = next(q["id"] for q in _QUESTIONS if q.get("manual"))
+FOLDER = sorted(os.listdir(os.path.join(SUB, "correct_folder")))  # a correct submission in several files
 NFD = lambda s: unicodedata.normalize("NFD", s)  # noqa: E731  (macOS writes file names so)
 NFC = lambda s: unicodedata.normalize("NFC", s)  # noqa: E731
 
@@ -41,6 +48,11 @@ def _reworded(src):
     return "# my own work, honest\n" + src.replace("\n\n", "\n\n\n").replace(" = ", "  =  ")
 
 
+def _points(total):
+    """grades.csv's total as an LMS export writes it (2 decimals at most)."""
+    return f"{round(float(total), 2):g}"
+
+
 def _copy(src, dest):
     shutil.copyfile(os.path.join(SUB, src), dest)
 
@@ -58,9 +70,9 @@ def canvas(tmp_path_factory):
     with open(os.path.join(SUB, "correct.py"), encoding="utf-8") as f:
         (folder / "smithbob_103_9003_attention.py").write_text(_reworded(f.read()), encoding="utf-8")
     # three files of one student, the notebook uploaded twice (Canvas's "-1"): one submission, graded whole
-    _copy("correct_folder/q1.py", folder / "doejane_102_9002_q1.py")
-    _copy("correct_folder/q2.py", folder / "doejane_102_9002_q2.py")
-    _copy("correct_folder/q3.ipynb", folder / "doejane_102_9002_q3-1.ipynb")
+    for name in FOLDER:
+        stem, ext = os.path.splitext(name)
+        _copy(f"correct_folder/{name}", folder / f"doejane_102_9002_{stem}{'-1' if ext == '.ipynb' else ''}{ext}")
     _copy("no_scaling.py", folder / "leeann_104_9004_attention.py")
     roster = base / "roster.csv"
     roster.write_text("name,student_id,email\nJürgen Müller,s1,jm@uni.example\nJane Doe,s2,jd@uni.example\n"
@@ -75,9 +87,9 @@ def test_canvas_files_of_one_student_are_one_submission(canvas):
     book = _book(out)
     assert sorted(book) == ["doejane_102", "leeann_104", NFC("müllerjürgen_101"), "smithbob_103"]
     staged = os.path.join(out, lms.STAGE, "doejane_102")
-    assert sorted(os.listdir(staged)) == ["q1.py", "q2.py", "q3.ipynb"]  # own names, "-1" taken off
+    assert sorted(os.listdir(staged)) == FOLDER  # own names, "-1" taken off
     # the notebook imports its two .py files: graded together it gets the full automatic score
-    assert book["doejane_102"]["total"] == book[NFC("müllerjürgen_101")]["total"] == "90"
+    assert book["doejane_102"]["total"] == book[NFC("müllerjürgen_101")]["total"] == AUTO
 
 
 def test_canvas_student_columns_match_the_roster_across_unicode_forms(canvas):
@@ -110,9 +122,11 @@ def test_canvas_csv_is_canvas_import_format(canvas):
     out, _ = canvas
     rows = _csv(os.path.join(out, "canvas.csv"))
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "attention"]
-    assert rows[1] == ["Points Possible", "", "", "", "", "100"]
-    assert rows[2:] == [["Jane Doe", "102", "", "", "", "90"], ["Ann Lee", "104", "", "", "", "48.32"],
-                        ["Jürgen Müller", "101", "", "", "", "90"], ["smithbob", "103", "", "", "", "90"]]
+    assert rows[1] == ["Points Possible", "", "", "", "", TOTAL]
+    lost = _points(_book(out)["leeann_104"]["total"])  # no_scaling.py's score, as grades.csv has it
+    assert 0 < float(lost) < float(AUTO)
+    assert rows[2:] == [["Jane Doe", "102", "", "", "", AUTO], ["Ann Lee", "104", "", "", "", lost],
+                        ["Jürgen Müller", "101", "", "", "", AUTO], ["smithbob", "103", "", "", "", AUTO]]
     again = _hwcheck("export", out, "--canvas", "Homework 1 (4567)")
     assert again.returncode == 0, again.stderr
     assert _csv(os.path.join(out, "canvas.csv"))[0][-1] == "Homework 1 (4567)"
@@ -141,7 +155,7 @@ def test_moodle_files_and_folders_are_one_submission_each(moodle):
     out, _ = moodle
     book = _book(out)
     assert sorted(book) == ["Bob Smith_203", "Jane Doe_202", NFC("Jürgen Müller_201")]
-    assert book["Jane Doe_202"]["total"] == "90"
+    assert book["Jane Doe_202"]["total"] == AUTO
     assert (book[NFC("Jürgen Müller_201")]["student"], book[NFC("Jürgen Müller_201")]["student_id"]) == \
         (NFC("Jürgen Müller"), "201")
 
@@ -159,18 +173,20 @@ def test_moodle_worksheet_has_moodle_columns_and_manual_grades(moodle):
     when = datetime.datetime.fromisoformat(stamps.pop())
     assert when.utcoffset() == datetime.timedelta(0)
     assert abs((datetime.datetime.now(datetime.timezone.utc) - when).total_seconds()) < 3600
-    assert [r[:8] for r in rows[1:]] == [["Participant 203", "Bob Smith", "", "", "48.32", "100", "Yes", ""],
-                                         ["Participant 202", "Jane Doe", "", "", "90", "100", "Yes", ""],
-                                         ["Participant 201", NFC("Jürgen Müller"), "", "", "90", "100", "Yes", ""]]
+    lost = _points(_book(out)["Bob Smith_203"]["total"])  # no_scaling.py's score, as grades.csv has it
+    assert 0 < float(lost) < float(AUTO)
+    assert [r[:8] for r in rows[1:]] == [["Participant 203", "Bob Smith", "", "", lost, TOTAL, "Yes", ""],
+                                         ["Participant 202", "Jane Doe", "", "", AUTO, TOTAL, "Yes", ""],
+                                         ["Participant 201", NFC("Jürgen Müller"), "", "", AUTO, TOTAL, "Yes", ""]]
     with open(os.path.join(out, "manual.csv"), "a", encoding="utf-8", newline="") as f:
         f.write("Jane Doe_202,adjustment,-5,late\r\n")
     lines = [line for line in open(os.path.join(out, "manual.csv"), encoding="utf-8-sig")]
     with open(os.path.join(out, "manual.csv"), "w", encoding="utf-8-sig", newline="") as f:
-        f.write("".join(line.replace("Jane Doe_202,Q3-text,,", "Jane Doe_202,Q3-text,8,") for line in lines))
+        f.write("".join(line.replace(f"Jane Doe_202,{MANUAL},,", f"Jane Doe_202,{MANUAL},8,") for line in lines))
     again = _hwcheck("export", out)
     assert again.returncode == 0, again.stderr
     jane = [r for r in _csv(os.path.join(out, "moodle.csv")) if r[0] == "Participant 202"]
-    assert jane[0][4] == "93"  # 90 automatic + 8 by hand - 5
+    assert jane[0][4] == f"{float(AUTO) + 8 - 5:g}"  # automatic + 8 by hand - 5
 
 
 # ---------------------------------------------------------------------------
