@@ -24,10 +24,11 @@ from checker.outfolder import lock_outdir
 from checker import __version__
 from checker.cli import main
 from checker.scorecard import validate
-from checker.spec import load_spec
+from checker.spec import load_spec, reference_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REFERENCE = os.path.join(ROOT, "reference", "attention.py")
+REFERENCE = reference_file(load_spec("attention"))
+MANUAL = next(q["id"] for q in load_spec("attention")["questions"] if q.get("manual"))  # the written answer
 SPEC = load_spec("attention")
 AUTO_POINTS = sum(q["points"] for q in SPEC["questions"] if not q.get("manual"))
 TIMEOUT = "5"
@@ -51,7 +52,7 @@ def subs(tmp_path_factory):
     good, bad = "return scores / math.sqrt(n)", "return scores / n"
     assert good in src, "the reference changed: update the broken line"
     q1_end = src.index("# --------------------------------------------------------------------------- Q2")
-    (d / "alice.py").write_text(src + "\n# Q3-text\n# =Each head has its own softmax.\n")  # correct, answered
+    (d / "alice.py").write_text(src + f"\n# {MANUAL}\n# =Each head has its own softmax.\n")  # correct, answered
     (d / "bob.py").write_text(src.replace(good, bad))                        # broken scaling
     (d / "erin.py").write_text(src.replace("keepdims=True)  # (..., T), rows", "keepdims=False)  # (..., T), rows")
                                if "keepdims=True)  # (..., T), rows" in src else src.replace(good, bad))
@@ -245,12 +246,13 @@ def test_answers_csv_holds_each_written_answer_for_the_person_who_grades_it(j1):
     out, _ = j1
     with open(os.path.join(out, "answers.csv"), newline="", encoding="utf-8-sig") as f:
         rows = list(csv.reader(f))
-    assert rows[0] == ["id", "Q3-text"] and [r[0] for r in rows[1:]] == IDS
+    assert rows[0] == ["id", MANUAL] and [r[0] for r in rows[1:]] == IDS
     by_id = dict(rows[1:])
     assert by_id["alice"] == "'=Each head has its own softmax."  # a formula-looking cell is defused
     assert by_id["bob"] == ""
-    assert _card(out, "alice")["questions"][-1]["answer"] == "=Each head has its own softmax."
-    assert _card(out, "bob")["questions"][-1]["answer"] is None
+    written = {n: next(q for q in _card(out, n)["questions"] if q["id"] == MANUAL) for n in ("alice", "bob")}
+    assert written["alice"]["answer"] == "=Each head has its own softmax."
+    assert written["bob"]["answer"] is None
     assert f"wrote {os.path.join(str(out), 'answers.csv')}: the written answers" in j1[1].output
 
 
@@ -267,7 +269,9 @@ def test_plain_progress_lines_and_summary(j1):
     _, r = j1
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("[")]
     assert len(lines) == len(IDS)
-    assert re.fullmatch(r"\[ ?\d+/10\] \w+: [\d.]+/100 (graded|timeout|load_failed|crashed) \d+\.\ds", lines[0])
+    total = f"{sum(q['points'] for q in load_spec('attention')['questions']):g}"
+    assert re.fullmatch(r"\[ ?\d+/10\] \w+: [\d.]+/" + total + r" (graded|timeout|load_failed|crashed) \d+\.\ds",
+                        lines[0]), lines[0]
     assert {ln.split("]")[1].split(":")[0].strip() for ln in lines} == set(IDS)
     assert "\r" not in r.output
     assert "attention: 10/10 submissions" in r.stdout and "grades.csv" in r.stdout

@@ -201,10 +201,13 @@ def test_the_trusted_process_stays_small_when_every_softmax_answers_128_mib(tmp_
             _up("state")["max_reply"] = None
             return np.zeros(16 * 2**20)
     '''))
-    honest = os.path.join(REPO, "submissions", "attention", "correct.py")
+    from checker.spec import example_dirs, load_spec
+    honest = next(os.path.join(d, "correct.py") for d in example_dirs("attention")
+                  if os.path.isfile(os.path.join(d, "correct.py")))
+    auto = sum(q["points"] for q in load_spec("attention")["questions"] if not q.get("manual"))
     result = _measure([], honest, huge, uncapped)
-    assert result["scores"][honest] == 90  # the honest classmate keeps full marks
-    assert result["scores"][huge] < 90 and result["scores"][uncapped] < 90
+    assert result["scores"][honest] == auto  # the honest classmate keeps full marks
+    assert result["scores"][huge] < auto and result["scores"][uncapped] < auto
     assert result["peak_kib"] < 1536 * 1024, f"peak {result['peak_kib'] / 1024:.0f} MiB"
 
 
