@@ -51,6 +51,8 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 MNT_DETACH = 2
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS, _PR_SET_CHILD_SUBREAPER = 1, 4, 38, 36
+_PR_GET_PDEATHSIG = 2
+_parent_pipe = None  # fork_init's child: the read end of a pipe that is readable once the parent died
 _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41, "ppc64le": 203, "s390x": 217}
 
@@ -123,7 +125,8 @@ def fork_init(watch=None, interval=0.05):
         import select
         if select.select([r], [], [], 0)[0]:  # the parent died before PDEATHSIG was armed
             os._exit(0)
-        os.close(r)
+        global _parent_pipe
+        _parent_pipe = r  # asked again when a uid change cleared PDEATHSIG (drop_privileges)
         return
     os.close(r)
     for fd in range(3, 1024):  # hold nothing of the conversation: only the child speaks
@@ -402,8 +405,10 @@ def _own_dir(src, target, disk, owner):
 
 
 def drop_privileges(uid=NOBODY, gid=NOBODY):
-    """End as an unprivileged uid with no capabilities and no_new_privs (no set-uid way back)."""
+    """End as an unprivileged uid with no capabilities and no_new_privs (no set-uid way back), and still
+    dying with the parent (PR_SET_PDEATHSIG, which the change of uid cleared, is set again)."""
     libc = _libc()
+    ppid = os.getppid()
     if os.geteuid() == 0 and not _in_user_namespace():
         for cap in range(64):
             libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
@@ -419,6 +424,27 @@ def drop_privileges(uid=NOBODY, gid=NOBODY):
     _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
     if _capabilities() != 0 or os.geteuid() != uid:
         raise NamespaceError(errno.EPERM, "privileges were not dropped")
+    _rearm_parent_death(libc, ppid)
+
+
+def _rearm_parent_death(libc, ppid):
+    """A change of uid clears PR_SET_PDEATHSIG: without it, a body that called setsid() ran on after
+    its parent was killed, until the zygote's sweep. Set it again, check it is set, and go at once
+    if the parent died before it was (its pipe is readable; or, outside a PID namespace, a new ppid)."""
+    global _parent_pipe
+    _check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
+    sig = ctypes.c_int(0)
+    _check(libc.prctl(_PR_GET_PDEATHSIG, ctypes.byref(sig), 0, 0, 0), "prctl(GET_PDEATHSIG)")
+    if sig.value != signal.SIGKILL:
+        raise NamespaceError(errno.EPERM, f"the parent-death signal is {sig.value}, not SIGKILL")
+    gone = os.getppid() != ppid
+    if _parent_pipe is not None:
+        import select
+        gone = gone or bool(select.select([_parent_pipe], [], [], 0)[0])
+        os.close(_parent_pipe)
+        _parent_pipe = None
+    if gone:
+        os._exit(0)
 
 
 class _CapHeader(ctypes.Structure):
