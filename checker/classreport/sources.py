@@ -152,12 +152,13 @@ _FENCED = re.compile(r"^```(?:python|py)\s*\n(.*?)^```", re.MULTILINE | re.DOTAL
 
 def given_code(assignment):
     """[texts] the handout gives every student: the starter notebook's code cells, the README's Python blocks."""
-    from checker.spec import ASSIGNMENTS_DIR
-    folder = os.path.join(ASSIGNMENTS_DIR, assignment)
+    from checker.errors import SpecError
+    from checker.spec import assignment_dir
     out = []
     try:
+        folder = assignment_dir(assignment)  # a course's own folder too (HWCHECK_ASSIGNMENTS, entry points)
         names = sorted(os.listdir(folder))
-    except OSError:
+    except (OSError, SpecError):
         return out
     for name in names:
         path = os.path.join(folder, name)
