@@ -82,6 +82,7 @@ def test_kit_holds_no_reference_and_no_hidden_test(kit):
 VERDICT_CASES = [("attention", "correct.py"), ("attention", "feature_axis.py"), ("attention", "no_scaling.py"),
                  ("attention", "softmax_wrong_axis.py"), ("attention", "keys_with_w_q.py"),
                  ("attention", "heads_stacked_reshape.py"), ("attention", "token_returns_weights.py"),
+                 ("attention", "global_num_heads.py"), ("attention", "head_shape_transposed.py"),
                  ("charlm", "layernorm_unbiased.py"), ("charlm", "mask_after_softmax.py"),
                  ("charlm", "positions_frequency_inverted.py"), ("charlm", "global_head_size.py"),
                  ("vit", "patches_channel_last.py")]
@@ -363,3 +364,26 @@ def test_answer_models_are_computed_recorded_and_replayed_by_their_arguments(tmp
             A.twice(a + 1e-12, k=3)
     with pytest.raises(ModuleNotFoundError):
         A.twice(a, k=3)  # outside a test the kit cannot compute: the models are not there
+
+
+def test_the_kits_ref_answers_each_call_by_its_arguments_whatever_the_order():
+    """A student's answer can take a test down another path (a loop that goes on to the next case when the
+    student raised): the kit's `ref` hands back the answer recorded for the same arguments, never the next
+    one in line, and skips a call it has no answer for."""
+    import types
+
+    import numpy as np
+
+    from checker.kit import RecordingRef, ReplayRef
+    module = types.SimpleNamespace(shape=lambda d, h: (d, d // h), double=lambda a: np.asarray(a) * 2)
+    store = {}
+    rec = RecordingRef(module, store, "t")
+    assert rec.shape(6, 3) == (6, 2) and rec.shape(10, 5) == (10, 2) and rec.double([1.0, 2.0]).tolist() == [2, 4]
+    replay = ReplayRef(json.loads(json.dumps(store)), "t")
+    assert replay.shape(10, 5) == (10, 2)  # the second recorded call, asked first
+    assert replay.double([1.0, 2.0]).tolist() == [2, 4]
+    with pytest.raises(pytest.skip.Exception):
+        replay.double(np.array([1.0, 2.0]))  # an array is not the list that was asked
+    with pytest.raises(pytest.skip.Exception):
+        replay.shape(6, 1)  # never recorded
+    assert replay.shape(6, 3) == (6, 2)

@@ -235,10 +235,14 @@ def _close_shape(close, got, expected, what, hints=(), sub=None, fn=None, args=N
     stale = [(text, tuple(int(x) for x in m.reshape(-1))) for text, m in log.stale_hints(key, expected)
              if m.ndim == 1 and np.all(m == np.round(m))]
     log.add(key, [float(x) for x in np.asarray(got, dtype=object).reshape(-1)] if _plain_sizes(got) else None, expected)
+    # the answer for one head, asked whatever the answer (so that the student kit has it recorded)
+    one_head = (_shape_or_none(fn, [1 if p == "num_heads" else v for p, v in args.items()])
+                if args is not None and args.get("num_heads", 1) != 1 else None)
     try:
         _same_shape(got, expected, what, list(hints) + stale)
     except GradingFailure as e:
-        hint = None if "Likely mistake" in e.message or args is None else _global_argument_hint(sub, got, fn, args)
+        hint = (None if "Likely mistake" in e.message or args is None
+                else _global_argument_hint(sub, got, fn, args, one_head))
         if hint is None:
             raise
         raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None
@@ -320,21 +324,26 @@ def _floats_in(got):
     return out
 
 
-def _global_argument_hint(sub, got, fn, args):
+def _shape_or_none(fn, values):
+    """The reference shape function `fn` of `values` as a list of ints, or None where it raises or (in the
+    student kit) was never asked for these values: a notebook global's value."""
+    try:
+        return [int(x) for x in fn(*values)]
+    except (ArithmeticError, TypeError, ValueError, pytest.skip.Exception):
+        return None
+
+
+def _global_argument_hint(sub, got, fn, args, one_head=None):
     """A shape function that answers what the reference `fn` gives with one argument replaced by one of
-    the notebook's top-level ints (`h = 2` for num_heads) reads that global: name it. `args` {param: value}."""
+    the notebook's top-level ints (`h = 2` for num_heads) reads that global: name it. `args` {param: value};
+    `one_head` the answer for num_heads=1."""
     try:
         got = [int(x) for x in np.asarray(got).reshape(-1)]
     except (TypeError, ValueError):
         return None
-    if args.get("num_heads", 1) != 1:  # the answer for one head: num_heads left out, whatever globals equal 1
-        try:
-            alt = [int(x) for x in fn(*[1 if p == "num_heads" else v for p, v in args.items()])]
-        except (ArithmeticError, TypeError, ValueError):
-            alt = None
-        if alt == got:
-            return ("this is the answer for num_heads=1: the function seems to leave num_heads out "
-                    "(one head's width is d_model // num_heads)")
+    if one_head is not None and one_head == got:  # num_heads left out, whatever globals equal 1
+        return ("this is the answer for num_heads=1: the function seems to leave num_heads out "
+                "(one head's width is d_model // num_heads)")
     try:
         tops = sub.top_level_ints()
     except GradingFailure:
@@ -343,11 +352,8 @@ def _global_argument_hint(sub, got, fn, args):
         for name, g in sorted(tops.items()):
             if g == value or g <= 0:
                 continue
-            try:
-                alt = [int(x) for x in fn(*[g if p == param else v for p, v in args.items()])]
-            except (ArithmeticError, TypeError, ValueError):
-                continue
-            if alt == got:
+            alt = _shape_or_none(fn, [g if p == param else v for p, v in args.items()])
+            if alt is not None and alt == got:
                 return (f"this is the answer for {param}={g}, the value of your notebook's `{name} = {g}`: the "
                         f"function seems to read that global instead of its argument `{param}`")
     return None
