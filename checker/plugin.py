@@ -53,9 +53,12 @@ class HwcheckPlugin:
     """One instance per graded submission; passed to `pytest.main(plugins=[...])`."""
 
     def __init__(self, handle, spec, *, mode="public", seed=1234, devices=("cpu", "cuda"), record=None,
-                 replay=None):
+                 replay=None, ref_cache=None, spec_sha256=None):
         self._handle, self._spec, self.mode, self.run_seed = handle, spec, mode, int(seed)
         self._record, self._replay = record, replay  # see checker.kit: the student kit has no reference
+        # checker.ref_cache: the reference's answers kept for the next submission of the batch, under the
+        # spec's hash and the run seed (and, per call, the test id and the arguments)
+        self._ref_cache, self._cache_scope = ref_cache, (spec.get("id"), spec_sha256, self.run_seed)
         self.devices = set(devices)
         self.hidden = {t for q in spec["questions"] for t in q.get("hidden_tests", [])}
         self.questions = {q["id"]: q for q in spec["questions"]}
@@ -183,6 +186,9 @@ class HwcheckPlugin:
         if self._record is not None:
             from checker.kit import RecordingRef
             return RecordingRef(module, self._record, key)
+        if self._ref_cache is not None:
+            from checker.ref_cache import CachingRef
+            return CachingRef(module, self._ref_cache, (*self._cache_scope, key))
         return module
 
     @pytest.fixture(params=DEVICES)

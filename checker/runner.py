@@ -28,6 +28,7 @@ from checker.errors import HwcheckError
 from checker.freetext import find_answers
 from checker.worker.sources import list_units
 from checker.plugin import HwcheckPlugin
+from checker.ref_cache import RefCache
 from checker.sandbox import Limits, SubmissionHandle
 from checker.submission_files import file_source, secret_paths, sha256_of
 from checker.zygote_client import Zygote
@@ -176,7 +177,7 @@ class Grader:
     """Grades submissions one after another with one warm zygote."""
 
     def __init__(self, *, mode="public", seed=None, devices=("cpu", "cuda"), timeout=None,
-                 extra_secrets=(), zygote=None, keep_raw=False, warm_meta=False, pytest_args=()):
+                 extra_secrets=(), zygote=None, keep_raw=False, warm_meta=False, pytest_args=(), ref_cache=True):
         self.mode = mode
         self.seed = seed if seed is not None else (1234 if mode == "public" else secrets.randbits(31))
         self.devices = devices
@@ -184,6 +185,8 @@ class Grader:
         self.keep_raw = keep_raw
         self.pytest_args = list(pytest_args)  # e.g. ["-k", "patchify"] to run a subset (benchmarks, debugging)
         self.record = None  # a dict to record the reference's answers into (checker.kit)
+        # the reference's answers to this grader's inputs, kept from one submission to the next (checker.ref_cache)
+        self.ref_cache = RefCache() if ref_cache else None
         self.secrets = secret_paths(extra_secrets)
         self._scratch = None  # a temp dir to remove at close(), only when the user's cache is unusable
         try:  # hypothesis would otherwise write .hypothesis/ into the user's current directory
@@ -266,7 +269,8 @@ class Grader:
         if replay is not None and self.mode == "hidden":
             raise HwcheckError(KIT_HAS_NO_HIDDEN)
         plugin = HwcheckPlugin(handle, spec, mode=self.mode, seed=self.seed, devices=self.devices,
-                               record=self.record, replay=replay)
+                               record=self.record, replay=replay, ref_cache=self.ref_cache,
+                               spec_sha256=spec_sha256(assignment))
         from pytest_jsonreport.plugin import JSONReport
         report_plugin = JSONReport()
         args = [tests_path(spec), *PYTEST_ARGS, "--rootdir", os.path.dirname(tests_path(spec)), *self.pytest_args]

@@ -1,0 +1,109 @@
+"""The reference's answers kept from one submission to the next (checker.ref_cache) change no scorecard.
+
+A grader with the cache grades a sample of each assignment's example submissions (the reference, honest
+variants and named mistakes, whose hints are computed on the trusted side) one after another, so that each
+after the first is graded from the answers the earlier ones left; a grader without it grades the same
+files with the same seed. The scorecards must be the same byte for byte once the times are left out, and
+the cache must really have served answers (else the comparison proves nothing).
+"""
+import json
+import os
+
+import pytest
+
+from checker.ref_cache import CachingRef, RefCache, cached_call
+from checker.runner import Grader
+from checker.spec import assignment_ids, example_dirs
+
+SEED = 424242
+
+
+def _without_times(card):
+    """The scorecard as JSON text, its measured durations left out (they differ from run to run)."""
+    def strip(v):
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if k != "duration_s"}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+    return json.dumps(strip(card), sort_keys=False, ensure_ascii=False)
+
+
+def _sample(aid):
+    """correct, then every 6th other example (sorted), so each assignment's sample has mistakes with hints."""
+    entries = []
+    for folder in example_dirs(aid):
+        entries += sorted(os.path.join(folder, e) for e in os.listdir(folder)
+                          if e != "expected.json" and not e.startswith((".", "__")))
+    correct = [e for e in entries if os.path.splitext(os.path.basename(e))[0] == "correct"]
+    rest = [e for e in entries if e not in correct]
+    return correct + rest[::6]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("aid", assignment_ids())
+def test_scorecards_same_with_and_without_the_cache(aid):
+    sample = _sample(aid)
+    assert len(sample) >= 3, sample
+    with Grader(mode="hidden", seed=SEED, ref_cache=False) as plain:
+        assert plain.ref_cache is None
+        want = [_without_times(plain.grade(p, aid)) for p in sample]
+    with Grader(mode="hidden", seed=SEED) as cached:
+        got = [_without_times(cached.grade(p, aid)) for p in sample]
+        again = _without_times(cached.grade(sample[0], aid))  # every reference answer now from the cache
+        hits, kept = cached.ref_cache.hits, len(cached.ref_cache)
+    for path, w, g in zip(sample, want, got):
+        assert g == w, f"{os.path.basename(path)}: the scorecard differs with the cache"
+    assert again == want[0]
+    if aid == "vit":  # vit's tests ask the reference almost nothing: it may keep little
+        assert hits >= 0
+    else:
+        assert kept > 0 and hits > kept, (hits, kept)
+
+
+def test_cached_answers_are_copies_and_keyed_by_arguments():
+    import numpy as np
+    calls = []
+
+    def softmax(x, axis=-1):
+        calls.append(1)
+        e = np.exp(x - x.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+    class Module:
+        pass
+    mod = Module()
+    mod.softmax, mod.WIDTH = softmax, 4
+    cache = RefCache()
+    ref = CachingRef(mod, cache, ("a", "sha", 1, "test_x"))
+    x = np.arange(6.0).reshape(2, 3)
+    first = ref.softmax(x)
+    first[0, 0] = 99.0  # a test that changes its answer in place changes only its own copy
+    second = ref.softmax(x)
+    assert len(calls) == 1 and second[0, 0] != 99.0
+    np.testing.assert_array_equal(second, softmax(x))
+    ref.softmax(x, axis=0)  # other arguments: computed
+    ref.softmax(x + 1)
+    assert len(calls) == 1 + 1 + 2  # (the direct call above counts one)
+    other = CachingRef(mod, cache, ("a", "sha", 1, "test_y"))  # another test: its own entries
+    other.softmax(x)
+    assert len(calls) == 5
+    assert ref.WIDTH == 4
+
+
+def test_values_that_are_not_plain_data_are_computed_each_time():
+    import numpy as np
+    cache, made = RefCache(), []
+
+    def build(n):
+        made.append(n)
+        return {"layer": object()}  # not plain data: never kept
+
+    cached_call(cache, "s", "build", build, (3,), {})
+    cached_call(cache, "s", "build", build, (3,), {})
+    assert made == [3, 3] and len(cache) == 0
+    cached_call(cache, "s", "f", lambda a: 1, (object(),), {})  # an argument that cannot be digested
+    assert cache.uncacheable == 1
+    small = RefCache(max_bytes=1000)  # past its bound it keeps nothing more
+    cached_call(small, "s", "z", np.zeros, (10_000,), {})
+    assert len(small) == 0
