@@ -17,7 +17,9 @@ cannot be graded at all gets a "crashed" scorecard with 0 points and
 goes on.
 
 Processes: with jobs == 1 everything runs in this process with one warm
-zygote (a fresh one if it dies). With jobs > 1, `checker.pool` forks trusted
+zygote (a fresh one if it dies or stops answering; a submission whose card
+says the grader failed, `grader.grader_failure`, is graded once more with
+the fresh one). With jobs > 1, `checker.pool` forks trusted
 worker processes over one zygote; with an executor (`checker.cluster`), a
 Dask cluster grades. Each way grades a submission with `grade_one`
 (`checker.grading`) and writes its files with `checker.outfolder`, so
@@ -217,17 +219,24 @@ def _run_in_process(todo, options, report):
     warm_up(options["assignment"])
     try:
         for sid, path in todo:
-            if grader is not None and not grader.zygote.alive():
-                grader.close()  # the zygote died: start a fresh one for the rest
+            for _attempt in range(2):
+                if grader is not None and not grader.zygote.alive():
+                    grader.close()  # the zygote died: start a fresh one for the rest
+                    grader = None
+                if grader is None:
+                    grader = new_grader(options)  # a zygote that cannot start stops the batch (exit 2)
+                try:
+                    result = grade_one(grader, sid, path, options["assignment"], options["outdir"],
+                                       keep_raw=options["keep_raw"])
+                except Exception as e:  # noqa: BLE001 - writing its files failed: the batch goes on
+                    result = crash(sid, path, options, f"writing its files failed: {type(e).__name__}: "
+                                                       f"{one_line(e)}")
+                if not result.get("grader_failure"):
+                    break
+                # the zygote died or hangs (maybe over another submission's leftovers): this one is not
+                # charged for it; a fresh zygote grades it once more (its card says so if that fails too)
+                grader.close()
                 grader = None
-            if grader is None:
-                grader = new_grader(options)  # a zygote that cannot start stops the batch (exit 2)
-            try:
-                result = grade_one(grader, sid, path, options["assignment"], options["outdir"],
-                                   keep_raw=options["keep_raw"])
-            except Exception as e:  # noqa: BLE001 - writing its files failed: the batch goes on
-                result = crash(sid, path, options, f"writing its files failed: {type(e).__name__}: "
-                                                   f"{one_line(e)}")
             report(result)
     finally:
         if grader is not None:

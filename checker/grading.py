@@ -13,6 +13,11 @@ this process, the forked pool of `checker.pool`, a Dask worker of
 - `crash(...)` writes a crashed scorecard from the batch's own process (a
   worker died, a file could not be sent), and `summary_of` is the short
   result a batch reports for each submission (`checker.batch.BatchResult`);
+- a crashed scorecard whose cause is the grader's own machinery (its worker
+  zygote died or stopped answering: `zygote_failed`) says so with
+  `grader.grader_failure`: the batch grades that submission again at once
+  with a fresh zygote (it may owe its crash to another submission's worker),
+  and `--resume` never keeps it (it has `grader.internal_error`);
 - `one_line(e)` and `where(e)` make an exception of hwcheck one short line.
 
 What it is not: the grading itself (`checker.runner`'s Grader), the
@@ -33,7 +38,7 @@ from checker.spec import load_spec, spec_sha256
 from checker.submission_files import sha256_of
 
 __all__ = ["crashed_scorecard", "summary_of", "grade_one", "one_line", "where", "uses_torch", "warm_up",
-           "new_grader", "crash"]
+           "new_grader", "crash", "zygote_failed"]
 
 _ENV = None
 
@@ -46,8 +51,10 @@ def _environment():
     return _ENV
 
 
-def crashed_scorecard(sid, path, assignment, mode, message, *, duration_s=0.0, seed=None):
-    """The scorecard of a submission hwcheck could not grade: status crashed, 0 points."""
+def crashed_scorecard(sid, path, assignment, mode, message, *, duration_s=0.0, seed=None, grader_failure=False):
+    """The scorecard of a submission hwcheck could not grade: status crashed, 0 points.
+
+    grader_failure: the grader's own machinery failed (not this submission, as far as is known)."""
     try:
         sha = sha256_of(path)
     except OSError:
@@ -56,6 +63,8 @@ def crashed_scorecard(sid, path, assignment, mode, message, *, duration_s=0.0, s
               "internal_error": str(message)}
     if seed is not None:
         grader["seed"] = seed
+    if grader_failure:
+        grader["grader_failure"] = True
     return build_scorecard(
         None, load_spec(assignment),
         submission={"id": sid, "path": os.path.abspath(path), "sha256": sha},
@@ -68,6 +77,7 @@ def summary_of(sid, card, seconds):
     return {"id": sid, "status": card.get("status"), "score": card.get("score"),
             "max_score": card.get("max_score"), "seconds": round(seconds, 3),
             "internal": (card.get("grader") or {}).get("internal_error"), "resumed": False,
+            "grader_failure": bool((card.get("grader") or {}).get("grader_failure")),
             "gaps": isolation_gaps((card.get("grader") or {}).get("isolation"))}
 
 
@@ -82,16 +92,34 @@ def grade_one(grader, sid, path, assignment, outdir, *, keep_raw=False):
         card = grader.grade(path, assignment)
     except HwcheckError as e:
         card = crashed_scorecard(sid, path, assignment, grader.mode, one_line(e),
-                                 duration_s=time.perf_counter() - t0, seed=grader.seed)
+                                 duration_s=time.perf_counter() - t0, seed=grader.seed,
+                                 grader_failure=zygote_failed(grader))
     except Exception as e:  # noqa: BLE001 - a bug of hwcheck must not stop the batch
         card = crashed_scorecard(sid, path, assignment, grader.mode,
                                  f"internal error {type(e).__name__}: {one_line(e)} "
                                  f"({where(e)})",
-                                 duration_s=time.perf_counter() - t0, seed=grader.seed)
+                                 duration_s=time.perf_counter() - t0, seed=grader.seed,
+                                 grader_failure=zygote_failed(grader))
+    zygote = getattr(grader, "zygote", None)
+    if card.get("status") != "crashed" and hasattr(zygote, "alive") and not zygote.alive():
+        # it died during this grading: tests after its death failed for the grader's reason, not the student's
+        card = crashed_scorecard(sid, path, assignment, grader.mode, "the worker zygote died while grading it",
+                                 duration_s=time.perf_counter() - t0, seed=grader.seed, grader_failure=True)
     raw = card.pop("_raw_report", None)
     card["submission"]["id"] = sid
     write_submission(outdir, sid, card, keep_raw=keep_raw, raw=raw)
     return summary_of(sid, card, time.perf_counter() - t0)
+
+
+def zygote_failed(grader):
+    """After a submission could not be graded: is the cause the grader's worker zygote (dead, hung)?"""
+    zygote = getattr(grader, "zygote", None)
+    if zygote is None or not hasattr(zygote, "answers"):
+        return False
+    try:
+        return not zygote.answers()
+    except Exception:  # noqa: BLE001 - a zygote that cannot even be asked has failed
+        return True
 
 
 def one_line(e):
@@ -147,14 +175,14 @@ def new_grader(options, zygote=None):
                   extra_secrets=options.get("secrets", ()), warm_meta=uses_torch(options["assignment"]))
 
 
-def crash(sid, path, options, message, seconds=0.0):
+def crash(sid, path, options, message, seconds=0.0, grader_failure=False):
     """Write a crashed scorecard from this (the parent) process; return its short result.
 
     Where even that cannot be written (a full disk, a name the file system
     refuses), the result says so and the batch goes on without the file.
     """
     card = crashed_scorecard(sid, path, options["assignment"], options["mode"], message,
-                             duration_s=seconds, seed=options["seed"])
+                             duration_s=seconds, seed=options["seed"], grader_failure=grader_failure)
     try:
         write_submission(options["outdir"], sid, card, keep_raw=False)
     except (OSError, ValueError) as e:

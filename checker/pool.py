@@ -11,9 +11,9 @@ caller passes its own), writes that submission's files itself and sends
 back a short result. One pipe per worker (rather than one shared task
 queue) means this process always knows which submission a worker holds: if
 a worker dies, that submission gets a crashed scorecard, the worker is
-replaced, and the others go on. If the zygote itself dies, the workers are
-stopped, their submissions are put back once, and a fresh zygote and
-workers take over.
+replaced, and the others go on. If the zygote itself dies (or stops
+answering: a result with `grader_failure`), the workers are stopped, their
+submissions are put back once, and a fresh zygote and workers take over.
 
 What it is not: grading (`checker.grading`, `checker.runner`), the batch's
 bookkeeping, resume or gradebook (`checker.batch`), or the output folder
@@ -188,6 +188,7 @@ def run_parallel(todo, n, options, report, grade=grade_one):
             waitables = [s.conn for s in busy] + [pool.slots[i].process.sentinel for i in live]
             ready = multiprocessing.connection.wait(waitables, timeout=1.0)
 
+            broken = False  # the zygote failed a grading (dead or not answering): a fresh one for all
             for i in live:
                 slot = pool.slots[i]
                 if slot.task is not None and slot.conn in ready:
@@ -199,8 +200,11 @@ def run_parallel(todo, n, options, report, grade=grade_one):
                         sid, path = slot.task
                         slot.task = None
                         slot.idle_deaths = 0
-                        if result.get("internal") and sid not in retried and not pool.zygote.alive():
-                            retried.add(sid)  # the zygote's death, not this submission: once more
+                        failed = result.get("grader_failure") or (result.get("internal")
+                                                                  and not pool.zygote.alive())
+                        broken = broken or bool(result.get("grader_failure"))
+                        if failed and sid not in retried:
+                            retried.add(sid)  # the zygote's failure, not this submission: once more
                             pending.appendleft((sid, path))
                             continue
                         if "error" in result:
@@ -210,15 +214,16 @@ def run_parallel(todo, n, options, report, grade=grade_one):
                 if not slot.process.is_alive():
                     _replace_dead(pool, i, options, report)
 
-            if not pool.zygote.alive():
-                # The zygote died: every worker's next fork would fail. Stop them, put their
-                # submissions back (once each), and start over with a fresh zygote.
+            if broken or not pool.zygote.alive():
+                # The zygote died (or hangs): every worker's next fork would fail. Stop them, put
+                # their submissions back (once each), and start over with a fresh zygote.
                 for slot in pool.slots:
                     if slot is not None and slot.task is not None:
                         sid, path = slot.task
                         slot.task = None
                         if sid in retried:
-                            report(crash(sid, path, options, "the worker zygote died twice while grading it"))
+                            report(crash(sid, path, options, "the worker zygote died twice while grading it",
+                                         grader_failure=True))
                         else:
                             retried.add(sid)
                             pending.appendleft((sid, path))
@@ -227,7 +232,7 @@ def run_parallel(todo, n, options, report, grade=grade_one):
                 if restarts > MAX_POOL_RESTARTS:
                     while pending:
                         sid, path = pending.popleft()
-                        report(crash(sid, path, options, "the worker zygote kept dying"))
+                        report(crash(sid, path, options, "the worker zygote kept dying", grader_failure=True))
                     pool = None
                     return
                 pool = _Pool(n, options, grade)

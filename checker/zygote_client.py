@@ -56,6 +56,7 @@ class Zygote:
         self.pid = self.proc.pid
         self.ctrl = self.channels[0]
         self._ready = set()  # channels whose "ready" message was read: the zygote starts in the background
+        self._silent = set()  # channels where a request got no reply: a late one would answer the next request
 
     def channel(self, i):
         """A view of this zygote bound to control channel i (one per trusted process)."""
@@ -72,6 +73,8 @@ class Zygote:
         dead one cannot know whether the dead one (or `_Pool.drain`) already read it. Until this
         process has seen the zygote answer, the first reply may take as long as importing torch."""
         fd = self.ctrl.fileno()
+        if fd in self._silent:  # fail at once, not after another 30 s: this zygote is replaced
+            raise SandboxError("the worker zygote stopped answering (an earlier request got no reply)")
         deadline = time.monotonic() + (timeout or (30 if fd in self._ready else 120))
         try:
             socket.send_fds(self.ctrl, [json.dumps(obj).encode()], list(fds))
@@ -83,6 +86,7 @@ class Zygote:
                     continue  # the start-up message, not a reply
                 return msg
         except (OSError, ValueError) as e:
+            self._silent.add(fd)
             if fd not in self._ready:
                 err = ""
                 if not self.alive():  # (not proc.poll(): a forked trusted process is not its parent)

@@ -82,10 +82,16 @@ def _leftovers(token):
 
 # ------------------------------------------------------------------ a real batch
 
+REFUSED = "user-nobody-unavailable(refused to run code as root)"
+
+
 @pytest.mark.slow
 @pytest.mark.walls
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_a_deep_chain_in_a_worker_dir_charges_no_one(tmp_path, jobs):
+@pytest.mark.parametrize("jobs,walls", [(1, "any"), (2, "any"), (1, "fallback")])
+def test_a_deep_chain_in_a_worker_dir_charges_no_one(tmp_path, jobs, walls):
+    """"any": the walls this run has (with namespaces the worker's dir is a tmpfs of its own; without,
+    as in Gradescope's mode, the chain lands in the temp dir). "fallback": no namespaces, the chain
+    in the temp dir whatever the run has (skipped where the grader then refuses to run code as root)."""
     token = f"chain-{uuid.uuid4().hex}"
     subs = tmp_path / "class"
     write(subs, "a_attacker.py", _attacker(token))  # sorted first: graded before the others
@@ -95,9 +101,12 @@ def test_a_deep_chain_in_a_worker_dir_charges_no_one(tmp_path, jobs):
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "checker.cli", "grade", str(subs), "-a", "attention", "-o", str(out),
            "--public", "-j", str(jobs)]
-    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    env = {**os.environ, **({"HWCHECK_NAMESPACES": "0"} if walls == "fallback" else {})}
+    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode in (0, 1), r.stdout[-3000:] + r.stderr[-3000:]
     cards = {sid: json.loads((out / f"{sid}.json").read_text()) for sid in ["a_attacker", *honest]}
+    if any(REFUSED in (c["grader"].get("isolation") or []) for c in cards.values()):
+        pytest.skip("the grader refuses to run code here: root, no namespaces, this Python closed to others")
     for sid, card in cards.items():  # the attacker's answers are right too: its mess is no crash of anyone's
         assert card["status"] == "graded", (sid, card["status"], card["grader"].get("internal_error"),
                                             r.stdout[-2000:])
@@ -220,3 +229,182 @@ def test_remove_tree_as_the_owner_opens_its_own_mode_000_folders():
         assert sorted(os.listdir(base)) == ["outside"] and os.listdir(outside) == ["keep"]
     finally:
         cleanup.remove_tree(base)
+
+
+# ------------------------------------------------------------------ the grader's own failures
+
+def _zygote_fails_once(marker, how):
+    """A stand-in for grade_one that, the first time only (in any process), kills (SIGKILL) or freezes
+    (SIGSTOP) the zygote before grading: the grader's own failure, while an honest submission is graded."""
+    import checker.grading as grading
+    real = grading.grade_one
+
+    def grade(grader, sid, path, *args, **kwargs):
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return real(grader, sid, path, *args, **kwargs)
+        assert grader.zygote.answers()  # it answered this process once: a request now waits 30 s, not 120
+        os.kill(grader.zygote.pid, how)
+        if how == signal.SIGKILL:
+            assert wait_until(lambda: not grader.zygote.alive(), timeout=5)
+        return real(grader, sid, path, *args, **kwargs)
+    return grade
+
+
+def _honest_class(tmp_path, n):
+    subs = tmp_path / "class"
+    for i in range(n):
+        write(subs, f"honest_{i}.py", GOOD)
+    return [(f"honest_{i}", str(subs / f"honest_{i}.py")) for i in range(n)]
+
+
+def _full_marks(card):
+    return card["status"] == "graded" and not card["grader"].get("internal_error") and \
+        card["score"] == sum(q["max_score"] for q in card["questions"] if not q.get("manual"))
+
+
+@pytest.mark.slow
+def test_a_zygote_that_dies_under_a_submission_is_replaced_and_the_submission_regraded(tmp_path, monkeypatch):
+    """-j 1: the zygote dies (SIGKILL) as the first honest submission is graded. That submission is not
+    charged for it: a fresh zygote grades it again at once, and the others after it. A card that still
+    says the grader failed is never kept by --resume."""
+    import checker.batch as batch
+    from checker.grading import crashed_scorecard
+    from checker.outfolder import scorecard_path, write_submission
+    entries = _honest_class(tmp_path, 3)
+    out = str(tmp_path / "out")
+    monkeypatch.setattr(batch, "grade_one", _zygote_fails_once(str(tmp_path / "failed-once"), signal.SIGKILL))
+    result = batch.grade_batch(entries, "attention", out, jobs=1, mode="public")
+    assert os.path.exists(tmp_path / "failed-once")  # the zygote really was killed
+    cards = {sid: json.loads(open(scorecard_path(out, sid)).read()) for sid, _ in entries}
+    assert all(_full_marks(c) for c in cards.values()), {s: c["grader"] for s, c in cards.items()}
+    assert not result.internal
+
+    # a card of the grader's own failure (as a batch whose fresh zygote failed too would leave it)
+    path = entries[1][1]
+    write_submission(out, "honest_1", crashed_scorecard("honest_1", path, "attention", "public",
+                                                        "the worker zygote stopped answering", seed=1234,
+                                                        grader_failure=True), keep_raw=False)
+    assert json.loads(open(scorecard_path(out, "honest_1")).read())["grader"]["grader_failure"] is True
+    again = batch.grade_batch(entries, "attention", out, jobs=1, mode="public", resume=True)
+    assert [r["id"] for r in again.graded] == ["honest_1"]
+    assert _full_marks(json.loads(open(scorecard_path(out, "honest_1")).read()))
+
+
+@pytest.mark.slow
+def test_a_zygote_that_stops_answering_is_replaced_in_the_pool(tmp_path, monkeypatch):
+    """-j 2: the zygote is frozen (SIGSTOP: alive, answering no one) as a submission is graded. The
+    grading fails for the grader's reason; the pool starts a fresh zygote and grades it again."""
+    import checker.batch as batch
+    from checker.outfolder import scorecard_path
+    entries = _honest_class(tmp_path, 3)
+    out = str(tmp_path / "out")
+    monkeypatch.setattr(batch, "grade_one", _zygote_fails_once(str(tmp_path / "failed-once"), signal.SIGSTOP))
+    result = batch.grade_batch(entries, "attention", out, jobs=2, mode="public")
+    assert os.path.exists(tmp_path / "failed-once")
+    cards = {sid: json.loads(open(scorecard_path(out, sid)).read()) for sid, _ in entries}
+    assert all(_full_marks(c) for c in cards.values()), {s: c["grader"] for s, c in cards.items()}
+    assert not result.internal
+
+
+# ------------------------------------------------------------------ parent death after the drop (item 4)
+
+ESCAPE = textwrap.dedent('''\
+    import ctypes, os, time
+
+    def pdeathsig():
+        sig = ctypes.c_int(-1)
+        ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0)   # PR_GET_PDEATHSIG
+        return sig.value
+
+    def escape(body_name, kid_name):
+        """Leave the worker's process group (setsid), fork a child; each names itself."""
+        libc = ctypes.CDLL(None)
+        try:
+            os.setsid()
+        except OSError:
+            pass
+        if os.fork() == 0:
+            libc.prctl(15, kid_name.encode(), 0, 0, 0)           # PR_SET_NAME
+            while True:
+                time.sleep(1)
+        libc.prctl(15, body_name.encode(), 0, 0, 0)
+        return "escaped"
+    ''')
+
+
+def _named(name):
+    out = []
+    for p in live_pids():
+        try:
+            with open(f"/proc/{p}/comm") as f:
+                if f.read().strip() == name:
+                    out.append(p)
+        except OSError:
+            pass
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.walls
+def test_a_body_that_left_its_process_group_dies_with_its_worker_at_once(tmp_path):
+    """The worker's body is a child of the worker and dropped to nobody: that uid change cleared its
+    PR_SET_PDEATHSIG, so a body that called setsid() (out of reach of the kill of the worker's process
+    group) ran on after its worker was killed, until the zygote's next sweep. It is set again after the
+    drop: the body reports SIGKILL, and with the zygote frozen (no sweep can run) the body is gone as
+    soon as its worker is killed; with namespaces its child too (its PID namespace died with it)."""
+    from checker.sandbox import Limits, SubmissionHandle
+    from checker.zygote_client import Zygote
+    body, kid = f"hwbody{os.getpid() % 10000}", f"hwkid{os.getpid() % 10000}"
+    with Zygote() as z:
+        h = SubmissionHandle(write(tmp_path, "escape.py", ESCAPE), z,
+                             Limits(call_s=10, cell_s=10, submission_s=60))
+        try:
+            report = h.load()
+            if not report["ok"] and REFUSED in h.isolation:
+                pytest.skip("the grader refuses to run code here: root, no namespaces, this Python closed to others")
+            assert report["ok"], report
+            assert h.call("pdeathsig") == signal.SIGKILL, "the body does not die with its worker"
+            namespaced = "pid-namespace" in h.isolation
+            assert h.call("escape", body, kid) == "escaped"
+            assert wait_until(lambda: _named(body) and _named(kid), timeout=5), "the body did not fork"
+            os.kill(z.pid, signal.SIGSTOP)  # no sweep from here on: only the kernel may end them
+            try:
+                for kill in (lambda: os.killpg(h.pid, signal.SIGKILL), lambda: os.kill(h.pid, signal.SIGKILL)):
+                    try:  # what the trusted side does to a worker (SubmissionHandle._kill)
+                        kill()
+                    except OSError:
+                        pass
+                assert wait_until(lambda: not _named(body), timeout=3), "the body outlived its worker"
+                if namespaced:
+                    assert wait_until(lambda: not _named(kid), timeout=3), "the body's child outlived it"
+            finally:
+                os.kill(z.pid, signal.SIGCONT)
+            assert wait_until(lambda: not _named(kid), timeout=5), "the zygote's sweep missed the child"
+        finally:
+            h.close()
+
+
+@pytest.mark.slow
+def test_the_zygote_removes_its_own_worker_dirs_and_nothing_else(tmp_path, outside):
+    """op "remove": a dir the zygote made goes, chain and all; a path that is not one of its worker dirs
+    (outside the temp dir, a look-alike name it never made, a link so named) is left as it was."""
+    from checker.zygote_client import Zygote
+    tmp = os.path.realpath(tempfile.gettempdir())
+    lookalike = tempfile.mkdtemp(prefix="hwcheck-w-")  # in the temp dir, but not the zygote's
+    link = os.path.join(tmp, f"hwcheck-w-link-{uuid.uuid4().hex}")
+    os.symlink(str(outside), link)
+    try:
+        with Zygote() as z:
+            made = z.mkdir()
+            _mess(made, str(outside), depth=300)
+            z.remove(made)  # gone at once, or in later turns of the zygote's loop (at most 0.5 s per request)
+            assert wait_until(lambda: not os.path.lexists(made), timeout=30)
+            assert z.remove(str(outside)) is False and _outside_intact(outside)
+            assert z.remove(lookalike) is False and os.path.isdir(lookalike)
+            assert z.remove(link) is False and os.path.islink(link) and _outside_intact(outside)
+            assert z.answers()  # none of it ended the zygote's loop
+    finally:
+        os.unlink(link)
+        os.rmdir(lookalike)
