@@ -20,12 +20,14 @@ pytest.importorskip("matplotlib")
 pytest.importorskip("copydetect")
 
 from checker.classreport import data as cdata  # noqa: E402
+from checker.spec import example_dirs, load_spec, reference_file  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXAMPLES = os.path.join(ROOT, "submissions", "attention")
+EXAMPLES = next(d for d in example_dirs("attention") if os.path.isfile(os.path.join(d, "correct.py")))
+MANUAL = next(q["id"] for q in load_spec("attention")["questions"] if q.get("manual"))  # the written answer
 BATCH = {
     "alice.py": "correct.py", "bob.py": "correct.py",
-    "carol.ipynb": "correct_notebook.ipynb", "dave.py": os.path.join(ROOT, "reference", "attention.py"),
+    "carol.ipynb": "correct_notebook.ipynb", "dave.py": reference_file(load_spec("attention")),
     "erin.py": "no_scaling.py", "frank.py": "syntax_error.py", "gina.py": "softmax_wrong_axis.py",
 }
 
@@ -157,7 +159,7 @@ def test_submissions_to_open_and_feedback_pages(report):
     assert "load" in why["frank"] and "SyntaxError" in why["frank"]
     assert "full marks with load notes" in why["carol"]
     assert "alice" not in why
-    assert data["manual_not_started"] == ["Q3-text"]
+    assert data["manual_not_started"] == [MANUAL]
     for sid in ("alice", "bob", "carol", "dave", "erin", "frank", "gina"):
         assert f'id="student-{sid}"' in text
     feedback = text[text.index('id="feedback"'):]
@@ -171,7 +173,7 @@ def test_manual_grades_and_a_moved_folder(batch, tmp_path):
     out2 = tmp_path / "out"
     shutil.copytree(out, out2)
     with open(out2 / "manual.csv", "a", encoding="utf-8", newline="") as f:
-        f.write("alice,Q3-text,8,clear\r\nbob,Q3-text,5,thin\r\n")
+        f.write(f"alice,{MANUAL},8,clear\r\nbob,{MANUAL},5,thin\r\n")
     _hwcheck("grade", str(subs), "-a", "attention", "-o", str(out2), "--resume")  # rewrites grades.csv
     moved = tmp_path / "moved"
     shutil.copytree(subs, moved)
@@ -185,11 +187,11 @@ def test_manual_grades_and_a_moved_folder(batch, tmp_path):
         _text, data = page_data(tmp_path / "r.html")
         assert data["similarity"] == [] and "--submissions" in " ".join(data["notes"])
         rows = _gradebook(out2)
-        cells = [float(r["Q3-text"]) for r in rows if r["Q3-text"] != ""]
-        assert data["questions"]["Q3-text"]["graded"] == len(cells) == 2
-        assert data["questions"]["Q3-text"]["mean"] == pytest.approx(statistics.fmean(cells))
+        cells = [float(r[MANUAL]) for r in rows if r[MANUAL] != ""]
+        assert data["questions"][MANUAL]["graded"] == len(cells) == 2
+        assert data["questions"][MANUAL]["mean"] == pytest.approx(statistics.fmean(cells))
         assert data["total"]["mean"] == pytest.approx(statistics.fmean(float(r["total"]) for r in rows), abs=1e-3)
-        assert any("manual questions pending: Q3-text" in " ".join(a["reasons"]) for a in data["attention"])
+        assert any(f"manual questions pending: {MANUAL}" in " ".join(a["reasons"]) for a in data["attention"])
         _hwcheck("report", str(out2), "-o", str(tmp_path / "r2.html"), "--submissions", str(moved))
         _text, data = page_data(tmp_path / "r2.html")
         assert {data["similarity"][0]["a"], data["similarity"][0]["b"]} == {"alice", "bob"}
