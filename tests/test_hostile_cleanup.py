@@ -408,3 +408,19 @@ def test_the_zygote_removes_its_own_worker_dirs_and_nothing_else(tmp_path, outsi
     finally:
         os.unlink(link)
         os.rmdir(lookalike)
+
+
+@pytest.mark.slow
+def test_a_worker_dir_too_big_to_remove_as_the_zygote_exits_is_removed_by_its_client(tmp_path, outside):
+    """The zygote exits within its client's 3 s grace: what it could not remove in 2 s it names in
+    LEFTOVER, and the client finishes it. Either way nothing is left once close() returns."""
+    from checker.zygote_client import Zygote
+    z = Zygote()
+    try:
+        made = z.mkdir()
+        _mess(made, str(outside), depth=2100)
+        for i in range(2000):  # many names as well as depth
+            open(os.path.join(made, f"f{i}"), "w").close()
+    finally:
+        z.close()
+    assert not os.path.lexists(made) and _outside_intact(outside)
