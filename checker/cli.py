@@ -223,15 +223,20 @@ def check(submission, assignment, json_file, devices, timeout, ci, classroom_out
     Exit status: 0 when every test that ran passed, 1 when some failed (or,
     with --min-score, when the score is below it), 2 on usage or hwcheck errors.
     """
+    from checker.spec import load_spec
+    from checker.zygote_client import Zygote
+    warm = bool(assignment) and load_spec(assignment).get("framework") == "torch"
+    # the zygote starts first: it imports torch while this process imports pytest, the grader and its tests
+    zygote = Zygote(warm_meta=warm)
+    try:
+        from checker.runner import Grader
+        with Grader(mode="public", devices=devices, timeout=timeout, zygote=zygote) as grader:
+            card = grader.grade(submission, assignment)
+    finally:
+        zygote.close()
     from checker.atomic import dumps_json, write_json_atomic, write_text_atomic
     from checker.report import format_markdown, format_scorecard, github_annotations, junit_xml, min_score_line
-    from checker.runner import Grader
     from checker.scorecard import student_view
-
-    from checker.spec import load_spec
-    warm = bool(assignment) and load_spec(assignment).get("framework") == "torch"
-    with Grader(mode="public", devices=devices, timeout=timeout, warm_meta=warm) as grader:
-        card = grader.grade(submission, assignment)
     view = student_view(card)
 
     # under the GitHub runner, it obeys no command in the text that holds the student's
@@ -294,12 +299,13 @@ def _classroom_output(view):
 @device_option
 @only_option
 @roster_option
+@canvas_title_option
 @scheduler_option
 @cluster_option
 @shard_option
 @_guarded
 def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, keep_raw, devices, only, roster=None,
-          scheduler=None, cluster=None, shard=None):
+          scheduler=None, cluster=None, shard=None, canvas_title=None):
     """Grade every submission in DIRECTORY (each .py/.ipynb file or folder is one).
 
     \b
@@ -348,8 +354,15 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
         else:
             _echo(batch.progress_line(event), err=True)
 
-    _echo(f"hwcheck: grading {len(entries)} submissions of {assignment} "
+    asked = f"regrading {len(set(only))} of {len(entries)}" if only else f"grading {len(entries)}"
+    _echo(f"hwcheck: {asked} submissions of {assignment} "
                f"({'public' if public else 'hidden'} tests, {where}) into {outdir}", err=True)
+    if not resume and not only:  # regrading a graded OUT: said, with the seed that keeps the inputs
+        from checker.progress import rerun_note
+        note = rerun_note(batch.collect_scorecards(outdir, assignment), [sid for sid, _ in entries], outdir,
+                          assignment, "public" if public else "hidden", seed)
+        if note:
+            _echo(f"hwcheck: {note}", err=True)
     state["kept"] = 0
 
     def counted(event):  # what is kept, for the words on Ctrl-C
@@ -381,7 +394,7 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
         result.jobs = executor.workers  # the summary's rate is per this many graders at once
     for line in batch.summary_lines(result):
         _echo(line)
-    for line in lms.after_batch(outdir, assignment):  # the roster's verdicts, canvas.csv / moodle.csv
+    for line in lms.after_batch(outdir, assignment, canvas_title):  # the roster's verdicts, canvas.csv / moodle.csv
         _echo(for_terminal(line, newlines=False))
     sys.exit(EXIT_FAILED if result.internal else EXIT_OK)
 
@@ -394,7 +407,8 @@ def export_command(outdir, canvas_title):
     """Write OUTDIR/canvas.csv / moodle.csv again (manual.csv's grades merged), for the LMS to import.
 
     `grade` writes them when the folder graded is a Canvas or Moodle export; run
-    this after grading by hand, or to give Canvas's column title (--canvas).
+    this after grading by hand, or to give Canvas's column title (--canvas, kept
+    for later runs). It names the submissions whose manual grades are pending.
     """
     from checker import lms
     lines = lms.after_batch(outdir, None, canvas_title, roster=False)

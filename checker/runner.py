@@ -178,6 +178,9 @@ class Grader:
 
     def __init__(self, *, mode="public", seed=None, devices=("cpu", "cuda"), timeout=None,
                  extra_secrets=(), zygote=None, keep_raw=False, warm_meta=False, pytest_args=(), ref_cache=True):
+        # the zygote first: it imports torch in the background while this process goes on (checker.zygote_client)
+        self._own_zygote = zygote is None
+        self.zygote = zygote or Zygote(warm_meta=warm_meta)
         self.mode = mode
         self.seed = seed if seed is not None else (1234 if mode == "public" else secrets.randbits(31))
         self.devices = devices
@@ -196,8 +199,6 @@ class Grader:
             self.secrets = sorted({*self.secrets, os.path.realpath(home)})  # it caches the tests' constants
         except ImportError:
             pass
-        self._own_zygote = zygote is None
-        self.zygote = zygote or Zygote(warm_meta=warm_meta)
 
     def _hypothesis_home(self):
         """Where hypothesis keeps its cache (the grading tests use no example database): one folder
