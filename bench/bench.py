@@ -6,7 +6,9 @@ fixed overhead (grading time minus the in-process time of the same calls on
 the reference); the naive way (one `python -m pytest` process per
 submission) as a baseline ratio; `hwcheck check` of a correct submission
 against `python -c "import torch"`; and the slowest grading test on the
-reference. It generates its batch from the repository (copies of the
+reference; and where a grade's time goes per test (`where_time_goes`: worker round trips, the reference
+and the answer models on the trusted side, the rest of the tests' code, and what lies outside the tests).
+It generates its batch from the repository (copies of the
 reference, every example submission, one slow submission), so it runs from
 a clean clone.
 
@@ -163,6 +165,72 @@ def fixed_cost(aid, k=8):
         return (time.perf_counter() - t0) / k
 
 
+def where_time_goes(aid, k=2):
+    """Per test, on the reference (after one grade that warms the grader and its reference cache): worker
+    round trips and their wall time, the trusted side's reference and answer-model time, and the rest
+    (pytest's bookkeeping, the tests' own code, comparisons, hints), as means over k grades."""
+    import checker.kit as kit
+    import checker.ref_cache as ref_cache
+    from checker.runner import Grader
+    stats = dict(round_trips=0, round_trip_s=0.0, ref_s=0.0, answers_s=0.0)
+    orig_request, orig_cached, orig_getattr = SubmissionHandle.request, ref_cache.cached_call, kit.Answers.__getattr__
+
+    def request(self, *args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return orig_request(self, *args, **kwargs)
+        finally:
+            stats["round_trips"] += 1
+            stats["round_trip_s"] += time.perf_counter() - t0
+
+    def cached_call(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return orig_cached(*args, **kwargs)
+        finally:
+            stats["ref_s"] += time.perf_counter() - t0
+
+    def answers_getattr(self, name):
+        fn = orig_getattr(self, name)
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                stats["answers_s"] += time.perf_counter() - t0
+        return timed
+
+    ref = reference_file(load_spec(aid))
+    SubmissionHandle.request, ref_cache.cached_call, kit.Answers.__getattr__ = request, cached_call, answers_getattr
+    try:
+        with Grader(mode="hidden", seed=1) as g:
+            g.grade(ref, aid)
+            for key in stats:
+                stats[key] = 0 * stats[key]
+            t0 = time.perf_counter()
+            cards = [g.grade(ref, aid) for _ in range(k)]
+            total = (time.perf_counter() - t0) / k
+            hits, misses = g.ref_cache.hits, g.ref_cache.misses
+    finally:
+        SubmissionHandle.request, ref_cache.cached_call, kit.Answers.__getattr__ = orig_request, orig_cached, orig_getattr
+    n_tests = sum(1 for q in cards[0]["questions"] for t in q["tests"] if t["outcome"] != "skipped")
+    in_tests = sum(t["duration_s"] for q in cards[0]["questions"] for t in q["tests"])
+    per = {key: v / k for key, v in stats.items()}
+    return {
+        "tests": n_tests,
+        "grade_s": round(total, 3),
+        "round_trips_per_test": round(per["round_trips"] / max(n_tests, 1), 2),
+        "round_trip_ms_per_test": round(1000 * per["round_trip_s"] / max(n_tests, 1), 2),
+        "ref_ms_per_test": round(1000 * per["ref_s"] / max(n_tests, 1), 3),
+        "answer_models_ms_per_test": round(1000 * per["answers_s"] / max(n_tests, 1), 3),
+        "rest_of_test_ms_per_test": round(1000 * (in_tests - per["round_trip_s"] - per["ref_s"] - per["answers_s"])
+                                          / max(n_tests, 1), 2),
+        "outside_tests_s": round(total - in_tests, 3),  # load, collection, pytest's bookkeeping, scorecard
+        "ref_cache_hits_misses": [hits, misses],
+    }
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-n", type=int, default=16, help="reference copies per assignment")
@@ -203,6 +271,7 @@ def main():
             r["slowest_test_on_reference_s"] = max(t["duration_s"] for c in cards for q in c["questions"]
                                                    for t in q["tests"])
             r["reference_score"] = f"{cards[0]['score']}/{cards[0]['max_score']}"
+            r["where_time_goes"] = where_time_goes(aid)
             if a.naive:
                 sample = refs[: a.naive]
                 naive_s = naive(sample, aid)
