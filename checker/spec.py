@@ -41,7 +41,7 @@ from checker.errors import SpecError
 
 __all__ = ["ASSIGNMENTS_DIR", "ENV_VAR", "ENTRY_POINT_GROUP", "assignment_ids", "assignment_dirs",
            "assignment_dir", "is_builtin", "discovery_problems", "load_spec", "spec_sha256", "tests_path",
-           "reference_file", "example_dirs", "infer_assignment", "question_of_test", "hidden_tests"]
+           "reference_file", "example_dirs", "example_path", "points", "infer_assignment", "question_of_test", "hidden_tests"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ASSIGNMENTS_DIR = os.path.join(ROOT, "assignments")
@@ -172,6 +172,21 @@ def example_dirs(aid):
     `examples/`, then hwcheck's `submissions/<id>/`."""
     out = [os.path.join(_dir(aid), "examples"), os.path.join(ROOT, "submissions", aid)]
     return [d for d in out if os.path.isfile(os.path.join(d, "expected.json"))]
+
+
+def example_path(aid, name):
+    """The example submission `name` (a file or folder name) of the assignment, from the first of its
+    example folders that holds it; None where none does."""
+    for folder in example_dirs(aid):
+        if os.path.lexists(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    return None
+
+
+def points(aid, manual=None):
+    """The assignment's points: every question's (manual=None), the automatic ones' (False) or the
+    ones graded by a person (True)."""
+    return sum(q["points"] for q in load_spec(aid)["questions"] if manual is None or bool(q["manual"]) == manual)
 
 
 class _ReferenceFinder(importlib.abc.MetaPathFinder):

@@ -25,7 +25,8 @@ import pytest
 
 from checker.autograde import autograder_results
 from checker.scorecard import build_scorecard
-from checker.spec import assignment_dir, assignment_ids, example_dirs, load_spec, reference_file
+from checker.spec import assignment_dir, assignment_ids, load_spec, reference_file
+from checker.spec import example_path as example
 from checker.spec import tests_path as grading_tests_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,11 +34,6 @@ BIN = os.path.dirname(sys.executable)
 HWCHECK = os.path.join(BIN, "hwcheck")
 # the automatic points of each assignment, from its spec (adding a question changes no number here)
 AUTO = {aid: sum(q["points"] for q in load_spec(aid)["questions"] if not q.get("manual")) for aid in assignment_ids()}
-
-
-def example(aid, name):
-    """An example submission: the assignment folder's examples/, else submissions/<id>/."""
-    return next(os.path.join(d, name) for d in example_dirs(aid) if os.path.exists(os.path.join(d, name)))
 SCHEMA = json.loads(resources.files("checker").joinpath("schema", "gradescope-results.schema.json")
                     .read_text(encoding="utf-8"))
 pytestmark = pytest.mark.skipif(not os.path.exists(HWCHECK), reason="hwcheck is not installed in this venv")

@@ -15,13 +15,8 @@ import textwrap
 
 import pytest
 
-from checker.spec import assignment_ids, example_dirs
-
-
-def example(aid, name):
-    """An example submission of the assignment (its folder's examples/, else hwcheck's submissions/<id>/)."""
-    found = [os.path.join(d, name) for d in example_dirs(aid) if os.path.exists(os.path.join(d, name))]
-    return found[0] if found else None
+from checker.spec import assignment_ids
+from checker.spec import example_path as example
 
 
 # every assignment found that has a correct example: it must keep full marks beside the attacks

@@ -8,14 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 from checker.cli import main
-from checker.spec import assignment_ids, example_dirs, load_spec, reference_file
+from checker.spec import assignment_ids, load_spec, reference_file
+from checker.spec import example_path as example
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def example(aid, name):
-    """An example submission (the assignment folder's examples/, else submissions/<id>/: checker.spec)."""
-    return next(os.path.join(d, name) for d in example_dirs(aid) if os.path.exists(os.path.join(d, name)))
 KIT_PACKAGE = "git+https://github.com/course/hwcheck-student@v1"
 
 # Run hwcheck from the kit alone: the editable install of the full package is hidden from the import system.

@@ -16,7 +16,8 @@ import checker.runner
 from checker.cli import main
 from checker.gradescope import make_results
 from checker.scorecard import validate
-from checker.spec import assignment_dir, assignment_ids, example_dirs, load_spec, reference_file
+from checker.spec import assignment_dir, assignment_ids, load_spec, reference_file
+from checker.spec import example_path as example
 
 # totals, question ids and the functions each question grades are read from the spec, never written here: adding
 # a question to an assignment leaves these tests as they are (issue 29)
@@ -37,8 +38,6 @@ def starter(aid):
     return os.path.join(assignment_dir(aid), "starter.ipynb")
 
 
-def example(aid, name):
-    return next(os.path.join(d, name) for d in example_dirs(aid) if os.path.exists(os.path.join(d, name)))
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +51,7 @@ def zygote():
 @pytest.fixture
 def warm(monkeypatch, zygote):
     real = checker.runner.Grader
-    monkeypatch.setattr(checker.runner, "Grader", lambda **kw: real(zygote=zygote, **kw))
+    monkeypatch.setattr(checker.runner, "Grader", lambda **kw: real(**{"zygote": zygote, **kw}))  # unless given one
 
 
 def run(*args, env=None):
