@@ -165,12 +165,15 @@ def validate(targets, skip):
     Exit status 1 when a check finds a problem. See docs/authoring.md.
     """
     from checker.runner import Grader
-    from checker.spec import assignment_ids
+    from checker.spec import assignment_ids, discovery_problems
     from checker.validate import CHECKS, resolve
     from checker.validate import validate as run_checks
     aids = [resolve(t) for t in targets] or assignment_ids()
     checks = [c for c in CHECKS if c not in skip]
-    problems = 0
+    unused = discovery_problems()  # a folder or entry point named but not used: told once, a problem
+    for p in unused:
+        _echo(f"hwcheck: {p}")
+    problems = len(unused)
     graded = {"reference", "examples"} & set(checks)  # the others read files only: no zygote
     with (Grader(mode="hidden", seed=1234) if graded else contextlib.nullcontext()) as grader:
         for aid in aids:

@@ -100,3 +100,14 @@ def test_the_cli_takes_an_assignment_found_when_it_runs(clean, tmp_path):
     r = CliRunner().invoke(main, ["check", "-a", "hw8", str(tmp_path / "hw7" / "reference.py")],
                            env={S.ENV_VAR: str(tmp_path)})
     assert r.exit_code == 2 and "'hw8' is not one of" in r.output and "'hw7'" in r.output
+
+
+def test_validate_tells_a_folder_named_but_not_used(clean, tmp_path):
+    from click.testing import CliRunner
+
+    from checker.cli import main
+    r = CliRunner().invoke(main, ["validate", "attention", "--skip", "reference", "--skip", "examples"],
+                           env={S.ENV_VAR: str(tmp_path / "typo")})
+    assert r.exit_code == 1, r.output
+    assert f"{S.ENV_VAR} names {tmp_path / 'typo'}, which holds no spec.toml" in r.output
+    assert "attention: spec: ok" in r.output
