@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
 from pathlib import Path
 
@@ -17,6 +18,8 @@ import pytest
 from checker.spec import assignment_dir, assignment_ids, load_spec
 
 ASSIGNMENTS = assignment_ids()
+# a starter notebook is optional for an assignment (docs/authoring.md); every built-in one has one
+WITH_STARTER = [a for a in ASSIGNMENTS if os.path.isfile(os.path.join(assignment_dir(a), "starter.ipynb"))]
 
 
 def folder(aid):
@@ -51,7 +54,7 @@ def spec_names(aid):
     return [n for q in load_spec(aid)["questions"] for n in q.get("names", [])]
 
 
-@pytest.mark.parametrize("aid", ASSIGNMENTS)
+@pytest.mark.parametrize("aid", WITH_STARTER)
 def test_starter_is_nbformat4(aid):
     nb = load_notebook(aid)
     assert nb["nbformat"] == 4
@@ -77,7 +80,7 @@ def test_starter_is_nbformat4(aid):
     assert nb["cells"][0]["cell_type"] == "markdown"
 
 
-@pytest.mark.parametrize("aid", ASSIGNMENTS)
+@pytest.mark.parametrize("aid", WITH_STARTER)
 def test_starter_runs_and_defines_every_name(aid):
     ns = run_starter(aid)
     missing = [n for n in spec_names(aid) if n not in ns]
@@ -95,7 +98,7 @@ def _signature_params(text, name):
     return params
 
 
-@pytest.mark.parametrize("aid", ASSIGNMENTS)
+@pytest.mark.parametrize("aid", WITH_STARTER)
 def test_starter_signatures_match_spec(aid):
     ns = run_starter(aid)
     for q in load_spec(aid)["questions"]:
@@ -119,7 +122,7 @@ def test_starter_signatures_match_spec(aid):
                     assert p.default == eval(default), (name, p, default)
 
 
-@pytest.mark.parametrize("aid", ASSIGNMENTS)
+@pytest.mark.parametrize("aid", WITH_STARTER)
 def test_starter_stubs_raise_not_implemented(aid):
     ns = run_starter(aid)
     for name in spec_names(aid):
@@ -187,9 +190,8 @@ def test_attention_handout_data_matches_readme():
 def test_attention_readme_has_free_text_prompt():
     spec = load_spec("attention")
     (manual,) = [q for q in spec["questions"] if q.get("manual")]
-    assert manual["id"] == "Q3-text"
     assert manual["prompt"] in " ".join(readme("attention").replace(">", " ").split())
     nb = load_notebook("attention")
     assert any(
-        c["cell_type"] == "markdown" and "Q3-text" in cell_source(c) for c in nb["cells"]
+        c["cell_type"] == "markdown" and manual["id"] in cell_source(c) for c in nb["cells"]
     )
