@@ -111,3 +111,38 @@ def test_validate_tells_a_folder_named_but_not_used(clean, tmp_path):
     assert r.exit_code == 1, r.output
     assert f"{S.ENV_VAR} names {tmp_path / 'typo'}, which holds no spec.toml" in r.output
     assert "attention: spec: ok" in r.output
+
+
+def test_check_announces_only_hidden_tests_that_exist(clean, tmp_path):
+    """A spec naming hidden tests that the test file does not (yet) have: `check` announced '+ 2 hidden
+    tests' for them; it counts the hidden test items pytest really set aside."""
+    from click.testing import CliRunner
+
+    from checker.cli import main
+    tests = textwrap.dedent('''\
+        import pytest
+
+        @pytest.mark.question("Q1")
+        def test_f(sub, ref):
+            assert sub.call("f") == ref.f()
+    ''')
+    random = textwrap.dedent('''
+
+        @pytest.mark.question("Q1")
+        @pytest.mark.parametrize("k", [1, 2, 3])
+        def test_f_random(sub, ref, k):
+            assert sub.call("f") == ref.f()
+    ''')
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "mine.py").write_text("def f():\n    return 42\n")
+    for aid, source, said in (("hw4", tests, None), ("hw5", tests + random, "+ 3 hidden tests run at grading time")):
+        hw = _assignment(tmp_path / aid)
+        (hw / "spec.toml").write_text(SPEC.format(aid=aid) + 'hidden_tests = ["test_f_later", "test_f_random"]\n')
+        (hw / f"test_{aid}.py").write_text(source)
+        r = CliRunner().invoke(main, ["check", "-a", aid, str(work / "mine.py")], env={S.ENV_VAR: str(tmp_path)})
+        assert r.exit_code == 0, r.output
+        if said is None:  # neither hidden test exists yet
+            assert "hidden" not in r.output, r.output
+        else:  # test_f_random's 3 items; test_f_later does not exist
+            assert said in r.output, r.output
