@@ -34,6 +34,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
+from checker import carry
 from checker.edge_gate import answer_log, logged_close, only_if_right_elsewhere
 from checker.errors import GradingFailure, StudentError
 from checker.kit import Answers
@@ -393,11 +394,14 @@ _ASK_SEED = {}  # the run's seed, for the order of _softmax_answers' asks (a reg
 
 @pytest.fixture(scope="module", autouse=True)
 def _softmax_oracles_closed(request):
-    """The fresh workers of _Carry end with the submission's grading (this module's tests)."""
+    """The fresh workers of _Carry (and of checker.carry) end with the submission's grading (this module's
+    tests)."""
     plugin = next((p for p in request.config.pluginmanager.get_plugins()
                    if isinstance(getattr(p, "run_seed", None), int)), None)
     _ASK_SEED["seed"] = plugin.run_seed if plugin is not None else None
+    carry.set_seed(_ASK_SEED["seed"])
     yield
+    carry.close_workers()
     for state in list(_CARRIES.values()):
         if state.oracle is not None:
             state.oracle.close()
@@ -634,9 +638,10 @@ UNCLEAR = ("{name} uses {what}, which hides from a reading of the code what it c
            "(np.exp, np.max, np.sum, @)")
 
 
-def _check_by_hand(sub, close, expected, forbidden, what, name, *args, own=None, note=None):
+def _check_by_hand(sub, close, expected, forbidden, what, name, *args, own=None, note=None, judge=None):
     """Right values, written by hand: a call that went through a library's own softmax or attention fails.
-    `own` and `note`: the error carried forward from the student's softmax, as _close_own_softmax.
+    `own` and `note`: the error carried forward from the student's softmax, as _close_own_softmax; `judge(got,
+    what)`: the values judged so instead (multi_head_attention: _close_mha).
 
     "By hand" is decided on the trusted side, from the submission's files (checker.by_hand: the function's
     source and everything it reaches by name). The worker's trace (sub.torch_calls) comes from the
@@ -644,7 +649,9 @@ def _check_by_hand(sub, close, expected, forbidden, what, name, *args, own=None,
     from another thread: it may name a library call and fail the test, never pass it."""
     from checker.by_hand import library_use
     got, calls = sub.torch_calls(name, *args)
-    if own is None:
+    if judge is not None:
+        judge(got, what)
+    elif own is None:
         close(got, expected, what=what)
     else:
         _close_own_softmax(sub, close, note, name, got, expected, own, what=what)
@@ -877,10 +884,11 @@ def test_self_attention_token_handout(sub, ref, close, note, i):
 @pytest.mark.question("Q2")
 def test_self_attention_handout(sub, ref, close, note):
     got = sub.call("self_attention", X_HANDOUT, W_Q, W_K, W_V)
-    _close_own_softmax(sub, close, note, "self_attention", got, ref.self_attention(X_HANDOUT, W_Q, W_K, W_V),
-          own=_own_self_attention(sub, X_HANDOUT, W_Q, W_K, W_V),
-          what="self_attention(X, W_Q, W_K, W_V) (handout data)",
-          hints=_self_attention_hints(X_HANDOUT, W_Q, W_K, W_V))
+    carry.judged(sub, "self_attention", (X_HANDOUT, W_Q, W_K, W_V), got, lambda: _close_own_softmax(
+        sub, close, note, "self_attention", got, ref.self_attention(X_HANDOUT, W_Q, W_K, W_V),
+        own=_own_self_attention(sub, X_HANDOUT, W_Q, W_K, W_V),
+        what="self_attention(X, W_Q, W_K, W_V) (handout data)",
+        hints=_self_attention_hints(X_HANDOUT, W_Q, W_K, W_V)))
 
 
 @pytest.mark.question("Q2")
@@ -917,10 +925,11 @@ _QUIET = lambda text: None  # noqa: E731  (a note fixture that keeps nothing: a 
 def _check_self_attention(sub, ref, close, note, rng, T, d, dk, dv, dtype):
     X, Wq, Wk, Wv = _tokens_and_projections(rng, T, d, (dk, dk, dv), dtype)
     got = sub.call("self_attention", X, Wq, Wk, Wv)
-    _close_own_softmax(sub, close, note, "self_attention", got, ref.self_attention(*map(_f64, (X, Wq, Wk, Wv))),
-          own=_own_self_attention(sub, X, Wq, Wk, Wv),
-          what=f"self_attention(X, W_Q, W_K, W_V) with T={T}, d={d}, d_k={dk}, d_v={dv}, {dtype}", dtype=dtype,
-          hints=_self_attention_hints(X, Wq, Wk, Wv))
+    carry.judged(sub, "self_attention", (X, Wq, Wk, Wv), got, lambda: _close_own_softmax(
+        sub, close, note, "self_attention", got, ref.self_attention(*map(_f64, (X, Wq, Wk, Wv))),
+        own=_own_self_attention(sub, X, Wq, Wk, Wv),
+        what=f"self_attention(X, W_Q, W_K, W_V) with T={T}, d={d}, d_k={dk}, d_v={dv}, {dtype}", dtype=dtype,
+        hints=_self_attention_hints(X, Wq, Wk, Wv)))
 
 
 @pytest.mark.question("Q2")
@@ -947,9 +956,9 @@ def test_self_attention_handout_shape_new_values(sub, ref, close, note, rng):
             mixed = [h if m else a for a, h, m in zip(args, handout, mask)]
             hints.append((GLOBALS.format(names="X, W_Q, W_K, W_V"), A.mistaken_self_attention(*mixed)))
     got = sub.call("self_attention", *args)
-    _close_own_softmax(sub, close, note, "self_attention", got, ref.self_attention(*args),
-                       own=_own_self_attention(sub, *args),
-                       what="self_attention(new random X (3 x 4), W_Q, W_K, W_V (4 x 4))", hints=hints)
+    carry.judged(sub, "self_attention", args, got, lambda: _close_own_softmax(
+        sub, close, note, "self_attention", got, ref.self_attention(*args), own=_own_self_attention(sub, *args),
+        what="self_attention(new random X (3 x 4), W_Q, W_K, W_V (4 x 4))", hints=hints))
 
 
 @pytest.mark.question("Q2")
@@ -993,10 +1002,11 @@ def test_self_attention_property(sub, ref, close, note, seed, T, n, dk, dv, f32)
     rng = np.random.default_rng([seed, T, n, dk, dv, int(f32)])
     X, Wq, Wk, Wv = _tokens_and_projections(rng, T, n, (dk, dk, dv), dtype)
     got = sub.call("self_attention", X, Wq, Wk, Wv)
-    _close_own_softmax(sub, close, note, "self_attention", got, ref.self_attention(*map(_f64, (X, Wq, Wk, Wv))),
-          own=_own_self_attention(sub, X, Wq, Wk, Wv),
-          what=f"self_attention(X, W_Q, W_K, W_V) with T={T}, d={n}, d_k={dk}, d_v={dv}, {dtype}", dtype=dtype,
-          hints=_self_attention_hints(X, Wq, Wk, Wv))
+    carry.judged(sub, "self_attention", (X, Wq, Wk, Wv), got, lambda: _close_own_softmax(
+        sub, close, note, "self_attention", got, ref.self_attention(*map(_f64, (X, Wq, Wk, Wv))),
+        own=_own_self_attention(sub, X, Wq, Wk, Wv),
+        what=f"self_attention(X, W_Q, W_K, W_V) with T={T}, d={n}, d_k={dk}, d_v={dv}, {dtype}", dtype=dtype,
+        hints=_self_attention_hints(X, Wq, Wk, Wv)))
 
 
 # ============================================================================ Q3
@@ -1157,9 +1167,39 @@ def _mha_case(rng, T, d, dtype):
 def _check_mha(sub, ref, close, note, X, Ws, h, dtype, label):
     got = sub.call("multi_head_attention", X, *Ws, h)
     args = [_f64(a) for a in (X, *Ws)]
-    _close_own_softmax(sub, close, note, "multi_head_attention", got, ref.multi_head_attention(*args, h),
-          own=_own_mha(sub, *args, h), what=f"multi_head_attention({label}, num_heads={h})",
-          dtype=dtype, hints=_mha_hints(*args, h))
+    _close_mha(sub, ref, close, note, got, X, Ws, h, what=f"multi_head_attention({label}, num_heads={h})",
+               dtype=dtype, hints=_mha_hints(*args, h))
+
+
+def _close_mha(sub, ref, close, note, got, X, Ws, h, **kw):
+    """close() for multi_head_attention with both mistakes of earlier questions carried forward: the
+    student's softmax (Q1, _close_own_softmax) and their self_attention (Q2, checker.carry).
+
+    The handout's multi-head attention is self-attention per head: head i is self_attention(X, W_Q_i,
+    W_K_i, W_V_i) with the i-th column blocks (HOMEWORK.md, Q3), the heads concatenated in order and
+    multiplied by W_O. Where the student's self_attention lost points in Q2, an answer equal to that
+    composition with their own self_attention (asked of a fresh worker; the blocks cut here, by the
+    handout's split, not by their split_heads) passes with a note naming self_attention."""
+    args = [_f64(a) for a in (X, *Ws)]
+    blocks = [ref.split_heads(W, h) for W in args[1:4]]  # asked up front, so that the kit has them recorded
+    try:
+        _close_own_softmax(sub, close, note, "multi_head_attention", got, ref.multi_head_attention(*args, h),
+                           own=_own_mha(sub, *args, h), **kw)
+    except GradingFailure as failure:
+        Xs = np.asarray(X)
+
+        def compose(ask):
+            heads = ask([(Xs, *(np.asarray(b, dtype=Xs.dtype) for b in bs)) for bs in zip(*blocks)])
+            return np.concatenate(heads, axis=1) @ args[4]
+
+        carry.close_carried(sub, close, note, failure, got, name="multi_head_attention", by="self_attention",
+                            question="Q2", compose=compose, vary=_other_tokens, dtype=kw.get("dtype"))
+
+
+def _other_tokens(args):
+    """self_attention's arguments with the tokens in reverse order: its answer changes (its rows do)."""
+    X, *Ws = args
+    return (np.ascontiguousarray(np.asarray(X)[::-1]), *Ws)
 
 
 @pytest.mark.question("Q3")
@@ -1174,7 +1214,8 @@ def test_multi_head_attention_by_hand(sub, ref, close, note):
     Ws = [W_Q, W_K, W_V, np.eye(4)]
     _check_by_hand(sub, close, ref.multi_head_attention(X_HANDOUT, *Ws, 2), ATTENTION_CALLS,
                    "multi_head_attention(handout X, W_Q, W_K, W_V, W_O = identity, 2)", "multi_head_attention",
-                   X_HANDOUT, *Ws, 2, own=_own_mha(sub, X_HANDOUT, *Ws, 2), note=note)
+                   X_HANDOUT, *Ws, 2, judge=lambda got, what: _close_mha(sub, ref, close, note, got, X_HANDOUT, Ws,
+                                                                        2, what=what))
 
 
 @pytest.mark.question("Q3")
