@@ -72,6 +72,8 @@ class BatchResult:
         self.manual = None  # manual.csv, the TA's grades (checker.manual)
         self.manual_added = 0  # rows appended to it for new submissions
         self.problems = []  # rows of manual.csv that could not be used, and why
+        self.scores = {}  # id -> total with manual.csv merged (the summary's statistics)
+        self.pending = ""  # the line naming the submissions whose manual grades are pending
 
     @property
     def graded(self):
@@ -92,12 +94,14 @@ class BatchResult:
         return [r for r in self.results if r["internal"]]
 
     def event(self, result):
-        """The progress event after `result`: the result plus done/total/failed/elapsed/eta."""
+        """The progress event after `result`: the result plus done/total/failed/elapsed/eta (with --only, of
+        the submissions regraded: those kept as they were are no part of it)."""
         elapsed = time.monotonic() - self.started
         graded = len(self.graded)
+        kept = sum(1 for r in self.results if r.get("kept"))
         left = self.total - len(self.results)
         eta = elapsed / graded * left if graded else None
-        return {**result, "done": len(self.results), "total": self.total,
+        return {**result, "done": len(self.results) - kept, "total": self.total - kept,
                 "failed": len(self.failed), "elapsed": elapsed, "eta": eta}
 
 
@@ -156,8 +160,10 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
     book = Gradebook(outdir, spec, collect_scorecards(outdir, assignment), [sid for sid, _ in entries])
     book.ensure_manual()  # the TA's file exists, with a row per submission, before the first scorecard
 
-    def report(result):
+    def report(result, quiet=False):
         batch.results.append(result)
+        if quiet:  # --only: a submission not asked for, kept as it was (its card is the book's already)
+            return
         book.update(result["id"], scorecard_path(outdir, result["id"]))
         try:  # the gradebook stays as current as the scorecards (a SIGKILL loses nothing of it)
             book.write()
@@ -174,7 +180,8 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         if only is not None and sid not in only:
             card = read_scorecard(outdir, sid)  # only a scorecard hwcheck wrote (checker.owned)
             if isinstance(card, dict) and isinstance(card.get("submission"), dict):
-                report({**summary_of(sid, card, 0.0), "seconds": card.get("duration_s", 0.0), "resumed": True})
+                report({**summary_of(sid, card, 0.0), "seconds": card.get("duration_s", 0.0), "resumed": True,
+                        "kept": True}, quiet=True)
             else:
                 batch.total -= 1  # not graded yet, and not asked for: left for a full run
             continue
@@ -211,7 +218,17 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         book.write(final=True)
         batch.stale, batch.gradebook, batch.answers = book.stale, book.gradebook, book.answers
         batch.manual, batch.manual_added, batch.problems = book.manual, book.added, book.problems
+        _merged_scores(batch, book, spec)
     return batch
+
+
+def _merged_scores(batch, book, spec):
+    """The batch's totals with manual.csv merged (the summary's statistics) and its pending manual grades."""
+    from checker.manual import pending_line
+    cards = {str(c["submission"].get("id")): c for c in book.merged()[0]}
+    ours = [cards[r["id"]] for r in batch.results if r["id"] in cards]
+    batch.scores = {str(c["submission"].get("id")): c.get("score") for c in ours}
+    batch.pending = pending_line(ours, spec)
 
 
 def _run_in_process(todo, options, report):

@@ -535,7 +535,7 @@ def after_batch(outdir, assignment=None, canvas_title=None, roster=True):
 
     assignment None: the one `prepare` recorded in students.json.
     """
-    from .exports import write_exports
+    from .exports import export_lines
     from .progress import not_graded_lines
     from .roster import roster_lines
     known = read_students(outdir)
@@ -544,7 +544,6 @@ def after_batch(outdir, assignment=None, canvas_title=None, roster=True):
     lines = not_graded_lines(known.get("not_graded")) + roster_lines(known.get("roster"), people) if roster else []
     if not assignment or not people:
         return lines
-    for path, n, left in write_exports(outdir, assignment, canvas_title):
-        lines.append(f"wrote {path} ({n} students" + (f"; {left} submissions have no id of that LMS" if left else "")
-                     + ")")
-    return lines
+    roster_file = known.get("roster_file") if roster and isinstance(known.get("roster_file"), str) else None
+    # canvas.csv's title; the manual grades pending (after `grade`, its summary says them)
+    return lines + export_lines(outdir, assignment, canvas_title, roster_file, pending=not roster)

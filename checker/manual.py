@@ -28,6 +28,9 @@ the file's bytes, separator and line ends. `read_manual(path, spec, ids)`
 returns (entries, problems). `apply_manual(card, entries)` returns a copy
 of a scorecard with those points merged (questions' scores, `pending`,
 `score`, and `manual_grades`, the rows applied, for the notes and exports).
+`pending_line(cards, spec)`: the TA's line naming the merged scorecards whose
+questions graded by a person are still pending (said by the batch's summary
+and by `hwcheck export`: their totals lack those points).
 
 What it is not: a writer of scorecards (they stay the automatic grading,
 so `--resume` can trust them) or of the gradebook (`checker.gradebook`).
@@ -45,7 +48,7 @@ from .atomic import write_text_atomic
 from .csvfile import cell, csv_text
 
 __all__ = ["MANUAL_CSV", "HEADER", "ADJUSTMENT", "manual_path", "ensure_rows", "read_manual", "apply_manual",
-           "describe", "typed_into_gradebook"]
+           "describe", "typed_into_gradebook", "pending_questions", "pending_line"]
 
 MANUAL_CSV = "manual.csv"
 HEADER = ["id", "question", "points", "comment"]
@@ -281,3 +284,28 @@ def describe(card):
                 "adjustment": f"adjustment {pts}"}[row["kind"]]
         parts.append(what + (f" ({row['comment']})" if row["comment"] else ""))
     return "; ".join(parts)
+
+
+def pending_questions(card):
+    """The ids of a merged card's questions graded by a person that are not graded yet ([] for a card hwcheck
+    could not grade: it has nothing to grade by hand)."""
+    if (card.get("grader") or {}).get("internal_error"):
+        return []
+    return [str(q.get("id")) for q in card.get("questions") or [] if q.get("manual") and q.get("pending", True)]
+
+
+def pending_line(cards, spec, shown=20):
+    """'manual grades pending: 17 of 21 submissions ...: alice, bob, ...' for the merged `cards`, or ''."""
+    waiting = sorted((str((c.get("submission") or {}).get("id", "")), pending_questions(c)) for c in cards)
+    waiting = [(sid, qs) for sid, qs in waiting if qs]
+    if not waiting:
+        return ""
+    asked = {q for _, qs in waiting for q in qs}
+    questions = [q for q in spec.get("questions") or [] if str(q.get("id")) in asked]
+    points = sum(float(q.get("points") or 0) for q in questions)
+    names = ", ".join(sid for sid, _ in waiting[:shown])
+    if len(waiting) > shown:
+        names += f" and {len(waiting) - shown} more (grades.csv's empty {questions[0]['id']} cells)"
+    return (f"manual grades pending: {len(waiting)} of {len(cards)} submissions have "
+            f"{', '.join(str(q['id']) for q in questions)} to be graded by hand, so their totals lack up to {points:g} "
+            f"points: {names}; grade them in {MANUAL_CSV}")

@@ -208,7 +208,9 @@ roster_option = click.option(
 canvas_title_option = click.option(
     "--canvas", "canvas_title", default=None, metavar="TITLE",
     help="The title of the assignment's column in canvas.csv, as Canvas's own gradebook export writes it "
-         "(\"Homework 3 (123456)\"), so that the import updates that assignment (default: the assignment id).")
+         "(\"Homework 3 (123456)\"), so that the import updates that assignment; kept in OUTDIR for later runs "
+         "(default: the one kept, else the one assignment column of a --roster that is Canvas's gradebook export, "
+         "else the assignment id).")
 
 __all__ += ["roster_option", "canvas_title_option"]
 

@@ -1,7 +1,8 @@
 """What a batch prints: a progress line or bar per submission, and the summary after it.
 
 What it is for: pure texts from the batch's events and result (`progress_line`,
-`progress_bar`, `summary_lines`; `not_graded_lines`, every file or folder of the
+`progress_bar`, `summary_lines`, whose scores are the totals with manual.csv merged and which
+names the manual grades pending; `rerun_note`, said before a batch regrades a graded OUT; `not_graded_lines`, every file or folder of the
 graded folder that was not graded, with the reason), every student-controlled string kept on its
 line and escaped (`checker.escape`); `isolation_gaps` picks from a scorecard's
 `grader.isolation` the walls that could not be put up, which the summary
@@ -19,7 +20,7 @@ from checker.escape import for_terminal
 from checker.report import format_points
 from checker.scorecard import STATUSES
 
-__all__ = ["progress_line", "progress_bar", "summary_lines", "isolation_gaps", "not_graded_lines"]
+__all__ = ["progress_line", "progress_bar", "summary_lines", "isolation_gaps", "not_graded_lines", "rerun_note"]
 
 def _pts(x):
     return format_points(x)  # as `check` and `show` print points: 84.34, not 84.3396
@@ -78,14 +79,20 @@ def summary_lines(batch):
     """The lines printed after a batch."""
     results = batch.results
     graded, resumed = batch.graded, batch.resumed
+    kept = [r for r in results if r.get("kept")]  # --only: not asked for, kept as they were
     rate = len(graded) / batch.elapsed * 60 if batch.elapsed > 0 and graded else 0
-    lines = [f"{batch.assignment}: {len(results)}/{batch.total} submissions in {batch.elapsed:.1f} s "
-             f"({len(graded)} graded, {len(resumed)} up to date"
-             + (f"; {rate:.1f} per minute with -j {batch.jobs}" if graded else "") + ")"]
+    per_minute = f"; {rate:.1f} per minute with -j {batch.jobs}" if graded else ""
+    if kept:
+        lines = [f"{batch.assignment}: {len(graded)} regraded (--only) in {batch.elapsed:.1f} s; "
+                 f"{len(kept)} kept as they were ({len(results)}/{batch.total} submissions)"]
+    else:
+        lines = [f"{batch.assignment}: {len(results)}/{batch.total} submissions in {batch.elapsed:.1f} s "
+                 f"({len(graded)} graded, {len(resumed)} up to date{per_minute})"]
     if results:
         counts = collections.Counter(r["status"] for r in results)
         lines.append("  status: " + ", ".join(f"{s} {counts[s]}" for s in STATUSES if counts[s]))
-        scores = [float(r["score"] or 0) for r in results]
+        merged = getattr(batch, "scores", None) or {}  # with manual.csv merged, when the batch has them
+        scores = [float(merged.get(r["id"], r["score"]) or 0) for r in results]
         lines.append(f"  score: mean {_pts(round(statistics.mean(scores), 2))}, "
                      f"median {_pts(round(statistics.median(scores), 2))}, "
                      f"min {_pts(min(scores))}, max {_pts(max(scores))} "
@@ -113,6 +120,8 @@ def summary_lines(batch):
         added = f" ({batch.manual_added} rows added for new submissions)" if batch.manual_added else ""
         lines.append(f"  manual grades: {_line(batch.manual)}{added}, yours to edit (points and comments; "
                      f"hwcheck only appends rows), merged into grades.csv and the totals")
+    if getattr(batch, "pending", ""):
+        lines.append(f"  {_line(batch.pending)}")
     for problem in batch.problems[:20]:
         lines.append(f"  {_line(problem)}")
     if len(batch.problems) > 20:
@@ -135,3 +144,23 @@ def not_graded_lines(items):
              f"(rename or unpack them and grade again, or grade them by hand):"]
     lines += [f"  not graded: '{_line(name)}': {_line(why)}" for name, why in good]
     return lines
+
+
+def rerun_note(cards, ids, outdir, assignment, mode, seed):
+    """What a `grade` without --resume or --only says before regrading an OUT that holds scorecards of these
+    submissions ('' when it holds none): everyone is graded again, and, in hidden mode with no --seed, with a
+    new seed (the hidden tests' inputs change for everyone) and the seed that keeps them."""
+    ids = set(ids)
+    before = [c for c in cards if str((c.get("submission") or {}).get("id")) in ids]
+    if not before:
+        return ""
+    note = (f"{_line(outdir)} already holds {len(before)} scorecards of {assignment}: without --resume all "
+            f"{len(ids)} submissions are graded again (--resume grades only the new and changed ones)")
+    seeds = [(c.get("grader") or {}).get("seed") for c in before
+             if (c.get("grader") or {}).get("mode") == mode and not (c.get("grader") or {}).get("internal_error")]
+    seeds = [x for x in seeds if isinstance(x, int) and not isinstance(x, bool)]
+    if mode == "hidden" and seed is None and seeds:
+        old = collections.Counter(seeds).most_common(1)[0][0]
+        note += (f", with a new seed: the hidden tests' inputs change for everyone; to keep the seed they were "
+                 f"graded with, stop (Ctrl-C) and rerun with --seed {old} (or --resume)")
+    return note

@@ -12,6 +12,12 @@ plus the report: the students with no submission, the submissions that match no 
 those that matched a row another submission matched too (a row goes to the one submission
 that matches it exactly, or else to none of them: never first-come).
 
+`canvas_columns(path)` lists the assignment columns of a roster that is Canvas's gradebook
+export (Gradebook > Export: `Student, ID, SIS User ID, SIS Login ID, Section`, then one
+column per assignment titled `Name (assignment id)`, then totals such as `Current Score`
+that carry no id); `canvas_column(columns, spec)` picks the one column canvas.csv should
+update (`checker.exports`), or none: never a guess between several.
+
 What it is not: a reader of the LMS's folder layout (`checker.lms`) or a gradebook writer.
 """
 
@@ -23,7 +29,7 @@ import unicodedata
 
 from .errors import HwcheckError
 
-__all__ = ["read_roster", "match_roster", "roster_lines", "name_keys"]
+__all__ = ["read_roster", "match_roster", "roster_lines", "name_keys", "canvas_columns", "canvas_column"]
 
 # header (case-folded, spaces squeezed) -> field
 _FIELDS = {
@@ -87,6 +93,44 @@ def read_roster(path):
             row["student_id"] = row["student_id"] or raw["identifier"]
         rows.append(row)
     return rows
+
+
+_ASSIGNMENT_COLUMN = re.compile(r"^(.*\S)\s*\((\d+)\)$")
+
+
+def canvas_columns(path):
+    """[(title, points possible)] of the assignment columns of Canvas's gradebook export at `path`, in order;
+    None when the file is no Canvas gradebook export (its header lacks `SIS User ID` or `Section`)."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            table = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not table:
+        return None
+    header = [_key(h) for h in table[0]]
+    if "sis user id" not in header or "section" not in header:
+        return None
+    points = next((r for r in table[1:] if r and _key(r[0]) == "points possible"), [])
+    start = header.index("section") + 1  # Canvas's student columns end at Section
+    return [(_norm(table[0][i]), _norm(points[i]) if i < len(points) else "")
+            for i in range(start, len(header)) if _ASSIGNMENT_COLUMN.match(_norm(table[0][i]))]
+
+
+def canvas_column(columns, spec):
+    """(title, why) of the one column of `columns` (`canvas_columns`) canvas.csv should update: the only
+    assignment column, else the only one whose name (its `(id)` aside; letters and digits, case-folded) is the
+    assignment's id or its title; (None, why not) otherwise - several are never guessed between."""
+    if not columns:
+        return None, "it has no assignment column (`Name (id)`)"
+    if len(columns) == 1:
+        return columns[0][0], "its only assignment column"
+    names = {_letters(spec.get("id", "")), _letters(spec.get("title", ""))} - {""}
+    named = [c for c, _ in columns if _letters(_ASSIGNMENT_COLUMN.match(c)[1]) in names]
+    if len(named) == 1:
+        return named[0], f"its column named after {spec.get('id')}"
+    shown = ", ".join(f'"{c}"' for c, _ in columns[:8]) + (f" and {len(columns) - 8} more" if len(columns) > 8 else "")
+    return None, f"it has {len(columns)} assignment columns ({shown}) and hwcheck does not guess between them"
 
 
 def name_keys(name):
