@@ -23,7 +23,12 @@ function that declares the name `global` (it could rebind it). It reports
   * `unclear`: constructs that hide from such a reading what is called (getattr, eval, exec, globals(),
     importlib, `__dict__`) or that read the grader's own state (sys._getframe, inspect, gc, frame
     attributes), and imports of code there is no source to read: a module that is neither a file of the
-    submission nor installed (one the code writes while it runs), a compiled `.pyc` or extension module.
+    submission nor installed (one the code writes while it runs), a compiled `.pyc` or extension module;
+    and, where anything in the submission (reached from the function or not) changes where Python finds
+    modules (`sys.path`, `sys.meta_path`, `sys.modules`..., importlib, `__import__`, exec), every import
+    the function reaches of a module that is not a file of the submission: the worker's folders on
+    `sys.path` are read-only to the code and its cwd is not on it, so a module the code writes while it
+    runs (a `colorsys.py` beside it) is imported only through such a change.
 Points are earned only when both are empty. The rule is conservative on purpose: honest hand-written
 code does not need dynamic look-ups in a softmax, and a submission that uses them gets a sentence saying
 why the grader could not check it. The values are still judged as usual by the test.
@@ -309,6 +314,40 @@ def _locals(stmt):
     return out
 
 
+# what changes where an import finds its module: sys's attributes, and modules and calls that import by
+# string or run text the source does not show
+IMPORT_SYSTEM_ATTRS = {"path", "meta_path", "path_hooks", "path_importer_cache", "modules"}
+IMPORT_SYSTEM_MODULES = {"importlib", "imp", "site", "pkgutil", "runpy", "zipimport"}
+IMPORT_SYSTEM_NAMES = {"__import__", "exec", "eval", "compile"}
+
+
+def _import_system_edit(trees):
+    """The first thing in the submission that can change where an import finds its module, or None."""
+    sys_names = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    top = a.name.split(".")[0]
+                    if top == "sys":
+                        sys_names.add(a.asname or "sys")
+                    if top in IMPORT_SYSTEM_MODULES:
+                        return f"import {a.name}"
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                top = node.module.split(".")[0]
+                if top in IMPORT_SYSTEM_MODULES or (top == "sys" and {a.name for a in node.names}
+                                                    & (IMPORT_SYSTEM_ATTRS | {"*"})):
+                    return f"from {node.module} import ..."
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in IMPORT_SYSTEM_NAMES:
+                return node.id
+            if (isinstance(node, ast.Attribute) and node.attr in IMPORT_SYSTEM_ATTRS
+                    and isinstance(node.value, ast.Name) and node.value.id in sys_names):
+                return f"{node.value.id}.{node.attr}"
+    return None
+
+
 def library_use(path, name, forbidden, secrets=()):
     """A SourceReport for the function `name` of the submission at `path`; `forbidden`: the bare names of
     library functions and classes the handout rules out there (softmax, scaled_dot_product_attention...)."""
@@ -328,6 +367,7 @@ def library_use(path, name, forbidden, secrets=()):
         return isinstance(s, ast.ImportFrom) and bool(s.level or (s.module or "").split(".")[0] in own_modules)
 
     student_defs = {n for n, stmts in binds.items() if stmts and all(own(s) for s in stmts)}
+    edit = _import_system_edit(trees)
     used, unclear, seen = [], [], set()
     work = [(s, name) for s in binds[name]]
 
@@ -385,6 +425,9 @@ def library_use(path, name, forbidden, secrets=()):
                         say(unclear, f"import {top} (a compiled file of your submission, with no source to read)")
                     elif not _installed(top):
                         say(unclear, f"import {top} (neither a file of your submission nor an installed package)")
+                    elif edit:
+                        say(unclear, f"import {top} (your code changes where Python finds modules ({edit}), so "
+                                     f"this may not be the installed {top})")
     if unclear:  # what the grader could not read may be why
         unclear += [n for n in code.notes[:3] if n not in unclear]
     return SourceReport(used, unclear)
