@@ -603,6 +603,13 @@ def kit(outdir, package):
             _value("package", package)
         except ValueError as e:
             raise Fail(str(e)) from None
+    from checker.spec import assignment_ids
+    from checker.validate import kit_problems, spec_problems
+    # a spec that disagrees with its tests (a typo in hidden_tests makes a hidden test public) would ship it
+    wrong = [f"{aid}: {p}" for aid in assignment_ids() for p in spec_problems(aid) + kit_problems(aid)]
+    if wrong:
+        raise Fail("no kit written: " + "; ".join(wrong[:5]) + ("; ..." if len(wrong) > 5 else "")
+                   + " (hwcheck validate tells every problem)")
     with Grader(mode="public") as grader:
         build_kit(outdir, lambda aid: record_public(aid, grader), package=package)
     _echo(f"wrote the student kit to {outdir}: no reference solutions, no hidden tests, no answer models (its "

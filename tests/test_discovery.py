@@ -146,3 +146,19 @@ def test_check_announces_only_hidden_tests_that_exist(clean, tmp_path):
             assert "hidden" not in r.output, r.output
         else:  # test_f_random's 3 items; test_f_later does not exist
             assert said in r.output, r.output
+
+
+def test_the_kit_is_not_built_over_a_spec_whose_hidden_test_name_is_a_typo(clean, tmp_path):
+    """A typo in hidden_tests made the hidden test public, and `hwcheck kit` shipped it saying 'no hidden
+    tests': the kit now refuses, naming the problem, and writes nothing."""
+    from click.testing import CliRunner
+
+    from checker.cli import main
+    hw = _assignment(tmp_path / "course" / "hw3")
+    (hw / "spec.toml").write_text(SPEC.format(aid="hw3") + 'hidden_tests = ["test_f_randon"]\n')
+    (hw / "test_hw3.py").write_text('import pytest\n\n\n@pytest.mark.question("Q1")\ndef test_f_random(sub, ref):\n'
+                                    '    assert sub.call("f") == ref.f()\n')
+    r = CliRunner().invoke(main, ["kit", "-o", str(tmp_path / "kit")], env={S.ENV_VAR: str(tmp_path / "course")})
+    assert r.exit_code == 2, r.output
+    assert "no kit written: hw3: question Q1: hidden_tests names 'test_f_randon', which is no test function" in r.output
+    assert not (tmp_path / "kit").exists()
