@@ -17,9 +17,8 @@ import sys
 
 import pytest
 
+from checker.roster import canvas_column, canvas_columns
 from checker.spec import example_dirs, load_spec
-
-pytestmark = pytest.mark.slow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUB = next(d for d in example_dirs("attention") if os.path.isfile(os.path.join(d, "correct.py")))
@@ -100,6 +99,7 @@ def _fill(folder, sid, points):
 # 1. Canvas's column title
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_canvas_title_given_to_export_is_kept_across_only_and_export(canvas, tmp_path):
     folder = _copy(canvas, tmp_path)
     assert _canvas_header(folder)[-1] == "attention"  # nothing known yet: the assignment's id (a planted file is not)
@@ -117,6 +117,7 @@ def test_the_canvas_title_given_to_export_is_kept_across_only_and_export(canvas,
     assert _canvas_header(folder)[-1] == "HW (1)"
 
 
+@pytest.mark.slow
 def test_the_canvas_title_comes_from_a_roster_that_is_canvas_gradebook_export(canvas, tmp_path):
     folder = _copy(canvas, tmp_path)
     roster = _canvas_roster(tmp_path / "gradebook.csv", [TITLE])
@@ -130,6 +131,7 @@ def test_the_canvas_title_comes_from_a_roster_that_is_canvas_gradebook_export(ca
     assert _canvas_header(folder)[-1] == TITLE
 
 
+@pytest.mark.slow
 def test_a_roster_with_several_assignment_columns_is_not_guessed_from(canvas, tmp_path):
     folder = _copy(canvas, tmp_path)
     roster = _canvas_roster(tmp_path / "gradebook.csv", [TITLE, "Homework 2 (4568)"])
@@ -150,6 +152,7 @@ def test_a_roster_with_several_assignment_columns_is_not_guessed_from(canvas, tm
 # 2. pending manual grades
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_export_says_which_manual_grades_are_pending(canvas, tmp_path):
     folder = _copy(canvas, tmp_path)
     said = _ok(_hwcheck("export", folder)).stdout
@@ -168,6 +171,7 @@ def test_export_says_which_manual_grades_are_pending(canvas, tmp_path):
 # 3. the summary, --only, and a rerun without --resume
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_summary_scores_have_manual_csv_merged(canvas, tmp_path):
     folder = _copy(canvas, tmp_path)
     first = _scores(canvas[1])
@@ -180,6 +184,7 @@ def test_the_summary_scores_have_manual_csv_merged(canvas, tmp_path):
     assert "1 of 2" in run.stdout and "pending" in run.stdout
 
 
+@pytest.mark.slow
 def test_only_tells_the_regrade_not_the_class(canvas, tmp_path):
     folder = _copy(canvas, tmp_path)
     run = _ok(_hwcheck("grade", folder, "-a", "attention", "-o", folder, "--public", "--only", BOB))
@@ -190,6 +195,7 @@ def test_only_tells_the_regrade_not_the_class(canvas, tmp_path):
     assert _scores(run)[3] == AUTO  # the class's statistics still
 
 
+@pytest.mark.slow
 def test_a_rerun_without_resume_says_everyone_is_graded_again(canvas, tmp_path):
     folder = _copy(canvas, tmp_path)
     run = _ok(_hwcheck("grade", folder, "-a", "attention", "-o", folder, "--public"))
@@ -198,6 +204,7 @@ def test_a_rerun_without_resume_says_everyone_is_graded_again(canvas, tmp_path):
     assert "already holds" not in fresh.stderr
 
 
+@pytest.mark.slow
 def test_a_hidden_rerun_without_resume_names_the_seed_to_keep(tmp_path):
     folder = tmp_path / "class"
     folder.mkdir()
@@ -207,3 +214,19 @@ def test_a_hidden_rerun_without_resume_names_the_seed_to_keep(tmp_path):
     seed = int(re.search(r"seed (\d+)", first.stdout)[1])
     again = _ok(_hwcheck("grade", folder, "-a", "attention", "-o", out, "--timeout", "5"))
     assert "new seed" in again.stderr and f"--seed {seed}" in again.stderr and "--resume" in again.stderr
+
+
+def test_the_canvas_column_rule_never_guesses(tmp_path):
+    spec = load_spec("attention")
+    roster = _canvas_roster(tmp_path / "gradebook.csv", [TITLE], points=["50"])
+    assert canvas_columns(roster) == [(TITLE, "50")]  # the totals (`Current Score`, ...) carry no id: no column
+    assert canvas_column(canvas_columns(roster), spec)[0] == TITLE
+    several = canvas_columns(_canvas_roster(tmp_path / "two.csv", [TITLE, "Homework 2 (4568)"]))
+    title, why = canvas_column(several, spec)
+    assert title is None and TITLE in why and "Homework 2 (4568)" in why
+    named = canvas_columns(_canvas_roster(tmp_path / "named.csv", [TITLE, f"{spec['title']} (7)"]))
+    assert canvas_column(named, spec)[0] == f"{spec['title']} (7)"
+    twice = canvas_columns(_canvas_roster(tmp_path / "twice.csv", ["attention (7)", "Attention (8)"]))
+    assert canvas_column(twice, spec)[0] is None  # two named after it: no guess either
+    (tmp_path / "plain.csv").write_text("name,student_id,email\nAnn Lee,s4,al@uni.example\n", encoding="utf-8")
+    assert canvas_columns(tmp_path / "plain.csv") is None  # not Canvas's export: no title from it
