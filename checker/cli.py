@@ -369,7 +369,7 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
     state["kept"] = 0
 
     def counted(event):  # what is kept, for the words on Ctrl-C
-        state["kept"] = event["done"]
+        state["kept"], state["total"] = event["done"], event["total"]  # with --only, of those asked for
         on_progress(event)
 
     try:
@@ -381,7 +381,8 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
         if on_tty and state["width"]:
             _echo("", err=True)
             state["width"] = 0
-        _echo(f"hwcheck: interrupted: {state['kept']} of {len(entries)} submissions are graded and kept in "
+        _echo(f"hwcheck: interrupted: {state['kept']} of {state.get('total', len(entries))} submissions are graded "
+              f"and kept in "
                    f"{for_terminal(outdir, newlines=False)} (grades.csv holds them); go on with:\n  "
                    + for_terminal(resume_command(directory, assignment, outdir, jobs, timeout, public, seed,
                                                  keep_raw, devices, scheduler=scheduler, cluster=cluster,
