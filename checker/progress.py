@@ -2,9 +2,10 @@
 
 What it is for: pure texts from the batch's events and result (`progress_line`,
 `progress_bar`, `summary_lines`, whose scores are the totals with manual.csv merged and which
-names the manual grades pending; `rerun_note`, said before a batch regrades a graded OUT; `not_graded_lines`, every file or folder of the
-graded folder that was not graded, with the reason), every student-controlled string kept on its
-line and escaped (`checker.escape`); `isolation_gaps` picks from a scorecard's
+names the manual grades pending, and which with --only tells the regrade apart from the
+submissions kept; `rerun_note`, said before a batch regrades an OUT that holds scorecards
+without --resume; `not_graded_lines`, every file or folder of the graded folder that was not
+graded, with the reason), every student-controlled string kept on its line and escaped (`checker.escape`); `isolation_gaps` picks from a scorecard's
 `grader.isolation` the walls that could not be put up, which the summary
 names once per batch.
 
