@@ -13,8 +13,9 @@ question never meets another's value. Anything else (a class, a module, an answe
 that cannot be digested) is computed each time, as without the cache. The cache keeps at most
 `max_bytes` of answers; past that, calls are computed again.
 
-`cached_call(cache, scope, name, fn, args, kwargs)` is the same for other trusted-side values that do not
-depend on the student (answer models, hints' mistaken answers).
+`cached_call(cache, scope, name, fn, args, kwargs)` is the same for other trusted-side values: the answer
+models of `assignments/<id>/_answers.py` (a softmax to make inputs with, the named mistakes' answers) go
+through `CachingRef.cached_call` when a test's `checker.kit.Answers` follows a `CachingRef`.
 
 What it is not: a cache across processes or runs (memory only, never written), a judge, or a way to skip
 a check: every comparison runs as before, only its expected value is remembered. The scorecards with and
@@ -109,6 +110,10 @@ class CachingRef:
 
     def __init__(self, module, cache, scope):
         self._module, self._cache, self._scope = module, cache, scope
+
+    def cached_call(self, name, fn, args, kwargs):
+        """fn(*args, **kwargs) kept under this test's scope: the answer models' way in (checker.kit.Answers)."""
+        return cached_call(self._cache, self._scope, name, fn, args, kwargs)
 
     def __getattr__(self, name):
         target = getattr(self._module, name)
