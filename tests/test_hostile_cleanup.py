@@ -82,7 +82,7 @@ def _leftovers(token):
 
 # ------------------------------------------------------------------ a real batch
 
-REFUSED = "user-nobody-unavailable(refused to run code as root)"
+REFUSED = "user-unique-unavailable(refused to run code as root)"
 
 
 @pytest.mark.slow

@@ -202,7 +202,7 @@ def zyg():
 def _handle(zyg, path):
     h = SubmissionHandle(str(path), zyg, Limits(call_s=60, cell_s=10, submission_s=300))
     report = h.load()
-    if any("user-nobody-unavailable" in w for w in h.isolation):
+    if any("user-unique-unavailable" in w for w in h.isolation):
         h.close()
         pytest.skip("the grader refuses to run code here (root, no namespaces, this Python closed to others)")
     assert report["ok"], report
@@ -320,7 +320,7 @@ def test_an_honest_classmate_keeps_full_marks_beside_the_attacks(tmp_path):
     assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-2000:]
     alice = json.loads((out / "alice.json").read_text())
     walls = alice["grader"]["isolation"]
-    if any("user-nobody-unavailable" in w for w in walls):
+    if any("user-unique-unavailable" in w for w in walls):
         pytest.skip("the grader refuses to run code here (root, no namespaces, this Python closed to others)")
     assert _full_marks(alice), json.dumps(alice)[:3000]
     assert any(w.startswith(("disk-tmpfs-", "disk-watch-")) for w in walls), walls
@@ -417,7 +417,5 @@ def test_without_a_cgroup_rlimit_nproc_caps_the_tasks(tmp_path, who):
     assert not [w for w in walls if "cgroup" in w], walls  # the cgroups really were out of reach
     nproc = [w for w in walls if w.startswith(f"tasks-nproc-{TASKS}")]
     assert nproc, walls
-    if who == "ordinary-user":  # its own user namespace: the count is this worker's alone
-        assert nproc == [f"tasks-nproc-{TASKS}"], walls
-    else:  # nobody's count on the host: said to be shared
-        assert "shared" in nproc[0], walls
+    # the count of a uid that is this worker's alone (its own on the host, or in its own user namespace)
+    assert nproc == [f"tasks-nproc-{TASKS}"], walls

@@ -85,6 +85,9 @@ ATTACKS.update({  # a function rebuilt from bytes or text the source does not sh
     "object_array_file": {"hw.py": "import numpy\n_w = numpy.load('w.npy', allow_pickle=True)[()]\n" + BASE, "w.npy": "npy"},
 })
 # what the scan must say: a library softmax named ("used"), or code it cannot read ("unclear")
+# a module written while the code runs lands in its cwd, a scratch folder not on sys.path: never imported
+# (tests/test_hostile_identity.py), so the attack does not run at all; the scan still says unclear
+CLOSED_AT_THE_WALL = {"written_at_load"}
 UNCLEAR = {"written_at_load": "w8", "compiled_only": "helperc", "pickled_function": "pickle",
            "located_by_name": "pydoc", "object_array_file": "allow_pickle"}
 
@@ -158,8 +161,12 @@ def scan_grader():
 def test_the_hidden_softmax_runs_and_loses_the_by_hand_points(scan_grader, tmp_path, attack):
     card = scan_grader.grade(_build(tmp_path, ATTACKS[attack]), "attention")
     tests = {t["name"]: t for q in card["questions"] for t in q["tests"]}
-    assert tests["test_attention_weights_handout"]["outcome"] == "passed", tests  # the library softmax ran
+    if attack not in CLOSED_AT_THE_WALL:
+        assert tests["test_attention_weights_handout"]["outcome"] == "passed", tests  # the library softmax ran
     by_hand = tests["test_attention_weights_by_hand"]
+    if attack in CLOSED_AT_THE_WALL:  # its module was not imported: `_w` is undefined, and no points
+        assert by_hand["outcome"] in ("failed", "error") and by_hand["points"] == 0, by_hand
+        return
     assert by_hand["outcome"] == "failed" and by_hand["points"] == 0, by_hand
     assert "scipy" in by_hand["message"] or UNCLEAR.get(attack, "?") in by_hand["message"], by_hand["message"]
 

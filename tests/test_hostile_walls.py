@@ -26,7 +26,14 @@ import time
 import pytest
 
 from checker.sandbox import Limits, SubmissionHandle, Zygote
-NOBODY = 65534  # the uid a worker ends with (checker.worker.NOBODY)
+UID_BASE = 1 << 30  # a worker's uid: this plus its pid, its own (checker.worker.isolation.worker_ids)
+
+
+def _own_uid(uid, isolation):
+    """A uid that is not the grader's nor root's, is this worker's alone (none shares it: named so in
+    grader.isolation; tests/test_hostile_identity.py attacks one worker from another), and owns nothing."""
+    return (uid not in (0, os.getuid(), 65534) and uid >= UID_BASE
+            and f"user-unique(uid {uid}" in " ".join(isolation))
 from sandbox_helpers import GOOD, live_pids, wait_until, write
 
 pytestmark = pytest.mark.slow
@@ -92,7 +99,7 @@ def zyg():
 def _handle(zyg, path, **limits):
     h = SubmissionHandle(str(path), zyg, Limits(**{"call_s": 10, "cell_s": 10, "submission_s": 60, **limits}))
     report = h.load()
-    if not report["ok"] and "user-nobody-unavailable(refused to run code as root)" in h.isolation:
+    if not report["ok"] and "user-unique-unavailable(refused to run code as root)" in h.isolation:
         h.close()  # root without namespaces where nobody cannot reach Python (tests/test_hostile_fallback.py)
         pytest.skip("the grader refuses to run code here: root, no namespaces, this Python closed to others")
     assert report["ok"], report
@@ -185,9 +192,9 @@ def _namespaced(h):
     return "pid-namespace" in h.isolation
 
 
-def _assert_walled(out, listener, expect_uid=NOBODY, namespaced=True):
+def _assert_walled(out, listener, isolation, namespaced=True):
     ident = out["identity"]
-    assert ident["uid"] == expect_uid and ident["euid"] == expect_uid, ident
+    assert _own_uid(ident["uid"], isolation) and ident["euid"] == ident["uid"], (ident, isolation)
     assert ident["uid"] != 0
     assert int(ident["CapEff"], 16) == 0 and int(ident["CapPrm"], 16) == 0, ident
     assert ident["NoNewPrivs"] == "1"
@@ -208,8 +215,8 @@ def test_worker_cannot_reach_the_grading_users_files_servers_or_network(zyg, tmp
     h = _handle(zyg, write(tmp_path, "spy.py", SPY))
     try:
         out = _attack_everything(h, listener, tmp_path)
-        _assert_walled(out, listener, namespaced=_namespaced(h))
-        assert any(w.startswith("user-nobody") for w in h.isolation)
+        _assert_walled(out, listener, h.isolation, namespaced=_namespaced(h))
+        assert any(w.startswith("user-unique(") for w in h.isolation)
         if not _namespaced(h):  # no CAP_SYS_ADMIN: seccomp refuses every new socket instead
             assert "seccomp-denylist-no-sockets" in h.isolation, h.isolation
             return
@@ -284,10 +291,10 @@ def test_as_an_ordinary_user_the_worker_owns_nothing_of_that_user(request_cleanu
     r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
-    assert out["identity"]["uid"] == NOBODY and int(out["identity"]["CapEff"], 16) == 0
+    assert _own_uid(out["identity"]["uid"], out["isolation"]) and int(out["identity"]["CapEff"], 16) == 0
     assert out["secret"].startswith("refused"), out["secret"]
     assert out["shadow"].startswith("refused")
-    assert "user-nobody-in-user-namespace" in out["isolation"], out["isolation"]
+    assert f"user-unique(uid {out['identity']['uid']} in a user namespace)" in out["isolation"], out["isolation"]
     assert out["identity"]["pid"] == 1
 
 
@@ -387,7 +394,7 @@ def test_without_namespaces_sockets_are_refused_and_the_gap_is_named(tmp_path, m
             assert any(w.startswith("namespaces-") for w in h.isolation), h.isolation
             if not report["ok"]:
                 assert IS_ROOT and "GraderRefused" in " ".join(report["messages"]), report
-                assert "user-nobody-unavailable(refused to run code as root)" in h.isolation, h.isolation
+                assert "user-unique-unavailable(refused to run code as root)" in h.isolation, h.isolation
                 return
             assert "seccomp-denylist-no-sockets" in h.isolation
             for key, args in (("unix", (listener.unix_path, "p")), ("unix", (listener.abstract, "a")),
@@ -396,7 +403,7 @@ def test_without_namespaces_sockets_are_refused_and_the_gap_is_named(tmp_path, m
             assert h.call("read", "/etc/shadow").startswith("refused")
             if IS_ROOT:
                 ident = h.call("identity")
-                assert int(ident["CapEff"], 16) == 0 and ident["uid"] == NOBODY
+                assert int(ident["CapEff"], 16) == 0 and _own_uid(ident["uid"], h.isolation), (ident, h.isolation)
             time.sleep(0.3)
             assert listener.got == []
         finally:

@@ -447,7 +447,9 @@ def test_worker_cwd_and_environment(zyg, tmp_path):
         assert oct(os.stat(h.workdir).st_mode & 0o777) == "0o700"
         env = w["env"]
         assert set(env) <= {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL"}, env
-        assert env["HOME"] == env["TMPDIR"] == h.workdir
+        # its scratch folder, the one it may write: a copy of the submission, not on sys.path
+        assert env["HOME"] == env["TMPDIR"] == os.path.join(h.workdir, "scratch")
+        assert os.path.realpath(w["cwd"]).startswith(os.path.join(workdir, "scratch") + os.sep)
         assert SECRET not in repr(env) and SECRET not in w["proc_environ"]
         assert "HOME=/root" not in w["proc_environ"] and os.path.expanduser("~") not in env.values()
     finally:

@@ -16,8 +16,20 @@ What it is for: called once in a freshly forked worker. In order:
    it has no network at all. Without namespaces the worker's parent stays
    outside every wall below, watches the worker's dir (the same bounds) and
    kills all below it past them, or when the worker ends;
-4. identity: an unprivileged uid (nobody) with no capabilities and
-   `no_new_privs`, whether the grader is root or an ordinary user;
+4. identity: a uid and gid of the worker's own (`worker_ids`: 2^30 plus the
+   worker's pid, unique among the workers alive, owning no file of the host
+   and in no passwd), with no capabilities and `no_new_privs`, whether the
+   grader is root or an ordinary user (then inside its user namespace). Two
+   workers graded at once, of two students or the oracle beside the main one,
+   can neither signal, trace nor read each other's /proc/<pid>/mem or environ,
+   even without namespaces and Landlock, and do not share RLIMIT_NPROC;
+   the worker's dir stays the grader's: only its folder `SCRATCH` (a copy of
+   the submission, its cwd, HOME and TMPDIR) is the worker's to write, and
+   the submission's copy whose folders are on `sys.path` is read-only to it
+   (a read-only bind with namespaces; else owned by the grader, readable by
+   the worker's group only; Landlock, where there is one, writes only
+   `SCRATCH` too), so a module the code writes while it runs is never where
+   its imports look (`tidy_sys_path` takes '' and the zygote's dir off);
 5. Landlock, on top, where the kernel has it (files, TCP, signals);
 6. a seccomp filter (`checker.worker.seccomp`) refusing io_uring, System V
    IPC and message queues, ptrace and other processes' memory, keyrings,
@@ -49,13 +61,52 @@ import sys
 
 from checker.worker import diskcap, landlock, memory, namespaces, seccomp
 
-__all__ = ["apply_isolation", "landlock_abi", "allowed_read_roots", "WEAK_MARKS", "WallsRefused"]
+__all__ = ["apply_isolation", "landlock_abi", "allowed_read_roots", "WEAK_MARKS", "WallsRefused", "worker_ids",
+           "scratch_of", "UID_BASE"]
 
 landlock_abi = landlock.landlock_abi
 allowed_read_roots = landlock.allowed_read_roots
 
+UID_BASE = 1 << 30  # a worker's uid and gid: this plus its pid (pid_max is at most 2^22)
+
+
+def worker_ids(pid=None):
+    """(uid, gid) of the worker whose outer process is `pid` (this one): unique among the workers alive,
+    since that process lives as long as the worker's body (which dies with it, PR_SET_PDEATHSIG) and no
+    two processes alive share a pid; no file of the host is owned by it and no passwd names it."""
+    n = UID_BASE + (os.getpid() if pid is None else pid)
+    return n, n
+
+
+def scratch_of(workdir, path):
+    """The folder of the worker's scratch copy that stands for `path` (a folder or file of `workdir`):
+    the cwd the code runs in, where it may write, and which is not on `sys.path`."""
+    rel = os.path.relpath(path if os.path.isdir(path) else os.path.dirname(path), workdir)
+    return os.path.normpath(os.path.join(workdir, namespaces.SCRATCH, rel))
+
+
+def tidy_sys_path(workdir):
+    """Take off `sys.path` what names the current folder ('' or '.') and the zygote's private dir (it holds
+    no module: what came from it is imported already), so nothing the code can write is on it."""
+    own = [os.path.realpath(p) for p in _zygote_dirs()]
+    sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.realpath(p) not in own
+                   and not os.path.realpath(p).startswith(os.path.join(os.path.realpath(workdir), namespaces.SCRATCH))]
+
+
+def _make_scratch(workdir):
+    """Copy every folder of the worker's dir (the submission's copy) into its `SCRATCH` folder."""
+    import shutil
+    scratch = os.path.join(workdir, namespaces.SCRATCH)
+    os.makedirs(scratch, exist_ok=True)
+    for name in os.listdir(workdir):
+        src = os.path.join(workdir, name)
+        if name != namespaces.SCRATCH and os.path.isdir(src) and not os.path.islink(src):
+            shutil.copytree(src, os.path.join(scratch, name), symlinks=True, dirs_exist_ok=True)
+    return scratch
+
+
 # words in `grader.isolation` that mean a wall was missing (grade prints them once per batch)
-WEAK_MARKS = ("unavailable", "failed", "uid-0-kept", "no-memory-cap", "no-task-cap")
+WEAK_MARKS = ("unavailable", "failed", "uid-0-kept", "no-memory-cap", "no-task-cap", "code-writable")
 
 
 def _set_limit(which, value):
@@ -86,6 +137,8 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
     May fork: with namespaces, the caller continues in the child (PID 1 of the new PID namespace)
     and the original process only waits and exits as the child does."""
     applied = []
+    uid, gid = worker_ids()  # before any fork: this process lives as long as the worker
+    scratch = _make_scratch(workdir)
     if _set_limit(resource.RLIMIT_CORE, 0):
         applied.append("no-core-dumps")
     if _set_limit(resource.RLIMIT_FSIZE, 256 * 1024 * 1024):
@@ -105,45 +158,44 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
         applied.append("namespaces-off(HWCHECK_NAMESPACES=0)")
     else:
         try:
-            ns = namespaces.unshare_all()
+            ns = namespaces.unshare_all(uid, gid)
         except OSError as e:
             applied.append(f"namespaces-unavailable({e.strerror or e})")
     if ns:
         namespaces.fork_init()  # from here on: PID 1 of the new PID namespace
         applied.append("pid-namespace")
         try:  # the worker's dir: a bounded tmpfs holding a copy, owned by the identity it ends with
-            skipped = namespaces.build_root(workdir, read_roots, _link_paths(),
+            skipped = namespaces.build_root(workdir, read_roots, _link_paths(), passwd_uid=uid, passwd_gid=gid,
                                             disk=(diskcap.DISK_MB << 20, diskcap.DISK_FILES),
-                                            owner=(namespaces.NOBODY, namespaces.NOBODY) if was_root else None)
+                                            owner=(uid, gid) if was_root else None)
             applied += ["mount-namespace", "network-namespace", "ipc-namespace", diskcap.tmpfs_name()]
             applied += [f"{s}-unavailable" for s in skipped]
         except OSError as e:
             # half-built mounts are this namespace's only: nothing of the host changed
             os._exit(_fail(f"mount namespace failed: {e}"))
         try:
-            namespaces.drop_privileges()
-            applied.append("user-nobody" + ("" if was_root else "-in-user-namespace"))
+            namespaces.drop_privileges(uid, gid)
+            applied.append(f"user-unique(uid {uid}" + (")" if was_root else " in a user namespace)"))
         except OSError as e:
             os._exit(_fail(f"dropping privileges failed: {e}"))
-        if not tasks:  # in a user namespace its uid's count is this worker's own
-            applied.append(_cap_tasks_by_uid("" if not was_root else "shared by the workers running at once"))
+        if not tasks:  # its uid is this worker's own (in a user namespace too)
+            applied.append(_cap_tasks_by_uid(""))
     else:
         # no mount: the worker's dir stays the host's, watched from a parent outside every wall below
         watcher = os.getpid()
         namespaces.fork_init(watch=diskcap.Watch(workdir).over, interval=diskcap.INTERVAL_S)
         applied.append(diskcap.watch_name())
         try:
-            applied += _without_namespaces(workdir, was_root)
+            applied += _without_namespaces(workdir, was_root, uid, gid)
         except WallsRefused as e:
-            e.walls = applied + ["user-nobody-unavailable(refused to run code as root)"]
+            e.walls = applied + ["user-unique-unavailable(refused to run code as root)"]
             raise
         finally:  # a change of uid disarms PR_SET_PDEATHSIG: arm it again, then check the watcher is alive
             ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
             if os.getppid() != watcher:
                 os._exit(0)
         if not tasks:
-            applied.append(_cap_tasks_by_uid("shared by the workers running at once" if was_root
-                                             else "shared with the grading user's own processes"))
+            applied.append(_cap_tasks_by_uid("" if was_root else "shared with the grading user's own processes"))
     abi = landlock_abi()
     if abi >= 1:
         devs = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/shm",
@@ -155,14 +207,17 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
         try:
             # without namespaces no moving files between folders (REFER): a tree moved under the
             # disk watch's walk could hide from it
-            landlock.restrict(abi, read_roots + [p for p in extra if os.path.exists(p)], [workdir], devs,
-                              refer=bool(ns))
+            landlock.restrict(abi, read_roots + [workdir] + [p for p in extra if os.path.exists(p)], [scratch],
+                              devs, refer=bool(ns))
             applied.append(f"landlock-abi{abi}" + ("-files-tcp" if abi >= 4 else "-files")
                            + ("-signals" if abi >= 6 else ""))
         except OSError as e:
             applied.append(f"landlock-failed({e.strerror or e})")
     else:
         applied.append("landlock-unavailable")
+        if not ns and not was_root:  # nothing keeps the grading user's own uid from writing its code's folders
+            applied.append("code-writable(no namespaces, no Landlock, the grading user's uid)")
+    tidy_sys_path(workdir)
     if not ns:
         try:
             diskcap.deny_fallocate()
@@ -196,7 +251,7 @@ def _cap_tasks_by_uid(shared):
     return f"tasks-nproc-{memory.PIDS_MAX}" + (f"(uid {uid}, {shared})" if shared else "")
 
 
-def _without_namespaces(workdir, was_root):
+def _without_namespaces(workdir, was_root, uid, gid):
     """The identity walls where no namespace could be made."""
     if not was_root:
         return []
@@ -204,13 +259,33 @@ def _without_namespaces(workdir, was_root):
     if not _others_can_read_python(own=own):
         _drop_capabilities()
         raise WallsRefused(_refusal_text(own))
-    _chown_tree(workdir, namespaces.NOBODY, namespaces.NOBODY)
     try:
-        namespaces.drop_privileges()
+        _hand_over(workdir, uid, gid)
+        namespaces.drop_privileges(uid, gid)
     except OSError as e:
         _drop_capabilities()
-        raise WallsRefused(f"the grader refused to run this code as root: dropping to the user nobody failed ({e})")
-    return ["user-nobody"]
+        raise WallsRefused(f"the grader refused to run this code as root: dropping to an unprivileged uid "
+                           f"failed ({e})")
+    return [f"user-unique(uid {uid})"]
+
+
+def _hand_over(workdir, uid, gid):
+    """The worker's dir, the host's (no mount here): root's, entered and read by the worker's group only
+    (no other worker's uid or gid reaches it), written by nobody but root; its `SCRATCH` folder the
+    worker's own. Raises OSError when that cannot be made (the worker then runs no code)."""
+    import stat
+    scratch = os.path.join(workdir, namespaces.SCRATCH)
+    for root, dirs, files in os.walk(workdir):
+        if root == scratch or root.startswith(scratch + os.sep):
+            continue
+        for path in [root, *[os.path.join(root, n) for n in files]]:
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                continue
+            os.lchown(path, 0, gid)
+            os.chmod(path, 0o750 if stat.S_ISDIR(st.st_mode) else 0o640)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
+    _chown_tree(scratch, uid, gid)
 
 
 def _zygote_dirs():
@@ -233,7 +308,7 @@ def _refusal_text(own=()):
     closed = _closed_to_others(own)
     where = f"{closed[0]} is closed to others (mode {closed[1]:o})" if closed else "it is closed to others"
     return ("the grader refused to run this code as root: there are no namespaces here (a container without "
-            "CAP_SYS_ADMIN, or HWCHECK_NAMESPACES=0) and the user nobody cannot reach this Python, since "
+            "CAP_SYS_ADMIN, or HWCHECK_NAMESPACES=0) and an unprivileged uid cannot reach this Python, since "
             f"{where}. The TA can install hwcheck in a Python every user can read (e.g. python3 -m venv "
             "/opt/hwcheck; not under /root), or grade as an ordinary user, or where namespaces are allowed.")
 
@@ -257,9 +332,10 @@ def _chown_tree(path, uid, gid):
 
 
 def _others_can_read_python(own=()):
-    """Can the `nobody` user traverse to this Python and its packages (not under /root, say)?
+    """Can an unprivileged uid (any: the worker's own) traverse to this Python and its packages (not under
+    /root, say)?
 
-    `own`: hwcheck's own private folders on sys.path (the worker's dir, which becomes nobody's,
+    `own`: hwcheck's own private folders on sys.path (the worker's dir, which the worker's group reads,
     and the zygote's scratch dir, whose modules are imported already): not Python's trees."""
     return _closed_to_others(own) is None
 

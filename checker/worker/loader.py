@@ -4,7 +4,10 @@ What it is for: running a `.py` file, a `.ipynb` notebook or a folder of
 them the way a student expects (notebook cells in order; a `.py` file one
 top-level statement at a time), surviving what students write: syntax
 errors, failing cells, IPython magics and shell lines (`%%time` and
-`%%capture` cells run their body, `%%writefile` writes its file, other
+`%%capture` cells run their body, `%%writefile` writes its file (in the
+cwd, which is not on `sys.path`; `import NAME` of a `NAME.py` so written
+gets the text the cell wrote, served from memory by `_WrittenModules`, never
+the file as the code may have changed it since), other
 magics are skipped), `sys.exit`, cells that hang, training at the top level
 (a loop that calls `.backward()`, or a call of a function that has one, is
 not run: grading never uses a trained model). Every problem becomes a
@@ -123,6 +126,35 @@ def _display(*objs, **kwargs):
     return None
 
 
+class _WrittenModules:
+    """A finder for the modules `%%writefile NAME.py` cells wrote in the cwd (not on `sys.path`, so that a
+    module the code itself writes while it runs is never imported): `import NAME` gets the text the cells
+    wrote, which the trusted side's scan reads too, whatever the file holds now."""
+
+    def __init__(self):
+        self.sources = {}  # module name -> (path, text)
+
+    def wrote(self, name, text, append):
+        mod = name[:-3] if name.endswith(".py") else ""
+        if mod.isidentifier() and os.path.basename(name) == name:
+            path = os.path.abspath(name)
+            self.sources[mod] = (path, (self.sources.get(mod, (path, ""))[1] if append else "") + text)
+
+    def find_spec(self, name, path=None, target=None):
+        if path is None and name in self.sources:
+            import importlib.util
+            return importlib.util.spec_from_loader(name, self, origin=self.sources[name][0])
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        path, text = self.sources[module.__name__]
+        module.__file__ = path
+        exec(compile(text, path, "exec"), module.__dict__)  # noqa: S102 - the cell's own text
+
+
 class Loader:
     """Runs a submission's units into `self.ns`, recording messages and origins."""
 
@@ -152,12 +184,14 @@ class Loader:
         self.failed = {}        # name a failed statement would have bound -> index of that failure's message
         self.after = {}         # that index -> where later statements failed for want of such a name
         self.files = {}  # compiled filename -> (display file, cell or None)
+        self.written = _WrittenModules()  # the modules %%writefile cells wrote: importable as written
         self.future = {}  # display file -> compiler flags of its `from __future__` imports
 
     # -- public
     def load(self, path):
         stubs = _DisplayStubs()
         sys.meta_path.append(stubs)
+        sys.meta_path.insert(0, self.written)  # as Jupyter's '' would: before the installed modules
         try:
             self._load_all(path)
         finally:
@@ -409,8 +443,10 @@ class Loader:
         if (shown, cell_no) in self.skip or not names:
             return True
         try:
+            text = body if body.endswith("\n") else body + "\n"
             with open(names[0], "a" if append else "w", encoding="utf-8") as out:
-                out.write(body if body.endswith("\n") else body + "\n")
+                out.write(text)
+            self.written.wrote(names[0], text, append)
             self._msg("magic", shown, cell_no, None, f"{_loc(shown, cell_no, None)}: %%writefile wrote {names[0]}")
         except OSError as e:
             self._msg("error", shown, cell_no, 1,

@@ -6,8 +6,9 @@ code runs, the way bubblewrap and nsjail do it:
 - `unshare_all(uid)` moves the calling process into new mount, network, IPC,
   UTS and PID namespaces. As root it needs nothing more (the worker drops to
   an unprivileged uid later); as an ordinary user it first makes a user
-  namespace in which the grading user's uid is seen as `uid` (nobody), so the
-  mounts below are allowed without any privilege on the host.
+  namespace in which the grading user's uid is seen as `uid` (the worker's
+  own, see `checker.worker.isolation.worker_ids`), so the mounts below are
+  allowed without any privilege on the host.
 - `fork_init()` forks the worker's real body as PID 1 of the new PID
   namespace; the parent stays outside, waits, and exits as the child did
   (same code, same signal). When PID 1 dies, the kernel kills every process
@@ -20,7 +21,10 @@ code runs, the way bubblewrap and nsjail do it:
   secret trees), a handful of files of /etc, a minimal /dev, a fresh /proc
   of the new PID namespace, and the worker's own directory, then pivots into
   it. That directory is a tmpfs of its own holding a copy of what the trusted
-  side put there, bounded in bytes and files (`checker.worker.diskcap`).
+  side put there, bounded in bytes and files (`checker.worker.diskcap`); only
+  its folder `SCRATCH` is the worker's to write: every other folder in it (the
+  submission's copy, whose folders are on `sys.path`) is a read-only bind, so
+  a module the code writes while it runs is never where its imports look.
   Everything else of the host (/root, /home, /etc/shadow, /tmp, the tmux and
   X sockets in it, other submissions, OUT) does not exist for the worker. The
   new network namespace has only a loopback that is down: no TCP or UDP
@@ -40,9 +44,11 @@ import os
 import platform
 import signal
 
-__all__ = ["NamespaceError", "unshare_all", "fork_init", "build_root", "drop_privileges", "children", "NOBODY"]
+__all__ = ["NamespaceError", "unshare_all", "fork_init", "build_root", "drop_privileges", "children", "NOBODY",
+           "SCRATCH"]
 
-NOBODY = 65534
+NOBODY = 65534  # the default uid of the functions below; a worker passes its own (isolation.worker_ids)
+SCRATCH = "scratch"  # the one folder of a worker's dir it may write (its cwd, HOME and TMPDIR)
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -295,8 +301,9 @@ def build_root(workdir, read_roots, link_paths=(), passwd_uid=NOBODY, passwd_gid
     `read_roots` are real paths (directories or files) with the secret trees already carved out;
     `link_paths` are paths as Python names them (a venv's, /lib), whose symbolic links are
     recreated. `disk` = (bytes, files): `workdir` becomes a tmpfs of its own holding a copy of what
-    it held, with room for that much more (`owner` = (uid, gid) then owns the copy); without it,
-    the host's dir is bound read-write. Returns the list of what was left out for want of support
+    it held, with room for that much more (`owner` = (uid, gid) then owns its `SCRATCH` folder; every
+    other folder in it is bound read-only on itself); without it, the host's dir is bound read-write.
+    Returns the list of what was left out for want of support
     (e.g. "proc")."""
     skipped = []
     work_fd = os.open(workdir, os.O_PATH | os.O_CLOEXEC)
@@ -387,7 +394,7 @@ def _own_dir(src, target, disk, owner):
     pages = sum(-(-size // 4096) * 4096 for _, _, size in entries)
     os.makedirs(target, exist_ok=True)
     _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV,
-           f"mode=0700,size={pages + int(disk[0])},nr_inodes={len(entries) + int(disk[1]) + 1}")
+           f"mode=0755,size={pages + int(disk[0])},nr_inodes={len(entries) + int(disk[1]) + 1}")
     for rel, is_dir, _ in entries:  # parents come before their children
         dst = os.path.join(target, rel)
         if is_dir:
@@ -399,9 +406,14 @@ def _own_dir(src, target, disk, owner):
                     if not chunk:
                         break
                     fo.write(chunk)
-    if owner:
-        for rel in ["", *[rel for rel, _, _ in entries]]:
-            os.lchown(os.path.join(target, rel) if rel else target, *owner)
+    if owner:  # the scratch folder is the worker's; the rest stays root's (a root grader)
+        for rel in [rel for rel, _, _ in entries if rel == SCRATCH or rel.startswith(SCRATCH + os.sep)]:
+            os.lchown(os.path.join(target, rel), *owner)
+    # every other folder (the submission's copy, on sys.path): read-only, and a mount point, so it can be
+    # neither written nor renamed away and replaced (EBUSY), even by a uid that owns it (a user namespace)
+    for rel, is_dir, _ in entries:
+        if is_dir and os.sep not in rel and rel != SCRATCH:
+            _bind(os.path.join(target, rel), os.path.join(target, rel), recursive=False)
 
 
 def drop_privileges(uid=NOBODY, gid=NOBODY):

@@ -3,8 +3,9 @@
 What it is for: the body of a forked worker process. It puts up the walls
 (`isolation`), moves into its private temp dir, reports the walls to the
 trusted side before any student code runs, loads the submission
-(`loader`, with the folder holding the submission's copy as the current
-directory), then answers requests from the trusted side one at a time:
+(`loader`; its current directory is the scratch copy of the folder holding
+the submission, the one folder it may write, while the read-only copy's
+folders are on `sys.path`: `isolation.scratch_of`), then answers requests from the trusted side one at a time:
 `call` a student function or run a `probe`, returning plain data (`wire`)
 with the student's captured output (the first 64 KiB, and a count of the
 rest), or the student's exception with the student's own file/cell/line.
@@ -20,7 +21,7 @@ import tempfile
 import time
 
 from checker import wire
-from checker.worker.isolation import WallsRefused, apply_isolation
+from checker.worker.isolation import WallsRefused, apply_isolation, scratch_of
 from checker.worker.loader import Loader, format_student_tb, student_where, UnitTimeout
 from checker.worker.probes import Probes, ProbeError
 
@@ -84,9 +85,11 @@ def serve(sock, params):
         isolation, refused = e.walls, str(e)
     os.environ.clear()
     os.environ.update(params.get("env", {}))
-    os.environ["HOME"] = os.environ["TMPDIR"] = workdir
-    tempfile.tempdir = workdir  # the zygote's cached temp dir (/tmp) is one the walls forbid
-    state = {"loader": None, "probes": None, "max_reply": params.get("max_reply"), "refused": refused}
+    scratch = scratch_of(workdir, workdir)  # the one folder the code may write, not on sys.path
+    os.environ["HOME"] = os.environ["TMPDIR"] = scratch
+    tempfile.tempdir = scratch  # the zygote's cached temp dir (/tmp) is one the walls forbid
+    state = {"loader": None, "probes": None, "max_reply": params.get("max_reply"), "refused": refused,
+             "workdir": workdir}
     while True:
         try:
             header, bufs = wire.recv_msg(sock)
@@ -134,7 +137,9 @@ def _load(sock, header, state, isolation):
         wire.send_msg(sock, {"event": "unit", **unit, "id": call_id})
 
     path = header["path"]
-    os.chdir(path if os.path.isdir(path) else os.path.dirname(path))
+    # its cwd: the scratch copy of the folder it was loaded from (its data files are there; what it
+    # writes there is never imported: the folders on sys.path are the read-only copy)
+    os.chdir(scratch_of(state["workdir"], path))
     _forget_grader_modules()
     loader = Loader(unit_s=header.get("unit_s", 30), on_unit=on_unit,
                     skip=header.get("skip", ()))
