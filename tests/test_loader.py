@@ -573,6 +573,24 @@ def test_a_notebook_runs_its_main_guard_as_jupyter_does(zyg, tmp_path):
         h.close()
 
 
+def test_a_writefile_module_is_imported_as_the_cell_wrote_it_and_its_classes_are_the_students(zyg, tmp_path):
+    """%%writefile puts the module in the worker's cwd, a scratch folder not on sys.path (a module the code
+    writes itself is never imported from there): the loader serves the cell's own text, which the by-hand
+    scan reads, whatever the file holds by the time of the import; its classes count as the student's."""
+    path = write(tmp_path, "hw.ipynb", notebook([
+        "%%writefile model.py\nclass Net:\n    def forward(self, x):\n        return 2 * x",
+        "open('model.py', 'w').write('class Net:\\n    pass\\n')  # changed on disk before the import",
+        "from model import Net\nimport math\nimport numpy as np\nDOUBLE = Net().forward(3)\n" + body_of_good(),
+    ]))
+    h, report = load(zyg, path)
+    try:
+        context_ok(h)
+        assert "Net" in h.classes, (h.classes, report["messages"])
+        assert "DOUBLE" in report["names"], report["messages"]  # the cell's Net, not the file's as changed
+    finally:
+        h.close()
+
+
 def test_a_def_redefined_in_a_cell_run_earlier_is_pointed_out(zyg, tmp_path):
     cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": c, "source": src}
              for c, src in [(1, "import numpy as np"), (9, "def f(x):\n    return x + 1\n"),

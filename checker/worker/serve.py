@@ -149,7 +149,9 @@ def _load(sock, header, state, isolation):
     names = sorted(n for n in list(loader.ns) if type(n) is str and not n.startswith("_")
                    and n not in ("display", "get_ipython"))
     base = os.path.realpath(path if os.path.isdir(path) else os.path.dirname(path))
-    classes = [n for n in names if isinstance(loader.ns.get(n), type) and _written_here(loader.ns[n], base)]
+    written = os.path.realpath(scratch_of(state["workdir"], path))  # where %%writefile cells put modules
+    classes = [n for n in names if isinstance(loader.ns.get(n), type)
+               and (_written_here(loader.ns[n], base) or _written_here(loader.ns[n], written))]
     return {"ok": True, "messages": loader.messages, "names": names, "classes": classes,
             "origins": loader.origins, "defs": loader.defs, "isolation": isolation,
             "unrun": {n: d for n, d in loader.unrun.items() if n not in loader.ns}}, []
