@@ -14,7 +14,9 @@ Every file is written atomically, and the scorecard last: a scorecard that
 exists is complete, which is what `resume` relies on. A submission that
 cannot be graded at all gets a "crashed" scorecard with 0 points and
 `grader.internal_error` set (so `resume` grades it again), and the batch
-goes on.
+goes on. `after_batch(...)` then gives the TA's lines (what was not graded
+and why, the roster's verdicts) and writes the LMS exports
+(`checker.exports`); `hwcheck export` runs it again on its own.
 
 Processes: with jobs == 1 everything runs in this process with one warm
 zygote (a fresh one if it dies or stops answering; a submission whose card
@@ -43,17 +45,20 @@ import time
 
 from checker.entries import MAX_ID_BYTES, SUBMISSION_SUFFIXES, list_entries, skipped_entries  # noqa: F401
 from checker.errors import HwcheckError
+from checker.exports import export_lines
 from checker.grading import crash, grade_one, new_grader, one_line, summary_of, warm_up
+from checker.lms import read_students
 from checker.outfolder import (collect_scorecards, is_current, lock_outdir, other_assignments, remove_stale_temps,
                                read_scorecard, restore_results, results_path, scorecard_path)
 from checker.outputs import Gradebook, is_own_output
 from checker.pool import run_parallel
-from checker.progress import progress_bar, progress_line, summary_lines  # noqa: F401
+from checker.progress import not_graded_lines, progress_bar, progress_line, summary_lines  # noqa: F401
+from checker.roster import roster_lines
 from checker.spec import load_spec, spec_sha256
 
 __all__ = ["SUBMISSION_SUFFIXES", "BatchResult", "list_entries", "skipped_entries", "grade_batch", "grade_one",
            "scorecard_path", "results_path", "is_current", "collect_scorecards", "progress_line", "progress_bar",
-           "summary_lines"]
+           "summary_lines", "after_batch"]
 
 
 class BatchResult:
@@ -220,6 +225,23 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         batch.manual, batch.manual_added, batch.problems = book.manual, book.added, book.problems
         _merged_scores(batch, book, spec)
     return batch
+
+
+def after_batch(outdir, assignment=None, canvas_title=None, roster=True):
+    """The TA's lines after a batch: what was not graded and why, the roster's verdicts (both when roster:
+    after `hwcheck grade`), and the LMS exports written.
+
+    assignment None: the one `checker.lms.prepare` recorded in students.json.
+    """
+    known = read_students(outdir)
+    assignment = assignment or known.get("assignment")
+    people = known.get("students") if isinstance(known.get("students"), dict) else {}
+    lines = not_graded_lines(known.get("not_graded")) + roster_lines(known.get("roster"), people) if roster else []
+    if not assignment or not people:
+        return lines
+    roster_file = known.get("roster_file") if roster and isinstance(known.get("roster_file"), str) else None
+    # canvas.csv's title; the manual grades pending (after `grade`, its summary says them)
+    return lines + export_lines(outdir, assignment, canvas_title, roster_file, pending=not roster)
 
 
 def _merged_scores(batch, book, spec):

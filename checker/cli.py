@@ -398,7 +398,7 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
         result.jobs = executor.workers  # the summary's rate is per this many graders at once
     for line in batch.summary_lines(result):
         _echo(line)
-    for line in lms.after_batch(outdir, assignment, canvas_title):  # the roster's verdicts, canvas.csv / moodle.csv
+    for line in batch.after_batch(outdir, assignment, canvas_title):  # the roster's verdicts, canvas.csv / moodle.csv
         _echo(for_terminal(line, newlines=False))
     sys.exit(EXIT_FAILED if result.internal else EXIT_OK)
 
@@ -414,8 +414,8 @@ def export_command(outdir, canvas_title):
     this after grading by hand, or to give Canvas's column title (--canvas, kept
     for later runs). It names the submissions whose manual grades are pending.
     """
-    from checker import lms
-    lines = lms.after_batch(outdir, None, canvas_title, roster=False)
+    from checker import batch
+    lines = batch.after_batch(outdir, None, canvas_title, roster=False)
     if not lines:
         raise Fail(f"{outdir} holds no Canvas or Moodle students (grade a Canvas or Moodle export, or give --roster "
                    f"a roster exported from one)")

@@ -189,9 +189,9 @@ def write_exports(outdir, assignment, canvas_title=None, now=None, roster_file=N
     Returns [(path, rows written, submissions left out)]; nothing when no student has such an id. `notes`
     (a list) gets the TA's lines about canvas.csv's title and (pending) the manual grades still pending.
     """
-    from .batch import collect_scorecards
     from .lms import read_students
     from .manual import pending_line
+    from .outfolder import collect_scorecards
     from .outputs import Gradebook
     from .spec import load_spec
     notes = [] if notes is None else notes

@@ -48,8 +48,8 @@ other file has that name; an own name that cannot be a file, such as `..`, left 
 message) into OUTDIR/.lms/<id>/, graded as one folder submission; a student with one file is
 graded from that file. Ids are canonical (`checker.ids`); names are NFC-normalised (macOS
 writes NFD), so `Müller` in a file name matches `Müller` in a roster. Every entry of the
-folder not graded (and why) is kept in students.json's `not_graded`, and `after_batch` lists
-it in the batch's summary.
+folder not graded (and why) is kept in students.json's `not_graded`, and `checker.batch.after_batch`
+lists it in the batch's summary.
 
 What it is not: the grading (`checker.batch`) or the CSVs the LMSs import (`checker.exports`).
 """
@@ -65,7 +65,7 @@ import unicodedata
 from .errors import HwcheckError
 from .ids import canonical, key
 
-__all__ = ["Student", "Layout", "recognise", "prepare", "after_batch", "read_students", "students_path", "nfc",
+__all__ = ["Student", "Layout", "recognise", "prepare", "read_students", "students_path", "nfc",
            "STUDENTS_JSON", "STAGE"]
 
 STUDENTS_JSON = ".students.json"  # hidden: a student `students.py` has OUT/students.json
@@ -368,10 +368,10 @@ def recognise(folder, outdir=None, roster_rows=None):
     outdir: hwcheck's output folder, whose files (when it lies inside `folder`) are no entry of the layout.
     roster_rows: a roster's rows (`checker.roster.read_roster`); one exported from Canvas or Moodle settles
     a file name that reads as more than one student's."""
-    from .outputs import is_own_output
+    from .owned import is_ours
     if not os.path.isdir(folder):
         raise HwcheckError(f"{folder} is not a folder")
-    names = [n for n in _entries(folder) if not (outdir and is_own_output(outdir, os.path.join(folder, n)))]
+    names = [n for n in _entries(folder) if not (outdir and is_ours(outdir, os.path.join(folder, n)))]
     for kind in (_gradescope, _moodle, _canvas, _classroom):
         layout = kind(folder, names, roster_rows)
         if layout is not None:
@@ -439,11 +439,11 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
     roster CSV (`checker.roster`); when None, the roster of the last run (kept in
     students.json) is used again if it is still there. Sentences for the TA go to `notes`.
     Every entry of `folder` not graded (and every file left out of a submission) is kept in
-    students.json's `not_graded` as [name, why], for the batch's summary (`after_batch`).
+    students.json's `not_graded` as [name, why], for the batch's summary (`checker.batch.after_batch`).
     """
     from .entries import scan_entries, skipped_entries
     from .identical import identical_groups
-    from .outputs import is_own_output
+    from .owned import is_ours
     from .roster import match_roster, read_roster
     notes = [] if notes is None else notes
     old = read_students(outdir)
@@ -452,9 +452,9 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
     rows = read_roster(roster) if roster is not None else None
     layout = recognise(folder, outdir, rows)
     not_graded = list(layout.ignored)
-    skipped = [(n, why) for n, why in skipped_entries(folder) if not is_own_output(outdir, os.path.join(folder, n))]
+    skipped = [(n, why) for n, why in skipped_entries(folder) if not is_ours(outdir, os.path.join(folder, n))]
     if layout.platform is None:
-        entries, refused, said = scan_entries(folder, skip=lambda path: is_own_output(outdir, path))
+        entries, refused, said = scan_entries(folder, skip=lambda path: is_ours(outdir, path))
         notes.extend(said)
         not_graded += refused + skipped
         people = {sid: {} for sid, _ in entries}
@@ -527,23 +527,3 @@ def _lms_entries(layout, outdir, not_graded):
         entries.append((sid, path))
         people[sid] = s.identity()
     return entries, people
-
-
-def after_batch(outdir, assignment=None, canvas_title=None, roster=True):
-    """The TA's lines after a batch: what was not graded and why, the roster's verdicts (both when roster:
-    after `hwcheck grade`), and the LMS exports written.
-
-    assignment None: the one `prepare` recorded in students.json.
-    """
-    from .exports import export_lines
-    from .progress import not_graded_lines
-    from .roster import roster_lines
-    known = read_students(outdir)
-    assignment = assignment or known.get("assignment")
-    people = known.get("students") if isinstance(known.get("students"), dict) else {}
-    lines = not_graded_lines(known.get("not_graded")) + roster_lines(known.get("roster"), people) if roster else []
-    if not assignment or not people:
-        return lines
-    roster_file = known.get("roster_file") if roster and isinstance(known.get("roster_file"), str) else None
-    # canvas.csv's title; the manual grades pending (after `grade`, its summary says them)
-    return lines + export_lines(outdir, assignment, canvas_title, roster_file, pending=not roster)

@@ -17,7 +17,7 @@ import unicodedata
 
 import pytest
 
-from checker import lms
+from checker import batch, lms
 from checker.escape import for_terminal
 from checker.manual import read_manual
 from checker.roster import match_roster, read_roster
@@ -264,7 +264,7 @@ def test_the_batch_summary_names_every_entry_not_graded(tmp_path):
     (folder / "late.zip").write_bytes(b"PK")
     out = tmp_path / "out"
     assert lms.prepare(str(folder), str(out), []) == []
-    lines = [line for line in lms.after_batch(str(out)) if "not graded" in line]
+    lines = [line for line in batch.after_batch(str(out)) if "not graded" in line]
     assert lines[0].strip() == "not graded: 4 entries of the folder graded (rename or unpack them and grade " \
                                "again, or grade them by hand):"
     for name in ("alice.py", "Alice.py", "submission_metadata.yml", "late.zip"):
