@@ -9,7 +9,9 @@ the scorecard is built from (question, visibility, device, dtype, weight,
 outcome, message) through pytest-json-report's metadata hook.
 
 What it is not: a scorecard builder (`scorecard`), a runner of student code
-(`sandbox`), or a judge (`compare`). It never imports student code.
+(`sandbox`), a judge (`compare`), or the way to grade one submission with
+plain pytest (`-p checker.standalone`, above both this plugin and the runner,
+which registers it). It never imports student code.
 """
 
 import hashlib
@@ -284,34 +286,3 @@ def _where_of(exc):
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
     return None
 
-
-# ---------------------------------------------------------------- standalone use
-# `python -m pytest assignments/vit/test_vit.py -p checker.plugin --hwcheck-submission my.ipynb`
-# grades one submission with plain pytest (handy for a TA debugging a grading test).
-
-def pytest_addoption(parser):
-    group = parser.getgroup("hwcheck")
-    group.addoption("--hwcheck-submission", default=None, help="submission to grade (.py, .ipynb or folder)")
-    group.addoption("--hwcheck-assignment", default=None, help="assignment id (default: inferred)")
-    group.addoption("--hwcheck-mode", default="public", choices=["public", "hidden"])
-    group.addoption("--hwcheck-seed", default=None, type=int)
-
-
-def pytest_configure(config):
-    path = config.getoption("--hwcheck-submission", default=None)
-    if not path:
-        return
-    from checker.runner import Grader
-    from checker.spec import load_spec
-    grader = Grader(mode=config.getoption("--hwcheck-mode"), seed=config.getoption("--hwcheck-seed"))
-    handle, aid, _note = grader.open(path, config.getoption("--hwcheck-assignment"))
-    config._hwcheck = (grader, handle)
-    config.pluginmanager.register(HwcheckPlugin(handle, load_spec(aid), mode=grader.mode, seed=grader.seed),
-                                  "hwcheck-standalone")
-
-
-def pytest_unconfigure(config):
-    grader, handle = getattr(config, "_hwcheck", (None, None))
-    if handle is not None:
-        handle.close()
-        grader.close()
