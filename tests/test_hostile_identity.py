@@ -110,6 +110,10 @@ def test_two_workers_graded_at_once_cannot_reach_each_other(tmp_path):
             assert seen[victim]["uid"] != seen[mallory]["uid"], seen
             for h in (victim, mallory):
                 assert f"user-unique(uid {seen[h]['uid']}" in " ".join(h.isolation), h.isolation
+                # its cwd is its scratch folder, and neither it nor '' is where its imports look
+                scratch = os.path.join(h.workdir, "scratch")
+                assert seen[h]["cwd"].startswith(scratch + os.sep), seen[h]
+                assert not [p for p in seen[h]["path"] if p in ("", ".") or p.startswith(scratch)], seen[h]
                 assert not [w for w in h.isolation if "shared by the workers" in w], h.isolation
             # the classmate was neither stopped nor killed: it still answers, correctly
             got = victim.call("get_scores", np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([2.0, 3.0]))
