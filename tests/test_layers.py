@@ -1,7 +1,9 @@
-"""The trust boundary in the folder tree: checker.worker never imports the trusted side.
+"""The plan in the folder tree: checker.worker never imports the trusted side, and checker's modules
+import each other without circles.
 
-The import-linter contract in pyproject.toml is run for real (and shown to fail
-on a copy of the tree where a worker module imports the reference); an AST walk
+Every import-linter contract in pyproject.toml is run for real (and each is shown
+to fail on a copy of the tree that breaks it: a worker module importing the
+reference; checker.lms importing checker.batch, which imports it); an AST walk
 also catches a trusted module added later that the contract does not name yet.
 """
 
@@ -9,6 +11,7 @@ import ast
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -27,16 +30,31 @@ def _lint(root):
                           timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root)})
 
 
-def test_import_contract_is_kept():
+def _copy_tree(dest):
+    for d in ("checker", "reference", "assignments"):
+        shutil.copytree(ROOT / d, dest / d, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", dest)
+
+
+def test_every_import_contract_is_kept():
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    assert {c["type"] for c in contracts} >= {"forbidden", "acyclic_siblings"}
     r = _lint(ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "1 kept, 0 broken" in r.stdout
+    assert f"{len(contracts)} kept, 0 broken" in r.stdout
+
+
+def test_acyclic_contract_breaks_when_two_modules_import_each_other(tmp_path):
+    _copy_tree(tmp_path)
+    lms = tmp_path / "checker" / "lms.py"  # checker.batch imports checker.lms
+    lms.write_text(lms.read_text() + "\nfrom checker import batch  # noqa\n")
+    r = _lint(tmp_path)
+    assert r.returncode != 0
+    assert "without circles BROKEN" in r.stdout and ".lms -> .batch" in r.stdout, r.stdout
 
 
 def test_import_contract_breaks_when_a_worker_module_imports_the_reference(tmp_path):
-    for d in ("checker", "reference", "assignments"):
-        shutil.copytree(ROOT / d, tmp_path / d, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    _copy_tree(tmp_path)
     probes = tmp_path / "checker" / "worker" / "probes.py"
     probes.write_text(probes.read_text() + "\nfrom reference import attention  # noqa\n")
     r = _lint(tmp_path)
