@@ -168,7 +168,7 @@ def fixed_cost(aid, k=8):
 def where_time_goes(aid, k=2):
     """Per test, on the reference (after one grade that warms the grader and its reference cache): worker
     round trips and their wall time, the trusted side's reference and answer-model time, and the rest
-    (pytest's bookkeeping, the tests' own code, comparisons, hints), as means over k grades."""
+    (pytest's bookkeeping, the tests' own code, comparisons, hints, load and scorecard), as means over k grades."""
     import checker.kit as kit
     import checker.ref_cache as ref_cache
     from checker.runner import Grader
@@ -224,9 +224,11 @@ def where_time_goes(aid, k=2):
         "round_trip_ms_per_test": round(1000 * per["round_trip_s"] / max(n_tests, 1), 2),
         "ref_ms_per_test": round(1000 * per["ref_s"] / max(n_tests, 1), 3),
         "answer_models_ms_per_test": round(1000 * per["answers_s"] / max(n_tests, 1), 3),
-        "rest_of_test_ms_per_test": round(1000 * (in_tests - per["round_trip_s"] - per["ref_s"] - per["answers_s"])
-                                          / max(n_tests, 1), 2),
-        "outside_tests_s": round(total - in_tests, 3),  # load, collection, pytest's bookkeeping, scorecard
+        # everything else, per test: pytest's bookkeeping and fixtures, the tests' own code and comparisons, and
+        # the worker's fork and load, collection and the scorecard spread over the tests
+        "other_ms_per_test": round(1000 * (total - per["round_trip_s"] - per["ref_s"] - per["answers_s"])
+                                   / max(n_tests, 1), 2),
+        "pytest_reported_s_in_tests": round(in_tests, 3),
         "ref_cache_hits_misses": [hits, misses],
     }
 
