@@ -225,10 +225,13 @@ class SubmissionHandle:
         """Load the submission (once); return a dict {ok, messages, names, origins, isolation}.
 
         The first load has a budget of its own (a notebook's training cells must not spend the time of
-        the tests); a reload after a call crashed the worker counts against the submission's budget."""
+        the tests); a reload after a call crashed the worker counts against the submission's budget from
+        the moment the new worker's walls are up (its "walls" event): the fork, the walls and the copy of
+        the submission are the grader's own work, and a slower machine or a costlier wall must not spend a
+        student's time."""
         first = self.generation == 0
         try:
-            self._clock(not first)
+            self._clock(False)
             return self._load(first)
         finally:
             self._clock(False)
@@ -263,6 +266,8 @@ class SubmissionHandle:
                         # sent before any student code ran: the only isolation report to believe
                         walls = [str(x)[:100] for x in header.get("isolation", [])][:20] \
                             if isinstance(header.get("isolation"), list) else []
+                        if not first:  # a reload: the student's code runs from here on (see load)
+                            self._clock(True)
                         continue
                     if event == "unit":
                         last_unit = load_unit(header)
