@@ -30,7 +30,9 @@ import zipfile
 
 import pytest
 
-from test_autograder import HWCHECK, SUBS, validate
+from test_autograder import HWCHECK, validate
+
+from checker.spec import example_path
 
 MIRROR = os.environ.get("HWCHECK_TEST_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 PYTHON = "3.11"  # Debian 12's python3
@@ -159,13 +161,13 @@ def test_hidden_tests_and_reference_are_root_only_in_the_image(image):
 
 
 def test_correct_submission_scores_full_points(image):
-    results, _ = grade(image, {"attention.ipynb": os.path.join(SUBS, "attention", "correct_notebook.ipynb")})
+    results, _ = grade(image, {"attention.ipynb": example_path("attention", "correct_notebook.ipynb")})
     score, most = _automatic(results)
     assert most > 0 and score == pytest.approx(most)
 
 
 def test_wrong_submission_loses_points_with_messages(image):
-    results, _ = grade(image, {"attention.py": os.path.join(SUBS, "attention", "no_scaling.py")})
+    results, _ = grade(image, {"attention.py": example_path("attention", "no_scaling.py")})
     score, most = _automatic(results)
     assert 0 < score < most
     assert any(t["score"] < t["max_score"] and t.get("output") for t in results["tests"])
