@@ -268,6 +268,9 @@ class SubmissionHandle:
                             if isinstance(header.get("isolation"), list) else []
                         if not first:  # a reload: the student's code runs from here on (see load)
                             self._clock(True)
+                        else:  # the first load's own cap, too, counts the student's code, not the walls
+                            start = time.monotonic()
+                            deadline = time.monotonic() + max(load_left(), 1)
                         continue
                     if event == "unit":
                         last_unit = load_unit(header)

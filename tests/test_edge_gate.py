@@ -19,8 +19,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # (assignment, submission, the edge-case tests it must not earn: name prefixes with their parameters)
 WRONG_ELSEWHERE = [
     ("attention", "context_average", ["test_get_context_vector_random[1-4-"]),
-    ("attention", "no_scaling", ["test_self_attention_random[1-4-4-4-", "test_context_vector_random[1-4-",
-                                 "test_multi_head_attention[1-8-4-"]),
+    # (no_scaling's multi_head_attention is its own self_attention per head: its mistake is charged in Q2
+    # only, checker.carry, so Q3's edge case earns like the rest of Q3)
+    ("attention", "no_scaling", ["test_self_attention_random[1-4-4-4-", "test_context_vector_random[1-4-"]),
     ("attention", "abs_normalised_weights", ["test_softmax_random_shapes[shape0-", "test_softmax_random_shapes[shape2-"]),
     ("charlm", "positions_frequency_inverted", ["test_sinusoidal_positions[1-4]"]),
     ("charlm", "mask_wrong_triangle", ["test_causal_mask[1]"]),

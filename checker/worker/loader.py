@@ -37,6 +37,19 @@ from checker.worker.sources import (ASSIGNED_MAGIC_RE, NotebookError, _archive_o
 from checker.worker.syntax import (assigned as _assigned, nested_defs as _nested_defs, parse as _parse,
                                    statements as _statements, trainer_defs as _trainer_defs, training as _training)
 
+
+_PRISTINE_BUILTINS = dict(vars(__import__("builtins")))
+
+
+def restore_builtins():
+    """Put back every name of the builtins module that code changed or removed (`builtins.max = ...`):
+    the worker's own code (the loader, the request loop, the wire) runs on those names too, and an
+    attack on them would crash the grader's side of the worker instead of only the student's own code."""
+    current = vars(__import__("builtins"))
+    for name, value in _PRISTINE_BUILTINS.items():
+        if current.get(name, _PRISTINE_BUILTINS) is not value:
+            current[name] = value
+
 __all__ = ["Loader", "UnitTimeout", "student_where", "format_student_tb", "list_units"]
 
 
@@ -281,6 +294,7 @@ class Loader:
                 exec(code, self.ns)
             finally:
                 _alarm(0)
+                restore_builtins()  # a unit that rebinds builtins.max/abs/... changes nothing of the grader's
             for name in _assigned(tree):  # defined after all: later uses are not for want of a failed one
                 self.failed.pop(name, None)
                 self.untrained.discard(name)

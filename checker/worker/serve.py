@@ -22,7 +22,7 @@ import time
 
 from checker import wire
 from checker.worker.isolation import WallsRefused, apply_isolation, scratch_of
-from checker.worker.loader import Loader, format_student_tb, student_where, UnitTimeout
+from checker.worker.loader import Loader, format_student_tb, restore_builtins, student_where, UnitTimeout
 from checker.worker.probes import Probes, ProbeError
 
 __all__ = ["serve", "CappedWriter"]
@@ -68,8 +68,13 @@ def _silence_fds():
     os.close(null)
 
 
+SERVING = False  # True in a worker's body once it serves: checker.check() there does nothing
+
+
 def serve(sock, params):
     """Run the worker until told to stop or the socket closes. Never returns normally."""
+    global SERVING
+    SERVING = True
     out = CappedWriter()
     _silence_fds()
     sys.stdout = sys.stderr = out
@@ -196,6 +201,7 @@ def _dispatch(header, bufs, state):
         value = getattr(probes, op)(**args)
     else:
         return {"ok": False, "error": {"type": "UnknownOp", "message": f"unknown op {op!r}"}}, []
+    restore_builtins()  # what the call rebound of the builtins module is not the encoder's to use
     # the trusted side's bound for this one answer (far above what an answer to these inputs needs)
     caps = [c for c in (header.get("max_reply"), state.get("max_reply")) if type(c) is int and c >= 0]
     try:
