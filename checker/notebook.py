@@ -254,8 +254,10 @@ class _Server:
             [sys.executable, "-c", "from checker.notebook import _serve; _serve()"], cwd=cls._dir,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=cls._err, text=True, encoding="utf-8",
             errors="replace", bufsize=1)
-        import atexit
-        atexit.register(cls.close)
+        if not getattr(cls, "_atexit", False):  # once per kernel, however often the process is started
+            import atexit
+            atexit.register(cls.close)
+            cls._atexit = True
 
     @classmethod
     def _stderr_tail(cls):
@@ -361,7 +363,8 @@ def _check(ip, question, assignment, timeout):
             source = f"checked: the saved notebook {saved}"
         else:
             nb = history_notebook(cells)
-            if not nb["cells"]:
+            code_cells = len(nb["cells"])
+            if not code_cells:
                 raise HwcheckError("nothing to check yet: run the cells of your homework first, then check")
             # the written answers are in markdown cells, which the kernel's history lacks: from the notebook
             # the front end holds (Colab), else the saved file, else they cannot be read here
@@ -372,7 +375,7 @@ def _check(ip, question, assignment, timeout):
             name = os.path.basename(saved) if saved else "notebook.ipynb"
             with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
                 json.dump(nb, f)
-            source = (f"checked: the code run in this kernel ({len(history_notebook(cells)['cells'])} cells, "
+            source = (f"checked: the code run in this kernel ({code_cells} cells, "
                       f"In [n] as numbered in the notebook)"
                       + (" and the text cells of the notebook open in Colab" if live is not None else "")
                       + (" (the saved notebook differs: save it before you hand it in)" if saved else ""))
