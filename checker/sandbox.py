@@ -426,10 +426,7 @@ class SubmissionHandle:
             raise StudentTimeout(self._budget_message())
         if self.sock is None:
             self._respawn()
-        limit = timeout or self.limits.call_s
-        if self.timeouts.get(key):
-            limit = min(limit, self.limits.retry_call_s)
-        timeout = min(limit, max(self.time_left(), 0.1))
+        timeout = self.ask_timeout(key, timeout)
         obj, bufs = wire.encode(args)
         cap = self.limits.answer_bytes(sum(len(b) for b in bufs), expected_bytes)
         self.last_stdout, self.last_stdout_dropped, self.last_dtypes = "", 0, []
@@ -442,11 +439,33 @@ class SubmissionHandle:
             self._clock(True)
             try:
                 wire.send_msg(self.sock, {"op": op, "args": obj, "id": call_id, "max_reply": cap}, bufs)
-                header, rbufs = wire.recv_msg(self.sock, timeout=timeout, max_total=cap + wire.MAX_HEADER,
-                                              call_id=call_id)
+                header, rbufs = self.receive(call_id, timeout, cap)
             finally:
                 self._clock(False)
-        except TimeoutError:
+        except (TimeoutError, EOFError, OSError, wire.WireError) as e:
+            self.broken(e, what, key, timeout, cap)
+        value, failure, self.last_stdout, self.last_stdout_dropped, self.last_dtypes = self.answer(header, rbufs, what)
+        if failure is not None:
+            raise failure
+        return value
+
+    def ask_timeout(self, key, timeout=None):
+        """The limit of one ask of `key` now: its own (call_s), retry_call_s once a call of the same key did
+        not finish, never more than the submission's budget left (nor under 0.1 s)."""
+        limit = timeout or self.limits.call_s
+        if self.timeouts.get(key):
+            limit = min(limit, self.limits.retry_call_s)
+        return min(limit, max(self.time_left(), 0.1))
+
+    def receive(self, call_id, timeout, cap):
+        """Read the reply to the request `call_id` (at most `cap` array bytes, within `timeout` s): (header,
+        buffers); raises TimeoutError, EOFError, OSError or wire.WireError (see `broken`)."""
+        return wire.recv_msg(self.sock, timeout=timeout, max_total=cap + wire.MAX_HEADER, call_id=call_id)
+
+    def broken(self, e, what, key, timeout, cap):
+        """The worker did not answer `what` (e: what `receive` raised): end it and raise that ask's own
+        failure (StudentTimeout counted under `key`, WorkerCrashed, BadReturn)."""
+        if isinstance(e, TimeoutError):
             self._kill()
             before = self.timeouts.get(key, 0)
             self.timeouts[key] = before + 1
@@ -455,37 +474,37 @@ class SubmissionHandle:
                      if before else "")
             raise StudentTimeout(f"{what} did not finish within {timeout:g} s (an infinite loop, or far too slow); "
                                  f"it was stopped.{again} The grader restarted your code for the next tests.") from None
-        except (EOFError, OSError):
+        if isinstance(e, (EOFError, OSError)):
             reason = self._death_reason()
             self._kill()
             raise WorkerCrashed(f"{what}: {reason}. The grader restarted your code for the next tests.") from None
-        except wire.FrameTooLarge:
-            self._kill()
+        self._kill()
+        if isinstance(e, wire.FrameTooLarge):
             raise BadReturn(f"{what} returned more data than the grader accepts in this answer (at most "
                             f"{cap / 2**20:.3g} MiB, far more than a right answer holds); it was not read. The "
                             "grader restarted your code for the next tests.") from None
-        except wire.ChannelTampered:
-            self._kill()
+        if isinstance(e, wire.ChannelTampered):
             raise WorkerCrashed(f"{what}: {TAMPERED}. The grader restarted your code for the next tests.") from None
-        except wire.WireError as e:
-            self._kill()
-            raise BadReturn(f"{what} sent back something the grader cannot read: {e}") from None
+        raise BadReturn(f"{what} sent back something the grader cannot read: {e}") from None
+
+    def answer(self, header, rbufs, what):
+        """A reply read by `receive`: (value, failure, captured output, its dropped count, the value's
+        dtypes); failure is the GradingFailure to raise (the student's exception, or a value that is not
+        plain data, which ends the worker), else None."""
         stdout = header.get("stdout", "")
         stdout = stdout if isinstance(stdout, str) else ""
         dropped = header.get("stdout_dropped", 0)
         dropped = dropped if type(dropped) is int and dropped >= 0 else 0
-        self.last_stdout = stdout[:KEEP_STDOUT]
-        self.last_stdout_dropped = dropped + max(0, len(stdout) - KEEP_STDOUT)
+        stdout, dropped = stdout[:KEEP_STDOUT], dropped + max(0, len(stdout) - KEEP_STDOUT)
         if header.get("ok") is True:
             try:
                 value, dtypes = wire.decode_trusted(header.get("value"), rbufs)
             except wire.WireError as e:  # the worker's own encoder never sends this: its channel was written to
                 self._kill()
-                raise BadReturn(f"{what} returned something that is not plain data ({e}). The grader restarted "
-                                "your code for the next tests.") from None
-            self.last_dtypes = dtypes
-            return value
-        raise self._failure(header.get("error") or {}, what)
+                return None, BadReturn(f"{what} returned something that is not plain data ({e}). The grader "
+                                       "restarted your code for the next tests."), stdout, dropped, []
+            return value, None, stdout, dropped, dtypes
+        return None, self._failure(header.get("error") or {}, what), stdout, dropped, []
 
     def _budget_message(self):
         text = f"the submission used up its total time budget of {self.limits.submission_s:g} s"
@@ -515,9 +534,7 @@ class SubmissionHandle:
             raise self.missing(name)
         r = self.request("torch_calls", {"name": name, "args": list(args), "kwargs": kwargs},
                          what=call_text(name, args, kwargs), key=f"{name}(...)")
-        calls = r.get("calls") if isinstance(r, dict) else None
-        return (r.get("value") if isinstance(r, dict) else None,
-                [c for c in calls if isinstance(c, str)] if isinstance(calls, list) else [])
+        return self.finish("torch_calls", r, {})
 
     def call_changes(self, name, *args, **kwargs):
         """Call `name`; return (its value, the positions of the array arguments it changed in place).
@@ -526,19 +543,51 @@ class SubmissionHandle:
         argument not handed back as an array of the same shape counts as changed (a report that cannot
         be read proves nothing); so a forged report must hand back what was sent, which is exactly what a
         caller sees of a function that leaves its arguments alone."""
-        import numpy as np
         self.called.append(name)
         if self.loaded and name not in self.names and self.load_ok:
             raise self.missing(name)
-        kept = [np.array(a, copy=True) if type(a) is np.ndarray else None for a in args]
+        ctx = self.before("call_changes", args)
         r = self.request("call_changes", {"name": name, "args": list(args), "kwargs": kwargs},
                          what=call_text(name, args, kwargs), key=f"{name}(...)")
-        after = r.get("args") if isinstance(r, dict) else None
-        after = after if isinstance(after, list) and len(after) == len(args) else [None] * len(args)
-        changed = [i for i, (a, b) in enumerate(zip(after, kept)) if b is not None and not (
-            isinstance(a, np.ndarray) and a.shape == b.shape and a.dtype == b.dtype
-            and np.array_equal(a, b, equal_nan=b.dtype.kind in "fc"))]
-        return (r.get("value") if isinstance(r, dict) else None), changed
+        return self.finish("call_changes", r, ctx)
+
+    def before(self, op, args):
+        """What the method of `op` keeps before asking, to judge the answer by (`finish`)."""
+        if op != "call_changes":
+            return {}
+        import numpy as np
+        return {"kept": [np.array(a, copy=True) if type(a) is np.ndarray else None for a in args]}
+
+    def finish(self, op, r, ctx):
+        """What the method of `op` makes of the worker's answer `r` (ctx: from `before`, and for a module the
+        class, device, dtype and the worker generation that made it): the one place for asks sent alone
+        and asks sent together (checker.together)."""
+        if op == "torch_calls":
+            calls = r.get("calls") if isinstance(r, dict) else None
+            return (r.get("value") if isinstance(r, dict) else None,
+                    [c for c in calls if isinstance(c, str)] if isinstance(calls, list) else [])
+        if op == "call_changes":
+            import numpy as np
+            kept = ctx["kept"]
+            after = r.get("args") if isinstance(r, dict) else None
+            after = after if isinstance(after, list) and len(after) == len(kept) else [None] * len(kept)
+            changed = [i for i, (a, b) in enumerate(zip(after, kept)) if b is not None and not (
+                isinstance(a, np.ndarray) and a.shape == b.shape and a.dtype == b.dtype
+                and np.array_equal(a, b, equal_nan=b.dtype.kind in "fc"))]
+            return (r.get("value") if isinstance(r, dict) else None), changed
+        if op == "new":
+            return ModuleHandle(self, ctx["cls"], r, ctx["device"], ctx["dtype"], ctx.get("generation"))
+        if op == "forward":
+            if not isinstance(r, dict) or not isinstance(r.get("outputs"), list):
+                raise BadReturn(f"{ctx['cls']}.forward: malformed answer")
+            return ForwardResult(r["outputs"], r.get("dtypes", []), r.get("devices", []), r.get("filled", []))
+        return r
+
+    def together(self, chain=False):
+        """Asks sent to the worker together and answered together (checker.together.Together): one round
+        trip for several calls of one test, each ask's outcome its own."""
+        from checker.together import Together
+        return Together(self, chain=chain)
 
     def top_level_ints(self):
         """{name: value} of the submission's top-level int variables (Probes.top_level_ints); {} if unreadable."""
@@ -574,7 +623,7 @@ class SubmissionHandle:
                                     "device": device, "dtype": dtype, "example": example},
                             what=call_text(cls, args, kwargs),
                             key=f"{cls}(...)")
-        return ModuleHandle(self, cls, info, device, dtype)
+        return self.finish("new", info, {"cls": cls, "device": device, "dtype": dtype})
 
     def meta_forward(self, cls, args, kwargs, input_shape, input_dtype="float32", vocab=None):
         self.called.append(cls)
@@ -588,12 +637,12 @@ class SubmissionHandle:
 class ModuleHandle:
     """A student's nn.Module instance living in the worker."""
 
-    def __init__(self, sub, cls, info, device, dtype):
+    def __init__(self, sub, cls, info, device, dtype, generation=None):
         self.sub, self.cls = sub, cls
         self.handle = info.get("handle") if isinstance(info, dict) else None
         self.params = info.get("params", []) if isinstance(info, dict) else []
         self.n_params = info.get("n_params", 0) if isinstance(info, dict) else 0
-        self.generation = sub.generation
+        self.generation = sub.generation if generation is None else generation  # the worker that made it
         self.device, self.dtype = device, dtype
 
     def _req(self, op, args, what, expected_bytes=0):
@@ -614,9 +663,7 @@ class ModuleHandle:
 
     def forward(self, inputs, seed=0):
         r = self._req("forward", {"inputs": list(inputs), "seed": int(seed)}, f"{self.cls}.forward")
-        if not isinstance(r, dict) or not isinstance(r.get("outputs"), list):
-            raise BadReturn(f"{self.cls}.forward: malformed answer")
-        return ForwardResult(r["outputs"], r.get("dtypes", []), r.get("devices", []), r.get("filled", []))
+        return self.sub.finish("forward", r, {"cls": self.cls})
 
     def grads(self, x, weight, seed=0):
         return self._req("grads", {"x": x, "weight": weight, "seed": int(seed)},

@@ -25,6 +25,15 @@ with another id (`ChannelTampered`) after reading its header and before its
 buffers. Student code can write to the worker's end of the socket (a
 descriptor is a number), so a frame the trusted side did not ask for ends
 that worker; it is never read as the answer of a later call.
+
+Asks sent together (checker.together): the trusted side may write several
+requests before reading the first reply; the worker reads and answers them
+one at a time, in order, as always, and each reply echoes its own request's
+id. A request may carry "after": the id of the request just before it; the
+worker then runs it only if that one was answered ok, and otherwise answers
+{"ok": false, "error": {"type": "NotRun"}} without running it. A module
+request's "handle" may be {"made_by": id}: the module made by that earlier
+"new" request of the same worker.
 """
 
 import json
@@ -38,7 +47,7 @@ import numpy as np
 from checker.errors import WireError
 
 __all__ = [
-    "MAX_HEADER", "MAX_TOTAL", "EncodeError", "FrameTooLarge", "ChannelTampered", "send_msg", "recv_msg",
+    "MAX_HEADER", "MAX_TOTAL", "EncodeError", "FrameTooLarge", "ChannelTampered", "send_msg", "recv_msg", "frame",
     "encode", "decode_trusted", "decode_worker", "DTYPES", "CHANNEL_LOST_EXIT",
 ]
 
@@ -75,6 +84,16 @@ class ChannelTampered(WireError):
 
 
 # ---------------------------------------------------------------- framing
+
+def frame(header, buffers=()):
+    """The bytes of one frame (see the module's docstring), to write with others in one sendall."""
+    head = json.dumps(header, allow_nan=True).encode()
+    parts = [MAGIC, struct.pack("!II", len(head), len(buffers)), head]
+    for b in buffers:
+        parts.append(struct.pack("!Q", len(b)))
+        parts.append(b)
+    return b"".join(parts)
+
 
 def send_msg(sock, header, buffers=()):
     head = json.dumps(header, allow_nan=True).encode()

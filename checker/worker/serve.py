@@ -94,7 +94,8 @@ def serve(sock, params):
     os.environ["HOME"] = os.environ["TMPDIR"] = scratch
     tempfile.tempdir = scratch  # the zygote's cached temp dir (/tmp) is one the walls forbid
     state = {"loader": None, "probes": None, "max_reply": params.get("max_reply"), "refused": refused,
-             "workdir": workdir}
+             "workdir": workdir, "made": {}}
+    ok_id = None  # the id of the last request answered ok (an ask sent "after" it runs only then)
     while True:
         try:
             header, bufs = wire.recv_msg(sock)
@@ -107,8 +108,13 @@ def serve(sock, params):
             os._exit(0)
         t0 = time.perf_counter()
         out.reset()
+        after = header.get("after")
         try:
-            if op == "load":
+            if after is not None and after != ok_id:
+                # one of asks sent together (wire.py, "Asks sent together"): the ask before it did not answer
+                # ok, so this one is not run; the trusted side asks it again alone if it still wants it
+                reply, rbufs = {"ok": False, "error": {"type": "NotRun", "message": "not run"}}, []
+            elif op == "load":
                 reply, rbufs = _load(sock, header, state, isolation)
             else:
                 reply, rbufs = _dispatch(header, bufs, state)
@@ -117,8 +123,10 @@ def serve(sock, params):
         sys.stdout = sys.stderr = out  # a submission may have replaced them
         text, dropped = out.take()
         reply.update(id=call_id, stdout=text, stdout_dropped=dropped, duration_s=time.perf_counter() - t0)
+        ok_id = None
         try:
             wire.send_msg(sock, reply, rbufs)
+            ok_id = call_id if reply.get("ok") is True else None
         except OSError:
             os._exit(wire.CHANNEL_LOST_EXIT)
         except BaseException as e:  # noqa: BLE001 - e.g. MemoryError, or a value json cannot write
@@ -187,6 +195,10 @@ def _dispatch(header, bufs, state):
         return {"ok": False, "error": {"type": "NotLoaded", "message": "no submission loaded"}}, []
     args = wire.decode_worker(header.get("args", {}), bufs)
     op = header.get("op")
+    made = state["made"]
+    if isinstance(args, dict) and isinstance(args.get("handle"), dict):
+        # a module made by an earlier ask of the same batch: its handle, by the id of the "new" that made it
+        args["handle"] = made.get(args["handle"].get("made_by"))
     if op == "call_on_meta":
         value = probes.call_on_meta(args["name"], args.get("shapes", []), args.get("dtype", "float32"),
                                     bool(args.get("lenient")))
@@ -202,6 +214,10 @@ def _dispatch(header, bufs, state):
     else:
         return {"ok": False, "error": {"type": "UnknownOp", "message": f"unknown op {op!r}"}}, []
     restore_builtins()  # what the call rebound of the builtins module is not the encoder's to use
+    if op == "new" and isinstance(value, dict) and type(header.get("id")) is int:
+        made[header["id"]] = value.get("handle")
+        while len(made) > 64:
+            del made[next(iter(made))]
     # the trusted side's bound for this one answer (far above what an answer to these inputs needs)
     caps = [c for c in (header.get("max_reply"), state.get("max_reply")) if type(c) is int and c >= 0]
     try:
