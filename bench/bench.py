@@ -35,7 +35,7 @@ from checker.plugin import HwcheckPlugin  # noqa: E402
 from checker.worker.probes import Probes  # noqa: E402
 from checker.runner import PYTEST_ARGS  # noqa: E402
 from checker.sandbox import SubmissionHandle  # noqa: E402
-from checker.spec import assignment_ids, example_dirs, load_spec, reference_file, tests_path  # noqa: E402
+from checker.spec import assignment_ids, example_dirs, load_spec, reference_file, test_files  # noqa: E402
 from checker import wire  # noqa: E402
 
 
@@ -45,7 +45,7 @@ def make_batch(aid, n, dest):
     ref = reference_file(load_spec(aid))
     for i in range(n):
         shutil.copy(ref, os.path.join(dest, f"ref_{i:02d}.py"))
-    for examples in example_dirs(aid):  # the assignment folder's examples/, hwcheck's submissions/<id>/
+    for examples in example_dirs(aid):
         for e in sorted(os.listdir(examples)):
             src = os.path.join(examples, e)
             if e == "expected.json" or e.startswith((".", "__")) or os.path.exists(os.path.join(dest, "ex_" + e)):
@@ -115,7 +115,7 @@ def inprocess_call_time(aid):
     plugin = HwcheckPlugin(handle, spec, mode="hidden", seed=1)
     report = JSONReport()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        pytest.main([tests_path(spec), *PYTEST_ARGS], plugins=[plugin, report])
+        pytest.main([*test_files(spec), *PYTEST_ARGS], plugins=[plugin, report])
     failed = [t["nodeid"] for t in (report.report or {}).get("tests", []) if t["outcome"] not in ("passed", "skipped")]
     if failed:  # a broken stand-in would time nothing and make the overhead look like the whole cost
         raise SystemExit(f"the in-process reference run failed {len(failed)} tests, e.g. {failed[:3]}")
@@ -125,7 +125,7 @@ def inprocess_call_time(aid):
 def naive(entries, aid):
     t0 = time.perf_counter()
     for _, e in entries:
-        subprocess.run([sys.executable, "-m", "pytest", tests_path(load_spec(aid)), "-q", "-p", "no:cacheprovider",
+        subprocess.run([sys.executable, "-m", "pytest", *test_files(load_spec(aid)), "-q", "-p", "no:cacheprovider",
                         "-p", "checker.plugin", "--hwcheck-submission", e, "--hwcheck-assignment", aid,
                         "--hwcheck-mode", "hidden"], cwd=ROOT, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, check=False)
@@ -167,13 +167,27 @@ def fixed_cost(aid, k=8):
 
 def where_time_goes(aid, k=2):
     """Per test, on the reference (after one grade that warms the grader and its reference cache): worker
-    round trips and their wall time, the trusted side's reference and answer-model time, and the rest
+    round trips (an ask alone, or asks sent together: one each) and their wall time, the trusted side's reference and answer-model time, and the rest
     (pytest's bookkeeping, the tests' own code, comparisons, hints, load and scorecard), as means over k grades."""
     import checker.kit as kit
     import checker.ref_cache as ref_cache
     from checker.runner import Grader
-    stats = dict(round_trips=0, round_trip_s=0.0, ref_s=0.0, answers_s=0.0)
+    import checker.together as together
+    stats = dict(round_trips=0, round_trip_s=0.0, ref_s=0.0, answers_s=0.0, asks_together=0)
     orig_request, orig_cached, orig_getattr = SubmissionHandle.request, ref_cache.cached_call, kit.Answers.__getattr__
+    orig_send = together.Together.send
+
+    def send(self):  # asks sent together (checker.together): one round trip for all of them
+        if self.sent:
+            return orig_send(self)
+        t0 = time.perf_counter()
+        try:
+            return orig_send(self)
+        finally:
+            if self.round_trips:
+                stats["round_trips"] += 1
+                stats["asks_together"] += sum(1 for p in self.asks if p.call_id is not None)
+                stats["round_trip_s"] += time.perf_counter() - t0
 
     def request(self, *args, **kwargs):
         t0 = time.perf_counter()
@@ -203,6 +217,7 @@ def where_time_goes(aid, k=2):
 
     ref = reference_file(load_spec(aid))
     SubmissionHandle.request, ref_cache.cached_call, kit.Answers.__getattr__ = request, cached_call, answers_getattr
+    together.Together.send = send
     try:
         with Grader(mode="hidden", seed=1) as g:
             g.grade(ref, aid)
@@ -214,6 +229,7 @@ def where_time_goes(aid, k=2):
             hits, misses = g.ref_cache.hits, g.ref_cache.misses
     finally:
         SubmissionHandle.request, ref_cache.cached_call, kit.Answers.__getattr__ = orig_request, orig_cached, orig_getattr
+        together.Together.send = orig_send
     n_tests = sum(1 for q in cards[0]["questions"] for t in q["tests"] if t["outcome"] != "skipped")
     in_tests = sum(t["duration_s"] for q in cards[0]["questions"] for t in q["tests"])
     per = {key: v / k for key, v in stats.items()}
@@ -221,6 +237,8 @@ def where_time_goes(aid, k=2):
         "tests": n_tests,
         "grade_s": round(total, 3),
         "round_trips_per_test": round(per["round_trips"] / max(n_tests, 1), 2),
+        # asks that went with others in one round trip (sub.together), per test
+        "asks_together_per_test": round(per["asks_together"] / max(n_tests, 1), 2),
         "round_trip_ms_per_test": round(1000 * per["round_trip_s"] / max(n_tests, 1), 2),
         "ref_ms_per_test": round(1000 * per["ref_s"] / max(n_tests, 1), 3),
         "answer_models_ms_per_test": round(1000 * per["answers_s"] / max(n_tests, 1), 3),

@@ -46,7 +46,7 @@ read.
 from checker import wire
 from checker.names import call_text
 
-__all__ = ["Together", "Pending", "SEND_LIMIT"]
+__all__ = ["Together", "Pending", "SEND_LIMIT", "asked"]
 
 SEND_LIMIT = 64 * 1024  # bytes of requests in flight at once (a socketpair's buffer holds about 200 KiB)
 _NOT_RUN = object()
@@ -134,9 +134,7 @@ class Together:
         return self._append(Pending(self, op, name, list(args), dict(kwargs), extra or {}, what, f"{name}(...)"))
 
     def _append(self, pending):
-        if self.sent:
-            raise RuntimeError("these asks were already sent: start another sub.together()")
-        self.asks.append(pending)
+        self.asks.append(pending)  # one added after the others went goes alone, at its get()
         return pending
 
     # ------------------------------------------------------------ sending
@@ -253,3 +251,36 @@ class _Made:
 
     def get(self):
         return self.handle
+
+
+def asked(check):
+    """Run `check`, a check written as a generator over a Together (`got = yield t.call(...)`, then the
+    judging), up to its ask; return a function that finishes it: the ask's value is sent in at the `yield`,
+    or the ask's failure is raised there (so an `except` around the yield sees it as around `sub.call`),
+    and the judging runs. A check that asks again after its first ask asks alone (the batch is gone).
+
+        with sub.together(chain=True) as t:
+            edge = asked(_check_get_scores(t, ref, close, rng, 1, 4, dtype))
+            other = asked(_check_get_scores(t, ref, close, rng, 5, 3, dtype))
+        edge()                                   # judged as if called alone
+        only_if_right_elsewhere("get_scores", ..., other)
+    """
+    try:
+        first = next(check)
+    except StopIteration as stop:
+        return lambda: stop.value
+
+    def finish():
+        pending = first
+        while True:
+            try:
+                value = pending.get() if isinstance(pending, Pending) else pending
+            except Exception as failure:  # noqa: BLE001 - the ask's own failure, raised where it asked
+                step = check.throw, failure
+            else:
+                step = check.send, value
+            try:
+                pending = step[0](step[1])
+            except StopIteration as stop:
+                return stop.value
+    return finish

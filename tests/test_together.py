@@ -239,3 +239,28 @@ def test_a_forward_after_a_module_that_failed_raises_the_module_failure(sub):
         r = t.forward(m, [np.zeros((1, 4), np.float32)])  # never run: its module was not made
     with pytest.raises(StudentError, match="no module today"):
         r.get()
+
+
+def test_asked_checks_raise_each_failure_where_the_check_asked(sub):
+    from checker.together import asked
+    seen = []
+
+    def check(asker, x):
+        try:
+            got = yield asker.call("boom" if x < 0 else "double", x)
+        except StudentError as e:  # the ask's own failure, raised at its yield as sub.call raises it
+            seen.append(("caught", x, e.message.splitlines()[0]))
+            return None
+        seen.append(("judged", x, got))
+        return got
+
+    with sub.together(chain=True) as t:
+        first, second = asked(check(t, 2)), asked(check(t, 5))
+    assert t.round_trips == 1 and first() == 4 and second() == 10
+    with sub.together(chain=True) as t:
+        first, second = asked(check(t, -1)), asked(check(t, 6))
+    assert first() is None and second() == 12  # the second was not run together: asked alone here
+    assert asked(check(sub, 7))() == 14  # over the handle itself: the same check, asked alone
+    assert seen == [("judged", 2, 4), ("judged", 5, 10), ("caught", -1, "boom(-1) raised ValueError: boom -1 at sub.py, line 33:"),
+                    ("judged", 6, 12), ("judged", 7, 14)]
+    assert sub.call("ran") == [("double", 2), ("double", 5), ("boom", -1), ("double", 6), ("double", 7)]
