@@ -9,7 +9,13 @@ wrong in a sentence:
   handout    the handout (README.md) names every function the spec grades, and the starter notebook
              defines each;
   kit        what the student kit takes of this folder holds no hidden test, no reference.py and no
-             answer models (`_answers.py`);
+             answer models (`_answers.py`); and no code the kit ships computes an answer: the kit is
+             built into a temporary folder (the reference's public answers recorded as `hwcheck kit`
+             does), and checker/kit_probe.py, in a process of its own (in namespaces where it can,
+             with a time limit), calls every function and method the kit ships on fresh inputs of
+             the graded functions (the shapes and values the public tests gave the reference, the
+             float arrays drawn anew); one whose result equals the reference's answer by the spec's
+             comparison (`checker.compare.tolerance`, the question's tolerances) is named with its file;
   reference  the reference earns full marks on the public and the hidden tests;
   examples   every example submission (the folder's `examples/`, hwcheck's `submissions/<id>/`) earns
              the verdicts its `expected.json` gives, and every example has an entry there.
@@ -18,8 +24,9 @@ The expected.json format: {"<example id>": {"verdicts": {"<question>": "full" | 
 not]}}}; an example's id is its file name without .py/.ipynb, or its folder's name; a question it does
 not name must get full marks (questions graded by hand excepted).
 
-What it is not: a check of students' work, or a proof that the kit computes no answer (the student
-kit's leak probe, tests/kit_leak_probe.py, runs in hwcheck's own suite).
+What it is not: a check of students' work, or a proof that the kit computes no answer (only float
+array answers of graded functions are looked for, on the inputs the probe can make; a graded class is
+not probed).
 """
 
 import ast
@@ -272,6 +279,11 @@ def example_problems(aid, grader, only=None):
     return problems
 
 
+def _kit_code_problems(aid):
+    from checker.kit_probe import kit_code_problems  # builds the kit and probes it in a process of its own
+    return kit_code_problems(aid)
+
+
 def validate(aid, *, checks=CHECKS, grader=None, echo=print):
     """Run `checks` on the assignment; echo one line per check; return [(check, problem)]."""
     out = []
@@ -282,7 +294,8 @@ def validate(aid, *, checks=CHECKS, grader=None, echo=print):
                 from checker.runner import Grader
                 grader = own = Grader(mode="hidden", seed=1234)
             try:
-                found = {"spec": spec_problems, "handout": handout_problems, "kit": kit_problems,
+                found = {"spec": spec_problems, "handout": handout_problems,
+                         "kit": lambda a: kit_problems(a) + _kit_code_problems(a),
                          "reference": lambda a: grading_problems(a, grader),
                          "examples": lambda a: example_problems(a, grader)}[check](aid)
             except (HwcheckError, OSError, ValueError) as e:

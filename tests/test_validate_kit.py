@@ -1,0 +1,120 @@
+"""`hwcheck validate`'s kit check: the kit built from an assignment ships no code that computes an answer
+(issue 29 item 3; checker.kit_probe builds the kit into a temporary folder and probes it out of process).
+
+* every built-in assignment's kit: the probe ran (fresh inputs of its graded functions, every shipped
+  function) and found nothing;
+* a course's copy of attention whose folder ships a helper with a real softmax and its answer models
+  under another name than `_answers.py`: `hwcheck validate` fails, naming each file and function;
+* a probe that hangs or crashes is a problem with a message, not a traceback.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from checker.spec import assignment_dir, assignment_ids, load_spec, reference_file
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HWCHECK = [sys.executable, "-m", "checker.cli"]
+BUILT_IN = [a for a in assignment_ids() if os.path.dirname(assignment_dir(a)) == os.path.join(REPO, "assignments")]
+
+SOFTMAX_HELPER = textwrap.dedent('''\
+    """Plotting helpers for the handout (an author's slip: one of them is a real softmax)."""
+    import numpy as np
+
+
+    def normalised_scores(scores, axis=-1):
+        s = np.asarray(scores, dtype=np.float64)
+        e = np.exp(s - s.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+
+    def rescale(scores, n):
+        return np.asarray(scores) * 2.0  # not an answer: no hit
+''')
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("aid", BUILT_IN)
+def test_the_kit_of_every_built_in_assignment_computes_no_answer(aid):
+    from checker.kit_probe import probe_kit
+    found = probe_kit(aid)
+    graded = {n for q in load_spec(aid)["questions"] if not q["manual"] for n in q["names"]}
+    probed = {c.split(" ")[0] for c in found["cases"]}
+    assert probed and probed <= graded, found["cases"]
+    assert found["functions"] > 500 and not found["not_imported"], found
+    assert not found["hits"], found["hits"]
+
+
+@pytest.mark.slow
+def test_validate_names_shipped_code_that_computes_an_answer(tmp_path):
+    folder = tmp_path / "course" / "attnleak"
+    shutil.copytree(assignment_dir("attention"), folder,
+                    ignore=shutil.ignore_patterns("__pycache__", "recorded.json", "examples", "reference.py"))
+    spec = (folder / "spec.toml").read_text()
+    (folder / "spec.toml").write_text(spec.replace('id = "attention"', 'id = "attnleak"'))
+    with open(reference_file(load_spec("attention")), encoding="utf-8") as f:
+        (folder / "reference.py").write_text(f.read())
+    (folder / "plots.py").write_text(SOFTMAX_HELPER)
+    # the answer models under a name the kit does not leave out (it leaves out `_answers.py` only)
+    shutil.copy(folder / "_answers.py", folder / "answer_models.py")
+    env = dict(os.environ, HWCHECK_ASSIGNMENTS=str(folder), PYTHONPATH=REPO)
+    r = subprocess.run(HWCHECK + ["validate", str(folder), "--skip", "reference", "--skip", "examples"],
+                       capture_output=True, text=True, env=env, cwd=REPO, timeout=1500)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "Traceback" not in out, out
+    assert "attnleak: spec: ok" in out and "attnleak: handout: ok" in out, out
+    assert ("the kit ships code that computes an answer: assignments.attnleak.plots.normalised_scores "
+            "(assignments/attnleak/plots.py) returns the reference's answer of get_attention_weights") in out, out
+    assert "assignments.attnleak.answer_models.softmax (assignments/attnleak/answer_models.py)" in out, out
+    assert "plots.rescale" not in out, out
+    # the assignment's own _answers.py is not in the kit, so nothing of it is named
+    assert "attnleak._answers" not in out and "_answers.py)" not in out, out
+
+
+def _fake_kit(root, module_source):
+    """A folder shaped like a kit (the kit's checker.wire) with one more module."""
+    (root / "checker").mkdir(parents=True)
+    (root / "checker" / "__init__.py").write_text("")
+    shutil.copy(os.path.join(REPO, "checker", "wire.py"), root / "checker" / "wire.py")
+    shutil.copy(os.path.join(REPO, "checker", "errors.py"), root / "checker" / "errors.py")
+    (root / "extra.py").write_text(module_source)
+    from checker.kit import _pack
+    import numpy as np
+    x = np.arange(6.0).reshape(2, 3)
+    cases = root.parent / "cases.json"
+    cases.write_text(json.dumps([{"name": "double 2x3", "args": _pack("double", (x,)), "answer": _pack("double", x * 2),
+                                  "rtol": 1e-7, "atol": 1e-7}]))
+    return cases
+
+
+def test_a_probe_that_finds_a_hit_reports_it_with_its_file(tmp_path):
+    from checker.kit_probe import run_probe
+    cases = _fake_kit(tmp_path / "kit", "def twice(a):\n    return a * 2\n\ndef thrice(a):\n    return a * 3\n")
+    summary, hits = run_probe(tmp_path / "kit", cases, tmp_path / "hits.jsonl", timeout=300)
+    assert [(h["function"], h["file"], h["answer"]) for h in hits] == [("extra.twice", "extra.py", "double 2x3")]
+    assert summary["functions"] >= 2 and not summary["not_imported"], summary
+
+
+def test_a_probe_that_hangs_is_a_problem_with_a_message(tmp_path):
+    from checker.errors import HwcheckError
+    from checker.kit_probe import run_probe
+    cases = _fake_kit(tmp_path / "kit", "import threading\nthreading.Event().wait()\n")  # its import never ends
+    with pytest.raises(HwcheckError, match=r"the kit probe \(checker/kit_probe.py\) did not finish in 20 s"):
+        run_probe(tmp_path / "kit", cases, tmp_path / "hits.jsonl", timeout=20)
+
+
+def test_a_probe_that_crashes_is_a_problem_with_a_message(tmp_path):
+    from checker.errors import HwcheckError
+    from checker.kit_probe import run_probe
+    cases = _fake_kit(tmp_path / "kit", "")
+    os.remove(tmp_path / "kit" / "checker" / "wire.py")  # no wire: the probe cannot read its cases
+    with pytest.raises(HwcheckError, match=r"the kit probe \(checker/kit_probe.py\) failed \(exit status 1\): "
+                                           r"ImportError: cannot import name .wire. from .checker."):
+        run_probe(tmp_path / "kit", cases, tmp_path / "hits.jsonl", timeout=300)
