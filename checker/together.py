@@ -188,8 +188,9 @@ class Together:
             frames.append((p, req))
             size += sum(len(b) for b in req[1]) + 1024
             after = p.call_id
-            if size > SEND_LIMIT:
+            if size > SEND_LIMIT:  # this one and the rest go alone, at their get()
                 frames.pop()
+                p.call_id = None
                 break
         if len(frames) < 2:
             return

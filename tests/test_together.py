@@ -264,3 +264,14 @@ def test_asked_checks_raise_each_failure_where_the_check_asked(sub):
     assert seen == [("judged", 2, 4), ("judged", 5, 10), ("caught", -1, "boom(-1) raised ValueError: boom -1 at sub.py, line 33:"),
                     ("judged", 6, 12), ("judged", 7, 14)]
     assert sub.call("ran") == [("double", 2), ("double", 5), ("boom", -1), ("double", 6), ("double", 7)]
+
+
+def test_asks_larger_than_the_socket_holds_go_alone(sub, monkeypatch):
+    from checker.together import SEND_LIMIT
+    seen = _alone_counted(sub, monkeypatch)
+    big = np.arange(SEND_LIMIT // 8 // 2 + 16, dtype=np.float64)  # two of them: more than SEND_LIMIT
+    with sub.together() as t:
+        a, b, c = t.call("double", 1), t.call("double", big), t.call("double", big)
+    assert t.round_trips == 1 and seen == []  # the first two went together
+    assert a.get() == 2 and b.get()[-1] == 2 * big[-1]
+    assert c.get()[-1] == 2 * big[-1] and len(seen) == 1  # the third, alone
