@@ -159,7 +159,7 @@ def validate(targets, skip):
     \b
     spec       every hidden_tests name is a test; every question has tests; points are positive
     handout    README.md names, and starter.ipynb defines, every function the spec grades
-    kit        the kit's copy of the grading tests holds no hidden test
+    kit        the kit holds no hidden test, and no code it ships computes an answer
     reference  the reference earns full marks on the public and hidden tests
     examples   every example submission earns its expected.json verdicts
     Exit status 1 when a check finds a problem. See docs/authoring.md.
@@ -326,13 +326,7 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
                if not is_own_output(outdir, path)]  # -o inside DIR: hwcheck's own files are no submission
     for note in notes:
         _echo(f"hwcheck: {for_terminal(note, newlines=False)}", err=True)
-    skipped = [(name, why) for name, why in batch.skipped_entries(directory)
-               if not is_own_output(outdir, os.path.join(directory, name))]
-    if skipped:
-        shown = "; ".join(f"{name} ({why})" for name, why in skipped[:10])
-        more = f"; and {len(skipped) - 10} more" if len(skipped) > 10 else ""
-        _echo(for_terminal(f"hwcheck: not graded, {len(skipped)} entries of {directory}: {shown}{more}",
-                                newlines=False), err=True)
+    # what is not graded (and why) is listed once, in the summary at the end (students.json's not_graded)
     if not entries:
         raise Fail(f"no submissions in {directory} (a submission is a .py or .ipynb file, or a folder)")
     executor, where = _executor(jobs, scheduler, cluster), f"-j {jobs}"

@@ -16,6 +16,15 @@ them cannot see or what a file system ignores:
   and to a TA they are one name.
 - `collisions(names)`: {key: [names]} of the keys held by more than one name.
 - `blank(ch)`: whether a character shows nothing.
+- `file_name(sid)`: the name an id's output files are made of (OUTDIR/<name>.json,
+  gradescope/<name>/), one that every file system holds as itself: the id
+  where it is one, else escaped as `%XX` (the characters Windows refuses,
+  `<>:"/\\|?*` and controls; `%` itself; a trailing dot; the first letter of
+  a Windows device name: CON, PRN, AUX, NUL, COM0-9, LPT0-9, with any
+  extension), cut with a hash beyond FILE_NAME_BYTES. Distinct ids (distinct
+  keys) give names that stay distinct on a case-insensitive disk. The id
+  itself (grades.csv's row, the roster's match) is not changed: a student
+  named `CON` or `a:b` is graded as such, and OUTDIR can be copied to Windows.
 
 What it is not: a reader of folders (`checker.entries`, `checker.lms`) or a
 matcher of rosters and manual rows (`checker.roster`, `checker.manual`), which
@@ -23,9 +32,11 @@ apply this rule.
 """
 
 import collections
+import hashlib
+import re
 import unicodedata
 
-__all__ = ["canonical", "key", "collisions", "blank"]
+__all__ = ["canonical", "key", "collisions", "blank", "file_name", "FILE_NAME_BYTES"]
 
 # letters and marks that show nothing (Hangul and Braille fillers, Mongolian and Khmer vowel marks, CGJ)
 _BLANK_EXTRA = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5\u180e")
@@ -65,3 +76,30 @@ def collisions(names):
     for name in names:
         groups[key(name)].append(name)
     return {k: v for k, v in groups.items() if len(v) > 1}
+
+
+# Windows's device names: a file `CON.json` (any case, any extension, spaces before the dot) is the device
+_DEVICES = frozenset({"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", "CLOCK$"}
+                     | {f"{p}{d}" for p in ("COM", "LPT") for d in "0123456789\u00b9\u00b2\u00b3"})
+_ESCAPED = frozenset('<>:"/\\|?*%') | frozenset(map(chr, range(32))) | {"\x7f"}
+FILE_NAME_BYTES = 200  # OUTDIR/<name>.raw.json within a file name's 255 bytes
+
+
+def _escape(ch):
+    return "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+
+
+def file_name(sid):
+    """The name of `sid`'s output files: `sid` where every file system (Windows, macOS, FAT, Linux) holds it
+    as itself, else `sid` with `%XX` escapes (see the module's docstring). One-to-one: `%` is always escaped."""
+    sid = str(sid)
+    out = "".join(_escape(ch) if ch in _ESCAPED else ch for ch in sid)
+    end = len(out.rstrip(". "))
+    out = out[:end] + "".join(_escape(ch) for ch in out[end:])  # Windows drops a trailing dot or space
+    if out and out.split(".", 1)[0].rstrip(" ").upper() in _DEVICES:
+        out = _escape(out[0]) + out[1:]
+    if len(out.encode("utf-8", "surrogatepass")) > FILE_NAME_BYTES:  # escapes made it long: cut, with a hash
+        digest = hashlib.sha256(sid.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        head = out.encode("utf-8", "surrogatepass")[:FILE_NAME_BYTES - 16].decode("utf-8", "ignore")
+        out = re.sub(r"%[0-9A-F]?$", "", head) + f"%~{digest}"  # never half an escape; `%~` is no escape
+    return out

@@ -8,6 +8,8 @@ know about OUTDIR's per-submission files:
     OUTDIR/gradescope/<id>/results.json    Gradescope's results.json
     OUTDIR/<id>.raw.json                   pytest-json-report's report (keep_raw only)
 
+(<id> as `checker.ids.file_name` writes it: the id, escaped where Windows could not hold it.)
+
 - their names and paths (`scorecard_path`, `results_path`, `raw_path`,
   `gradebook_path`): every path built from an id goes through
   `checker.owned` (a plain name that stays inside OUTDIR, ValueError
@@ -39,6 +41,7 @@ from checker import __version__, owned
 from checker.atomic import is_temp_name
 from checker.errors import HwcheckError
 from checker.gradescope import make_failure_results, make_results
+from checker.ids import file_name
 from checker.scorecard import SCHEMA_VERSION, STATUSES
 from checker.spec import spec_sha256
 from checker.submission_files import sha256_of
@@ -55,7 +58,7 @@ __all__ = ["scorecard_name", "results_name", "raw_name", "scorecard_path", "resu
 def _plain(sid):
     sid = str(sid)
     owned.join_inside(".", sid)  # ValueError for an id that is no plain file name (`../x`, `a/b`)
-    return sid
+    return file_name(sid)  # a name Windows holds too: `CON`, `a:b` escaped (checker.ids)
 
 
 def scorecard_name(sid):
