@@ -153,6 +153,8 @@ def test_chained_asks_after_a_failure_are_not_run_and_go_alone_if_wanted(sub, mo
         a.get()
     assert seen == [] and [r[0] for r in sub.call("ran")] == ["boom"]  # b and c did not run in the worker
     assert c.get() == 6 and seen[-1] == "double(3)"  # asked alone now, as the test asks for it
+    asked_before = len(seen)
+    assert c.get() == 6 and len(seen) == asked_before  # once: a second get() asks nothing
     assert [r[0] for r in sub.call("ran")] == ["boom", "double"]
 
 
