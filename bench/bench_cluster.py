@@ -2,7 +2,7 @@
 submission, and how throughput grows with workers.
 
 What it is for: the figures in the README's "Grading on a cluster" section. Each run is the real command
-(`python -m checker.cli grade`) on a copy of submissions/<assignment>/ (public tests, one seed), timed
+(`python -m checker.cli grade`) on a copy of the assignment's examples/ (public tests, one seed), timed
 from the outside; the times of the scorecards' landing (their mtimes) split a run into start-up (first
 scorecard) and steady state (first to last). Per-submission overhead of the cluster = steady seconds per
 submission on local:2 minus on -j 2. Throughput model: with n workers, t the seconds one grader needs per
@@ -22,6 +22,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from checker.spec import example_dirs  # noqa: E402
 
 
 def _run(subs, out, *extra):
@@ -50,7 +52,7 @@ def main():
     work = tempfile.mkdtemp(prefix="hwcheck-bench-cluster-")
     subs = os.path.join(work, "subs")
     os.makedirs(subs)
-    src = os.path.join(ROOT, "submissions", ARGS.assignment)
+    src = example_dirs(ARGS.assignment)[0]
     for k in range(ARGS.copies):
         for name in sorted(os.listdir(src)):
             if name.endswith((".py", ".ipynb")) or os.path.isdir(os.path.join(src, name)):

@@ -69,7 +69,7 @@ FAILURE_TEXT = ("The autograder could not grade this submission: the grading pro
                 "(exit status %d). This is not a problem with your work: please tell your course staff.")
 # never pinned: torch is installed on its own (CPU build), the rest are installers or CUDA-only
 _NOT_PINNED = ("hwcheck", "torch", "triton", "pip", "setuptools", "wheel")
-_SOURCE_PARTS = ("pyproject.toml", "README.md", "checker", "reference", "assignments")
+_SOURCE_PARTS = ("pyproject.toml", "README.md", "checker", "assignments")  # an assignment's reference is inside
 
 SETUP_SH = r"""#!/usr/bin/env bash
 # Gradescope runs this once, as root, in /autograder/source, when it builds the autograder image.
@@ -126,7 +126,7 @@ chmod -R a+rX "$VENV"
 # grades as root and runs student code as nobody, so this wall holds even where the container lets
 # hwcheck make no namespaces of its own.
 SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-chmod -R go-rwx "$SITE/reference" "$SITE/assignments" "$HERE"
+chmod -R go-rwx "$SITE/assignments" "$HERE"
 ln -sf "$VENV/bin/hwcheck" /usr/local/bin/hwcheck
 "$VENV/bin/python" -c "import torch; v = torch.__version__.split('+')[0]; print('hwcheck setup: torch', torch.__version__, 'cuda:', torch.version.cuda); assert v == '$TORCH_VERSION', 'torch ' + v + ' is not $TORCH_VERSION'"
 hwcheck --version
@@ -237,7 +237,7 @@ def build_wheel(dest, *, source=ROOT, assignments=()):
     with tempfile.TemporaryDirectory(prefix="hwcheck-wheel-") as tmp:
         tree = os.path.join(tmp, "src")
         os.makedirs(tree)
-        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")
+        ignore = shutil.ignore_patterns("examples", "__pycache__", "*.pyc", "*.egg-info", "build", "dist")
         for part in _SOURCE_PARTS:
             p = os.path.join(source, part)
             if os.path.isdir(p):
@@ -267,13 +267,13 @@ def build_wheel(dest, *, source=ROOT, assignments=()):
 
 def check_wheel(path, assignment):
     """Raise unless the wheel at `path` holds the assignment's grading tests, spec and reference."""
-    from checker.spec import assignment_dir, load_spec, reference_file, tests_path
+    from checker.spec import assignment_dir, load_spec, reference_file, test_files
     spec = load_spec(assignment)
     folder = assignment_dir(assignment)
     ref = reference_file(spec)
     own_ref = ref is not None and os.path.dirname(os.path.abspath(ref)) == os.path.abspath(folder)
-    wanted = [f"assignments/{assignment}/{os.path.relpath(tests_path(spec), folder)}",
-              f"assignments/{assignment}/spec.toml",
+    wanted = [f"assignments/{assignment}/{os.path.relpath(p, folder)}" for p in test_files(spec)]
+    wanted += [f"assignments/{assignment}/spec.toml",
               f"assignments/{assignment}/reference.py" if own_ref else spec["reference"].replace(".", "/") + ".py",
               "checker/cli.py", "checker/worker/__init__.py"]
     try:

@@ -3,7 +3,7 @@
 What it is for: `hwcheck check` computes expected values by calling the
 reference solutions, so the full package cannot be given to students.
 `build_kit(outdir)` writes a source tree students can `pip install` instead:
-the `reference/` package is left out; in its place each assignment carries
+each assignment's `reference.py` is left out; in its place the assignment carries
 `recorded.json`, the reference's answers to the public tests, recorded by
 running those tests once with the public seed (`RecordingRef`). Hidden test
 functions are cut out of the test files. In the kit the `ref` fixture is a
@@ -246,7 +246,7 @@ def build_kit(outdir, record, package=None):
     `checker/kit.json` for `hwcheck init-ci` (see `checker.ci.kit_package`) and into the
     student README. The kit's pyproject.toml and README.md come from `checker.kit_files`.
     """
-    from checker.spec import ASSIGNMENTS_DIR, assignment_ids, load_spec, tests_path
+    from checker.spec import ASSIGNMENTS_DIR, assignment_ids, load_spec, test_files
     if os.path.exists(outdir) and os.listdir(outdir):
         raise FileExistsError(f"{outdir} exists and is not empty")
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", RECORDED, ANSWER_MODELS)
@@ -263,11 +263,12 @@ def build_kit(outdir, record, package=None):
     for aid in assignment_ids():
         spec = load_spec(aid)
         hidden = {t for q in spec["questions"] for t in q.get("hidden_tests", [])}
-        with open(tests_path(spec), encoding="utf-8") as f:
-            source = f.read()
-        target = os.path.join(outdir, "assignments", aid, os.path.basename(tests_path(spec)))
-        with open(target, "w", encoding="utf-8") as f:
-            f.write(_strip_hidden(source, hidden))
+        for path in test_files(spec):
+            with open(path, encoding="utf-8") as f:
+                source = f.read()
+            target = os.path.join(outdir, "assignments", aid, os.path.basename(path))
+            with open(target, "w", encoding="utf-8") as f:
+                f.write(_strip_hidden(source, hidden))
         with open(os.path.join(outdir, "assignments", aid, RECORDED), "w", encoding="utf-8") as f:
             json.dump(record(aid), f)
     from checker.ci import KIT_FILE, _value

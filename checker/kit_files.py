@@ -32,7 +32,6 @@ __all__ = ["BUILD_REQUIRES", "TORCH_CPU_INDEX", "STUDENT_COMMANDS", "kit_pyproje
 # from meeting a later backend's new deprecations on a student's machine
 BUILD_REQUIRES = "setuptools>=77,<85"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-_LEFT_OUT_PACKAGES = ("reference",)
 STUDENT_COMMANDS = ("check", "list", "show", "init-ci")  # what the kit's `hwcheck --help` offers
 
 
@@ -59,7 +58,7 @@ def kit_pyproject(full):
     listed = setup.get("packages", [])  # a list, or found: `[tool.setuptools.packages.find] include = [...]`
     if isinstance(listed, dict) or "packages" not in setup:
         listed = (listed if isinstance(listed, dict) else {}).get("find", {}).get("include", [])
-    packages = [p for p in listed if p.split(".")[0] not in _LEFT_OUT_PACKAGES]
+    packages = list(listed)  # each assignment's reference.py and examples/ are left out by build_kit
     lines = ["[build-system]", f"requires = {_toml([BUILD_REQUIRES])}", 'build-backend = "setuptools.build_meta"',
              "", "[project]", f"name = {_toml(project['name'])}", f"version = {_toml(project['version'])}",
              f"description = {_toml('Self-check of the transformer homework on its public tests (student kit)')}",

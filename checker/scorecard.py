@@ -58,7 +58,7 @@ _PHASES = ("setup", "call", "teardown")
 def test_name(nodeid):
     """The test's name for people: the part of the nodeid after the first `::`.
 
-    `assignments/attention/test_attention.py::test_get_scores[float64]` ->
+    `assignments/attention/test_attention_q1.py::test_get_scores[float64]` ->
     `test_get_scores[float64]`.
     """
     nodeid = str(nodeid)

@@ -13,12 +13,12 @@ They are found (first one of an id wins) in:
   3. installed packages' entry points of the group `hwcheck.assignments`, each
      naming a package (`mycourse.hw1 = "mycourse.hw1"`) whose folder is an
      assignment folder or a folder of them.
-A folder may hold its own `reference.py` (used before the spec's `reference`
-module, which defaults to `reference.<id>`) and its own `examples/` with an
-`expected.json` (used besides hwcheck's `submissions/<id>/`), so a course's
-assignment is one folder. A folder's reference is importable by the name
-`hwcheck_reference.<id>` (a finder on sys.meta_path), which is what such a
-spec's `reference` says after `load_spec`.
+An assignment is one folder: its `reference.py` (importable as
+`hwcheck_reference.<id>`, a finder on sys.meta_path, which is what the spec's
+`reference` says after `load_spec`; a spec may instead name a module of its
+own with `reference = "..."`) and its `examples/` with an `expected.json` lie
+beside its spec, the built-in assignments' as a course's. The student kit has
+neither.
 
 What it is not: a validator of assignments (`checker.validate`), of student
 work, or an importer of reference code beyond naming it.
@@ -40,7 +40,7 @@ except ModuleNotFoundError:  # Python 3.10
 from checker.errors import SpecError
 
 __all__ = ["ASSIGNMENTS_DIR", "ENV_VAR", "ENTRY_POINT_GROUP", "assignment_ids", "assignment_dirs",
-           "assignment_dir", "is_builtin", "discovery_problems", "load_spec", "spec_sha256", "tests_path",
+           "assignment_dir", "is_builtin", "discovery_problems", "load_spec", "spec_sha256", "tests_path", "test_files",
            "reference_file", "example_dirs", "example_path", "points", "infer_assignment", "question_of_test", "hidden_tests"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -169,8 +169,8 @@ def reference_file(spec):
 
 def example_dirs(aid):
     """The folders of the assignment's example submissions (each with an expected.json): the folder's own
-    `examples/`, then hwcheck's `submissions/<id>/`."""
-    out = [os.path.join(_dir(aid), "examples"), os.path.join(ROOT, "submissions", aid)]
+    `examples/` (a list, so that a later layout may add more); none in the student kit."""
+    out = [os.path.join(_dir(aid), "examples")]
     return [d for d in out if os.path.isfile(os.path.join(d, "expected.json"))]
 
 
@@ -223,7 +223,7 @@ def load_spec(aid):
                         f"id is its folder's name")
     if os.path.isfile(os.path.join(_dir(aid), "reference.py")):
         spec["reference"] = f"{REFERENCE_PACKAGE}.{aid}"
-    spec.setdefault("reference", f"reference.{aid}")
+    spec.setdefault("reference", f"{REFERENCE_PACKAGE}.{aid}")  # found by the finder; absent in the kit
     for q in spec.get("questions", []):
         q.setdefault("names", [])
         q.setdefault("manual", False)
@@ -237,8 +237,25 @@ def spec_sha256(aid):
         return hashlib.sha256(f.read()).hexdigest()
 
 
+def test_files(spec):
+    """The assignment's grading test files, in order: the spec's `tests` (a file name or a list of them,
+    relative to the folder), else every `test_*.py` directly in the folder, sorted (one file per question
+    reads best: `test_<id>_q1.py`, ...). A name need not exist: `checker.validate` says so."""
+    folder = _dir(spec["id"])
+    named = spec.get("tests")
+    if named is None:
+        try:
+            named = sorted(n for n in os.listdir(folder) if n.startswith("test_") and n.endswith(".py"))
+        except OSError:
+            named = []
+    elif isinstance(named, str):
+        named = [named]
+    return [os.path.join(folder, n) for n in named]
+
+
 def tests_path(spec):
-    return os.path.join(_dir(spec["id"]), spec.get("tests", f"test_{spec['id']}.py"))
+    """The folder of the assignment's grading tests (pytest's rootdir for them)."""
+    return _dir(spec["id"])
 
 
 def hidden_tests(spec):

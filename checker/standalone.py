@@ -2,7 +2,7 @@
 
 What it is for: a TA debugging a grading test runs
 
-    python -m pytest assignments/vit/test_vit.py -p checker.standalone --hwcheck-submission my.ipynb
+    python -m pytest assignments/vit -p checker.standalone --hwcheck-submission my.ipynb
 
 (`--hwcheck-assignment`, `--hwcheck-mode public|hidden`, `--hwcheck-seed` as
 for `hwcheck`): this module's hooks open the submission with a

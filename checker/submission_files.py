@@ -21,12 +21,12 @@ __all__ = ["secret_paths", "sha256_of", "file_source", "copy_submission"]
 def secret_paths(extra=()):
     """Trees a worker must not read: the reference solutions, the grading tests, plus `extra`."""
     out = []
-    for pkg in ("reference", "assignments"):
+    for pkg in ("assignments",):
         spec = importlib.util.find_spec(pkg)
         if spec and spec.submodule_search_locations:
             out.extend(os.path.realpath(p) for p in spec.submodule_search_locations)
     root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    for sub in ("tests", "submissions", "bench", ".git"):
+    for sub in ("tests", "reference", "submissions", "bench", ".git"):  # reference/, submissions/: links into assignments/
         if os.path.isdir(os.path.join(root, sub)):
             out.append(os.path.join(root, sub))
     out.extend(_assignment_secrets())
@@ -103,7 +103,7 @@ def copy_submission(src, dest, secrets=()):
     """Copy a submission into a worker's temp dir without following links out of it.
 
     The copy is made by the trusted side, before any wall is up, so a link to
-    `reference/attention.py` (or any file of the grading machine) must not be
+    `assignments/attention/reference.py` (or any file of the grading machine) must not be
     followed. Inside a folder submission a link is followed only to a regular
     file inside that folder; links to folders, links that leave, pipes and
     devices are left out. A single-file submission that is itself a link was

@@ -17,7 +17,7 @@ wrong in a sentence:
              float arrays drawn anew); one whose result equals the reference's answer by the spec's
              comparison (`checker.compare.tolerance`, the question's tolerances) is named with its file;
   reference  the reference earns full marks on the public and the hidden tests;
-  examples   every example submission (the folder's `examples/`, hwcheck's `submissions/<id>/`) earns
+  examples   every example submission (the folder's `examples/`) earns
              the verdicts its `expected.json` gives, and every example has an entry there.
 The expected.json format: {"<example id>": {"verdicts": {"<question>": "full" | "lost" | "zero"},
 "hints": {"<question>": ["text that must appear in its messages"]}, "not_hints": {...: [text that must
@@ -79,7 +79,7 @@ def test_functions(path):
 
 
 def spec_problems(aid):
-    from checker.spec import assignment_dir, load_spec, tests_path
+    from checker.spec import assignment_dir, load_spec, test_files
     try:
         spec = load_spec(aid)
     except SpecError as e:
@@ -94,13 +94,24 @@ def spec_problems(aid):
         pts = q.get("points")
         if not isinstance(pts, (int, float)) or isinstance(pts, bool) or pts <= 0:
             problems.append(f"question {q.get('id')!r}: points must be a positive number, not {pts!r}")
-    path = tests_path(spec)
-    if not os.path.isfile(path):
-        return problems + [f"the grading tests {os.path.relpath(path, assignment_dir(aid))} are missing"]
-    try:
-        tests = test_functions(path)
-    except SyntaxError as e:
-        return problems + [f"{path} does not parse: {e}"]
+    named = spec.get("tests")
+    if named is not None and not (isinstance(named, str) or
+                                  (isinstance(named, list) and named and all(isinstance(n, str) for n in named))):
+        return problems + [f"the spec's tests must be a file name or a list of them, not {named!r}"]
+    paths = test_files(spec)
+    if not paths:
+        return problems + ["no grading tests: no test_*.py in the folder"]
+    tests = {}
+    for path in paths:
+        if not os.path.isfile(path):
+            return problems + [f"the grading tests {os.path.relpath(path, assignment_dir(aid))} are missing"]
+        try:
+            found = test_functions(path)
+        except SyntaxError as e:
+            return problems + [f"{path} does not parse: {e}"]
+        # a test's name (not its file) gives its inputs' seed and its hidden_tests entry: one per assignment
+        problems += [f"the test {n} is defined in more than one grading test file" for n in sorted(set(found) & set(tests))]
+        tests.update(found)
     for name, marks in sorted(tests.items()):
         if len(marks) != 1:
             problems.append(f"{name} has {len(marks)} @pytest.mark.question markers; it needs exactly one")
@@ -174,19 +185,20 @@ def kit_problems(aid):
     """What the student kit would take of this folder (see checker.kit.build_kit): no hidden test in the
     stripped grading tests, and none of the files the kit leaves out."""
     from checker.kit import _strip_hidden
-    from checker.spec import hidden_tests, load_spec, tests_path
+    from checker.spec import hidden_tests, load_spec, test_files
     spec = load_spec(aid)
     hidden = hidden_tests(spec)
-    path = tests_path(spec)
-    if not os.path.isfile(path):
-        return []  # told by the spec check
-    with open(path, encoding="utf-8") as f:
-        stripped = _strip_hidden(f.read(), hidden)
-    try:
-        tree = ast.parse(stripped)
-    except SyntaxError as e:
-        return [f"the kit's copy of the grading tests (hidden tests removed) does not parse: {e}"]
-    kept = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    kept = set()
+    for path in test_files(spec):
+        if not os.path.isfile(path):
+            return []  # told by the spec check
+        with open(path, encoding="utf-8") as f:
+            stripped = _strip_hidden(f.read(), hidden)
+        try:
+            tree = ast.parse(stripped)
+        except SyntaxError as e:
+            return [f"the kit's copy of {os.path.basename(path)} (hidden tests removed) does not parse: {e}"]
+        kept |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     problems = [f"the kit would ship the hidden test {h}" for h in sorted(hidden & kept)]
     text_left = [h for h in sorted(hidden - kept) if h in stripped]
     problems += [f"the kit's grading tests still name the hidden test {h} (outside its function)" for h in text_left]

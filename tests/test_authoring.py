@@ -108,8 +108,9 @@ def _add_causal_question(folder):
     (folder / "spec.toml").write_text(spec.replace('id = "attention"', f'id = "{folder.name}"') + CAUSAL_SPEC)
     base = reference_file(load_spec("attention"))  # the copy carries its own reference, Q4 added
     (folder / "reference.py").write_text(open(base, encoding="utf-8").read() + CAUSAL_REFERENCE)
-    tests = folder / load_spec("attention").get("tests", "test_attention.py")
-    tests.write_text(tests.read_text() + CAUSAL_TESTS)
+    # one file per question: the new question's tests are a file of their own, found by its name (test_*.py)
+    (folder / "test_attention_q4.py").write_text('"""Grading tests of Q4, causal self-attention."""\n\nimport pytest\n'
+                                                 + CAUSAL_TESTS)
     (folder / "README.md").write_text((folder / "README.md").read_text() + CAUSAL_README)
     nb = json.loads((folder / "starter.ipynb").read_text())
     nb["cells"] += [{"cell_type": "markdown", "id": "causal-md", "metadata": {},
@@ -185,9 +186,10 @@ TOY_TESTS = textwrap.dedent('''\
 
 
     @pytest.mark.question("Q1")
-    def test_mean_random(sub, ref, close, rng):
+    def test_mean_random(sub, ref, close, rng, note):
         x = rng.standard_normal(7)
         close(sub.call("mean", x), ref.mean(x), what="mean of 7 numbers", hints=[("you returned the sum", x.sum())])
+        note(f"checked on {np.round(x, 6).tolist()}")
 ''')
 TOY_REFERENCE = "import numpy as np\n\n\ndef mean(x):\n    return float(np.asarray(x, dtype=float).mean())\n"
 TOY_README = "# toyhw\n\n## `Q1` — Mean of a vector (10 points)\n\nWrite `mean(x)`: the mean of the numbers in `x`.\n"
@@ -268,3 +270,38 @@ def test_validate_passes_for_every_built_in_assignment(aid):
     r = _run(["validate", aid, "--skip", "examples"], dict(os.environ, PYTHONPATH=REPO))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "every check passed" in r.stdout
+
+
+@pytest.mark.slow
+def test_a_test_moved_to_another_file_keeps_its_inputs_and_one_name_in_two_files_is_refused(tmp_path):
+    """Grading tests split by question: every test_*.py of the folder runs, and a test's inputs come from its
+    name, not its file (moving it changes no value); a name in two files is a spec problem."""
+    root = tmp_path / "course"
+    folder = _toy(root)
+    env = _env(root)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copy(folder / "examples" / "correct.py", subs / "alice.py")
+
+    def alice(out, seed=7):
+        r = _run(["grade", subs, "-a", "toyhw", "-o", tmp_path / out, "--seed", str(seed)], env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        card = json.loads((tmp_path / out / "alice.json").read_text())
+        assert card["score"] == 10, card
+        return {t["name"]: t["message"] for q in card["questions"] for t in q["tests"]}
+
+    one_file = alice("one")
+    head, random_test = TOY_TESTS.split('\n\n\n@pytest.mark.question("Q1")\ndef test_mean_random', 1)
+    random_test = '@pytest.mark.question("Q1")\ndef test_mean_random' + random_test
+    (folder / "test_toyhw.py").write_text(head + "\n")
+    (folder / "test_toyhw_random.py").write_text("import numpy as np\nimport pytest\n\n\n" + random_test)
+    two_files = alice("two")
+    assert set(one_file) == {"test_mean_handout", "test_mean_random"}
+    assert one_file["test_mean_random"].startswith("checked on [")
+    assert two_files == one_file  # the same inputs: the note quotes them
+    assert alice("other_seed", seed=8)["test_mean_random"] != one_file["test_mean_random"]  # the note shows them
+
+    (folder / "test_toyhw.py").write_text(TOY_TESTS)  # test_mean_random now in both files
+    r = _run(["validate", folder, "--skip", "reference", "--skip", "examples", "--skip", "kit"], env)
+    assert r.returncode == 1
+    assert "the test test_mean_random is defined in more than one grading test file" in r.stdout, r.stdout

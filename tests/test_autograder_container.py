@@ -188,17 +188,17 @@ def _steal():
     for path in glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "stolen_*.py")):
         return _load(path)  # the control: a copy handed in beside this file
     try:  # 1. the installed package
-        import reference.attention as r
+        import assignments.attention.reference as r
         return vars(r)
     except Exception:
         pass
     for whl in glob.glob("/autograder/source/wheels/hwcheck-*.whl"):  # 2. the wheel in the zip
         try:
-            return vars(zipimport.zipimporter(whl).load_module("reference.attention"))
+            return vars(zipimport.zipimporter(whl).load_module("assignments/attention/reference"))
         except Exception:
             pass
-    for path in glob.glob("/opt/*/lib*/python3*/site-packages/reference/attention.py") + \
-            glob.glob("/usr/local/lib/python3*/*-packages/reference/attention.py"):  # 3. its file
+    for path in glob.glob("/opt/*/lib*/python3*/site-packages/assignments/attention/reference.py") + \
+            glob.glob("/usr/local/lib/python3*/*-packages/assignments/attention/reference.py"):  # 3. its file
         try:
             return _load(path)
         except Exception:

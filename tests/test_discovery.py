@@ -52,7 +52,7 @@ def test_hwcheck_assignments_names_folders_and_folders_of_them(clean, tmp_path):
     spec = S.load_spec("hw1")
     assert spec["reference"] == "hwcheck_reference.hw1" and S.reference_file(spec) == str(one / "reference.py")
     assert importlib.import_module("hwcheck_reference.hw1").f() == 42
-    assert S.load_spec("hw3")["reference"] == "reference.hw3" and S.reference_file(S.load_spec("hw3")) is None
+    assert S.load_spec("hw3")["reference"] == "hwcheck_reference.hw3" and S.reference_file(S.load_spec("hw3")) is None
     # every one is secret, with its reference
     secrets = secret_paths()
     assert os.path.realpath(one) in secrets and os.path.realpath(tmp_path / "many" / "hw2") in secrets

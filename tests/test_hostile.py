@@ -614,7 +614,10 @@ def _reference_search_source(repo):
                         dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
                     if os.path.basename(dirpath) == "reference" and "attention.py" in files:
                         seen.append(os.path.join(dirpath, "attention.py"))
+                    if "reference.py" in files:
+                        seen.append(os.path.join(dirpath, "reference.py"))
             guesses = [os.path.join(p, "reference", "attention.py") for p in [REPO] + sys.path if p]
+            guesses += [os.path.join(p, "assignments", "attention", "reference.py") for p in [REPO] + sys.path if p]
             return seen + guesses
 
         for _c in _candidates():
@@ -629,11 +632,12 @@ def _reference_search_source(repo):
                 break
             except Exception as e:
                 ERRORS[_c] = type(e).__name__
-        try:
-            import reference.attention as _imported
-            REF = REF or _imported
-        except Exception as e:
-            ERRORS["import reference.attention"] = type(e).__name__
+        for _name in ("reference.attention", "assignments.attention.reference", "hwcheck_reference.attention"):
+            try:
+                _imported = importlib.import_module(_name)
+                REF = REF or _imported
+            except Exception as e:
+                ERRORS["import " + _name] = type(e).__name__
         if REF is not None:
             for _n in {names!r}:
                 globals()[_n] = getattr(REF, _n)
@@ -656,8 +660,9 @@ def test_search_the_disk_for_the_reference(request, zyg, grader, control_card, t
         h.close()
     assert found["read"] == [] and not found["have_reference"], found
     assert os.path.join(REPO, "reference", "attention.py") in found["errors"]
-    assert found["errors"]["import reference.attention"] in ("PermissionError", "ModuleNotFoundError",
-                                                             "ImportError")
+    assert os.path.join(REPO, "assignments", "attention", "reference.py") in found["errors"]
+    for name in ("reference.attention", "assignments.attention.reference", "hwcheck_reference.attention"):
+        assert found["errors"]["import " + name] in ("PermissionError", "ModuleNotFoundError", "ImportError")
     card = grader.grade(path, "attention")
     assert_no_better_than(card, control_card)
 

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from checker.cli import main
-from checker.spec import assignment_ids, load_spec, reference_file
+from checker.spec import assignment_ids, load_spec, reference_file, test_files
 from checker.spec import example_path as example
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -22,12 +22,12 @@ sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f) and "e
 sys.path.insert(0, kit)
 import checker, checker.cli
 assert checker.__file__.startswith(kit), checker.__file__
-try:
-    import reference
-except ImportError:
-    pass
-else:
-    raise SystemExit("the reference solutions are importable from the kit: " + str(reference.__path__))
+import importlib.util, os
+from checker.spec import assignment_ids, load_spec
+for aid in assignment_ids():
+    name = load_spec(aid)["reference"]
+    if importlib.util.find_spec(name) is not None or os.path.exists(os.path.join(kit, "assignments", aid, "reference.py")):
+        raise SystemExit("the reference solutions are importable from the kit: " + name)
 sys.argv = ["hwcheck"] + sys.argv[2:]
 checker.cli.main()
 """
@@ -56,7 +56,9 @@ def test_kit_holds_no_reference_and_no_hidden_test(kit):
     assert '"reference"' not in (kit / "pyproject.toml").read_text()
     for aid in assignment_ids():
         spec = load_spec(aid)
-        source = (kit / "assignments" / aid / spec["tests"]).read_text()
+        source = "".join((kit / "assignments" / aid / os.path.basename(p)).read_text() for p in test_files(spec))
+        assert not (kit / "assignments" / aid / "reference.py").exists()
+        assert not (kit / "assignments" / aid / "examples").exists()
         for name in (t for q in spec["questions"] for t in q["hidden_tests"]):
             assert f"def {name}(" not in source, name
         assert (kit / "assignments" / aid / "recorded.json").is_file()
@@ -248,9 +250,10 @@ def _answer_cases():
     import numpy as np
     import torch
 
-    import reference.attention as att
-    import reference.charlm as lm
-    import reference.vit as vit
+    import importlib
+
+    from checker.spec import load_spec
+    att, lm, vit = (importlib.import_module(load_spec(a)["reference"]) for a in ("attention", "charlm", "vit"))
     from checker import wire
     rng = np.random.default_rng(20261126)
     r = lambda *shape: rng.standard_normal(shape)  # noqa: E731

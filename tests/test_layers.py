@@ -56,10 +56,10 @@ def test_acyclic_contract_breaks_when_two_modules_import_each_other(tmp_path):
 def test_import_contract_breaks_when_a_worker_module_imports_the_reference(tmp_path):
     _copy_tree(tmp_path)
     probes = tmp_path / "checker" / "worker" / "probes.py"
-    probes.write_text(probes.read_text() + "\nfrom reference import attention  # noqa\n")
+    probes.write_text(probes.read_text() + "\nfrom assignments.attention import reference  # noqa\n")
     r = _lint(tmp_path)
     assert r.returncode != 0
-    assert "BROKEN" in r.stdout and "checker.worker.probes -> reference" in r.stdout
+    assert "BROKEN" in r.stdout and "checker.worker.probes -> assignments.attention.reference" in r.stdout
 
 
 def _imports(path):

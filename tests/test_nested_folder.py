@@ -3,7 +3,7 @@
 An unzipped archive or a Gradescope folder upload often puts a student's files one level (or two)
 below the submission's folder: `submission/hw/q1.py`. Files that import each other (`from q1 import
 ...`) must load there as they do at the top, and no message may blame the student for the layout.
-Each example folder submission (`submissions/<id>/correct_folder`) is graded flat, one level down,
+Each example folder submission (`assignments/<id>/examples/correct_folder`) is graded flat, one level down,
 two levels down, and beside an unrelated README folder; the scores and messages must be the same.
 """
 import os
@@ -11,10 +11,10 @@ import shutil
 
 import pytest
 
+from checker.spec import assignment_ids, example_path
 from checker.worker.roots import import_roots
 
-ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "submissions")
-FOLDERS = sorted(a for a in os.listdir(ROOT) if os.path.isdir(os.path.join(ROOT, a, "correct_folder")))
+FOLDERS = sorted(a for a in assignment_ids() if example_path(a, "correct_folder"))
 
 
 def _messages(card):
@@ -53,7 +53,7 @@ def test_import_roots_reads_imports_before_a_syntax_error(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("aid", FOLDERS)
 def test_a_folder_one_or_two_levels_down_scores_as_at_the_top(grader, tmp_path, aid):
-    flat = os.path.join(ROOT, aid, "correct_folder")
+    flat = example_path(aid, "correct_folder")
     want = grader.grade(flat, aid)
     layouts = {"one_down": ("hw",), "two_down": ("submission", "hw")}
     for name, parts in layouts.items():

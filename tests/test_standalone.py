@@ -11,7 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _pytest(submission, *extra):
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "assignments/attention/test_attention.py",
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "assignments/attention",
             "-p", "checker.standalone", "--hwcheck-submission", os.path.join("submissions", "attention", submission),
             *extra]
     return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -7,7 +7,7 @@ with its defaults *is* Q1's context vector), so they live here, apart from the t
 reaches them through `checker.kit.Answers`, which computes them in the full package and, in the student
 kit (which does not ship this file), replays what they gave on the public tests' inputs.
 
-What it is not: the reference solutions (`reference.attention`, which the tests' `ref` is), or code a
+What it is not: the reference solutions (`reference.py` beside this file, which the tests' `ref` is), or code a
 worker runs. Only plain data, arrays and strings in and out: every result is recorded for the kit.
 """
 

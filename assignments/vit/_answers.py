@@ -6,7 +6,7 @@ here, apart from the tests: the test file reaches them through `checker.kit.Answ
 in the full package and, in the student kit (which does not ship this file), replays what they gave on
 the public tests' inputs.
 
-What it is not: the reference solutions (`reference.vit`, which the tests' `ref` is), or code a worker
+What it is not: the reference solutions (`reference.py` beside this file, which the tests' `ref` is), or code a worker
 runs. Only plain data and tensors in, numpy arrays out: every result is recorded for the kit.
 """
 

@@ -1,0 +1,613 @@
+"""What every question of `attention`'s grading tests shares (trusted side): the handout's data, the hint
+texts expected.json quotes, and the helpers; the tests themselves are in test_attention_<question>.py,
+one file per question, and the fixtures they share in conftest.py.
+
+Grading tests of the `attention` assignment (trusted side).
+
+What it is for: checking a student's Q1-Q3 functions (HOMEWORK.md, README.md)
+against the reference (`ref`) on the handout data and on random inputs of
+other shapes (T != n, T = 1, odd widths, odd head counts), in float64 and
+float32, and naming the known mistakes when an answer matches one: weights
+applied along the feature axis, no 1/sqrt(d_k) scaling, a softmax that
+overflows or runs over the wrong axis, a head scaled by sqrt(d_model), the
+head-weight shape answered as a head's output shape, a function that reads
+the handout's notebook variables instead of its arguments. Each mistaken
+answer is computed on the trusted side by the answer models of `_answers.py`
+(through `A`, checker.kit.Answers: the student kit replays their results on
+the public inputs and holds no code that computes an answer). A shape
+answer is judged as a shape, in shape words. An edge case where some mistakes are invisible (one token, n = 1, one head, rows of
+one score) earns only for a function also right where they show, and an
+answer equal to one the function gave earlier for other inputs is named as a
+cached answer (checker.edge_gate).
+
+What it is not: a test of the reference itself (tests/test_reference_attention.py
+checks it against HOMEWORK.md's numbers and torch), or code that runs in a
+worker. Student code is reached only through `sub.call`, which returns plain
+data. Which tests are hidden is said in spec.toml (`hidden_tests`): the
+handout-value tests are public, most random-shape sweeps are hidden.
+"""
+
+import itertools
+import math
+import os
+import random
+import re
+import weakref
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+
+from checker import carry
+from checker.edge_gate import answer_log, logged_close, only_if_right_elsewhere
+from checker.errors import GradingFailure, StudentError
+from checker.kit import Answers
+
+# --------------------------------------------------------------------------- handout data (HOMEWORK.md)
+
+H_E = np.array([[0.64, -0.27, 0.89, -0.12], [-0.45, 0.33, 0.71, 0.08],
+                [0.19, -0.94, 0.56, 0.37], [0.03, 0.85, -0.41, 0.76]])
+H_D = np.array([[0.58, -0.13, 0.94, 0.22], [0.45, 0.11, -0.88, 0.67]])
+W_Q = np.array([[0.12, -0.87, 0.33, 0.45], [0.76, 0.21, -0.34, 0.67],
+                [-0.55, 0.18, 0.29, -0.73], [0.03, -0.99, 0.42, 0.11]])
+W_K = H_E.copy()
+W_V = np.array([[0.58, -0.13, 0.94, 0.22], [-0.31, 0.66, -0.74, 0.09],
+                [0.45, 0.11, -0.88, 0.67], [-0.92, 0.37, 0.28, -0.50]])
+X_HANDOUT = np.array([[0.12, -0.87, 0.33, 0.45], [0.76, 0.21, -0.34, 0.67], [0.03, -0.99, 0.42, 0.11]])
+TOKENS = ["this", "is", "translation"]
+
+DTYPES = ["float64", "float32"]
+
+# --------------------------------------------------------------------------- hint texts (expected.json quotes them)
+
+FEATURE_AXIS = ("the weights were applied along the feature axis instead of the token axis "
+                "(e.g. `(H * w).sum(0)` or `H @ w`); weight t must scale the whole row H[t], i.e. `w @ H`. "
+                "It only runs at all when T == n")
+NO_SCALING = "no 1/sqrt(d_k) scaling: the scores must be divided by sqrt(d_k) before the softmax"
+SCALED_BY_N = "the scores were divided by n (or d_k) instead of sqrt(n)"
+# `n**1/2` for sqrt(n), by the name of the width in each question (n, d_k)
+HALF_OF = ("operator precedence: `{n}**1/2` is ({n}**1)/2 = {n}/2, not sqrt({n}), because `**` binds tighter than "
+           "`/`; write `{n}**0.5` or `np.sqrt({n})`")
+TWICE_OF = ("operator precedence: `scores / {n}**1/2` divides by {n} and then by 2, because `**` binds tighter than "
+            "`/`; write `scores / {n}**0.5` or `scores / np.sqrt({n})`")
+HALF_N, TWICE_N = HALF_OF.format(n="n"), TWICE_OF.format(n="n")
+FIXED_SQRT4 = ("the scores were divided by 2 = sqrt(4), the handout's width, whatever the width: divide by the "
+               "square root of the width of the inputs you are given (e.g. `np.sqrt(len(decoder_state))`, "
+               "`K.shape[-1]`)")
+SCALED_BY_T = ("the scores were divided by sqrt(T), the number of tokens, instead of sqrt(n), the width of "
+               "one hidden state (T == n == 4 in the handout, so its data cannot tell them apart)")
+SCALED_BY_D_MODEL = ("the scores were scaled by sqrt(d) (the width of X) instead of sqrt(d_k) "
+                     "(the width of the keys)")
+HEAD_SCALED_BY_D_K = ("each head's scores were divided by d_k = d_model / num_heads instead of sqrt(d_k) "
+                      "(a helper that divides by n, reused for the heads?)")
+HEAD_SCALED_BY_D_MODEL = ("each head was scaled by sqrt(d_model) instead of sqrt(d_model / num_heads), "
+                          "the width of one head's keys")
+OVERFLOW = ("the softmax overflows or underflows (np.exp(1000) is inf and inf/inf is NaN; np.exp(-1000) is 0 "
+            "and 0/0 is NaN): subtract the largest score of each row before np.exp")
+GLOBAL_MAX = ("the softmax subtracts the maximum of the whole array instead of the maximum of each row: "
+              "a row far below it underflows to 0/0")
+WRONG_AXIS = ("the softmax ran over the wrong axis (axis 0, the queries/rows); it must normalise over the "
+              "last axis (the keys), e.g. `e / e.sum(axis=-1, keepdims=True)`")
+WHOLE_ARRAY = ("the softmax normalised over the whole array, so all the rows together sum to 1: with 2-D "
+               "scores each row must sum to 1 on its own, e.g. `e / e.sum(axis=-1, keepdims=True)`")
+KQ_SWAPPED = "the scores were computed as K Q^T instead of Q K^T (row i must be query i against every key)"
+HEAD_WEIGHT_IS_OUTPUT = ("this is the shape of one head's output (T x d_model/num_heads); one head's weight "
+                         "W_i^Q maps d_model features to d_model/num_heads, so it is "
+                         "(d_model, d_model // num_heads) and does not depend on T")
+ABS_NORM = ("the weights were normalised by the sum of their absolute values (`s / np.abs(s).sum()`), which is "
+            "not a softmax: the weights are exp(s) / sum(exp(s)), so they are all positive and a larger score "
+            "always gets a larger weight")
+AVERAGED = ("this is the plain average of the encoder states (`H.mean(axis=0)`): the context vector weights "
+            "each state by its attention weight, `w @ H`")
+KEYS_WITH_W_Q = ("the keys were computed with W_Q (or W_V) instead of W_K: k_j = X[j] @ W_K, "
+                 "while the queries use W_Q")
+GLOBALS = ("the function seems to use the handout's notebook variables ({names}) instead of its own "
+           "arguments: it must work on whatever it is given")
+
+
+# the answer models (a softmax, the known mistakes): computed in the full package, replayed in the student kit
+A = Answers(__package__ + "._answers")  # this folder's _answers.py (a copy of the folder uses its own)
+
+
+def _f64(a):
+    """A float64 copy of an input, so expected answers are computed exactly from what was sent."""
+    return np.asarray(a, dtype=np.float64)
+
+
+def _rand(rng, shape, dtype, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def _tokens_and_projections(rng, T, d, widths, dtype):
+    """X (T, d) with N(0, 1) entries and one (d, w) projection per width with N(0, 1/d) entries.
+
+    The 1/d variance (as in a Xavier-style init) keeps projections, scores and outputs of order 1,
+    so a correct float32 computation stays well inside float32 tolerances at any width.
+    """
+    return [_rand(rng, (T, d), dtype)] + [_rand(rng, (d, w), dtype, scale=1 / math.sqrt(d)) for w in widths]
+
+
+def _mistaken_softmaxes(s):
+    m = A.mistaken_softmaxes(s)
+    return [(OVERFLOW, m["overflow"]), (GLOBAL_MAX, m["global_max"]), (WRONG_AXIS, m["wrong_axis"]),
+            (WHOLE_ARRAY, m["whole_array"]), (ABS_NORM, m["abs_norm"])]
+
+
+def _combine_hints(w, H):
+    """Mistaken answers of get_context_vector(w, H): feature axis, or the handout's H_e used instead of H."""
+    return _combine_hints_of(A.combine_mistakes(w, H, H_E))
+
+
+def _combine_hints_of(m):
+    return [(FEATURE_AXIS, m["feature_sum"]), (FEATURE_AXIS, m["feature_matmul"]),
+            (GLOBALS.format(names="H_e"), m["handout_h_e"]), (AVERAGED, m["averaged"])]
+
+
+def _call_with_shape_note(sub, name, *args, T, n):
+    """sub.call, adding what a shape error on a T != n input usually means."""
+    try:
+        return sub.call(name, *args)
+    except StudentError as e:
+        if T != n and re.search(r"broadcast|matmul|shapes|aligned|mismatch|size", e.message):
+            raise StudentError(e.message + f"\nThis input has T={T} tokens of width n={n}. A shape error that the "
+                               "handout data (T == n == 4) does not show usually means the weights were applied "
+                               "along the feature axis instead of the token axis, or that the function uses a "
+                               "handout variable (H_e) instead of its argument"
+                               + (", or, with a single token, that np.squeeze / .squeeze() dropped the token axis "
+                                  "(shape (1,) becomes ())" if T == 1 else "") + ".") from None
+        raise
+
+
+def _context_hints(enc, dec):
+    m = A.context_mistakes(enc, dec, H_E)
+    return [(NO_SCALING, m["none"]), (SCALED_BY_N, m["n"]), (SCALED_BY_T, m["T"]), (HALF_N, m["half"]),
+            (TWICE_N, m["twice"]), (FIXED_SQRT4, m["fixed"]), (ABS_NORM, m["abs"])] + _combine_hints_of(m["combine"])
+
+
+def _self_attention_hints(X, Wq, Wk, Wv, row=None):
+    m = A.self_attention_mistakes(X, Wq, Wk, Wv)
+    pick = (lambda a: a) if row is None else (lambda a: None if a is None else a[row])
+    handout = A.mistaken_self_attention(X_HANDOUT, W_Q, W_K, W_V)
+    query_wk = "the query was projected with W_K (or W_V) instead of W_Q: q = X[i] @ W_Q"
+    return [(NO_SCALING, pick(m["none"])), (SCALED_BY_N, pick(m["n"])),
+            (HALF_OF.format(n="d_k"), pick(m["half"])), (TWICE_OF.format(n="d_k"), pick(m["twice"])),
+            ("the scores were divided by sqrt(d_v), the width of the values, instead of sqrt(d_k), the width of "
+             "the keys and queries they compare", pick(m["d_v"])),
+            (FIXED_SQRT4, pick(m["fixed"])),
+            ("the weights were used as (out, in), `X @ W.T`: with row vectors a projection is `X @ W`, W of "
+             "shape (d_in, d_out)", pick(m["transposed"])),
+            ("this is the attention weights (one per token), not the output: multiply them by the values, "
+             "`weights @ V`", pick(m["weights"])),
+            (SCALED_BY_D_MODEL, pick(m["d_model"])), (WRONG_AXIS, pick(m["wrong_axis"])),
+            (KQ_SWAPPED, pick(m["kq"])), (query_wk, pick(m["query_wk"])), (query_wk, pick(m["query_wv"])),
+            (KEYS_WITH_W_Q, pick(m["key_wq"])), (KEYS_WITH_W_Q, pick(m["key_wv"])), (ABS_NORM, pick(m["abs"])),
+            ("the scores were divided by sqrt(T), the number of tokens, instead of sqrt(d_k), the width of the keys",
+             pick(m["T"])),
+            (f"this is the answer for token {row - 1 if row else len(X) - 1}, not token {row}: tokens are counted "
+             "from 0 and the query of token i is X[i] @ W_Q (an off-by-one?)",
+             pick(m["previous_row"]) if row is not None else None),
+            (GLOBALS.format(names="X, W_Q, W_K, W_V"), handout[row]
+             if row is not None and row < len(X_HANDOUT) else handout if row is None else None)]
+
+
+def _mha_hints(X, Wq, Wk, Wv, Wo, h):
+    m = A.mha_mistakes(X, Wq, Wk, Wv, Wo, h)
+    return [(HEAD_SCALED_BY_D_K, m["d_k"]), (HEAD_SCALED_BY_D_MODEL, m["d_model"]), (NO_SCALING, m["none"]),
+            (HALF_OF.format(n="d_k") + " (d_k = d_model / num_heads)", m["half"]),
+            (TWICE_OF.format(n="d_k"), m["twice"]), (WRONG_AXIS, m["wrong_axis"]),
+            ("head i must use the i-th contiguous block of d/num_heads columns (columns i*d/h .. (i+1)*d/h - 1), "
+             "not every num_heads-th column", m["interleaved"]),
+            ("the heads were stacked (np.array(heads), shape (num_heads, T, d/num_heads)) and reshaped to (T, d) "
+             "without moving the head axis, which mixes the tokens' rows: concatenate along the features, "
+             "`np.concatenate(heads, axis=1)` (or transpose to (T, num_heads, d/num_heads) before the reshape)",
+             m["stacked"]),
+            (KEYS_WITH_W_Q, m["keys_q"]), ("the concatenated heads were not multiplied by W_O", m["no_wo"]),
+            ("the heads were concatenated in reverse order: Concat(head_1, ..., head_h) keeps head 1 first, so "
+             "that its columns meet the first rows of W_O", m["reverse"])]
+
+
+def _close_shape(close, got, expected, what, hints=(), sub=None, fn=None, args=None):
+    """Compare a shape answer; an array returned instead of a shape is named as such. With the reference
+    `fn` and its `args` {param: value}, a wrong answer that a notebook global explains is named."""
+    if isinstance(got, np.ndarray) and got.shape != (len(expected),):
+        advice = ("an array of that shape: return its `.shape`, not the array" if got.shape == tuple(expected)
+                  else f"an array of shape {got.shape}: return the shape itself (a tuple), not an array")
+        raise GradingFailure(f"{what}: expected the shape {tuple(expected)}, a tuple of {len(expected)} ints, "
+                             f"but got {advice}")
+    bools = _bools_in(got)
+    if bools:
+        raise GradingFailure(f"{what}: expected the shape {tuple(expected)}, a tuple of {len(expected)} ints, but "
+                             f"it holds {bools[0]}, a bool: True/False are not sizes (isinstance(True, int) holds "
+                             "in Python, but a shape made of True is not the shape). Return the ints themselves")
+    log, key = answer_log(sub), what.split("(")[0]
+    stale = [(text, tuple(int(x) for x in m.reshape(-1))) for text, m in log.stale_hints(key, expected)
+             if m.ndim == 1 and np.all(m == np.round(m))]
+    log.add(key, [float(x) for x in np.asarray(got, dtype=object).reshape(-1)] if _plain_sizes(got) else None, expected)
+    # the answer for one head, asked whatever the answer (so that the student kit has it recorded)
+    one_head = (_shape_or_none(fn, [1 if p == "num_heads" else v for p, v in args.items()])
+                if args is not None and args.get("num_heads", 1) != 1 else None)
+    try:
+        _same_shape(got, expected, what, list(hints) + stale)
+    except GradingFailure as e:
+        hint = (None if "Likely mistake" in e.message or args is None
+                else _global_argument_hint(sub, got, fn, args, one_head))
+        if hint is None:
+            raise
+        raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None
+    floats = _floats_in(got)
+    if floats:
+        raise GradingFailure(f"{what}: the numbers are right but {floats[0]} is a float; a shape holds ints "
+                             "(np.zeros((4, 2.0)) raises TypeError): use // (d_model // num_heads), not / "
+                             "(np.floor and np.ceil return floats too: wrap them in int(...))")
+
+
+def _same_shape(got, expected, what, hints=()):
+    """A shape answer judged as a shape and told in shape words ("expected the shape (4, 2), got (2, 4)"),
+    never in a float comparison's words (a relative difference); a known wrong shape among `hints`
+    [(text, shape)] is named. Right sizes held in floats pass here (_close_shape says that next)."""
+    from checker.compare import as_plain_array
+    arr = as_plain_array(got, what)  # a string, None or an object is refused in its own words
+    exp = tuple(int(x) for x in expected)
+    flat = arr.astype(np.float64).reshape(-1)
+    if arr.ndim == 1 and flat.size == len(exp) and np.array_equal(flat, np.array(exp, dtype=np.float64)):
+        return
+    sizes = tuple(int(x) if float(x).is_integer() else float(x) for x in flat[:8])
+    shown = ("(" + ", ".join(map(str, sizes)) + ("," if len(sizes) == 1 else "") + (", ..." if flat.size > 8 else "")
+             + ")") if arr.ndim == 1 else (f"the single number {sizes[0]}" if arr.ndim == 0 else
+                                           f"nested sizes of array shape {arr.shape}")
+    msg = f"{what}: expected the shape {exp}, got {shown}"
+    if arr.ndim == 1 and flat.size != len(exp):
+        msg += f": {flat.size} size{'s' if flat.size != 1 else ''} for a shape of {len(exp)} axes"
+    elif arr.ndim == 0:
+        msg += f": a shape is a tuple of {len(exp)} sizes"
+    named = []
+    for text, mistaken in hints or ():
+        if mistaken is None or text in named:
+            continue
+        m = tuple(mistaken)
+        if m != exp and arr.ndim == 1 and len(m) == flat.size and np.array_equal(np.array(m, dtype=np.float64), flat):
+            named.append(text)
+    if named:
+        msg += (f"\nLikely mistake: {named[0]}; or {named[1]} (this input cannot tell these apart)."
+                if len(named) > 1 else f"\nLikely mistake: {named[0]}.")
+    raise GradingFailure(msg)
+
+
+def _shape_right(sub, ref, name, *args):
+    """GradingFailure unless the shape function `name` answers the reference's shape for `args`."""
+    what = f"{name}{args}"
+    _same_shape(sub.call(name, *args), getattr(ref, name)(*args), what)
+
+
+def _plain_sizes(got):
+    """Whether a shape answer is a flat tuple/list of real numbers (what the answer log keeps)."""
+    return isinstance(got, (tuple, list)) and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                  for x in got)
+
+
+def _bools_in(got):
+    """The entries of a shape answer that are bools (Python or numpy; a numpy scalar arrives as a 0-d
+    array), shown as the student would see them."""
+    items = list(got) if isinstance(got, (tuple, list)) else [got]
+    out = []
+    for x in items:
+        if isinstance(x, (bool, np.bool_)):
+            out.append(repr(x))
+        elif isinstance(x, np.ndarray) and x.dtype.kind == "b":
+            out.append(repr(x.item()) if x.ndim == 0 else f"an array of dtype bool {x.tolist()!r}")
+    return out
+
+
+def _floats_in(got):
+    """The entries of a shape answer that are floats (a numpy float scalar arrives as a 0-d array), shown
+    as the student would see them."""
+    if isinstance(got, np.ndarray):
+        return [f"np.{got.dtype}({x!r})" for x in got.reshape(-1).tolist()][:1] if got.dtype.kind == "f" else []
+    out = []
+    for x in got if isinstance(got, (tuple, list)) else []:
+        if isinstance(x, float):
+            out.append(repr(x))
+        elif isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind == "f":
+            out.append(f"np.{x.dtype}({x.item()!r})")
+    return out
+
+
+def _shape_or_none(fn, values):
+    """The reference shape function `fn` of `values` as a list of ints, or None where it raises or (in the
+    student kit) was never asked for these values: a notebook global's value."""
+    try:
+        return [int(x) for x in fn(*values)]
+    except (ArithmeticError, TypeError, ValueError, pytest.skip.Exception):
+        return None
+
+
+def _global_argument_hint(sub, got, fn, args, one_head=None):
+    """A shape function that answers what the reference `fn` gives with one argument replaced by one of
+    the notebook's top-level ints (`h = 2` for num_heads) reads that global: name it. `args` {param: value};
+    `one_head` the answer for num_heads=1."""
+    try:
+        got = [int(x) for x in np.asarray(got).reshape(-1)]
+    except (TypeError, ValueError):
+        return None
+    if one_head is not None and one_head == got:  # num_heads left out, whatever globals equal 1
+        return ("this is the answer for num_heads=1: the function seems to leave num_heads out "
+                "(one head's width is d_model // num_heads)")
+    try:
+        tops = sub.top_level_ints()
+    except GradingFailure:
+        return None
+    for param, value in args.items():
+        for name, g in sorted(tops.items()):
+            if g == value or g <= 0:
+                continue
+            alt = _shape_or_none(fn, [g if p == param else v for p, v in args.items()])
+            if alt is not None and alt == got:
+                return (f"this is the answer for {param}={g}, the value of your notebook's `{name} = {g}`: the "
+                        f"function seems to read that global instead of its argument `{param}`")
+    return None
+
+
+OWN_SOFTMAX = ("right with your own get_attention_weights as the softmax, which is wrong on these scores: "
+               "counted in Q1 only (fix get_attention_weights and {name} follows)")
+NOT_CARRIED = ("\n(Your get_attention_weights was not used to excuse this answer: {why}.)")
+
+
+class _Carry:
+    """What carrying a softmax mistake forward needs to know about one submission, kept across its tests.
+
+    `q1_failed`: a Q1 test of get_attention_weights failed on its values in this run (only a mistake that
+    cost points in Q1 is carried). `q1`: [(scores, answer)] the student's softmax gave in those Q1 tests.
+    `oracle`: a second worker of the same submission, loaded fresh, that is only ever asked
+    get_attention_weights: the answers used to excuse a Q2/Q3 answer come from there, never from the
+    worker that has just run the function under test (a softmax that keeps a counter or a flag, or reads
+    its stack, answered the "right" weights there only after a stub that ignores W_Q and W_K)."""
+
+    def __init__(self):
+        self.q1_failed, self.q1, self.oracle, self.refused = False, [], None, None
+
+
+_CARRIES = weakref.WeakKeyDictionary()
+
+
+def _carry(sub):
+    try:
+        return _CARRIES.setdefault(sub, _Carry())
+    except TypeError:  # a handle that cannot be weakly referenced: nothing is carried
+        return _Carry()
+
+
+_ASK_SEED = {}  # the run's seed, for the order of _softmax_answers' asks (a regrade asks in the same order)
+
+
+def _q1_softmax_judged(sub, close, scores, got, expected, **kw):
+    """close() for a Q1 test of get_attention_weights, remembering its input, answer and whether it failed."""
+    state = _carry(sub)
+    if len(state.q1) < 16:
+        try:
+            from checker.compare import as_plain_array
+            answer = as_plain_array(got, "get_attention_weights")
+            # kept only where it can be compared (the shape of the scores): a huge wrong answer is not kept
+            state.q1.append((np.array(scores, copy=True), answer if answer.shape == np.shape(scores) else None))
+        except (GradingFailure, TypeError, ValueError):
+            pass
+    try:
+        close(got, expected, **kw)
+    except GradingFailure:
+        state.q1_failed = True
+        raise
+
+
+def _oracle(sub):
+    """The fresh worker that answers get_attention_weights for carried credit (see _Carry)."""
+    state = _carry(sub)
+    if state.oracle is None:
+        from checker.sandbox import SubmissionHandle
+        handle = SubmissionHandle(sub.path, sub.zygote, sub.limits, sub.secrets, sub.id + "-softmax")
+        weakref.finalize(sub, handle.close)
+        handle.load()
+        state.oracle = handle
+    return state.oracle
+
+
+def _same(a, b):
+    return a is not None and b is not None and a.shape == b.shape and np.allclose(a, b, rtol=1e-12, atol=0,
+                                                                                     equal_nan=True)
+
+
+def _softmax_answers(sub, scores):
+    """The student's get_attention_weights of each of `scores`, as the fresh worker answers them.
+
+    Each input is asked twice, and its mirror image (keys reversed) once, shuffled among the inputs of
+    the Q1 tests, in an order the student's code cannot predict. Credit is refused (GradingFailure, with
+    the reason) unless the function answers as a function of its scores would: the same scores, the same
+    answer, now and in Q1; and an answer that changes when the scores do."""
+    from checker.compare import as_plain_array
+    state = _carry(sub)
+    if state.refused:
+        raise GradingFailure(state.refused)
+    asks = [("s", i, S) for i, S in enumerate(scores)] * 2 + [("m", i, np.flip(S, -1)) for i, S in enumerate(scores)]
+    asks += [("q", i, S) for i, (S, _) in enumerate(state.q1[:4])]
+    # an order the student's code cannot predict (the run's seed never reaches a worker), the same in a regrade
+    seed = _ASK_SEED.get("seed")
+    random.Random(os.urandom(8) if seed is None else f"{seed}:{getattr(sub, 'id', '')}:softmax").shuffle(asks)
+    oracle, got = _oracle(sub), {}
+    for kind, i, S in asks:
+        try:
+            w = as_plain_array(oracle.call("get_attention_weights", _f64(S)), "get_attention_weights")
+            w = w.astype(np.float64) if w.shape == np.shape(S) else None
+        except (GradingFailure, TypeError, ValueError):
+            w = None
+        got.setdefault((kind, i), []).append(w)
+    why = None
+    for i, S in enumerate(scores):
+        first, again = got[("s", i)]
+        if first is None:
+            raise GradingFailure("")
+        if not _same(first, again):
+            why = "it gave two different answers to the same scores"
+        elif not np.array_equal(S, np.flip(S, -1)) and _same(first, got[("m", i)][0]):
+            why = "its answer did not change when the scores did"
+    for i, (S, answer) in enumerate(state.q1[:4]):
+        if not _same(got[("q", i)][0], answer.astype(np.float64) if answer is not None
+                     and answer.shape == np.shape(S) else None):
+            why = "it answered scores of the Q1 tests otherwise than it did in those tests"
+    if why:
+        state.refused = why
+        raise GradingFailure(why)
+    return [got[("s", i)][0] for i in range(len(scores))]
+
+
+def _close_own_softmax(sub, close, note, name, got, expected, own, **kw):
+    """close(got, expected), with the error carried forward: an answer that is `own()`, the computation
+    redone with the student's own get_attention_weights (called on the trusted side's scores), passes with
+    a note. The softmax's mistake is Q1's and costs points there only (HOMEWORK.md: a mistake loses points
+    on its own question); a function whose own mistake is elsewhere still fails.
+
+    Carried only when the mistake cost points in Q1 (a Q1 test of get_attention_weights failed in this
+    run), and only from answers the softmax gave when it could not know what they were for: in a fresh
+    worker that never runs the function under test, each asked twice among Q1's inputs in a random order
+    (_softmax_answers). A softmax that answers otherwise at other times, or ignores its scores, or
+    degenerates (zeros, NaN) earns nothing here."""
+    try:
+        close(got, expected, **kw)
+    except GradingFailure as e:
+        if not _carry(sub).q1_failed:
+            raise
+        try:
+            carried = own()
+            # no credit for a degenerate softmax (zeros, NaN) met by a stub that returns the same
+            if not (np.isfinite(carried).all() and np.any(carried)):
+                raise e from None
+            close(got, carried, what="", dtype=kw.get("dtype"))
+        except GradingFailure as failure:
+            refused = _carry(sub).refused
+            if failure is not e and refused and failure.message == refused:
+                raise e.retold(e.message + NOT_CARRIED.format(why=refused)) from None
+            raise e from None
+        note(OWN_SOFTMAX.format(name=name))
+
+
+def _weights_by(sub, S):
+    """The student's get_attention_weights of the scores S (float64), as a float64 array, from the fresh
+    worker (_softmax_answers)."""
+    return _softmax_answers(sub, [_f64(S)])[0]
+
+
+def _own_self_attention(sub, X, Wq, Wk, Wv, row=None):
+    """own() for _close_own_softmax: self_attention redone with the student's get_attention_weights on the
+    trusted side's scores (asked now, so that the kit has them recorded)."""
+    S, V = A.scores_and_values(X, Wq, Wk, Wv)
+    return lambda: _weights_by(sub, S) @ V if row is None else _weights_by(sub, S[row]) @ V
+
+
+def _own_mha(sub, X, Wq, Wk, Wv, Wo, h):
+    """own() for _close_own_softmax: multi_head_attention redone with the student's get_attention_weights."""
+    parts, Wo = A.heads_scores_and_values(X, Wq, Wk, Wv, h), _f64(Wo)
+    return lambda: np.concatenate([_weights_by(sub, S) @ V for S, V in parts], axis=1) @ Wo
+
+
+def _expect_value_error(sub, what, name, *args):
+    """Call `name(*args)` and pass only if the student's code raised ValueError."""
+    try:
+        got = sub.call(name, *args)
+    except StudentError as e:
+        if "ValueError" in e.exc_types:  # ValueError or a subclass of it
+            return
+        raise GradingFailure(f"{what}: expected a ValueError, but {e.message}") from None
+    raise GradingFailure(f"{what}: expected a ValueError (num_heads does not divide the width), "
+                         f"but it returned without an error ({type(got).__name__} value). "
+                         "Check the width with `%` and `raise ValueError(...)`.")
+
+
+def _check_arguments_unchanged(sub, close, calls):
+    """Call each (name, {param: value}, expected answer) and fail if the function changed one of its array
+    arguments in place (`scores /= ...`, `H *= w[:, None]`): the caller's array changes, so a second call
+    gives another answer. The test passes only for right answers: a call that raises or answers wrongly
+    cannot earn the point here (its own tests say why), so the test is skipped then."""
+    changed, raised = [], []
+    for name, params, expected in calls:
+        try:
+            value, which = sub.call_changes(name, *[np.array(v, copy=True) for v in params.values()])
+        except GradingFailure as e:  # it raised, hung, or is missing
+            raised.append(f"{name}: {e.message.splitlines()[0][:200]}")
+            continue
+        names = list(params)
+        changed += [f"{name} changed its argument `{names[i]}`" for i in which]
+        try:
+            close(value, expected, what=name)
+        except GradingFailure:
+            raised.append(f"{name} does not give the right answer")
+    if changed:
+        raise GradingFailure(
+            "; ".join(_unique_in_order(changed)) + " in place (an augmented assignment such as `x /= ...`, `x *= ...`, `x -= ...` or "
+            "`x[...] = ...` on an argument writes into the caller's array): the caller's data is changed, so "
+            "calling it twice gives two answers. Make a new array instead: `x = x / ...`.")
+    if raised:
+        pytest.skip("judged by the other tests, not here (an answer that is not right earns nothing here): "
+                    + "; ".join(raised))
+
+
+# Library calls that would do a function's work for the student (the handout: "by hand", numpy only).
+# torch's calls are named as torch names them; other libraries' as "library:function".
+SOFTMAX_CALLS = {"softmax": "torch.softmax", "log_softmax": "torch.log_softmax", "scipy:softmax":
+                 "scipy.special.softmax", "scipy:log_softmax": "scipy.special.log_softmax",
+                 "sklearn:softmax": "sklearn's softmax", "jax:softmax": "jax.nn.softmax",
+                 "tensorflow:softmax": "tf.nn.softmax"}
+ATTENTION_CALLS = {"scaled_dot_product_attention": "torch's scaled_dot_product_attention",
+                   "multi_head_attention_forward": "torch.nn.MultiheadAttention"}
+
+
+# The same, as bare names read in the source (checker.by_hand): F.softmax, x.softmax(...), nn.Softmax, ...
+SOFTMAX_NAMES = {"softmax", "log_softmax", "Softmax", "LogSoftmax"}
+ATTENTION_NAMES = {"scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention"}
+SOURCE_NAMES = {id(SOFTMAX_CALLS): SOFTMAX_NAMES, id(ATTENTION_CALLS): ATTENTION_NAMES}
+UNCLEAR = ("{name} uses {what}, which hides from a reading of the code what it calls (or reads the grader's "
+           "own state): the grader could not check that it is written by hand. Write it with plain calls "
+           "(np.exp, np.max, np.sum, @)")
+
+
+def _check_by_hand(sub, close, expected, forbidden, what, name, *args, own=None, note=None, judge=None):
+    """Right values, written by hand: a call that went through a library's own softmax or attention fails.
+    `own` and `note`: the error carried forward from the student's softmax, as _close_own_softmax; `judge(got,
+    what)`: the values judged so instead (multi_head_attention: _close_mha).
+
+    "By hand" is decided on the trusted side, from the submission's files (checker.by_hand: the function's
+    source and everything it reaches by name). The worker's trace (sub.torch_calls) comes from the
+    student's own process, which can read the probe's frames, replace it through gc or call the library
+    from another thread: it may name a library call and fail the test, never pass it."""
+    from checker.by_hand import library_use
+    got, calls = sub.torch_calls(name, *args)
+    if judge is not None:
+        judge(got, what)
+    elif own is None:
+        close(got, expected, what=what)
+    else:
+        _close_own_softmax(sub, close, note, name, got, expected, own, what=what)
+    source = library_use(sub.path, name, SOURCE_NAMES[id(forbidden)], getattr(sub, "secrets", ()))
+    used = _unique_in_order(shown for fn, shown in forbidden.items() if fn in calls) or source.used
+    if used:
+        raise GradingFailure(f"{name} calls {' and '.join(used)}: its values are right, but the handout asks you "
+                             "to write it by hand with numpy (np.exp, np.max, np.sum, @)")
+    if source.missing:
+        raise GradingFailure(f"the grader found no `def {name}` in your files, so it could not check that {name} is "
+                             "written by hand")
+    if source.unclear:
+        raise GradingFailure(UNCLEAR.format(name=name, what=" and ".join(source.unclear[:3])))
+
+
+def _unique_in_order(items):
+    out = []
+    for x in items:
+        if x not in out:
+            out.append(x)
+    return out
+
+
+ONE_TOKEN = "a single token, whose only weight is 1 whatever the scores"
+
+
+_QUIET = lambda text: None  # noqa: E731  (a note fixture that keeps nothing: a gate's own check)
+
+
+# every name, underscored helpers included: each question's file starts `from ._common import *`
+__all__ = [n for n in dir() if not n.startswith("__")]

@@ -1,0 +1,239 @@
+"""Grading tests of `attention`, question Q3 (see _common.py for what the tests share)."""
+
+from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+
+
+def _check_blocks(sub, ref, close, W, h, dtype, label):
+    got = sub.call("split_heads", W, h)
+    what = f"split_heads({label}, {h})"
+    if isinstance(got, (list, tuple)) and len(got) != h:
+        raise GradingFailure(f"{what}: expected a list of {h} arrays (one per head), got {len(got)} items")
+    Wf = _f64(W)
+    m = A.split_mistakes(Wf, h)
+    close(got, np.stack(ref.split_heads(Wf, h)), what=what, dtype=dtype,
+          hints=[("the blocks were cut along the rows (axis 0) instead of the columns", m["rows"]),
+                 ("head i must get the i-th block of contiguous columns, not every num_heads-th column",
+                  m["interleaved"]),
+                 ("each block came back transposed (d/num_heads x d) instead of (d x d/num_heads)",
+                  np.stack([b.T for b in ref.split_heads(Wf, h)]))])
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("d,width,h", [(4, 4, 2), (3, 6, 3), (5, 10, 5), (2, 6, 1), (4, 6, 6)])
+def test_split_heads_blocks(sub, ref, close, d, width, h):
+    _check_arange_blocks(sub, ref, close, d, width, h)
+    if h in (1, width):  # one head (the whole W) or one column a head: every way of cutting agrees
+        only_if_right_elsewhere("split_heads", f"{h} head{'s' if h > 1 else ''} of width {width // h}",
+                                "W of shape (3, 6) in 3 heads", lambda: _check_arange_blocks(sub, ref, close, 3, 6, 3))
+
+
+def _check_arange_blocks(sub, ref, close, d, width, h):
+    W = np.arange(d * width, dtype=np.float64).reshape(d, width) / 10  # every entry tells where it came from
+    _check_blocks(sub, ref, close, W, h, "float64", f"W of shape ({d}, {width}) with W[r, c] = r*{width/10:g} + c/10")
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("d,width,h", [(4, 6, 4), (3, 5, 2), (4, 4, 3), (2, 8, 16)])
+def test_split_heads_not_divisible(sub, d, width, h):
+    W = np.ones((d, width))
+    _expect_value_error(sub, f"split_heads(W of shape ({d}, {width}), {h})", "split_heads", W, h)
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("d,width,h", [(7, 12, 4), (1, 9, 3), (6, 5, 5)])
+def test_split_heads_random(sub, ref, close, rng, d, width, h, dtype):
+    W = _rand(rng, (d, width), dtype)
+    _check_blocks(sub, ref, close, W, h, dtype, f"random W of shape ({d}, {width}), {dtype}")
+
+
+SHAPE_CASES = [(3, 4, 2), (7, 6, 3), (1, 10, 5), (128, 512, 8), (5, 64, 1)]  # (T, d_model, num_heads)
+WEIGHT_CASES = [(d, h) for _, d, h in SHAPE_CASES]  # (d_model, num_heads)
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("d,h", WEIGHT_CASES)
+def test_head_weight_shape(sub, ref, close, d, h):
+    got = sub.call("head_weight_shape", d, h)
+    # a head's output shape (t, d/h) for any t the student may have used (a notebook T, X.shape[0], ...)
+    hints = [(HEAD_WEIGHT_IS_OUTPUT, (t, d // h)) for t in range(1, 1025) if t not in (d, h)]
+    hints.append(("the first dimension is the number of features a head's weight takes in, d_model, not the "
+                  "number of heads: (d_model, d_model // num_heads)", (h, d // h) if h != d else None))
+    hints.append(("the shape is transposed: with row vectors (X @ W) a weight is (d_in, d_out) = "
+                  "(d_model, d_model // num_heads)", (d // h, d) if h > 1 else None))
+    _close_shape(close, got, ref.head_weight_shape(d, h), what=f"head_weight_shape(d_model={d}, num_heads={h})",
+                 hints=hints, sub=sub, fn=ref.head_weight_shape, args={"d_model": d, "num_heads": h})
+    if h == 1:  # one head: an answer that leaves num_heads out is right here
+        only_if_right_elsewhere("head_weight_shape", "num_heads=1", "head_weight_shape(d_model=6, num_heads=3)",
+                                lambda: _shape_right(sub, ref, "head_weight_shape", 6, 3))
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("T,d,h", SHAPE_CASES)
+def test_head_output_shape(sub, ref, close, T, d, h):
+    got = sub.call("head_output_shape", T, d, h)
+    _close_shape(close, got, ref.head_output_shape(T, d, h),
+                 what=f"head_output_shape(seq_len={T}, d_model={d}, num_heads={h})",
+                 hints=[("that is the shape of one head's weight (d_model, d_model // num_heads), not of its output",
+                         (d, d // h) if T != d else None),
+                        ("the shape is transposed: one row per token, (seq_len, d_model // num_heads)",
+                         (d // h, T) if T != d // h else None)],
+                 sub=sub, fn=ref.head_output_shape, args={"seq_len": T, "d_model": d, "num_heads": h})
+    if h == 1:  # one head: an answer that leaves num_heads out is right here
+        only_if_right_elsewhere("head_output_shape", "num_heads=1", "head_output_shape(seq_len=7, d_model=6, num_heads=3)",
+                                lambda: _shape_right(sub, ref, "head_output_shape", 7, 6, 3))
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("T,d,h", SHAPE_CASES)
+def test_concat_shape(sub, ref, close, T, d, h):
+    got = sub.call("concat_shape", T, d, h)
+    _close_shape(close, got, ref.concat_shape(T, d, h), what=f"concat_shape(seq_len={T}, d_model={d}, num_heads={h})",
+                 hints=[("that is the shape of one head's output; the concatenation puts all num_heads heads side by side",
+                         (T, d // h) if h > 1 else None)],
+                 sub=sub, fn=ref.concat_shape, args={"seq_len": T, "d_model": d, "num_heads": h})
+    if h == 1:  # one head: an answer that leaves num_heads out is right here
+        only_if_right_elsewhere("concat_shape", "num_heads=1", "concat_shape(seq_len=7, d_model=6, num_heads=3)",
+                                lambda: _shape_right(sub, ref, "concat_shape", 7, 6, 3))
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("d,h", WEIGHT_CASES)
+def test_w_o_shape(sub, ref, close, d, h):
+    got = sub.call("w_o_shape", d, h)
+    _close_shape(close, got, ref.w_o_shape(d, h), what=f"w_o_shape(d_model={d}, num_heads={h})",
+                 hints=[("that is the shape of one head's weight; W^O maps the concatenated heads "
+                         "(num_heads * d_model // num_heads features) back to d_model",
+                         (d, d // h) if h > 1 else None)],
+                 sub=sub, fn=ref.w_o_shape, args={"d_model": d, "num_heads": h})
+    if h == 1:  # one head: an answer that leaves num_heads out is right here
+        only_if_right_elsewhere("w_o_shape", "num_heads=1", "w_o_shape(d_model=6, num_heads=3)",
+                                lambda: _shape_right(sub, ref, "w_o_shape", 6, 3))
+
+
+@pytest.mark.question("Q3")
+def test_q3_functions_leave_their_arguments_unchanged(sub, ref, close):
+    mha = {"X": X_HANDOUT, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": np.eye(4), "num_heads": 2}
+    _check_arguments_unchanged(sub, close, [
+        ("split_heads", {"W": W_Q, "num_heads": 2}, np.stack(ref.split_heads(W_Q, 2))),
+        ("multi_head_attention", mha, ref.multi_head_attention(*mha.values()))])
+
+
+INDIVISIBLE = [(3, 10, 3), (5, 7, 2), (2, 6, 4)]  # (T, d_model, num_heads): num_heads does not divide d_model
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("name", ["head_weight_shape", "head_output_shape", "w_o_shape"])
+def test_shapes_when_num_heads_does_not_divide(sub, ref, close, name):
+    """The handout's formulas round d_model / num_heads down (`//`); a ValueError, as split_heads raises,
+    is accepted too."""
+    for T, d, h in INDIVISIBLE:
+        params = {"seq_len": T, "d_model": d, "num_heads": h} if name == "head_output_shape" else \
+            {"d_model": d, "num_heads": h}
+        what = f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
+        try:
+            got = sub.call(name, *params.values())
+        except StudentError as e:
+            if "ValueError" in e.exc_types:
+                continue
+            raise
+        up = -(-d // h)  # d_model / num_heads rounded up
+        rounded_up = ("d_model / num_heads was rounded up; the handout's formula rounds it down: "
+                      "d_model // num_heads")
+        hints = {"head_weight_shape": [(rounded_up, (d, up))],
+                 "head_output_shape": [(rounded_up, (T, up))],
+                 "w_o_shape": [("W^O takes the concatenated heads, num_heads * (d_model // num_heads) features, "
+                                "which is fewer than d_model when num_heads does not divide it: the handout's "
+                                "formula is (num_heads * (d_model // num_heads), d_model)", (d, d)),
+                               (rounded_up, (h * up, d))]}[name]
+        _close_shape(close, got, getattr(ref, name)(*params.values()), what=what, hints=hints, sub=sub,
+                     fn=getattr(ref, name), args=params)
+
+
+def _mha_case(rng, T, d, dtype):
+    X, *Ws = _tokens_and_projections(rng, T, d, (d, d, d, d), dtype)
+    return X, Ws
+
+
+def _check_mha(sub, ref, close, note, X, Ws, h, dtype, label):
+    got = sub.call("multi_head_attention", X, *Ws, h)
+    args = [_f64(a) for a in (X, *Ws)]
+    _close_mha(sub, ref, close, note, got, X, Ws, h, what=f"multi_head_attention({label}, num_heads={h})",
+               dtype=dtype, hints=_mha_hints(*args, h))
+
+
+def _close_mha(sub, ref, close, note, got, X, Ws, h, **kw):
+    """close() for multi_head_attention with both mistakes of earlier questions carried forward: the
+    student's softmax (Q1, _close_own_softmax) and their self_attention (Q2, checker.carry).
+
+    The handout's multi-head attention is self-attention per head: head i is self_attention(X, W_Q_i,
+    W_K_i, W_V_i) with the i-th column blocks (HOMEWORK.md, Q3), the heads concatenated in order and
+    multiplied by W_O. Where the student's self_attention lost points in Q2, an answer equal to that
+    composition with their own self_attention (asked of a fresh worker; the blocks cut here, by the
+    handout's split, not by their split_heads) passes with a note naming self_attention."""
+    args = [_f64(a) for a in (X, *Ws)]
+    blocks = [ref.split_heads(W, h) for W in args[1:4]]  # asked up front, so that the kit has them recorded
+    try:
+        _close_own_softmax(sub, close, note, "multi_head_attention", got, ref.multi_head_attention(*args, h),
+                           own=_own_mha(sub, *args, h), **kw)
+    except GradingFailure as failure:
+        Xs = np.asarray(X)
+
+        def compose(ask):
+            heads = ask([(Xs, *(np.asarray(b, dtype=Xs.dtype) for b in bs)) for bs in zip(*blocks)])
+            return np.concatenate(heads, axis=1) @ args[4]
+
+        carry.close_carried(sub, close, note, failure, got, name="multi_head_attention", by="self_attention",
+                            question="Q2", compose=compose, vary=_other_tokens, dtype=kw.get("dtype"))
+
+
+def _other_tokens(args):
+    """self_attention's arguments with the tokens in reverse order: its answer changes (its rows do)."""
+    X, *Ws = args
+    return (np.ascontiguousarray(np.asarray(X)[::-1]), *Ws)
+
+
+@pytest.mark.question("Q3")
+def test_multi_head_attention_handout(sub, ref, close, note):
+    Wo = np.eye(4)
+    _check_mha(sub, ref, close, note, X_HANDOUT, [W_Q, W_K, W_V, Wo], 2, "float64",
+               "handout X, W_Q, W_K, W_V, W_O = identity (4 x 4)")
+
+
+@pytest.mark.question("Q3")
+def test_multi_head_attention_by_hand(sub, ref, close, note):
+    Ws = [W_Q, W_K, W_V, np.eye(4)]
+    _check_by_hand(sub, close, ref.multi_head_attention(X_HANDOUT, *Ws, 2), ATTENTION_CALLS,
+                   "multi_head_attention(handout X, W_Q, W_K, W_V, W_O = identity, 2)", "multi_head_attention",
+                   X_HANDOUT, *Ws, 2, judge=lambda got, what: _close_mha(sub, ref, close, note, got, X_HANDOUT, Ws,
+                                                                        2, what=what))
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("T,d,h", [(3, 4, 2), (5, 6, 3), (2, 10, 5), (1, 8, 4)])
+def test_multi_head_attention(sub, ref, close, note, rng, T, d, h, dtype):
+    X, Ws = _mha_case(rng, T, d, dtype)
+    _check_mha(sub, ref, close, note, X, Ws, h, dtype, f"random X ({T} x {d}), W_Q, W_K, W_V, W_O ({d} x {d}), {dtype}")
+    _mha_gate(sub, ref, close, rng, T, d, h, dtype)
+
+
+def _mha_gate(sub, ref, close, rng, T, d, h, dtype):
+    """An edge case of multi_head_attention (one token, one head, heads of width 1) earns only for a
+    function also right on 5 tokens, d = 6 in 3 heads (checker.edge_gate)."""
+    edge = [w for w, hit in [(ONE_TOKEN, T == 1), ("a single head, which any split and concatenation keeps whole",
+                                                    h == 1), ("heads of width 1, where sqrt(d_k) = 1", d // h == 1)]
+            if hit]
+    if edge:
+        X, Ws = _mha_case(rng, 5, 6, dtype)
+        only_if_right_elsewhere("multi_head_attention", "; ".join(edge), "5 tokens, d = 6, 3 heads",
+                                lambda: _check_mha(sub, ref, close, _QUIET, X, Ws, 3, dtype, f"random X (5 x 6), {dtype}"))
+
+
+@pytest.mark.question("Q3")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("T,d,h", [(7, 9, 3), (4, 12, 4), (6, 5, 5), (3, 6, 1), (1, 3, 3)])
+def test_multi_head_attention_random(sub, ref, close, note, rng, T, d, h, dtype):
+    X, Ws = _mha_case(rng, T, d, dtype)
+    _check_mha(sub, ref, close, note, X, Ws, h, dtype, f"random X ({T} x {d}), W_Q, W_K, W_V, W_O ({d} x {d}), {dtype}")
+    _mha_gate(sub, ref, close, rng, T, d, h, dtype)

@@ -1,0 +1,29 @@
+"""Grading tests of `charlm`, question data (see _common.py for what the tests share)."""
+
+from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+
+
+@pytest.mark.question("data")
+@pytest.mark.parametrize("text", ["hello", "hello world", "to be,\nor not to be.", "aaaa"],
+                         ids=["hello", "hello-world", "two-lines", "aaaa"])
+def test_build_vocab(sub, text):
+    _check_vocab(sub.call("build_vocab", text), text)
+
+
+@pytest.mark.question("data")
+def test_build_vocab_random_text(sub, rng):
+    alphabet = list("abcdefghijklmnopqrstuvwxyzABCDEFXYZ0123456789 .,;:!?'\"\n\t-é€ü")
+    text = "".join(rng.choice(alphabet, size=200))
+    _check_vocab(sub.call("build_vocab", text), text)
+
+
+@pytest.mark.question("data")
+@pytest.mark.parametrize("L,bs", [(10, 3), (9, 8)])
+def test_make_blocks(sub, close, rng, L, bs):
+    _check_blocks(sub, close, rng, L, bs)
+
+
+@pytest.mark.question("data")
+@pytest.mark.parametrize("L,bs", [(50, 1), (17, 16)])
+def test_make_blocks_more_sizes(sub, close, rng, L, bs):
+    _check_blocks(sub, close, rng, L, bs)

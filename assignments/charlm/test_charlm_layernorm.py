@@ -1,0 +1,28 @@
+"""Grading tests of `charlm`, question layernorm (see _common.py for what the tests share)."""
+
+from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+
+
+@pytest.mark.question("layernorm")
+@pytest.mark.weight(10)
+def test_layer_norm_by_hand(sub, ref, close, rng):
+    x = _tensor(_ln_input(rng, (3, 16)), "float32")  # small spreads: eps and n-1 mistakes show
+    _check_by_hand(sub, close, ref.layer_norm(x), "layer_norm", x, hints=_ln_hints(x, 1e-5, default=True))
+
+
+@pytest.mark.question("layernorm")
+def test_layer_norm(sub, ref, close, rng, device, float_dtype):
+    _check_layer_norm(sub, ref, close, rng, (4, 5), None, device, float_dtype)
+
+
+@pytest.mark.question("layernorm")
+@pytest.mark.parametrize("shape,eps", [((3, 6), 1e-2), ((2, 3, 4), 1e-5)])  # 1e-2: an ignored eps shows
+def test_layer_norm_eps_and_3d(sub, ref, close, rng, shape, eps):
+    _check_layer_norm(sub, ref, close, rng, shape, eps, "cpu", "float64")
+
+
+@pytest.mark.question("layernorm")
+@pytest.mark.parametrize("shape,eps,dtype", [((1, 4), 1e-3, "float64"), ((2, 2, 3, 6), 1e-4, "float32"),
+                                             ((5,), 1e-5, "float64")])
+def test_layer_norm_more_shapes(sub, ref, close, rng, device, shape, eps, dtype):
+    _check_layer_norm(sub, ref, close, rng, shape, eps, device, dtype)

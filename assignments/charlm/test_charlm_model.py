@@ -1,0 +1,268 @@
+"""Grading tests of `charlm`, question model (see _common.py for what the tests share)."""
+
+from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+
+
+@pytest.mark.question("model")
+@_sizes_from_arguments
+def test_model_output_shape(sub, rng, seed, device):
+    V, bs = MODEL[0], MODEL[1]
+    m = _new(sub, MODEL, seed, device)
+    shapes = [(2, bs), (3, 1), (1, 5)]
+    inputs = [_ids(rng, B, T, V, device) for B, T in shapes]
+    try:
+        r = _forward(m, MODEL, inputs, seed)
+    except StudentError as e:
+        if "Likely mistake" in e.message or isinstance(e, (StudentTimeout, WorkerCrashed)):
+            raise
+        for x in inputs:  # each shape on a module of its own: one that runs them all, but not in a row,
+            _forward(_new(sub, MODEL, seed, device), MODEL, [x], seed)  # is changed by its own forward
+        raise e.retold(f"{e.message}\nLikely mistake: {CHANGED_BY_FORWARD_HINT}.") from None
+    for (B, T), out, dt, dev in zip(shapes, r.outputs, r.dtypes, r.devices):
+        what = f"{_cfg_text(MODEL)} on ids of shape {_shape((B, T))} ({device})"
+        _logits(out, B, T, V, what)
+        if dt != "float32":
+            _fail(f"{what}: the parameters are float32 but the logits came back as {dt}")
+        if not str(dev).startswith(device):
+            _fail(f"{what}: the logits came back on {dev}: build tensors in forward on `idx.device`")
+
+
+@pytest.mark.question("model")
+@pytest.mark.weight(6)  # the point of the model: a causal LM that sees the future learns nothing usable
+@_sizes_from_arguments
+def test_model_causality(sub, close, rng, seed, device):
+    _check_causal(sub, close, rng, seed, MODEL, device)
+
+
+@pytest.mark.question("model")
+@pytest.mark.weight(3)  # generation feeds the model fewer than block_size tokens
+@_sizes_from_arguments
+def test_model_causal_on_shorter_input(sub, close, rng, seed):
+    _check_causal(sub, close, rng, seed, MODEL, "cpu", T=MODEL[1] - 3)
+
+
+@pytest.mark.question("model")
+@pytest.mark.weight(2)  # generation calls the model on 1, 2, ... tokens, one module for all of them
+@_sizes_from_arguments
+def test_model_stays_causal_after_shorter_inputs(sub, close, rng, seed):
+    _check_causal(sub, close, rng, seed, MODEL, "cpu", before=[(1, 1), (1, 3)])
+
+
+@pytest.mark.question("model")
+@pytest.mark.weight(3)  # without positions a transformer sees its context as a bag of characters
+@pytest.mark.parametrize("cfg", [MODEL[:4] + (1,)], ids=["one-layer"])
+@_sizes_from_arguments
+def test_model_uses_positions(sub, close, rng, seed, cfg):
+    # In a one-layer causal model without position information, the last position attends over the set of
+    # the earlier tokens: reversing their order cannot change its logits. With positions (added, learned,
+    # sinusoidal, rotary or relative) it does. Parameters that start at exactly zero (a learned positional
+    # embedding made with torch.zeros) are given random values first: the check is of the design.
+    V, bs = cfg[0], cfg[1]
+    m = _new(sub, cfg, seed)
+    prefix = np.stack([rng.permutation(V)[:bs - 1] for _ in range(2)])  # distinct tokens: reversing reorders
+    idx = torch.tensor(np.concatenate([prefix, prefix[:, :1]], axis=1), dtype=torch.int64)
+    rev = idx.clone()
+    rev[:, :-1] = idx[:, :-1].flip(1)
+    what = f"{_cfg_text(cfg)} on ids {_shape(idx.shape)}"
+
+    def same():
+        r = _forward(m, cfg, [idx, rev], seed)
+        a, b = (_logits(o, 2, bs, V, what)[:, -1] for o in r.outputs)
+        return float(np.abs(a - b).max()) <= 1e-5 * max(1.0, float(np.abs(a).max()))
+
+    if not same():
+        return
+    values = m.get_params([p["name"] for p in m.params])
+    zeros = {n: v for n, v in values.items() if isinstance(v, np.ndarray) and v.size and not v.any()}
+    if zeros:
+        m.set_params({n: torch.from_numpy(rng.standard_normal(v.shape).astype(np.float32) * 0.5)
+                      for n, v in zeros.items()})
+        if not same():
+            return
+    _fail(f"{what}: the logits at the last position are the same when the earlier tokens come in reverse order: "
+          "the model does not know where a token is.\nLikely mistake: the positions never reach the model: add "
+          "them to the token embeddings (`x = self.tok(idx) + self.pos(torch.arange(T, device=idx.device))`, or "
+          "your sinusoidal_positions) and use that sum, not the token embeddings alone.")
+
+
+@pytest.mark.question("model")
+@_sizes_from_arguments
+def test_model_batch_independent(sub, close, rng, seed):
+    V, T, B = MODEL[0], 6, 3
+    m = _new(sub, MODEL, seed)
+    idx = _ids(rng, B, T, V)
+    r = _forward(m, MODEL, [idx] + [idx[b:b + 1].clone() for b in range(B)], seed)
+    what = f"{_cfg_text(MODEL)} on ids {_shape((B, T))}"
+    batch = _logits(r.outputs[0], B, T, V, what)
+    for b, out in enumerate(r.outputs[1:]):
+        out = _logits(out, 1, T, V, f"{what}, row {b} alone")
+        try:
+            close(batch[b:b + 1], out, dtype="float32", what=f"{what}: logits of sequence {b} in the batch vs alone")
+        except GradingFailure as e:
+            again = _logits(m.forward([idx], seed=seed + 1).outputs[0], B, T, V, what)
+            if np.abs(again - batch).max() > 1e-6:
+                raise GradingFailure(f"{e.message}\nLikely mistake: {RANDOM_HINT}.") from None
+            raise GradingFailure(
+                f"{e.message}\nLikely mistake: the sequences of a batch influence each other (for example "
+                "nn.MultiheadAttention without batch_first=True on (B, T, C) input, or a norm over the batch)."
+            ) from None
+
+
+@pytest.mark.question("model")
+@_sizes_from_arguments
+def test_model_parameters_registered(sub, seed):
+    m = _new(sub, MODEL, seed)
+    if not m.params:
+        _fail(f"{_cfg_text(MODEL)} has no parameters: layers must be attributes of the module "
+              "(self.x = nn.Linear(...)) or live in nn.ModuleList, created in __init__")
+    deeper = MODEL[:4] + (MODEL[4] + 2,)
+    m2 = _new(sub, deeper, seed)
+    if m2.n_params <= m.n_params:
+        _fail(f"{_cfg_text(deeper)} has {m2.n_params} parameters, no more than {m.n_params} with "
+              f"num_layers={MODEL[4]}: the blocks' parameters are not registered (a plain Python list?) or "
+              "num_layers is ignored. Keep the blocks in nn.ModuleList / nn.Sequential.")
+    moved = m.to("meta")
+    stuck = [p["name"] for p in moved.get("params", []) + moved.get("buffers", []) if p.get("device") != "meta"]
+    if stuck:
+        _fail(f"{_cfg_text(MODEL)}.to('meta') left these on their device: {', '.join(stuck[:8])}")
+
+
+@pytest.mark.question("model")
+@_sizes_from_arguments
+def test_model_every_parameter_gets_a_gradient(sub, rng, seed, device):
+    V, bs = MODEL[0], MODEL[1]
+    m = _new(sub, MODEL, seed, device)
+    if not m.params:
+        _fail(f"{_cfg_text(MODEL)} has no parameters to train")
+    idx = _ids(rng, 2, bs, V, device)
+    # the logits' shape first: backward multiplies them by a (2, block_size, vocab_size) weight
+    _logits(m.forward([idx], seed=seed).outputs[0], 2, bs, V, f"{_cfg_text(MODEL)} on ids {_shape((2, bs))}")
+    weight = _tensor(rng.standard_normal((2, bs, V)), "float32", device)
+    r = m.grads(idx, weight, seed=seed)
+    trainable = {p["name"] for p in m.params if p.get("requires_grad")}
+    rows = r.get("params", []) if isinstance(r, dict) else []
+    none = [p["name"] for p in rows if p.get("name") in trainable and not p.get("has_grad")]
+    if none:
+        shapes = {p["name"]: tuple(p.get("shape", ())) for p in m.params}
+        masks = [n for n in none if len(shapes.get(n, ())) >= 2 and shapes[n][-1] == shapes[n][-2] == bs]
+        hint = (f"{'They look' if len(masks) > 1 else 'It looks'} like the causal mask ({bs} x {bs}) kept as "
+                "an nn.Parameter: a "
+                "parameter is trained and saved as a weight. Keep a mask with "
+                "`self.register_buffer('mask', ...)`: a buffer moves with .to(device) but is not trained"
+                if masks else "An unused layer, or attribute names that differ between __init__ and forward?")
+        _fail(f"{_cfg_text(MODEL)}: after backward these parameters have no gradient (grad is None), so they take "
+              f"no part in computing the logits: {', '.join(none[:8])}{' ...' if len(none) > 8 else ''}. " + hint)
+    bad = [p["name"] for p in rows if p.get("has_grad") and p.get("finite") is False]
+    if bad:
+        _fail(f"{_cfg_text(MODEL)}: NaN or Inf gradients in {', '.join(bad[:8])}")
+
+
+@pytest.mark.question("model")
+@pytest.mark.weight(3)  # a model that fails on every GPU
+@_sizes_from_arguments
+def test_model_runs_on_another_device(sub, seed):
+    V, bs = MODEL[0], MODEL[1]
+    m = _new(sub, MODEL, seed)
+    what = _cfg_text(MODEL)
+    shape = check_runs_on_another_device(m, (2, bs), what, vocab=V)
+    if isinstance(shape, str):
+        pytest.skip(shape)
+    if list(shape) != [2, bs, V]:
+        _fail(f"{what} on another device returned shape {_shape(shape)}; expected {_shape((2, bs, V))}")
+
+
+@pytest.mark.question("model")
+@_sizes_from_arguments
+def test_model_float64(sub, rng, seed):
+    V, bs = MODEL[0], MODEL[1]
+    m = _new(sub, MODEL, seed, dtype="float64")
+    r = m.forward([_ids(rng, 2, bs, V)], seed=seed)
+    what = f"{_cfg_text(MODEL)} built in float64, on ids {_shape((2, bs))}"
+    _logits(r.outputs[0], 2, bs, V, what)
+    if r.dtypes[0] != "float64":
+        _fail(f"{what}: the logits came back as {r.dtypes[0]}: tensors made in forward should follow the "
+              "parameters' dtype (e.g. `dtype=x.dtype`), and every layer must be registered")
+
+
+@pytest.mark.question("model")
+@pytest.mark.parametrize("cfg", MODEL_MORE, ids=["d24-h3-l1", "d8-h4-l3"])
+@_sizes_from_arguments
+def test_model_more_configs(sub, close, rng, seed, cfg):
+    V, bs = cfg[0], cfg[1]
+    m = _new(sub, cfg, seed)
+    r = _forward(m, cfg, [_ids(rng, 3, bs, V), _ids(rng, 1, 1, V)], seed)
+    _logits(r.outputs[0], 3, bs, V, f"{_cfg_text(cfg)} on ids {_shape((3, bs))}")
+    _logits(r.outputs[1], 1, 1, V, f"{_cfg_text(cfg)} on ids (1, 1)")
+    _check_causal(sub, close, rng, seed, cfg, "cpu")
+
+
+@pytest.mark.question("model")
+@pytest.mark.weight(3)  # a mistake seen in real work, and invisible whenever the notebook's sizes match
+@pytest.mark.parametrize("cfg", [(23, 37, 20, 4, 1)], ids=["v23-b37"])
+@_sizes_from_arguments
+def test_model_sizes_come_from_its_arguments(sub, close, rng, seed, cfg):
+    # sizes no notebook holds in a global: a model that reads `block_size` or `vocab_size` from the
+    # notebook instead of its arguments fails here even when the other tests happen to use the same sizes
+    V, bs = cfg[0], cfg[1]
+    m = _new(sub, cfg, seed)
+    r = m.forward([_ids(rng, 2, bs, V)], seed=seed)
+    _logits(r.outputs[0], 2, bs, V, f"{_cfg_text(cfg)} on ids {_shape((2, bs))}")
+
+
+@pytest.mark.question("model")
+@_sizes_from_arguments
+def test_model_returns_the_logits_tensor(sub, rng, seed):
+    V, bs = MODEL[0], MODEL[1]
+    r = _new(sub, MODEL, seed).forward([_ids(rng, 2, bs, V)], seed=seed)
+    out = r.outputs[0]
+    required = [n for n in r.filled if not n.startswith("@")]
+    if "@last_position_only" in r.filled:
+        _fail(f"{_cfg_text(MODEL)}: forward(idx) returned the logits of the last position only, (2, 1, {V}) "
+              "(nanoGPT's `self.lm_head(x[:, [-1], :])` when targets is None, an inference shortcut); the handout "
+              f"asks for the logits of every position, (B, T, vocab_size). The other model tests judged the "
+              "logits your forward gives when it is given targets")
+    if required:
+        _fail(f"{_cfg_text(MODEL)}: forward(idx) cannot run on the token ids alone: it requires "
+              f"{', '.join(f'`{n}`' for n in required)}. Generation calls model(idx), so give it a default, e.g. "
+              "`def forward(self, idx, targets=None)`, and compute the loss only when targets are given. (The "
+              "other model tests filled it in: with None, or with a copy of the ids.)")
+    _logits(out, 2, bs, V, _cfg_text(MODEL))  # the logits themselves must be right
+    if isinstance(out, dict):
+        _fail(f"{_cfg_text(MODEL)}: forward(idx) returned a dict ({', '.join(map(repr, list(out)[:4]))}); the "
+              "handout asks for the logits tensor itself (B, T, vocab_size). The other model tests judged its "
+              "'logits'")
+    if isinstance(out, (tuple, list)):
+        _fail(f"{_cfg_text(MODEL)}: forward(idx) returned a {type(out).__name__} of {len(out)} items (nanoGPT's "
+              "(logits, loss)?); the handout asks for the logits tensor itself (B, T, vocab_size). The other "
+              "model tests judged its first item")
+
+
+@pytest.mark.question("model")
+@pytest.mark.weight(3)  # cross_entropy on probabilities trains badly, and sampling from them is wrong
+@_sizes_from_arguments
+def test_model_returns_logits_not_probabilities(sub, rng, seed):
+    V, bs = MODEL[0], MODEL[1]
+    out = _new(sub, MODEL, seed).forward([_ids(rng, 2, bs, V)], seed=seed).outputs[0]
+    what = _cfg_text(MODEL)
+    logits = _logits(out, 2, bs, V, what)
+    if logits.min() >= 0 and logits.max() <= 1 and np.allclose(logits.sum(-1), 1, atol=1e-4):
+        _fail(f"{what}: forward returned probabilities (every row is in [0, 1] and sums to 1), not logits: "
+              "return the raw scores of the last linear layer. F.cross_entropy applies the softmax itself, and "
+              "generation calls F.softmax on the logits")
+
+
+@pytest.mark.question("model")
+@pytest.mark.weight(6)  # a per-token model (no attention) is not a transformer
+@_sizes_from_arguments
+def test_model_uses_context(sub, rng, seed):
+    V, bs = MODEL[0], MODEL[1]
+    m = _new(sub, MODEL, seed)
+    idx = _ids(rng, 2, bs, V)
+    idx2 = idx.clone()
+    idx2[:, 0] = (idx[:, 0] + 1) % V
+    r = m.forward([idx, idx2], seed=seed)
+    what = f"{_cfg_text(MODEL)} on ids {_shape((2, bs))}"
+    a, b = _logits(r.outputs[0], 2, bs, V, what), _logits(r.outputs[1], 2, bs, V, what)
+    if np.abs(a[:, -1] - b[:, -1]).max() <= 1e-6:
+        _fail(f"{what}: the logits at the last position do not change when the first token changes: the model "
+              "does not attend to earlier tokens (attention missing, or every earlier key masked)")

@@ -1,0 +1,284 @@
+"""What every question of `vit`'s grading tests shares (trusted side): the handout's data, the hint
+texts expected.json quotes, and the helpers; the tests themselves are in test_vit_<question>.py,
+one file per question, and the fixtures they share in conftest.py.
+
+Grading tests of the `vit` assignment (trusted side): patchify, multi-head self-attention, ViT.
+
+What it is for: judging a student's `patchify` against the reference (it is
+pure data movement, so the answer is exact), and the student's
+`MultiHeadSelfAttention` and `VisionTransformer` modules by properties that
+every correct design has, whatever its parameter layout (fused or per-head
+projections, `nn.MultiheadAttention`, a `Conv2d` patch embedding, dropout):
+output shape, registered parameters that follow `.to(...)` and take part in
+the graph, permutation equivariance, token mixing and weights that average
+over the keys and scores that are not symmetric (MHSA only), batch
+independence, determinism in eval mode, dependence on every patch, a
+class-token readout, pre-norm residual blocks that are chained, and an MLP
+that is not linear (ViT only), dtype and device of the output, and the full
+ViT-B/16 size on the meta device. An edge-case input on which a listed
+mistake is invisible (one patch, a module's parameters without its forward)
+earns only for code that is also right where the mistake shows; a property
+test runs on inputs the submission can take (a square image, float32) when
+its failure on the others is charged elsewhere.
+
+What it is not: a comparison of module outputs with the reference (the
+student's weights are not ours), or a place that runs student code; every
+student call goes through `sub` and comes back as plain data.
+
+Sizes are small (each test well under a second on a 2-core CPU). ViT
+configurations keep `hidden_dim`, `out_dim` and `N + 1` pairwise different
+so that a `LayerNorm` built with the wrong normalized shape cannot pass by
+accident.
+"""
+
+import contextlib
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from checker.compare import as_plain_array
+from checker.edge_gate import only_if_right_elsewhere
+from checker.errors import GradingFailure, StudentError
+from checker.kit import Answers
+from checker.notebook_globals import naming_globals
+from checker.portability import check_runs_on_another_device, meta_only
+
+LIST_HINT = "per-head layers kept in a plain Python list are not registered: use nn.ModuleList"
+RESHAPE_HINT = "patches cut by reshape, not tiles"
+CHANNEL_LAST_HINT = ("the tiles are right but each patch is flattened channel-last (P_h, P_w, C); flatten it "
+                     "channel-first (C, P_h, P_w), as F.unfold does")
+COLUMN_MAJOR_HINT = ("the tiles are right but in column-major order: number the patches row by row over the "
+                     "grid (left to right, then top to bottom)")
+SWAPPED_PATCH_HINT = ("patch_dims read in the wrong order: it is (P_h, P_w), the patch height first, as the "
+                      "image is (C, H, W); `ph, pw = patch_dims`, and H // P_h patches down, W // P_w across")
+DTYPE_HINT = ("a tensor in forward is not in the input's dtype: either weights that did not follow `.to(dtype)` "
+              f"({LIST_HINT}), or a tensor made or cast inside forward (`.float()`, `torch.zeros(...)` "
+              "without `dtype=x.dtype`)")
+DEVICE_HINT = ("a tensor in forward is not on the input's device: either weights that did not follow "
+               f"`.to(device)` ({LIST_HINT}), or a tensor made inside forward without `device=x.device`")
+
+# (substring of the student's error, lowercase) -> what the mistake probably is
+_ERROR_HINTS = [
+    ('missing the required "forward" function',
+     "the class has no `forward` method: is `def forward` indented inside the class body?"),
+    ("did not return a tensor",
+     "`forward` must return the output tensor: does it end with `return ...`?"),
+    ("nonetype",
+     "a `forward` (of the module or of one of its parts) returns nothing: does each one end with `return ...`?"),
+    ("normalized_shape",
+     "an nn.LayerNorm was built with the wrong normalized shape: it normalizes the features (the last "
+     "axis), so build it as nn.LayerNorm(hidden_dim)"),
+    ("same dtype", DTYPE_HINT),
+    ("expected scalar type", DTYPE_HINT),
+    ("should be the same", DTYPE_HINT),
+    ("same device", DEVICE_HINT),
+    ("two devices", DEVICE_HINT),
+]
+
+_NO_FORWARD = 'missing the required "forward" function'
+
+# Types whose missing attribute is not a name mismatch between __init__ and forward.
+_NOT_MODULES = {"Tensor", "Parameter", "NoneType", "tuple", "list", "dict", "int", "float", "str", "Size",
+                "ndarray", "function", "method", "module", "generator"}
+
+
+# ---------------------------------------------------------------- helpers
+
+@contextlib.contextmanager
+def explained():
+    """Re-raise a failure of the student's code with the likely mistake named, when it is a known one."""
+    try:
+        yield
+    except GradingFailure as e:
+        if _NO_FORWARD in e.message:
+            # nn.Module's own NotImplementedError, not a starter's stub: the class is written, its forward
+            # is not where torch looks (so the question is not "not started")
+            e = e.retold(e.message.replace("raised NotImplementedError", "raised nn.Module's NotImplementedError"))
+        text = e.message.lower()
+        extra = next((hint for key, hint in _ERROR_HINTS if key in text), None)
+        owner = re.search(r"'(\w+)' object has no attribute", e.message)
+        if extra is None and owner and owner.group(1) not in _NOT_MODULES:
+            extra = (f"`forward` uses an attribute of `{owner.group(1)}` that `__init__` never created: the "
+                     "attribute names in `__init__` and `forward` must be the same")
+        if extra is None or extra.lower() in text:
+            raise e from None
+        end = "" if extra.endswith(("?", ".")) else "."
+        raise e.retold(f"{e.message}\nLikely mistake: {extra}{end}") from None
+
+
+# the answer models (the known patchify mistakes): computed in the full package, replayed in the student kit
+A = Answers(__package__ + "._answers")  # this folder's _answers.py (a copy of the folder uses its own)
+
+
+def randn(rng, shape, dtype="float32", device="cpu"):
+    """A random torch tensor made on the trusted side (it is sent to the worker as raw bytes)."""
+    t = torch.from_numpy(rng.standard_normal(shape)).to(getattr(torch, dtype))
+    return t.to(device) if device != "cpu" else t
+
+
+def as_np(t):
+    """A float64 numpy copy of a trusted-side tensor (exact for every float dtype used here)."""
+    return t.detach().to("cpu", torch.float64).numpy()
+
+
+def check_shape(value, shape, what):
+    """The answer as a plain array, after checking its shape and that it is finite."""
+    arr = as_plain_array(value, what)
+    if tuple(arr.shape) != tuple(shape):
+        raise GradingFailure(f"{what}: expected shape {tuple(shape)}, got {tuple(arr.shape)}")
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        raise GradingFailure(f"{what}: contains NaN or Inf")
+    return arr.astype(np.float64)
+
+
+# the constructors' arguments, in the handout's order
+ARG_NAMES = {"MultiHeadSelfAttention": ("hidden_dim", "num_heads"),
+             "VisionTransformer": ("img_shape", "patch_dims", "hidden_dim", "num_heads", "out_dim",
+                                   "num_encoder_blocks")}
+
+
+def new(sub, cls, *args, **kwargs):
+    """The student's module, built in the worker; a failure names a notebook global read instead of an
+    argument, or arguments taken in another order than the handout's, when it looks like one."""
+    sizes = dict(zip(ARG_NAMES.get(cls, ()), args))
+    if "num_encoder_blocks" in kwargs:
+        sizes["num_encoder_blocks"] = kwargs["num_encoder_blocks"]
+    kwargs.setdefault("example", example_input(cls, sizes))
+    with naming_globals(sub, sizes, cls), explained():
+        try:
+            m = sub.new(cls, *args, **kwargs)
+        except GradingFailure as e:
+            if not _blocks_named_otherwise(e, kwargs):
+                raise
+            # the handout's keyword has another name in this __init__ (n_blocks, depth, ...): pass it by
+            # position so the other tests judge the model; test_vit_takes_num_encoder_blocks_by_name charges it
+            m = sub.new(cls, *args, kwargs["num_encoder_blocks"], **{k: v for k, v in kwargs.items()
+                                                                      if k != "num_encoder_blocks"})
+    m.sizes = sizes
+    return m
+
+
+def example_input(cls, sizes):
+    """An input of the tests' shape for a module built with `sizes`: the worker runs one forward on it only
+    when the module has lazy layers (nn.LazyLinear), to make their parameters (Probes.new)."""
+    if cls == "MultiHeadSelfAttention" and isinstance(sizes.get("hidden_dim"), int):
+        return {"shape": [2, 4, sizes["hidden_dim"]], "vocab": None}
+    img = sizes.get("img_shape")
+    if cls == "VisionTransformer" and isinstance(img, (list, tuple)) and all(isinstance(n, int) for n in img):
+        return {"shape": [2, *img], "vocab": None}
+    return None
+
+
+def _blocks_named_otherwise(e, kwargs):
+    return ("num_encoder_blocks" in kwargs
+            and "unexpected keyword argument 'num_encoder_blocks'" in getattr(e, "message", ""))
+
+
+def forward(m, inputs):
+    with naming_globals(m.sub, getattr(m, "sizes", {}), m.cls), explained():
+        return m.forward(inputs)
+
+
+def changed(a, b, scale):
+    """True when a and b differ by clearly more than float32 rounding, relative to `scale`."""
+    return float(np.max(np.abs(a - b))) > 1e-4 * max(scale, 1e-6)
+
+
+def check_registered(m, what, hint=LIST_HINT):
+    """Non-empty parameters, all of them moved by `.to("meta")`."""
+    if not m.params:
+        raise GradingFailure(f"{what} has no registered parameters (`.parameters()` is empty), so "
+                             f"`.to(device)` and an optimizer never see its weights.\nLikely mistake: {hint}.")
+    with explained():
+        moved = m.to("meta")
+    params = moved.get("params", []) if isinstance(moved, dict) else []
+    stayed = [p["name"] for p in params if p.get("device") != "meta"]
+    if not params or stayed:
+        raise GradingFailure(f"{what}.to('meta') left parameters where they were: {', '.join(stayed[:5])}"
+                             f"\nLikely mistake: {hint}.")
+
+
+def check_in_graph(m, x, weight, what):
+    """Every parameter gets a gradient tensor (it may be exactly zero, as the key bias's is)."""
+    with explained():
+        g = m.grads(x, weight)
+    params = g.get("params", []) if isinstance(g, dict) else []
+    if not params:
+        raise GradingFailure(f"{what} has no registered parameters, so nothing can be trained."
+                             f"\nLikely mistake: {LIST_HINT}.")
+    unused = [p["name"] for p in params if not p.get("has_grad")]
+    if unused:
+        raise GradingFailure(
+            f"{what}: these parameters got no gradient, they take no part in computing the output: "
+            f"{', '.join(unused[:8])}" + (f" and {len(unused) - 8} more" if len(unused) > 8 else "")
+            + "\n(a layer that is created but never used in forward, or a result that is detached)")
+    bad = [p["name"] for p in params if p.get("finite") is False]
+    if bad:
+        raise GradingFailure(f"{what}: the gradients of {', '.join(bad[:8])} contain NaN or Inf")
+
+
+# ---------------------------------------------------------------- patchify
+
+def _check_patchify(sub, ref, close, images, patch, dtype="float64", got=None, gate=True):
+    """Judge patchify on `images`. Where a listed mistake gives the right patches on these images (one patch
+    is a plain reshape, one channel hides the channel order, one row or column of patches hides the grid
+    order), the test earns only for a patchify that is also right where they show (`gate`)."""
+    expected = as_np(ref.patchify(images.cpu(), patch))
+    m = A.patchify_mistakes(images, patch)
+    reshaped, channel_last, column_major = m["reshape"], m["channel_last"], m["column_major"]
+    try:
+        if got is None:
+            with explained():
+                got = sub.call("patchify", images, patch)
+        close(got, expected, what=f"patchify(images of shape {tuple(images.shape)}, {patch!r})", dtype=dtype,
+              hints=[(RESHAPE_HINT, reshaped), (CHANNEL_LAST_HINT, channel_last), (COLUMN_MAJOR_HINT, column_major)])
+    except GradingFailure as e:  # an error, a wrong shape or wrong values: all three when (P_w, P_h) is read
+        if "Likely mistake" not in e.message and _reads_patch_swapped(sub, images, patch, expected):
+            raise e.retold(f"{e.message}\nLikely mistake: {SWAPPED_PATCH_HINT}.") from None
+        raise
+    hidden = [words for words, mistaken in (("a plain reshape", reshaped), ("channel-last patches", channel_last),
+                                            ("patches numbered column by column", column_major))
+              if mistaken.shape == expected.shape and np.array_equal(mistaken, expected)]
+    if gate and hidden:
+        revealing = torch.from_numpy(np.random.default_rng(0).standard_normal((2, 3, 8, 12)))
+        only_if_right_elsewhere(
+            "patchify", f"{' and '.join(hidden)} would be right as well",
+            "images of shape (2, 3, 8, 12) cut into 4 x 4 patches",
+            lambda: _check_patchify(sub, ref, close, revealing, 4, gate=False))
+
+
+def _reads_patch_swapped(sub, images, patch, expected):
+    """Does the student's patchify give the right patches when handed (P_w, P_h)? Then it reads the
+    tuple the other way round (`pw, ph = patch_dims`)."""
+    if isinstance(patch, int) or patch[0] == patch[1]:
+        return False
+    try:
+        got = as_plain_array(sub.call("patchify", images, tuple(reversed(patch))), "patchify")
+    except GradingFailure:
+        return False
+    return got.shape == expected.shape and np.allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+RANDOM_IN_EVAL_HINT = (
+    "the module gives different outputs for the same input in eval mode: dropout that ignores "
+    "`self.training` (`F.dropout(x, p)` is on by default; use an nn.Dropout layer built in `__init__` "
+    "(`self.drop = nn.Dropout(p)`), or pass `training=self.training`; an nn.Dropout made inside forward "
+    "(`nn.Dropout(p)(x)`) is a new layer on every call, always in training mode, which `model.eval()` never "
+    "reaches; F.scaled_dot_product_attention(..., dropout_p=p) drops whatever the mode: "
+    "pass `dropout_p=p if self.training else 0.0`), or random numbers drawn in forward")
+
+
+def check_deterministic(m, x, what):
+    """Eval mode is deterministic: the same input with a different random seed gives the same output."""
+    a = forward(m, [x]).outputs[0]
+    b = m.forward([x], seed=1).outputs[0]  # (not `forward`: the error hints are the same)
+    a, b = as_plain_array(a, what), as_plain_array(b, what)
+    if a.shape == b.shape and a.dtype.kind == "f" and changed(a.astype(np.float64), b.astype(np.float64),
+                                                              float(np.max(np.abs(a), initial=0.0))):
+        raise GradingFailure(f"{what}: {RANDOM_IN_EVAL_HINT}.")
+
+
+# every name, underscored helpers included: each question's file starts `from ._common import *`
+__all__ = [n for n in dir() if not n.startswith("__")]

@@ -1,0 +1,343 @@
+"""Grading tests of `vit`, question mhsa (see _common.py for what the tests share)."""
+
+from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+
+
+def _mhsa_shape(sub, rng, seed, B, N, D, h):
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
+    r = forward(m, [randn(rng, (B, N, D))])
+    check_shape(r.outputs[0], (B, N, D), f"MultiHeadSelfAttention({D}, {h}) on input of shape ({B}, {N}, {D})")
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.parametrize("B,N,D,h", [(2, 5, 8, 2), (1, 1, 8, 2), (3, 4, 16, 4)])
+def test_mhsa_output_shape(sub, rng, seed, B, N, D, h):
+    _mhsa_shape(sub, rng, seed, B, N, D, h)
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.parametrize("B,N,D,h", [(3, 7, 12, 3), (1, 9, 10, 5), (1, 1, 12, 3), (4, 13, 10, 5), (2, 6, 6, 1)])
+def test_mhsa_output_shape_odd_heads(sub, rng, seed, B, N, D, h):
+    _mhsa_shape(sub, rng, seed, B, N, D, h)
+
+
+@pytest.mark.question("mhsa")
+def test_mhsa_parameters_registered(sub, rng, seed):
+    m = new(sub, "MultiHeadSelfAttention", 12, 3, seed=seed)
+    check_registered(m, "MultiHeadSelfAttention(12, 3)")
+    _structure_earns_if_it_runs(sub, rng, seed)
+
+
+def _structure_earns_if_it_runs(sub, rng, seed):
+    """A test of structure (registered parameters, their count) passes for a module whose forward is
+    wrong in every way (returns None, say): it earns only for a module that also answers in the right
+    shape."""
+    only_if_right_elsewhere("MultiHeadSelfAttention", "the module's parameters, which a forward that does "
+                            "not work has as well", "an input of shape (2, 5, 12)",
+                            lambda: _mhsa_shape(sub, rng, seed, 2, 5, 12, 3))
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.parametrize("D,h", [(12, 3), (16, 4)])
+def test_mhsa_parameter_count(sub, rng, seed, D, h):
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
+    low = 4 * D * D
+    if m.n_params >= low:
+        _structure_earns_if_it_runs(sub, rng, seed)
+        return
+    if m.n_params >= 3 * D * D:
+        hint = ("no output projection: after the heads are concatenated, step 4 of the handout applies W^O "
+                "(D x D, e.g. nn.Linear(D, D)), which lets the heads' outputs mix")
+    elif any(tuple(p.get("shape", ())) == (D // h, D // h) for p in m.params):
+        hint = (f"each head's projection sees only its own slice of D/num_heads = {D // h} features (a "
+                f"Linear({D // h}, {D // h}) per head): a head's W_i^Q maps all D = {D} features to D/num_heads, "
+                "so it is (D, D/num_heads), and the Q, K and V projections of all heads hold 3 * D * D values")
+    else:
+        hint = LIST_HINT
+    raise GradingFailure(
+        f"MultiHeadSelfAttention({D}, {h}) has {m.n_params} registered parameter values; the query, key, value "
+        f"and output projections need at least 4 * D * D = {low} (each maps D = {D} features to D, the first "
+        f"three split over the heads).\nLikely mistake: {hint}.")
+
+
+@pytest.mark.question("mhsa")
+def test_mhsa_every_parameter_in_graph(sub, rng, seed):
+    m = new(sub, "MultiHeadSelfAttention", 12, 3, seed=seed)
+    check_in_graph(m, randn(rng, (2, 5, 12)), randn(rng, (2, 5, 12)), "MultiHeadSelfAttention(12, 3)")
+
+
+@pytest.mark.question("mhsa")
+def test_mhsa_every_parameter_in_graph_odd_heads(sub, rng, seed):
+    m = new(sub, "MultiHeadSelfAttention", 10, 5, seed=seed)
+    check_in_graph(m, randn(rng, (1, 3, 10)), randn(rng, (1, 3, 10)), "MultiHeadSelfAttention(10, 5)")
+
+
+def _mhsa_equivariant(sub, close, rng, seed, B, N, D, h):
+    perm = rng.permutation(N)
+    while N > 1 and (perm == np.arange(N)).all():
+        perm = rng.permutation(N)
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
+    x = randn(rng, (B, N, D))
+    check_deterministic(m, x, f"MultiHeadSelfAttention({D}, {h})")
+    r = forward(m, [x, x[:, torch.from_numpy(perm)]])
+    what = f"MultiHeadSelfAttention({D}, {h})"
+    out = check_shape(r.outputs[0], (B, N, D), f"{what} output")
+    out_p = check_shape(r.outputs[1], (B, N, D), f"{what} output for the permuted tokens")
+    try:
+        close(out_p, out[:, perm], dtype="float32",
+              what=f"{what}: the output for the tokens in the order {perm.tolist()} compared with the output for "
+                   "the original order, permuted the same way (self-attention without positions must move each "
+                   "token's output along with the token)",
+              hints=[("the output does not follow the tokens: something depends on the position of a token "
+                      "(a fixed positional term, or a softmax/mean over the wrong axis)", out)])
+    except GradingFailure as e:
+        if "Likely mistake" in e.message:
+            raise
+        raise GradingFailure(f"{e.message}\nLikely mistake: {HEAD_SPLIT_HINT}.") from None
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.weight(3)  # what self-attention is; a head split that mixes tokens fails only here
+def test_mhsa_permutation_equivariant(sub, close, rng, seed):
+    _mhsa_equivariant(sub, close, rng, seed, 2, 6, 12, 3)
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.weight(3)
+def test_mhsa_permutation_equivariant_odd_heads(sub, close, rng, seed):
+    _mhsa_equivariant(sub, close, rng, seed, 3, 7, 10, 5)
+
+
+NO_MIXING_HINT = ("each token's output depends on that token alone, so the module is not attending: the "
+                  "scores must compare every query with every key, Q @ K.transpose(-2, -1) of shape "
+                  "(B, heads, N, N), before the softmax over the keys (the last axis). An elementwise "
+                  "(Q * K).sum(-1) gives each token only itself. With nn.MultiheadAttention, build it with "
+                  "batch_first=True: without it, it reads (N, B, D) and attends over the batch")
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.weight(4)  # attention is mixing: a per-token layer passes the equivariance tests trivially
+def test_mhsa_mixes_tokens(sub, rng, seed):
+    B, N, D, h = 2, 5, 12, 3
+    j = int(rng.integers(N))
+    x = randn(rng, (B, N, D))
+    x2 = x.clone()
+    x2[:, j] = randn(rng, (B, D))
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
+    r = forward(m, [x, x2])
+    what = f"MultiHeadSelfAttention({D}, {h})"
+    out = check_shape(r.outputs[0], (B, N, D), f"{what} output")
+    out2 = check_shape(r.outputs[1], (B, N, D), f"{what} output")
+    others = [i for i in range(N) if i != j]
+    if not changed(out2[:, others], out[:, others], float(np.max(np.abs(out)))):
+        raise GradingFailure(
+            f"{what}: changing token {j} did not change the output of any other token, so the module treats "
+            "each token on its own. In self-attention every token's output is a weighted sum over the values "
+            f"of all tokens.\nLikely mistake: {NO_MIXING_HINT}.")
+
+
+HEAD_SPLIT_HINT = ("the heads are split or merged with reshape/view alone: (B, N, D) -> (B, h, N, D/h) needs "
+                   "`.view(B, N, h, D // h).transpose(1, 2)`, and back `.transpose(1, 2).reshape(B, N, D)`; a "
+                   "plain reshape across the token and head axes mixes the tokens, so the output no longer "
+                   "moves with its token (or something else in forward depends on where a token is)")
+
+SOFTMAX_HINT = ("the attention weights of a query must be a softmax over the keys: the last axis of the "
+                "(B, heads, N, N) scores, `softmax(scores, dim=-1)`")
+
+
+def _tokens_and_alone(sub, rng, seed, N, D, h):
+    """The one-sequence output of N tokens and the output of each token alone (B = 1), in float64 so that
+    a least-squares fit is exact: (what, x, out (N, D), single (N, D), tolerance of the fit). A module that
+    cannot run in float64 (layers in a plain list stay float32; the dtype test charges it) is judged in
+    float32, with a tolerance to match, so that it fails here on the property, if at all."""
+    for dtype, tol in (("float64", 1e-5), ("float32", 1e-3)):
+        what = f"MultiHeadSelfAttention({D}, {h}) in {dtype}"
+        m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed, dtype=dtype)
+        x = randn(rng, (1, N, D), dtype) * 2
+        try:
+            check_deterministic(m, x, what)
+            r = forward(m, [x] + [x[:, j:j + 1] for j in range(N)])
+        except GradingFailure as e:
+            if dtype == "float64" and DTYPE_HINT in e.message:
+                continue
+            raise
+        out = check_shape(r.outputs[0], (1, N, D), f"{what} output")[0]                # (N, D)
+        single = np.stack([check_shape(o, (1, 1, D), f"{what} output for one token")[0, 0]
+                           for o in r.outputs[1:]])                                  # (N, D): g(x_j)
+        return what, x, out, single, tol
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.weight(6)  # the point of attention: each token's output is a weighted average of the values
+def test_mhsa_averages_the_values_over_the_keys(sub, rng, seed):
+    # With one head, the output of token i is sum_j a_ij g(x_j): a per-token map g (value and output
+    # projections, with their biases) averaged with weights a_ij >= 0 that sum to 1 over the keys j.
+    # g(x_j) is the output for token j alone (any softmax of a single score is 1), so a least-squares fit of
+    # each output row on the single-token outputs (N <= D: a unique fit) must be exact, with weights >= 0
+    # summing to 1. Softmax over the queries, or no softmax, leaves weights that do not sum to 1 over the
+    # keys (and, with biases, an inexact fit). Any projection layout passes; float64 makes the fit exact.
+    B, N, D, h = 1, 4, 8, 1
+    what, x, out, single, tol = _tokens_and_alone(sub, rng, seed, N, D, h)
+    fit = np.linalg.lstsq(single.T, out.T, rcond=None)[0].T                          # (N, N): a_ij
+    scale = max(float(np.max(np.abs(out))), 1e-12)
+    misfit = float(np.max(np.abs(fit @ single - out))) / scale
+    rows, cols = fit.sum(axis=1), fit.sum(axis=0)                                  # (N,), (N,)
+    alone = np.max(np.abs(out - single)) <= tol * 1e-3 * scale  # every token's output is its output alone
+    if misfit <= tol and np.all(np.abs(rows - 1) <= tol) and fit.min() >= -tol and not alone:
+        return
+    if alone:
+        raise GradingFailure(f"{what} on {N} tokens with one head: the output of each token is exactly its "
+                             f"output when it is alone: the weights over the keys are the identity, no token "
+                             f"is averaged with another.\nLikely mistake: {NO_MIXING_HINT}.")
+    found = (f"the output of each token, written as a weighted sum of the outputs of the tokens alone, has "
+             f"weights over the keys that sum to {np.round(rows, 4).tolist()} (they must sum to 1 and be >= 0)"
+             + (f", and even that sum misses the output by {misfit:.2g} of its size" if misfit > tol else ""))
+    xs = as_np(x[0])                                                                   # (N, D)
+    fit_res = np.linalg.lstsq((single - xs).T, (out - xs).T, rcond=None)[0].T         # (N, N)
+    if (np.max(np.abs(fit_res @ (single - xs) - (out - xs))) / scale <= tol
+            and np.all(np.abs(fit_res.sum(axis=1) - 1) <= tol)):
+        mistake = ("the module adds its input to the attention output (a residual connection inside "
+                   "MultiHeadSelfAttention). The encoder block adds the residual (Z = Z + MHSA(LN(Z))); the "
+                   "module is the attention alone, or the block adds its input twice")
+    elif np.all(np.abs(cols - 1) <= 10 * tol):
+        mistake = ("softmax over the queries (dim=-2) instead of the keys: the weights sum to 1 down each "
+                   "column of the attention matrix, not along each row; " + SOFTMAX_HINT)
+    else:
+        mistake = (f"no softmax, or a softmax over the wrong axis; {SOFTMAX_HINT}. (A residual connection or "
+                   "a normalization inside the module has the same effect: the encoder block adds the "
+                   "residual, MHSA is the attention alone.)")
+    raise GradingFailure(f"{what} on {N} tokens with one head: {found}.\nLikely mistake: {mistake}")
+
+
+SYMMETRIC_HINT = ("the keys are the queries: K is computed with the query layer (`k = self.q(x)`), or Q and K are "
+                  "one tensor, so the scores Q @ K^T are symmetric and token i weighs token j as j weighs i. The "
+                  "key projection W^K is a layer of its own, next to W^Q and W^V")
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.weight(6)  # queries and keys are what attention compares: with K = Q it is another function
+def test_mhsa_queries_and_keys_differ(sub, rng, seed):
+    # With one head the weights a_ij of query i over key j are recovered exactly (see the test above). If
+    # the scores are symmetric (s_ij = s_ji: the keys made by the query layer), a_ij = exp(s_ij) / Z_i, so
+    # around every cycle of three tokens a_ij a_jk a_ki = a_ik a_kj a_ji (the products of the Z_i cancel).
+    # Separate query and key projections break that by O(1) in the log. No layout is assumed.
+    B, N, D, h = 1, 5, 8, 1
+    what, x, out, single, tol = _tokens_and_alone(sub, rng, seed, N, D, h)
+    fit = np.linalg.lstsq(single.T, out.T, rcond=None)[0].T                          # (N, N): a_ij
+    scale = max(float(np.max(np.abs(out))), 1e-12)
+    misfit = float(np.max(np.abs(fit @ single - out))) / scale
+    if (misfit > tol or np.any(np.abs(fit.sum(axis=1) - 1) > tol) or fit.min() < -tol
+            or np.max(np.abs(out - single)) <= tol * 1e-3 * scale):
+        pytest.skip("judged by test_mhsa_averages_the_values_over_the_keys, not here: the outputs are not a "
+                    "softmax-weighted average of the values with weights of a useful size, so the weights of "
+                    "the queries over the keys cannot be read off")
+    log_a = np.log(np.maximum(fit, 1e-300))
+    cycles = [abs(log_a[i, j] + log_a[j, k] + log_a[k, i] - log_a[i, k] - log_a[k, j] - log_a[j, i])
+              for i in range(N) for j in range(i + 1, N) for k in range(j + 1, N)
+              if min(fit[a, b] for a in (i, j, k) for b in (i, j, k)) > 1e-3]  # weights read accurately
+    if not cycles:
+        pytest.skip("the attention weights of these tokens are too close to 0 to compare the cycles")
+    spread = float(np.max(log_a.max(axis=1) - log_a.min(axis=1)))  # how far the scores of a query differ
+    if spread < 1e-3:
+        pytest.skip("judged by the other tests, not here: every query weighs the keys (almost) equally, so "
+                    "there is no order of the scores to compare")
+    # symmetric scores leave only the fit's rounding in the cycles; small weights (scores near 0) give
+    # small cycles too, but in proportion to the spread of the scores
+    if max(cycles) > max(tol, 0.01 * spread):
+        return
+    raise GradingFailure(
+        f"{what} on {N} tokens with one head: the attention weights a_ij (query i over key j), read off the "
+        f"outputs, satisfy a_ij a_jk a_ki = a_ik a_kj a_ji around every cycle of three tokens (largest gap in "
+        f"the log: {max(cycles):.2g}): the scores are symmetric, token i scores token j exactly as j scores "
+        f"i.\nLikely mistake: {SYMMETRIC_HINT}.")
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.weight(4)  # "multi-head": one attention pattern for every feature is a single head
+def test_mhsa_uses_several_heads(sub, rng, seed):
+    # With one head, out_i = sum_j a_ij g(x_j), g(x_j) being the output for token j alone: every output row
+    # lies in the span of the single-token outputs (see test_mhsa_averages_the_values_over_the_keys). With h
+    # heads, each with its own softmax, out_i = sum_h sum_j a^h_ij g^h(x_j) leaves that span (N < D), because
+    # the heads weigh the tokens differently. A module that ignores num_heads (one head of width D), or shares
+    # one attention pattern across the heads, stays in it exactly.
+    B, N, D, h = 1, 3, 12, 3
+    what, x, out, single, tol = _tokens_and_alone(sub, rng, seed, N, D, h)
+    fit = np.linalg.lstsq(single.T, out.T, rcond=None)[0].T                          # (N, N)
+    scale = max(float(np.max(np.abs(out))), 1e-12)
+    misfit = float(np.max(np.abs(fit @ single - out))) / scale
+    if np.max(np.abs(out - single)) <= tol * 1e-3 * scale:
+        raise GradingFailure(f"{what} on {N} tokens: each token's output is its output alone, so there is no "
+                             f"attention, and no heads to tell apart.\nLikely mistake: {NO_MIXING_HINT}.")
+    if misfit > tol / 10:
+        return  # several heads
+    raise GradingFailure(
+        f"{what} on {N} tokens: every output row is a weighted sum of the outputs of the tokens alone, which "
+        f"is what one attention head gives: all {D} features were mixed with the same attention weights.\n"
+        f"Likely mistake: the heads are not split (num_heads is ignored, or one softmax over the full width is "
+        f"shared by the heads): each of the {h} heads needs its own scores from its own {D // h}-wide slice of "
+        "Q and K, its own softmax, and its own slice of V; then concatenate the heads.")
+
+
+def _mhsa_batch_independent(sub, close, rng, seed, N, D, h):
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
+    x1, x2, x3 = (randn(rng, (1, N, D)) for _ in range(3))
+    r = forward(m, [torch.cat([x1, x2]), torch.cat([x1, x3])])
+    what = f"MultiHeadSelfAttention({D}, {h})"
+    a = check_shape(r.outputs[0], (2, N, D), f"{what} output")
+    b = check_shape(r.outputs[1], (2, N, D), f"{what} output")
+    close(b[0], a[0], dtype="float32",
+          what=f"{what}: the output for the first sequence of a batch, when only the second sequence "
+               "changes (sequences of a batch must not see each other: is attention, a softmax or a mean "
+               "taken over the batch axis? nn.MultiheadAttention reads (N, B, D) unless built with "
+               "batch_first=True)")
+
+
+@pytest.mark.question("mhsa")
+def test_mhsa_batch_independent(sub, close, rng, seed):
+    _mhsa_batch_independent(sub, close, rng, seed, 5, 12, 3)
+
+
+@pytest.mark.question("mhsa")
+def test_mhsa_batch_independent_odd_heads(sub, close, rng, seed):
+    _mhsa_batch_independent(sub, close, rng, seed, 3, 10, 5)
+
+
+@pytest.mark.question("mhsa")
+def test_mhsa_dtype_and_device(sub, rng, seed, device, float_dtype):
+    B, N, D, h = 2, 5, 12, 3
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed, device=device, dtype=float_dtype)
+    r = forward(m, [randn(rng, (B, N, D), float_dtype, device)])
+    what = f"MultiHeadSelfAttention({D}, {h}) in {float_dtype} on {device}"
+    check_shape(r.outputs[0], (B, N, D), f"{what}: the output")
+    if r.dtypes[:1] != [float_dtype] or not str(r.devices[0]).startswith(device):
+        raise GradingFailure(f"{what}: the output is {r.dtypes[0]} on {r.devices[0]}; it must have the "
+                             "input's dtype and device (no hard-coded .float(), float32 or device inside forward)")
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.weight(3)  # a module that fails on every GPU
+def test_mhsa_runs_on_another_device(sub, seed):
+    m = new(sub, "MultiHeadSelfAttention", 12, 3, seed=seed)
+    shape = check_runs_on_another_device(m, (2, 5, 12), "MultiHeadSelfAttention(12, 3)")
+    if isinstance(shape, str):
+        pytest.skip(shape)
+    if list(shape) != [2, 5, 12]:
+        raise GradingFailure(f"MultiHeadSelfAttention(12, 3) on another device returned shape {tuple(shape)}; "
+                             "expected (2, 5, 12)")
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.parametrize("device", ["cuda"], indirect=True)
+def test_mhsa_to_cuda(sub, rng, seed, device):
+    B, N, D, h = 2, 5, 12, 3
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
+    with explained():
+        moved = m.to(device)
+    stayed = [p["name"] for p in moved.get("params", []) if not str(p.get("device")).startswith(device)]
+    if stayed:
+        raise GradingFailure(f"MultiHeadSelfAttention.to('cuda') left these parameters behind: "
+                             f"{', '.join(stayed[:5])}\nLikely mistake: {LIST_HINT}.")
+    r = forward(m, [randn(rng, (B, N, D), "float32", device)])
+    check_shape(r.outputs[0], (B, N, D), "MultiHeadSelfAttention moved to cuda: the output")
+    if not str(r.devices[0]).startswith(device):
+        raise GradingFailure(f"MultiHeadSelfAttention moved to cuda returned its output on {r.devices[0]}")
