@@ -51,6 +51,8 @@ import sys
 import tempfile
 import time
 
+__all__ = ["kit_code_problems", "probe_kit", "run_probe", "main", "KIT_PROBE_SECONDS"]
+
 CALLS_PER_CASE = 1000
 SECONDS_PER_CASE = 2.5  # each case's share of a function's time, however slow its calls
 SECONDS_PER_FUNCTION = 60
@@ -104,7 +106,9 @@ def _unwrapped(obj, seen):
         except Exception:  # noqa: BLE001
             pass
     if inspect.isfunction(obj) and id(obj) not in seen:
-        seen.add(id(obj))
+        # kept alive in `seen`: an object whose __getattr__ makes a function for any name (checker.kit's
+        # Answers) hands out ones that are dropped at once, and a later function could reuse the id
+        seen[id(obj)] = obj
         out.append(obj)
     return out
 
@@ -321,7 +325,7 @@ def main():
                 (float(c.get("rtol", DEFAULT_TOLERANCE[0])), float(c.get("atol", DEFAULT_TOLERANCE[1]))))
                for c in raw]
     sys.argv = ["hwcheck", "--help"]
-    seen, functions, failed = set(), [], []
+    seen, functions, failed = {}, [], []
     for name in _modules(kit):
         try:
             module = importlib.import_module(name)
