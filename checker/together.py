@@ -46,9 +46,10 @@ read.
 from checker import wire
 from checker.names import call_text
 
-__all__ = ["Together", "Pending", "SEND_LIMIT", "asked"]
+__all__ = ["Together", "Pending", "SEND_LIMIT", "SEND_TOGETHER", "asked"]
 
 SEND_LIMIT = 64 * 1024  # bytes of requests in flight at once (a socketpair's buffer holds about 200 KiB)
+SEND_TOGETHER = True    # False: every ask goes alone at its get() (tests/test_together_cards.py compares)
 _NOT_RUN = object()
 
 
@@ -183,7 +184,7 @@ class Together:
             return
         self.sent = True
         sub = self.sub
-        if len(self.asks) < 2 or not (sub.loaded and sub.load_ok and sub.sock is not None) \
+        if not SEND_TOGETHER or len(self.asks) < 2 or not (sub.loaded and sub.load_ok and sub.sock is not None) \
                 or sub.time_left() <= 0 or sub._unasked():
             return  # each ask goes alone at its get(), as it would without the batch
         frames, size, after = [], 0, None
