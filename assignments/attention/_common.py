@@ -40,6 +40,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from checker import carry
 from checker.edge_gate import answer_log, logged_close, only_if_right_elsewhere
+from checker.together import asked
 from checker.errors import GradingFailure, StudentError
 from checker.kit import Answers
 
@@ -145,8 +146,13 @@ def _combine_hints_of(m):
 
 def _call_with_shape_note(sub, name, *args, T, n):
     """sub.call, adding what a shape error on a T != n input usually means."""
+    return asked(_ask_with_shape_note(sub, name, *args, T=T, n=n))()
+
+
+def _ask_with_shape_note(sub, name, *args, T, n):
+    """_call_with_shape_note as a generator (yield from it) over a Together or a handle."""
     try:
-        return sub.call(name, *args)
+        return (yield sub.call(name, *args))
     except StudentError as e:
         if T != n and re.search(r"broadcast|matmul|shapes|aligned|mismatch|size", e.message):
             raise StudentError(e.message + f"\nThis input has T={T} tokens of width n={n}. A shape error that the "
@@ -273,10 +279,11 @@ def _same_shape(got, expected, what, hints=()):
     raise GradingFailure(msg)
 
 
-def _shape_right(sub, ref, name, *args):
-    """GradingFailure unless the shape function `name` answers the reference's shape for `args`."""
+def _shape_right(sub, ref, name, *args, ask=None):
+    """GradingFailure unless the shape function `name` answers the reference's shape for `args` (`ask`: that
+    call already sent with others, a checker.together Pending)."""
     what = f"{name}{args}"
-    _same_shape(sub.call(name, *args), getattr(ref, name)(*args), what)
+    _same_shape(ask.get() if ask is not None else sub.call(name, *args), getattr(ref, name)(*args), what)
 
 
 def _plain_sizes(got):
@@ -525,9 +532,11 @@ def _check_arguments_unchanged(sub, close, calls):
     gives another answer. The test passes only for right answers: a call that raises or answers wrongly
     cannot earn the point here (its own tests say why), so the test is skipped then."""
     changed, raised = [], []
-    for name, params, expected in calls:
+    with sub.together() as t:  # every call is made whatever the others answer: one round trip
+        asked_ = [t.call_changes(name, *[np.array(v, copy=True) for v in params.values()]) for name, params, _ in calls]
+    for (name, params, expected), ask in zip(calls, asked_):
         try:
-            value, which = sub.call_changes(name, *[np.array(v, copy=True) for v in params.values()])
+            value, which = ask.get()
         except GradingFailure as e:  # it raised, hung, or is missing
             raised.append(f"{name}: {e.message.splitlines()[0][:200]}")
             continue

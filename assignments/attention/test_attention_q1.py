@@ -115,7 +115,7 @@ SCORE_SHAPES = [(5, 3), (1, 4), (2, 7)]  # (T, n): T != n, T = 1, odd widths
 
 def _check_get_scores(sub, ref, close, rng, T, n, dtype):
     M, v = _rand(rng, (T, n), dtype), _rand(rng, (n,), dtype)
-    got = sub.call("get_scores", M, v)
+    got = yield sub.call("get_scores", M, v)
     close(got, ref.get_scores(_f64(M), _f64(v)), what=f"get_scores(matrix, vector) with T={T}, n={n}, {dtype}",
           dtype=dtype)
 
@@ -124,16 +124,18 @@ def _check_get_scores(sub, ref, close, rng, T, n, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("T,n", SCORE_SHAPES)
 def test_get_scores_random(sub, ref, close, rng, T, n, dtype):
-    _check_get_scores(sub, ref, close, rng, T, n, dtype)
-    if T == 1:
-        only_if_right_elsewhere("get_scores", "a single token", "T=5, n=3",
-                                lambda: _check_get_scores(sub, ref, close, rng, 5, 3, dtype))
+    with sub.together(chain=True) as t:  # the edge case and the gate's input asked together
+        edge = asked(_check_get_scores(t, ref, close, rng, T, n, dtype))
+        other = asked(_check_get_scores(t, ref, close, rng, 5, 3, dtype)) if T == 1 else None
+    edge()
+    if other:
+        only_if_right_elsewhere("get_scores", "a single token", "T=5, n=3", other)
 
 
 def _check_get_context_vector(sub, ref, close, rng, T, n, dtype):
     w = A.softmax(rng.standard_normal(T)).astype(dtype)
     H = _rand(rng, (T, n), dtype)
-    got = _call_with_shape_note(sub, "get_context_vector", w, H, T=T, n=n)
+    got = yield from _ask_with_shape_note(sub, "get_context_vector", w, H, T=T, n=n)
     close(got, ref.get_context_vector(_f64(w), _f64(H)),
           what=f"get_context_vector(w, H) with T={T}, n={n}, {dtype}", dtype=dtype, hints=_combine_hints(w, H))
 
@@ -142,15 +144,17 @@ def _check_get_context_vector(sub, ref, close, rng, T, n, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("T,n", SCORE_SHAPES)
 def test_get_context_vector_random(sub, ref, close, rng, T, n, dtype):
-    _check_get_context_vector(sub, ref, close, rng, T, n, dtype)
-    if T == 1:  # one state: its average, its sum and its weighted sum are all the same
-        only_if_right_elsewhere("get_context_vector", ONE_TOKEN, "T=5, n=3",
-                                lambda: _check_get_context_vector(sub, ref, close, rng, 5, 3, dtype))
+    with sub.together(chain=True) as t:
+        edge = asked(_check_get_context_vector(t, ref, close, rng, T, n, dtype))
+        other = asked(_check_get_context_vector(t, ref, close, rng, 5, 3, dtype)) if T == 1 else None
+    edge()
+    if other:  # one state: its average, its sum and its weighted sum are all the same
+        only_if_right_elsewhere("get_context_vector", ONE_TOKEN, "T=5, n=3", other)
 
 
 def _check_context_vector(sub, ref, close, rng, T, n, dtype):
     enc, dec = _rand(rng, (T, n), dtype), _rand(rng, (n,), dtype)
-    got = _call_with_shape_note(sub, "context_vector", enc, dec, T=T, n=n)
+    got = yield from _ask_with_shape_note(sub, "context_vector", enc, dec, T=T, n=n)
     close(got, ref.context_vector(_f64(enc), _f64(dec)),
           what=f"context_vector(encoder_states, decoder_state) with T={T}, n={n}, {dtype}", dtype=dtype,
           hints=_context_hints(enc, dec))
@@ -160,10 +164,12 @@ def _check_context_vector(sub, ref, close, rng, T, n, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("T,n", SCORE_SHAPES)
 def test_context_vector_random(sub, ref, close, rng, T, n, dtype):
-    _check_context_vector(sub, ref, close, rng, T, n, dtype)
-    if T == 1:  # one token: any scaling, any normalisation of one score gives the weight 1
-        only_if_right_elsewhere("context_vector", ONE_TOKEN, "T=5, n=3",
-                                lambda: _check_context_vector(sub, ref, close, rng, 5, 3, dtype))
+    with sub.together(chain=True) as t:
+        edge = asked(_check_context_vector(t, ref, close, rng, T, n, dtype))
+        other = asked(_check_context_vector(t, ref, close, rng, 5, 3, dtype)) if T == 1 else None
+    edge()
+    if other:  # one token: any scaling, any normalisation of one score gives the weight 1
+        only_if_right_elsewhere("context_vector", ONE_TOKEN, "T=5, n=3", other)
 
 
 @pytest.mark.question("Q1")
@@ -184,16 +190,18 @@ def test_context_vector_handout_shape_new_values(sub, ref, close, rng):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(1,), (7,), (1, 1), (4, 1), (3, 6), (6, 2)])
 def test_softmax_random_shapes(sub, ref, close, rng, shape, dtype):
-    _check_softmax_shape(sub, ref, close, rng, shape, dtype)
-    if shape[-1] == 1:  # rows of one score: any normalisation gives 1
-        only_if_right_elsewhere("get_attention_weights", "rows of a single score", "scores of shape (3, 6)",
-                                lambda: _check_softmax_shape(sub, ref, close, rng, (3, 6), dtype))
+    with sub.together(chain=True) as t:
+        edge = asked(_check_softmax_shape(t, ref, close, rng, shape, dtype))
+        other = asked(_check_softmax_shape(t, ref, close, rng, (3, 6), dtype)) if shape[-1] == 1 else None
+    edge()
+    if other:  # rows of one score: any normalisation gives 1
+        only_if_right_elsewhere("get_attention_weights", "rows of a single score", "scores of shape (3, 6)", other)
 
 
 def _check_softmax_shape(sub, ref, close, rng, shape, dtype):
     s = _rand(rng, shape, dtype, scale=3.0)
-    got = sub.call("get_attention_weights", s)
-    _q1_softmax_judged(sub, close, s, got, ref.get_attention_weights(_f64(s)),
+    got = yield sub.call("get_attention_weights", s)
+    _q1_softmax_judged(sub.sub, close, s, got, ref.get_attention_weights(_f64(s)),
                        what=f"get_attention_weights(scores of shape {shape}) in {dtype}",
           dtype=dtype, hints=_mistaken_softmaxes(s))
 
@@ -202,15 +210,17 @@ def _check_softmax_shape(sub, ref, close, rng, shape, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("T,n", [(1, 1), (6, 9), (3, 2)])
 def test_scale_scores_random(sub, ref, close, rng, T, n, dtype):
-    _check_scale_scores(sub, ref, close, rng, T, n, dtype)
-    if n == 1:  # sqrt(1) = 1: dividing by it, by 1, or not at all are the same
-        only_if_right_elsewhere("scale_scores", "n = 1", "n = 9",
-                                lambda: _check_scale_scores(sub, ref, close, rng, 6, 9, dtype))
+    with sub.together(chain=True) as t:
+        edge = asked(_check_scale_scores(t, ref, close, rng, T, n, dtype))
+        other = asked(_check_scale_scores(t, ref, close, rng, 6, 9, dtype)) if n == 1 else None
+    edge()
+    if other:  # sqrt(1) = 1: dividing by it, by 1, or not at all are the same
+        only_if_right_elsewhere("scale_scores", "n = 1", "n = 9", other)
 
 
 def _check_scale_scores(sub, ref, close, rng, T, n, dtype):
     s = _rand(rng, (T,), dtype, scale=3.0)
-    got = sub.call("scale_scores", s, n)
+    got = yield sub.call("scale_scores", s, n)
     m = A.scale_mistakes(s, n)
     close(got, ref.scale_scores(_f64(s), n), what=f"scale_scores(scores of shape ({T},), {n}) in {dtype}",
           dtype=dtype, hints=([(SCALED_BY_N, m["by_n"])] if n > 1 else [])

@@ -4,7 +4,12 @@ from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and h
 
 
 def _check_blocks(sub, ref, close, W, h, dtype, label):
-    got = sub.call("split_heads", W, h)
+    asked(_ask_blocks(sub, ref, close, W, h, dtype, label))()
+
+
+def _ask_blocks(sub, ref, close, W, h, dtype, label):
+    """_check_blocks as a generator (checker.together.asked) over a handle or a Together."""
+    got = yield sub.call("split_heads", W, h)
     what = f"split_heads({label}, {h})"
     if isinstance(got, (list, tuple)) and len(got) != h:
         raise GradingFailure(f"{what}: expected a list of {h} arrays (one per head), got {len(got)} items")
@@ -21,15 +26,19 @@ def _check_blocks(sub, ref, close, W, h, dtype, label):
 @pytest.mark.question("Q3")
 @pytest.mark.parametrize("d,width,h", [(4, 4, 2), (3, 6, 3), (5, 10, 5), (2, 6, 1), (4, 6, 6)])
 def test_split_heads_blocks(sub, ref, close, d, width, h):
-    _check_arange_blocks(sub, ref, close, d, width, h)
-    if h in (1, width):  # one head (the whole W) or one column a head: every way of cutting agrees
+    with sub.together(chain=True) as t:
+        edge = asked(_check_arange_blocks(t, ref, close, d, width, h))
+        other = asked(_check_arange_blocks(t, ref, close, 3, 6, 3)) if h in (1, width) else None
+    edge()
+    if other:  # one head (the whole W) or one column a head: every way of cutting agrees
         only_if_right_elsewhere("split_heads", f"{h} head{'s' if h > 1 else ''} of width {width // h}",
-                                "W of shape (3, 6) in 3 heads", lambda: _check_arange_blocks(sub, ref, close, 3, 6, 3))
+                                "W of shape (3, 6) in 3 heads", other)
 
 
 def _check_arange_blocks(sub, ref, close, d, width, h):
+    """A generator (checker.together.asked) over a handle or a Together."""
     W = np.arange(d * width, dtype=np.float64).reshape(d, width) / 10  # every entry tells where it came from
-    _check_blocks(sub, ref, close, W, h, "float64", f"W of shape ({d}, {width}) with W[r, c] = r*{width/10:g} + c/10")
+    yield from _ask_blocks(sub, ref, close, W, h, "float64", f"W of shape ({d}, {width}) with W[r, c] = r*{width/10:g} + c/10")
 
 
 @pytest.mark.question("Q3")
@@ -54,7 +63,10 @@ WEIGHT_CASES = [(d, h) for _, d, h in SHAPE_CASES]  # (d_model, num_heads)
 @pytest.mark.question("Q3")
 @pytest.mark.parametrize("d,h", WEIGHT_CASES)
 def test_head_weight_shape(sub, ref, close, d, h):
-    got = sub.call("head_weight_shape", d, h)
+    with sub.together(chain=True) as t:
+        first = t.call("head_weight_shape", d, h)
+        other = t.call("head_weight_shape", 6, 3) if h == 1 else None
+    got = first.get()
     # a head's output shape (t, d/h) for any t the student may have used (a notebook T, X.shape[0], ...)
     hints = [(HEAD_WEIGHT_IS_OUTPUT, (t, d // h)) for t in range(1, 1025) if t not in (d, h)]
     hints.append(("the first dimension is the number of features a head's weight takes in, d_model, not the "
@@ -65,13 +77,16 @@ def test_head_weight_shape(sub, ref, close, d, h):
                  hints=hints, sub=sub, fn=ref.head_weight_shape, args={"d_model": d, "num_heads": h})
     if h == 1:  # one head: an answer that leaves num_heads out is right here
         only_if_right_elsewhere("head_weight_shape", "num_heads=1", "head_weight_shape(d_model=6, num_heads=3)",
-                                lambda: _shape_right(sub, ref, "head_weight_shape", 6, 3))
+                                lambda: _shape_right(sub, ref, "head_weight_shape", 6, 3, ask=other))
 
 
 @pytest.mark.question("Q3")
 @pytest.mark.parametrize("T,d,h", SHAPE_CASES)
 def test_head_output_shape(sub, ref, close, T, d, h):
-    got = sub.call("head_output_shape", T, d, h)
+    with sub.together(chain=True) as t:
+        first = t.call("head_output_shape", T, d, h)
+        other = t.call("head_output_shape", 7, 6, 3) if h == 1 else None
+    got = first.get()
     _close_shape(close, got, ref.head_output_shape(T, d, h),
                  what=f"head_output_shape(seq_len={T}, d_model={d}, num_heads={h})",
                  hints=[("that is the shape of one head's weight (d_model, d_model // num_heads), not of its output",
@@ -81,26 +96,32 @@ def test_head_output_shape(sub, ref, close, T, d, h):
                  sub=sub, fn=ref.head_output_shape, args={"seq_len": T, "d_model": d, "num_heads": h})
     if h == 1:  # one head: an answer that leaves num_heads out is right here
         only_if_right_elsewhere("head_output_shape", "num_heads=1", "head_output_shape(seq_len=7, d_model=6, num_heads=3)",
-                                lambda: _shape_right(sub, ref, "head_output_shape", 7, 6, 3))
+                                lambda: _shape_right(sub, ref, "head_output_shape", 7, 6, 3, ask=other))
 
 
 @pytest.mark.question("Q3")
 @pytest.mark.parametrize("T,d,h", SHAPE_CASES)
 def test_concat_shape(sub, ref, close, T, d, h):
-    got = sub.call("concat_shape", T, d, h)
+    with sub.together(chain=True) as t:
+        first = t.call("concat_shape", T, d, h)
+        other = t.call("concat_shape", 7, 6, 3) if h == 1 else None
+    got = first.get()
     _close_shape(close, got, ref.concat_shape(T, d, h), what=f"concat_shape(seq_len={T}, d_model={d}, num_heads={h})",
                  hints=[("that is the shape of one head's output; the concatenation puts all num_heads heads side by side",
                          (T, d // h) if h > 1 else None)],
                  sub=sub, fn=ref.concat_shape, args={"seq_len": T, "d_model": d, "num_heads": h})
     if h == 1:  # one head: an answer that leaves num_heads out is right here
         only_if_right_elsewhere("concat_shape", "num_heads=1", "concat_shape(seq_len=7, d_model=6, num_heads=3)",
-                                lambda: _shape_right(sub, ref, "concat_shape", 7, 6, 3))
+                                lambda: _shape_right(sub, ref, "concat_shape", 7, 6, 3, ask=other))
 
 
 @pytest.mark.question("Q3")
 @pytest.mark.parametrize("d,h", WEIGHT_CASES)
 def test_w_o_shape(sub, ref, close, d, h):
-    got = sub.call("w_o_shape", d, h)
+    with sub.together(chain=True) as t:
+        first = t.call("w_o_shape", d, h)
+        other = t.call("w_o_shape", 6, 3) if h == 1 else None
+    got = first.get()
     _close_shape(close, got, ref.w_o_shape(d, h), what=f"w_o_shape(d_model={d}, num_heads={h})",
                  hints=[("that is the shape of one head's weight; W^O maps the concatenated heads "
                          "(num_heads * d_model // num_heads features) back to d_model",
@@ -108,7 +129,7 @@ def test_w_o_shape(sub, ref, close, d, h):
                  sub=sub, fn=ref.w_o_shape, args={"d_model": d, "num_heads": h})
     if h == 1:  # one head: an answer that leaves num_heads out is right here
         only_if_right_elsewhere("w_o_shape", "num_heads=1", "w_o_shape(d_model=6, num_heads=3)",
-                                lambda: _shape_right(sub, ref, "w_o_shape", 6, 3))
+                                lambda: _shape_right(sub, ref, "w_o_shape", 6, 3, ask=other))
 
 
 @pytest.mark.question("Q3")
@@ -127,12 +148,16 @@ INDIVISIBLE = [(3, 10, 3), (5, 7, 2), (2, 6, 4)]  # (T, d_model, num_heads): num
 def test_shapes_when_num_heads_does_not_divide(sub, ref, close, name):
     """The handout's formulas round d_model / num_heads down (`//`); a ValueError, as split_heads raises,
     is accepted too."""
-    for T, d, h in INDIVISIBLE:
-        params = {"seq_len": T, "d_model": d, "num_heads": h} if name == "head_output_shape" else \
+    def params_of(T, d, h):
+        return {"seq_len": T, "d_model": d, "num_heads": h} if name == "head_output_shape" else \
             {"d_model": d, "num_heads": h}
+    with sub.together(chain=True) as t:
+        asks = [t.call(name, *params_of(T, d, h).values()) for T, d, h in INDIVISIBLE]
+    for (T, d, h), ask in zip(INDIVISIBLE, asks):
+        params = params_of(T, d, h)
         what = f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
         try:
-            got = sub.call(name, *params.values())
+            got = ask.get()
         except StudentError as e:
             if "ValueError" in e.exc_types:
                 continue
@@ -155,8 +180,8 @@ def _mha_case(rng, T, d, dtype):
     return X, Ws
 
 
-def _check_mha(sub, ref, close, note, X, Ws, h, dtype, label):
-    got = sub.call("multi_head_attention", X, *Ws, h)
+def _check_mha(sub, ref, close, note, X, Ws, h, dtype, label, ask=None):
+    got = ask.get() if ask is not None else sub.call("multi_head_attention", X, *Ws, h)
     args = [_f64(a) for a in (X, *Ws)]
     _close_mha(sub, ref, close, note, got, X, Ws, h, what=f"multi_head_attention({label}, num_heads={h})",
                dtype=dtype, hints=_mha_hints(*args, h))
@@ -214,20 +239,33 @@ def test_multi_head_attention_by_hand(sub, ref, close, note):
 @pytest.mark.parametrize("T,d,h", [(3, 4, 2), (5, 6, 3), (2, 10, 5), (1, 8, 4)])
 def test_multi_head_attention(sub, ref, close, note, rng, T, d, h, dtype):
     X, Ws = _mha_case(rng, T, d, dtype)
-    _check_mha(sub, ref, close, note, X, Ws, h, dtype, f"random X ({T} x {d}), W_Q, W_K, W_V, W_O ({d} x {d}), {dtype}")
-    _mha_gate(sub, ref, close, rng, T, d, h, dtype)
+    gate = _mha_gate(sub, ref, close, rng, T, d, h, dtype)
+    with sub.together(chain=True) as t:
+        first = t.call("multi_head_attention", X, *Ws, h)
+        other = gate(t)
+    _check_mha(sub, ref, close, note, X, Ws, h, dtype, f"random X ({T} x {d}), W_Q, W_K, W_V, W_O ({d} x {d}), {dtype}",
+               ask=first)
+    other()
 
 
 def _mha_gate(sub, ref, close, rng, T, d, h, dtype):
     """An edge case of multi_head_attention (one token, one head, heads of width 1) earns only for a
-    function also right on 5 tokens, d = 6 in 3 heads (checker.edge_gate)."""
+    function also right on 5 tokens, d = 6 in 3 heads (checker.edge_gate). Its input is drawn now; it
+    returns ask(t): that call added to the asks `t` (checker.together), returning the gate to run once the
+    edge case passed."""
     edge = [w for w, hit in [(ONE_TOKEN, T == 1), ("a single head, which any split and concatenation keeps whole",
                                                     h == 1), ("heads of width 1, where sqrt(d_k) = 1", d // h == 1)]
             if hit]
-    if edge:
-        X, Ws = _mha_case(rng, 5, 6, dtype)
-        only_if_right_elsewhere("multi_head_attention", "; ".join(edge), "5 tokens, d = 6, 3 heads",
-                                lambda: _check_mha(sub, ref, close, _QUIET, X, Ws, 3, dtype, f"random X (5 x 6), {dtype}"))
+    if not edge:
+        return lambda t: (lambda: None)
+    X, Ws = _mha_case(rng, 5, 6, dtype)
+
+    def ask(t):
+        other = t.call("multi_head_attention", X, *Ws, 3)
+        return lambda: only_if_right_elsewhere(
+            "multi_head_attention", "; ".join(edge), "5 tokens, d = 6, 3 heads",
+            lambda: _check_mha(sub, ref, close, _QUIET, X, Ws, 3, dtype, f"random X (5 x 6), {dtype}", ask=other))
+    return ask
 
 
 @pytest.mark.question("Q3")
@@ -235,5 +273,10 @@ def _mha_gate(sub, ref, close, rng, T, d, h, dtype):
 @pytest.mark.parametrize("T,d,h", [(7, 9, 3), (4, 12, 4), (6, 5, 5), (3, 6, 1), (1, 3, 3)])
 def test_multi_head_attention_random(sub, ref, close, note, rng, T, d, h, dtype):
     X, Ws = _mha_case(rng, T, d, dtype)
-    _check_mha(sub, ref, close, note, X, Ws, h, dtype, f"random X ({T} x {d}), W_Q, W_K, W_V, W_O ({d} x {d}), {dtype}")
-    _mha_gate(sub, ref, close, rng, T, d, h, dtype)
+    gate = _mha_gate(sub, ref, close, rng, T, d, h, dtype)
+    with sub.together(chain=True) as t:
+        first = t.call("multi_head_attention", X, *Ws, h)
+        other = gate(t)
+    _check_mha(sub, ref, close, note, X, Ws, h, dtype, f"random X ({T} x {d}), W_Q, W_K, W_V, W_O ({d} x {d}), {dtype}",
+               ask=first)
+    other()
