@@ -35,7 +35,7 @@ from checker.plugin import HwcheckPlugin  # noqa: E402
 from checker.worker.probes import Probes  # noqa: E402
 from checker.runner import PYTEST_ARGS  # noqa: E402
 from checker.sandbox import SubmissionHandle  # noqa: E402
-from checker.spec import assignment_ids, example_dirs, load_spec, reference_file, test_files  # noqa: E402
+from checker.spec import assignment_ids, example_dirs, load_spec, reference_file, grading_test_files  # noqa: E402
 from checker import wire  # noqa: E402
 
 
@@ -115,7 +115,7 @@ def inprocess_call_time(aid):
     plugin = HwcheckPlugin(handle, spec, mode="hidden", seed=1)
     report = JSONReport()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        pytest.main([*test_files(spec), *PYTEST_ARGS], plugins=[plugin, report])
+        pytest.main([*grading_test_files(spec), *PYTEST_ARGS], plugins=[plugin, report])
     failed = [t["nodeid"] for t in (report.report or {}).get("tests", []) if t["outcome"] not in ("passed", "skipped")]
     if failed:  # a broken stand-in would time nothing and make the overhead look like the whole cost
         raise SystemExit(f"the in-process reference run failed {len(failed)} tests, e.g. {failed[:3]}")
@@ -125,7 +125,7 @@ def inprocess_call_time(aid):
 def naive(entries, aid):
     t0 = time.perf_counter()
     for _, e in entries:
-        subprocess.run([sys.executable, "-m", "pytest", *test_files(load_spec(aid)), "-q", "-p", "no:cacheprovider",
+        subprocess.run([sys.executable, "-m", "pytest", *grading_test_files(load_spec(aid)), "-q", "-p", "no:cacheprovider",
                         "-p", "checker.plugin", "--hwcheck-submission", e, "--hwcheck-assignment", aid,
                         "--hwcheck-mode", "hidden"], cwd=ROOT, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, check=False)

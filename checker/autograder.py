@@ -267,12 +267,12 @@ def build_wheel(dest, *, source=ROOT, assignments=()):
 
 def check_wheel(path, assignment):
     """Raise unless the wheel at `path` holds the assignment's grading tests, spec and reference."""
-    from checker.spec import assignment_dir, load_spec, reference_file, test_files
+    from checker.spec import assignment_dir, load_spec, reference_file, grading_test_files
     spec = load_spec(assignment)
     folder = assignment_dir(assignment)
     ref = reference_file(spec)
     own_ref = ref is not None and os.path.dirname(os.path.abspath(ref)) == os.path.abspath(folder)
-    wanted = [f"assignments/{assignment}/{os.path.relpath(p, folder)}" for p in test_files(spec)]
+    wanted = [f"assignments/{assignment}/{os.path.relpath(p, folder)}" for p in grading_test_files(spec)]
     wanted += [f"assignments/{assignment}/spec.toml",
               f"assignments/{assignment}/reference.py" if own_ref else spec["reference"].replace(".", "/") + ".py",
               "checker/cli.py", "checker/worker/__init__.py"]

@@ -153,11 +153,11 @@ def warm_up(assignment):
     import pytest
 
     from checker import runner  # noqa: F401 - the Grader's own imports (plugin, pytest-json-report)
-    from checker.spec import test_files, tests_path
+    from checker.spec import grading_test_files, tests_path
     spec = load_spec(assignment)
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-        pytest.main([*test_files(spec), "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+        pytest.main([*grading_test_files(spec), "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                      "-p", "no:xdist", "--rootdir", tests_path(spec)])
     try:
         importlib.import_module(spec["reference"])

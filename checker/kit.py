@@ -246,7 +246,7 @@ def build_kit(outdir, record, package=None):
     `checker/kit.json` for `hwcheck init-ci` (see `checker.ci.kit_package`) and into the
     student README. The kit's pyproject.toml and README.md come from `checker.kit_files`.
     """
-    from checker.spec import ASSIGNMENTS_DIR, assignment_ids, load_spec, test_files
+    from checker.spec import ASSIGNMENTS_DIR, assignment_ids, load_spec, grading_test_files
     if os.path.exists(outdir) and os.listdir(outdir):
         raise FileExistsError(f"{outdir} exists and is not empty")
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", RECORDED, ANSWER_MODELS)
@@ -263,7 +263,7 @@ def build_kit(outdir, record, package=None):
     for aid in assignment_ids():
         spec = load_spec(aid)
         hidden = {t for q in spec["questions"] for t in q.get("hidden_tests", [])}
-        for path in test_files(spec):
+        for path in grading_test_files(spec):
             with open(path, encoding="utf-8") as f:
                 source = f.read()
             target = os.path.join(outdir, "assignments", aid, os.path.basename(path))

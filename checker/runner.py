@@ -33,7 +33,7 @@ from checker.sandbox import Limits, SubmissionHandle
 from checker.submission_files import file_source, secret_paths, sha256_of
 from checker.zygote_client import Zygote
 from checker.scorecard import build_scorecard
-from checker.spec import assignment_ids, infer_assignment, load_spec, spec_sha256, test_files, tests_path
+from checker.spec import assignment_ids, infer_assignment, load_spec, spec_sha256, grading_test_files, tests_path
 
 __all__ = ["Grader", "environment", "submission_id", "skipped_in_load"]
 
@@ -274,7 +274,7 @@ class Grader:
                                spec_sha256=spec_sha256(assignment))
         from pytest_jsonreport.plugin import JSONReport
         report_plugin = JSONReport()
-        args = [*test_files(spec), *PYTEST_ARGS, "--rootdir", tests_path(spec), *self.pytest_args]
+        args = [*grading_test_files(spec), *PYTEST_ARGS, "--rootdir", tests_path(spec), *self.pytest_args]
         sink = io.StringIO()
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             exit_code = pytest.main(args, plugins=[plugin, report_plugin])

@@ -40,7 +40,7 @@ except ModuleNotFoundError:  # Python 3.10
 from checker.errors import SpecError
 
 __all__ = ["ASSIGNMENTS_DIR", "ENV_VAR", "ENTRY_POINT_GROUP", "assignment_ids", "assignment_dirs",
-           "assignment_dir", "is_builtin", "discovery_problems", "load_spec", "spec_sha256", "tests_path", "test_files",
+           "assignment_dir", "is_builtin", "discovery_problems", "load_spec", "spec_sha256", "tests_path", "grading_test_files",
            "reference_file", "example_dirs", "example_path", "points", "infer_assignment", "question_of_test", "hidden_tests"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -237,7 +237,7 @@ def spec_sha256(aid):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def test_files(spec):
+def grading_test_files(spec):
     """The assignment's grading test files, in order: the spec's `tests` (a file name or a list of them,
     relative to the folder), else every `test_*.py` directly in the folder, sorted (one file per question
     reads best: `test_<id>_q1.py`, ...). A name need not exist: `checker.validate` says so."""

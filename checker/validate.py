@@ -79,7 +79,7 @@ def test_functions(path):
 
 
 def spec_problems(aid):
-    from checker.spec import assignment_dir, load_spec, test_files
+    from checker.spec import assignment_dir, load_spec, grading_test_files
     try:
         spec = load_spec(aid)
     except SpecError as e:
@@ -98,7 +98,7 @@ def spec_problems(aid):
     if named is not None and not (isinstance(named, str) or
                                   (isinstance(named, list) and named and all(isinstance(n, str) for n in named))):
         return problems + [f"the spec's tests must be a file name or a list of them, not {named!r}"]
-    paths = test_files(spec)
+    paths = grading_test_files(spec)
     if not paths:
         return problems + ["no grading tests: no test_*.py in the folder"]
     tests = {}
@@ -185,11 +185,11 @@ def kit_problems(aid):
     """What the student kit would take of this folder (see checker.kit.build_kit): no hidden test in the
     stripped grading tests, and none of the files the kit leaves out."""
     from checker.kit import _strip_hidden
-    from checker.spec import hidden_tests, load_spec, test_files
+    from checker.spec import hidden_tests, load_spec, grading_test_files
     spec = load_spec(aid)
     hidden = hidden_tests(spec)
     kept = set()
-    for path in test_files(spec):
+    for path in grading_test_files(spec):
         if not os.path.isfile(path):
             return []  # told by the spec check
         with open(path, encoding="utf-8") as f:

@@ -27,7 +27,7 @@ from checker.autograde import autograder_results
 from checker.scorecard import build_scorecard
 from checker.spec import assignment_dir, assignment_ids, load_spec, reference_file
 from checker.spec import example_path as example
-from checker.spec import test_files
+from checker.spec import grading_test_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
@@ -132,7 +132,7 @@ def test_wheel_in_zip_installs_with_the_hidden_tests_and_reference(built, tmp_pa
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     spec = load_spec("attention")
-    hidden = "".join((target / os.path.relpath(p, ROOT)).read_text(encoding="utf-8") for p in test_files(spec))
+    hidden = "".join((target / os.path.relpath(p, ROOT)).read_text(encoding="utf-8") for p in grading_test_files(spec))
     assert "hidden" in hidden
     assert (target / os.path.relpath(reference_file(spec), ROOT)).is_file()
     assert (target / "checker" / "schema" / "gradescope-results.schema.json").is_file()

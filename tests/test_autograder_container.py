@@ -151,7 +151,7 @@ def test_hidden_tests_and_reference_are_root_only_in_the_image(image):
     root = image[0]
     probe = ("import os, stat, sys, glob\n"
              "site = glob.glob('/opt/hwcheck-venv/lib/python3*/site-packages')[0]\n"
-             "for p in [site + '/reference', site + '/assignments', '/autograder/source']:\n"
+             "for p in [site + '/assignments', site + '/assignments/attention/reference.py', '/autograder/source']:\n"
              "    st = os.stat(p); print(p, oct(stat.S_IMODE(st.st_mode)), st.st_uid)\n")
     proc = in_container(root, "/opt/hwcheck-venv/bin/python", "-c", probe)
     assert proc.returncode == 0, proc.stderr

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from checker.cli import main
-from checker.spec import assignment_ids, load_spec, reference_file, test_files
+from checker.spec import assignment_ids, load_spec, reference_file, grading_test_files
 from checker.spec import example_path as example
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -56,7 +56,7 @@ def test_kit_holds_no_reference_and_no_hidden_test(kit):
     assert '"reference"' not in (kit / "pyproject.toml").read_text()
     for aid in assignment_ids():
         spec = load_spec(aid)
-        source = "".join((kit / "assignments" / aid / os.path.basename(p)).read_text() for p in test_files(spec))
+        source = "".join((kit / "assignments" / aid / os.path.basename(p)).read_text() for p in grading_test_files(spec))
         assert not (kit / "assignments" / aid / "reference.py").exists()
         assert not (kit / "assignments" / aid / "examples").exists()
         for name in (t for q in spec["questions"] for t in q["hidden_tests"]):

@@ -5,13 +5,13 @@ import pytest
 
 from checker.plugin import cuda_available
 from checker.scorecard import student_view, validate
-from checker.spec import assignment_ids, load_spec
+from checker.spec import assignment_ids, load_spec, reference_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def ref_path(aid):
-    return os.path.join(ROOT, "reference", f"{aid}.py")
+    return reference_file(load_spec(aid))  # assignments/<id>/reference.py (reference/<id>.py is a link: refused)
 
 
 @pytest.mark.parametrize("aid", assignment_ids())
