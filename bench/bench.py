@@ -30,11 +30,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from checker.errors import StudentError  # noqa: E402
-from checker.batch import grade_batch  # noqa: E402
-from checker.plugin import HwcheckPlugin  # noqa: E402
+from checker.records.batch import grade_batch  # noqa: E402
+from checker.running.plugin import HwcheckPlugin  # noqa: E402
 from checker.worker.probes import Probes  # noqa: E402
-from checker.runner import PYTEST_ARGS  # noqa: E402
-from checker.sandbox import SubmissionHandle  # noqa: E402
+from checker.running.runner import PYTEST_ARGS  # noqa: E402
+from checker.running.sandbox import SubmissionHandle  # noqa: E402
 from checker.spec import assignment_ids, example_dirs, load_spec, reference_file, grading_test_files  # noqa: E402
 from checker import wire  # noqa: E402
 
@@ -126,7 +126,7 @@ def naive(entries, aid):
     t0 = time.perf_counter()
     for _, e in entries:
         subprocess.run([sys.executable, "-m", "pytest", *grading_test_files(load_spec(aid)), "-q", "-p", "no:cacheprovider",
-                        "-p", "checker.plugin", "--hwcheck-submission", e, "--hwcheck-assignment", aid,
+                        "-p", "checker.running.plugin", "--hwcheck-submission", e, "--hwcheck-assignment", aid,
                         "--hwcheck-mode", "hidden"], cwd=ROOT, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, check=False)
     return time.perf_counter() - t0
@@ -155,7 +155,7 @@ def per_submission(refs, aid, jobs, out):
 
 def fixed_cost(aid, k=8):
     """Worker start, load, pytest session with collection, scorecard: a grade with every test deselected."""
-    from checker.runner import Grader
+    from checker.running.runner import Grader
     ref = reference_file(load_spec(aid))
     with Grader(mode="hidden", seed=1, pytest_args=["-k", "not test_"]) as g:
         g.grade(ref, aid)
@@ -169,15 +169,15 @@ def where_time_goes(aid, k=2):
     """Per test, on the reference (after one grade that warms the grader and its reference cache): worker
     round trips (an ask alone, or asks sent together: one each) and their wall time, the trusted side's reference and answer-model time, and the rest
     (pytest's bookkeeping, the tests' own code, comparisons, hints, load and scorecard), as means over k grades."""
-    import checker.kit as kit
-    import checker.ref_cache as ref_cache
-    from checker.runner import Grader
-    import checker.together as together
+    import checker.platforms.kit as kit
+    import checker.running.ref_cache as ref_cache
+    from checker.running.runner import Grader
+    import checker.running.together as together
     stats = dict(round_trips=0, round_trip_s=0.0, ref_s=0.0, answers_s=0.0, asks_together=0)
     orig_request, orig_cached, orig_getattr = SubmissionHandle.request, ref_cache.cached_call, kit.Answers.__getattr__
     orig_send = together.Together.send
 
-    def send(self):  # asks sent together (checker.together): one round trip for all of them
+    def send(self):  # asks sent together (checker.running.together): one round trip for all of them
         if self.sent:
             return orig_send(self)
         t0 = time.perf_counter()

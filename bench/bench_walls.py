@@ -24,7 +24,7 @@ CHILD = r'''
 import sys, time
 import numpy as np
 sys.path.insert(0, sys.argv[3])
-from checker.sandbox import Limits, SubmissionHandle, Zygote
+from checker.running.sandbox import Limits, SubmissionHandle, Zygote
 times = []
 with Zygote() as z:
     for i in range(int(sys.argv[2]) + 2):

@@ -10,8 +10,8 @@ calling the library, printing its texts and choosing the exit status:
     2  usage errors, and errors of hwcheck or its inputs: one line on stderr,
        never a traceback (HWCHECK_DEBUG=1 shows it)
 
-What it is not: a place for logic. Grading is `checker.runner` and
-`checker.batch`, texts are `checker.report`, the CI workflow is `checker.ci`.
+What it is not: a place for logic. Grading is `checker.running.runner` and
+`checker.records.batch`, texts are `checker.render.report`, the CI workflow is `checker.platforms.ci`.
 Heavy modules (pytest, torch) are imported inside the commands that need them.
 """
 
@@ -23,9 +23,9 @@ import sys
 
 import click
 
-from checker import __version__
+from checker._version import __version__
 from checker.errors import HwcheckError
-from checker.escape import for_json_text, for_output, for_terminal
+from checker.render.escape import for_json_text, for_output, for_terminal
 from checker.options import (DEVICE_CHOICES, all_option, assignment_option, ci_option, color_option, device_option,
                              force_option, jobs_option, json_option, junit_option, classroom_output_option,
                              keep_raw_option, min_score_option, output_dir_option, public_option,
@@ -45,7 +45,7 @@ _FAILING = ("failed", "error", "timeout")
 
 
 def _echo(message="", *, err=False, nl=True, color=None, commands=False, rewind=False):
-    """The one way hwcheck prints: `checker.escape.for_output` over the whole text, so no control, bidi or
+    """The one way hwcheck prints: `checker.render.escape.for_output` over the whole text, so no control, bidi or
     ignorable character and no GitHub workflow command reaches a terminal or a CI log, whatever pieces a
     caller forgot to escape or put side by side. color: keep hwcheck's own colour codes; commands: the lines
     are hwcheck's own workflow commands; rewind: a carriage return first (a progress bar redrawn in place)."""
@@ -126,7 +126,7 @@ def main():
 def list_command():
     """List the assignments with their questions, titles and points."""
     from checker.spec import assignment_ids, load_spec
-    from checker.report import format_points
+    from checker.render.report import format_points
     for n, aid in enumerate(assignment_ids()):
         spec = load_spec(aid)
         questions = spec.get("questions") or []
@@ -164,10 +164,10 @@ def validate(targets, skip):
     examples   every example submission earns its expected.json verdicts
     Exit status 1 when a check finds a problem. See docs/authoring.md.
     """
-    from checker.runner import Grader
+    from checker.running.runner import Grader
     from checker.spec import assignment_ids, discovery_problems
-    from checker.validate import CHECKS, resolve
-    from checker.validate import validate as run_checks
+    from checker.platforms.validate import CHECKS, resolve
+    from checker.platforms.validate import validate as run_checks
     aids = [resolve(t) for t in targets] or assignment_ids()
     checks = [c for c in CHECKS if c not in skip]
     unused = discovery_problems()  # a folder or entry point named but not used: told once, a problem
@@ -199,7 +199,7 @@ def _repo_relative(view, submission):
 def _stop_commands():
     """Print GitHub's `::stop-commands::TOKEN` (a fresh random token no student text can hold) and return the
     line that resumes them: between the two the runner obeys no workflow command, a second wall behind
-    checker.escape's defusing of the report's lines. Only where the runner reads (GITHUB_ACTIONS=true)."""
+    checker.render.escape's defusing of the report's lines. Only where the runner reads (GITHUB_ACTIONS=true)."""
     import secrets
     token = f"hwcheck-{secrets.token_hex(16)}"
     _echo(f"::stop-commands::{token}", commands=True)
@@ -227,19 +227,19 @@ def check(submission, assignment, json_file, devices, timeout, ci, classroom_out
     with --min-score, when the score is below it), 2 on usage or hwcheck errors.
     """
     from checker.spec import load_spec
-    from checker.zygote_client import Zygote
+    from checker.running.zygote_client import Zygote
     warm = bool(assignment) and load_spec(assignment).get("framework") == "torch"
     # the zygote starts first: it imports torch while this process imports pytest, the grader and its tests
     zygote = Zygote(warm_meta=warm)
     try:
-        from checker.runner import Grader
+        from checker.running.runner import Grader
         with Grader(mode="public", devices=devices, timeout=timeout, zygote=zygote) as grader:
             card = grader.grade(submission, assignment)
     finally:
         zygote.close()
-    from checker.atomic import dumps_json, write_json_atomic, write_text_atomic
-    from checker.report import format_markdown, format_scorecard, github_annotations, junit_xml, min_score_line
-    from checker.scorecard import student_view
+    from checker.records.atomic import dumps_json, write_json_atomic, write_text_atomic
+    from checker.render.report import format_markdown, format_scorecard, github_annotations, junit_xml, min_score_line
+    from checker.judging.scorecard import student_view
     view = student_view(card)
 
     # under the GitHub runner, it obeys no command in the text that holds the student's
@@ -274,8 +274,8 @@ def check(submission, assignment, json_file, devices, timeout, ci, classroom_out
 
 
 def _classroom_output(view):
-    """The step output `result` for GitHub Classroom's grading reporter (checker.classroom)."""
-    from checker.classroom import encode_result
+    """The step output `result` for GitHub Classroom's grading reporter (checker.platforms.classroom)."""
+    from checker.platforms.classroom import encode_result
     target = os.environ.get("GITHUB_OUTPUT")
     if not target:
         _echo("hwcheck: --classroom-output: $GITHUB_OUTPUT is not set (not a GitHub Actions step): "
@@ -317,11 +317,11 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
     Exit status: 0 when every submission got a scorecard from grading, 1 when
     hwcheck could not grade some (see the summary), 2 on usage or hwcheck errors.
     """
-    from checker import batch
-    from checker.outputs import is_own_output
+    from checker.records import batch
+    from checker.records.outputs import is_own_output
 
     notes = []
-    from checker import lms  # an LMS's export: one submission per student, whatever files they handed in
+    from checker.records import lms  # an LMS's export: one submission per student, whatever files they handed in
     entries = [(sid, path) for sid, path in lms.prepare(directory, outdir, notes, roster=roster, assignment=assignment)
                if not is_own_output(outdir, path)]  # -o inside DIR: hwcheck's own files are no submission
     for note in notes:
@@ -333,7 +333,7 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
     if executor is not None:
         where = executor.describe()
     if shard:  # one slice of the folder (a CI matrix, a SLURM array), the same seed for every slice
-        from checker.shard import check_shard_seed, shard_entries
+        from checker.records.shard import check_shard_seed, shard_entries
         check_shard_seed(public, seed)
         all_entries, entries = entries, shard_entries(entries, *shard)
         where += f", shard {shard[0]}/{shard[1]}: {len(entries)} of {len(all_entries)}"
@@ -355,7 +355,7 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
     _echo(f"hwcheck: {asked} submissions of {assignment} "
                f"({'public' if public else 'hidden'} tests, {where}) into {outdir}", err=True)
     if not resume and not only:  # regrading a graded OUT: said, with the seed that keeps the inputs
-        from checker.progress import rerun_note
+        from checker.records.progress import rerun_note
         note = rerun_note(batch.collect_scorecards(outdir, assignment), [sid for sid, _ in entries], outdir,
                           assignment, "public" if public else "hidden", seed)
         if note:
@@ -386,7 +386,7 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
         if on_tty and state["width"]:
             _echo("", err=True)
     if shard:
-        from checker.shard import write_shard_info
+        from checker.records.shard import write_shard_info
         write_shard_info(outdir, shard[0], shard[1], all_entries, result)
     if executor is not None:
         result.jobs = executor.workers  # the summary's rate is per this many graders at once
@@ -408,7 +408,7 @@ def export_command(outdir, canvas_title):
     this after grading by hand, or to give Canvas's column title (--canvas, kept
     for later runs). It names the submissions whose manual grades are pending.
     """
-    from checker import batch
+    from checker.records import batch
     lines = batch.after_batch(outdir, None, canvas_title, roster=False)
     if not lines:
         raise Fail(f"{outdir} holds no Canvas or Moodle students (grade a Canvas or Moodle export, or give --roster "
@@ -418,14 +418,14 @@ def export_command(outdir, canvas_title):
 
 
 def _executor(jobs, scheduler, cluster):
-    """The Dask executor of --scheduler / --cluster (checker.cluster), or None for the local processes."""
+    """The Dask executor of --scheduler / --cluster (checker.platforms.cluster), or None for the local processes."""
     if scheduler is None and cluster is None:
         return None
     if scheduler is not None and cluster is not None:
         raise Fail("give either --scheduler or --cluster, not both")
     if jobs != 1:
         raise Fail("-j counts processes on this machine; with --scheduler or --cluster the Dask workers grade")
-    from checker.cluster import DaskExecutor
+    from checker.platforms.cluster import DaskExecutor
     return DaskExecutor(scheduler=scheduler, local_workers=cluster[1] if cluster else None)
 
 
@@ -459,8 +459,8 @@ def resume_command(directory, assignment, outdir, jobs, timeout, public, seed, k
 @_guarded
 def show(scorecard_file, show_all, verbose, color):
     """Print a scorecard as `check` would (the student's view unless --all; -v as `check -v`)."""
-    from checker.report import format_scorecard
-    from checker.scorecard import student_view
+    from checker.render.report import format_scorecard
+    from checker.judging.scorecard import student_view
 
     try:
         with open(scorecard_file, encoding="utf-8") as f:
@@ -470,7 +470,7 @@ def show(scorecard_file, show_all, verbose, color):
     if not isinstance(card, dict) or not {"assignment", "questions", "score"} <= set(card):
         raise Fail(f"{scorecard_file} is not a hwcheck scorecard")
     try:
-        from checker.scorecard import validate
+        from checker.judging.scorecard import validate
         validate(card)
     except ImportError:
         pass  # jsonschema is optional
@@ -498,7 +498,7 @@ def report(outdir, output, submissions_dir, top):
     mistakes, submissions to open by hand, code similarity (the handout's code
     left out) and one feedback page per student. Needs the `report` extra.
     """
-    from checker.classreport import missing_extra, write_report
+    from checker.records.classreport import missing_extra, write_report
     missing = missing_extra()
     if missing:
         raise Fail(f"hwcheck report needs {', '.join(missing)}: pip install 'hwcheck[report]'")
@@ -535,10 +535,10 @@ def report(outdir, output, submissions_dir, top):
 @_guarded
 def init_ci(assignment, sub_path, package, classroom, output, force):
     """Write a GitHub Actions workflow that runs `hwcheck check --ci` on every push."""
-    from checker.atomic import write_text_atomic
-    from checker.ci import DEFAULT_WORKFLOW, guess_submission, kit_package, workflow_yaml
+    from checker.records.atomic import write_text_atomic
+    from checker.platforms.ci import DEFAULT_WORKFLOW, guess_submission, kit_package, workflow_yaml
     if classroom:
-        from checker.classroom import DEFAULT_WORKFLOW, workflow_yaml  # noqa: F811 - the Classroom flavour
+        from checker.platforms.classroom import DEFAULT_WORKFLOW, workflow_yaml  # noqa: F811 - the Classroom flavour
     output = output or DEFAULT_WORKFLOW
 
     package = package or kit_package()
@@ -587,19 +587,19 @@ def kit(outdir, package):
     Students install it with `pip install OUTDIR` (or from a repository you
     publish it in); point `init-ci --package` at it.
     """
-    from checker.kit import build_kit, record_public
-    from checker.runner import Grader
+    from checker.platforms.kit import build_kit, record_public
+    from checker.running.runner import Grader
 
     if os.path.exists(outdir) and os.listdir(outdir):
         raise Fail(f"{outdir} exists and is not empty")
     if package is not None:
-        from checker.ci import _value
+        from checker.platforms.ci import _value
         try:
             _value("package", package)
         except ValueError as e:
             raise Fail(str(e)) from None
     from checker.spec import assignment_ids
-    from checker.validate import kit_problems, spec_problems
+    from checker.platforms.validate import kit_problems, spec_problems
     # a spec that disagrees with its tests (a typo in hidden_tests makes a hidden test public) would ship it
     wrong = [f"{aid}: {p}" for aid in assignment_ids() for p in spec_problems(aid) + kit_problems(aid)]
     if wrong:
@@ -634,7 +634,7 @@ def gradescope(assignment, output, torch_wheel, container_python, online, timeou
     installed here, this hwcheck and its dependencies at the versions installed here;
     its run_autograder grades each submission and writes results.json.
     """
-    from checker.autograder import write_autograder_zip
+    from checker.platforms.autograder import write_autograder_zip
     if os.path.exists(output) and not force:
         raise Fail(f"{output} already exists; use --force to overwrite it")
     if not online:
@@ -658,7 +658,7 @@ def gradescope(assignment, output, torch_wheel, container_python, online, timeou
 @timeout_option
 def autograde(assignment, root, timeout):
     """Inside Gradescope's container: grade ROOT/submission, write ROOT/results/results.json (never fails)."""
-    from checker.autograde import autograde as run
+    from checker.platforms.autograde import autograde as run
     results = run(root, assignment, timeout=timeout)
     _echo(f"hwcheck autograde: {results.get('score')} points; {len(results.get('tests') or [])} tests "
                f"in {os.path.join(root, 'results', 'results.json')}", err=True)
@@ -680,7 +680,7 @@ def merge(sources, outdir):
     hwcheck versions, and a submission graded in two of them. Exit status 1
     when a shard is missing.
     """
-    from checker.shard import merge as merge_folders
+    from checker.records.shard import merge as merge_folders
     result = merge_folders(list(sources), outdir)
     for note in result.notes:
         _echo(f"hwcheck: {for_terminal(note, newlines=False)}", err=True)
@@ -691,7 +691,7 @@ def merge(sources, outdir):
 
 def _offer_only_what_the_kit_can_do():
     """In the student kit, `hwcheck --help` lists the student's commands only (the others stay callable)."""
-    from checker.kit_files import STUDENT_COMMANDS, installed_as_kit
+    from checker.platforms.kit_files import STUDENT_COMMANDS, installed_as_kit
     if installed_as_kit():
         for name, command in main.commands.items():
             command.hidden = command.hidden or name not in STUDENT_COMMANDS

@@ -7,7 +7,7 @@ decorators. Callbacks here only validate and normalise values (a device
 choice becomes a tuple of devices, `-j 0` becomes the CPU count).
 
 What it is not: a place for behaviour. Commands live in `checker.cli`, their
-logic in `checker.batch`, `checker.runner`, `checker.report` and `checker.ci`.
+logic in `checker.records.batch`, `checker.running.runner`, `checker.render.report` and `checker.platforms.ci`.
 """
 
 import os
@@ -227,12 +227,12 @@ def _parsed(parse):
 
 
 def _cluster(value):
-    from checker.cluster import parse_cluster
+    from checker.platforms.cluster import parse_cluster
     return parse_cluster(value)
 
 
 def _shard(value):
-    from checker.shard import parse_shard
+    from checker.records.shard import parse_shard
     return parse_shard(value)
 
 

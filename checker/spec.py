@@ -20,7 +20,7 @@ own with `reference = "..."`) and its `examples/` with an `expected.json` lie
 beside its spec, the built-in assignments' as a course's. The student kit has
 neither.
 
-What it is not: a validator of assignments (`checker.validate`), of student
+What it is not: a validator of assignments (`checker.platforms.validate`), of student
 work, or an importer of reference code beyond naming it.
 """
 
@@ -240,7 +240,7 @@ def spec_sha256(aid):
 def grading_test_files(spec):
     """The assignment's grading test files, in order: the spec's `tests` (a file name or a list of them,
     relative to the folder), else every `test_*.py` directly in the folder, sorted (one file per question
-    reads best: `test_<id>_q1.py`, ...). A name need not exist: `checker.validate` says so."""
+    reads best: `test_<id>_q1.py`, ...). A name need not exist: `checker.platforms.validate` says so."""
     folder = _dir(spec["id"])
     named = spec.get("tests")
     if named is None:

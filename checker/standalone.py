@@ -6,17 +6,17 @@ What it is for: a TA debugging a grading test runs
 
 (`--hwcheck-assignment`, `--hwcheck-mode public|hidden`, `--hwcheck-seed` as
 for `hwcheck`): this module's hooks open the submission with a
-`checker.runner.Grader` (its sandboxed worker and walls, as in a batch) and
-register `checker.plugin.HwcheckPlugin` on that handle, so the grading tests
+`checker.running.runner.Grader` (its sandboxed worker and walls, as in a batch) and
+register `checker.running.plugin.HwcheckPlugin` on that handle, so the grading tests
 get their fixtures; the worker is closed when pytest ends.
 
-What it is not: the grading plugin itself (`checker.plugin`, which the
+What it is not: the grading plugin itself (`checker.running.plugin`, which the
 runner registers in process and which never imports the runner: this module
-sits above both), or a scorecard (`checker.runner.Grader.grade` builds those).
+sits above both), or a scorecard (`checker.running.runner.Grader.grade` builds those).
 """
 
-from checker.plugin import HwcheckPlugin
-from checker.runner import Grader
+from checker.running.plugin import HwcheckPlugin
+from checker.running.runner import Grader
 from checker.spec import load_spec
 
 

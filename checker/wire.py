@@ -26,7 +26,7 @@ buffers. Student code can write to the worker's end of the socket (a
 descriptor is a number), so a frame the trusted side did not ask for ends
 that worker; it is never read as the answer of a later call.
 
-Asks sent together (checker.together): the trusted side may write several
+Asks sent together (checker.running.together): the trusted side may write several
 requests before reading the first reply; the worker reads and answers them
 one at a time, in order, as always, and each reply echoes its own request's
 id. A request may carry "after": the id of the request just before it; the

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from checker.runner import Grader
+from checker.running.runner import Grader
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
-"""Run inside a built student kit by tests/test_kit.py: the probe of checker/kit_probe.py, as a script.
+"""Run inside a built student kit by tests/test_kit.py: the probe of checker/platforms/kit_probe.py, as a script.
 
-`python kit_leak_probe.py KIT CASES OUT [EXTRA.py ...]`: see checker/kit_probe.py (the same probe
+`python kit_leak_probe.py KIT CASES OUT [EXTRA.py ...]`: see checker/platforms/kit_probe.py (the same probe
 `hwcheck validate` runs). Its file is run by path, not imported, so that the `checker` it finds is the
 kit's, never the full package's.
 """
@@ -8,5 +8,5 @@ import os
 import runpy
 
 if __name__ == "__main__":
-    runpy.run_path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "checker", "kit_probe.py"),
+    runpy.run_path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "checker", "platforms", "kit_probe.py"),
                    run_name="__main__")

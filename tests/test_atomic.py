@@ -1,12 +1,12 @@
-"""Tests of checker.atomic: atomic text and JSON writes."""
+"""Tests of checker.records.atomic: atomic text and JSON writes."""
 
 import json
 import os
 
 import pytest
 
-from checker import atomic
-from checker.atomic import write_json_atomic, write_text_atomic
+from checker.records import atomic
+from checker.records.atomic import write_json_atomic, write_text_atomic
 
 
 def test_write_text_creates_parents_and_replaces(tmp_path):

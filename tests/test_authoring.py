@@ -230,8 +230,8 @@ def test_a_dropped_in_assignment_is_validated_graded_kit_built_and_zipped(tmp_pa
 
     # the student kit carries it like a built-in one: its public test and recorded answers, nothing secret
     monkeypatch.setenv("HWCHECK_ASSIGNMENTS", str(root))
-    from checker.kit import build_kit, record_public
-    from checker.runner import Grader
+    from checker.platforms.kit import build_kit, record_public
+    from checker.running.runner import Grader
     kit = tmp_path / "kit"
     with Grader(mode="public") as grader:
         build_kit(str(kit), lambda aid: record_public(aid, grader) if aid == "toyhw" else {})

@@ -1,4 +1,4 @@
-"""Tests of `hwcheck gradescope` (checker.autograder) and the zip's run_autograder (checker.autograde).
+"""Tests of `hwcheck gradescope` (checker.platforms.autograder) and the zip's run_autograder (checker.platforms.autograde).
 
 The zip is built with the real command (--online here: only hwcheck's wheel inside; the zip with
 every wheel inside, as built by default, is installed by its setup.sh in a Gradescope-shaped
@@ -23,8 +23,8 @@ from importlib import resources
 import jsonschema
 import pytest
 
-from checker.autograde import autograder_results
-from checker.scorecard import build_scorecard
+from checker.platforms.autograde import autograder_results
+from checker.judging.scorecard import build_scorecard
 from checker.spec import assignment_dir, assignment_ids, load_spec, reference_file
 from checker.spec import example_path as example
 from checker.spec import grading_test_files

@@ -19,11 +19,11 @@ import time
 import pytest
 from click.testing import CliRunner
 
-import checker.batch as batch
-from checker.outfolder import lock_outdir
-from checker import __version__
+import checker.records.batch as batch
+from checker.records.outfolder import lock_outdir
+from checker._version import __version__
 from checker.cli import main
-from checker.scorecard import validate
+from checker.judging.scorecard import validate
 from checker.spec import load_spec, reference_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -387,7 +387,7 @@ def test_one_batch_at_a_time_per_outdir(subs, tmp_path):
 
 
 def test_is_current_checks_hash_version_mode_and_status(j1, subs, tmp_path):
-    from checker import owned
+    from checker.records import owned
     out, _ = j1
     alice = os.path.join(str(subs), "alice.py")
     shutil.copy(os.path.join(out, "alice.json"), tmp_path / "alice.json")  # a copy hwcheck did not write there
@@ -506,7 +506,7 @@ def test_a_replacement_worker_reaches_the_zygote_whoever_read_its_ready_message(
     """The zygote says "ready" once per channel. A trusted worker forked to replace a dead one
     cannot know whether the dead one, or the pool's drain, read that message: its first request
     must be answered at once either way, not wait two minutes for a message that never comes."""
-    from checker.sandbox import Zygote
+    from checker.running.sandbox import Zygote
     with Zygote(channels=2) as z:
         assert z.channel(0)._ask({"op": "status", "pid": 1}) == {"status": None}  # reads "ready" first
         replacement = z.channel(0)

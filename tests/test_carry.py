@@ -1,4 +1,4 @@
-"""checker.carry on real submissions in real workers, away from any assignment: a function B built from
+"""checker.running.carry on real submissions in real workers, away from any assignment: a function B built from
 the student's own function A passes with a note when A lost points in its own question, and only then;
 A's answers come from a fresh worker and must be those of a function of its arguments.
 
@@ -12,9 +12,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from checker import carry
+from checker.running import carry
 from checker.errors import GradingFailure
-from checker.sandbox import SubmissionHandle, Zygote
+from checker.running.sandbox import SubmissionHandle, Zygote
 
 X = np.arange(6.0).reshape(3, 2) + 1
 

@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("matplotlib")
 pytest.importorskip("copydetect")
 
-from checker.classreport import data as cdata  # noqa: E402
+from checker.records.classreport import data as cdata  # noqa: E402
 from checker.spec import example_dirs, load_spec, reference_file  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -122,7 +122,7 @@ def test_mistakes_are_counted_per_student_and_question(batch, report):
     cards = {c["submission"]["id"]: c for c in _cards(batch[2])}
     scaling = [m for m in data["mistakes"] if "1/sqrt(d_k) scaling" in m["hint"]]
     # Q1 and Q2 name it; Q3's multi_head_attention built from the student's own self_attention is not charged
-    # again (checker.carry), so the scaling mistake is counted where it was made
+    # again (checker.running.carry), so the scaling mistake is counted where it was made
     assert {"Q1", "Q2"} <= {m["question"] for m in scaling}
     for m in data["mistakes"]:
         assert m["count"] == len(m["ids"]) > 0
@@ -148,7 +148,7 @@ def test_copies_top_the_similarity_ranking_and_independent_solutions_do_not(repo
 
 
 def test_the_handout_code_is_left_out(batch):
-    from checker.classreport import similarity, sources
+    from checker.records.classreport import similarity, sources
     codes = {"alice": sources.code_of(batch[1] / "alice.py"), "carol": sources.code_of(batch[1] / "carol.ipynb")}
     with_given = similarity.rank_pairs(codes, sources.given_code("attention"))[0]["score"]
     without = similarity.rank_pairs(codes, [])[0]["score"]

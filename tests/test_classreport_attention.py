@@ -4,8 +4,8 @@ timeouts it listed before; an honest full-marks submission is not listed."""
 import os
 import textwrap
 
-from checker.classreport.data import class_data
-from checker.grading import crashed_scorecard
+from checker.records.classreport.data import class_data
+from checker.records.grading import crashed_scorecard
 from checker.spec import load_spec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,4 +1,4 @@
-"""GitHub Classroom's points (checker.classroom) and every workflow hwcheck writes, linted.
+"""GitHub Classroom's points (checker.platforms.classroom) and every workflow hwcheck writes, linted.
 
 The result payload is read here as classroom-resources/autograding-grading-reporter reads it (a
 port of src/main.js and src/notify-classroom.js at v1, d13b5912): base64 JSON per runner, the
@@ -17,8 +17,8 @@ import sys
 
 import pytest
 
-from checker.ci import workflow_yaml as ci_workflow
-from checker.classroom import RUNNER, encode_result, make_result, workflow_yaml as classroom_workflow
+from checker.platforms.ci import workflow_yaml as ci_workflow
+from checker.platforms.classroom import RUNNER, encode_result, make_result, workflow_yaml as classroom_workflow
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUBS = os.path.join(REPO, "submissions", "attention")

@@ -13,11 +13,11 @@ import xml.etree.ElementTree as ET
 import pytest
 from click.testing import CliRunner
 
-import checker.runner
-from checker import __version__
+import checker.running.runner
+from checker._version import __version__
 from checker.cli import main
 from checker.options import use_color
-from checker.scorecard import validate
+from checker.judging.scorecard import validate
 from checker.spec import assignment_ids, load_spec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -29,7 +29,7 @@ ESC = "\x1b["
 
 
 def _points(x):
-    from checker.report import format_points
+    from checker.render.report import format_points
     return format_points(x)
 
 
@@ -47,7 +47,7 @@ def subs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def zygote():
-    from checker.sandbox import Zygote
+    from checker.running.sandbox import Zygote
     z = Zygote()
     yield z
     z.close()
@@ -57,12 +57,12 @@ def zygote():
 def warm(monkeypatch, zygote):
     """Make the CLI's Grader use the module's warm zygote; record how it was built."""
     calls = []
-    real = checker.runner.Grader
+    real = checker.running.runner.Grader
 
     def factory(**kwargs):
         calls.append(kwargs)
         return real(**{"zygote": zygote, **kwargs})  # unless the command gives its own (check starts one first)
-    monkeypatch.setattr(checker.runner, "Grader", factory)
+    monkeypatch.setattr(checker.running.runner, "Grader", factory)
     return calls
 
 
@@ -273,7 +273,7 @@ def test_check_usage_and_internal_errors_exit_2(warm, subs, tmp_path, monkeypatc
 
     def boom(**kwargs):
         raise RuntimeError("a bug")
-    monkeypatch.setattr(checker.runner, "Grader", boom)
+    monkeypatch.setattr(checker.running.runner, "Grader", boom)
     r = run("check", subs / "good.py", "-a", "attention")
     assert r.exit_code == 2
     assert "internal error (RuntimeError: a bug)" in r.stderr and "Traceback" not in r.output
@@ -308,8 +308,8 @@ def test_check_folder_submission(warm, subs, tmp_path):
 @pytest.fixture(scope="module")
 def ta_card(zygote, subs, tmp_path_factory):
     """A full (hidden-mode) scorecard of the broken submission, as `grade` writes it."""
-    from checker.atomic import write_json_atomic
-    with checker.runner.Grader(mode="hidden", seed=99, zygote=zygote) as g:
+    from checker.records.atomic import write_json_atomic
+    with checker.running.runner.Grader(mode="hidden", seed=99, zygote=zygote) as g:
         card = g.grade(str(subs / "broken.py"), "attention")
     path = tmp_path_factory.mktemp("cards") / "broken.json"
     write_json_atomic(path, card)
@@ -436,11 +436,11 @@ def test_init_ci_needs_to_know_where_hwcheck_is_installed_from(tmp_path, monkeyp
     """'hwcheck' on PyPI is not this tool: the full package has no default; the kit knows its own."""
     r = run("init-ci", "--path", "hw.ipynb", "-o", "-")
     assert r.exit_code == 2 and "--package" in r.stderr and "student kit" in r.stderr
-    import checker.ci
+    import checker.platforms.ci
     kit_dir = tmp_path / "checker"
     kit_dir.mkdir()
     (kit_dir / "kit.json").write_text('{"package": "git+https://example.org/kit.git"}')
-    monkeypatch.setattr(checker.ci, "__file__", str(kit_dir / "ci.py"))
+    monkeypatch.setattr(checker.platforms.ci, "__file__", str(kit_dir / "platforms" / "ci.py"))
     r = run("init-ci", "--path", "hw.ipynb", "-o", "-")
     assert r.exit_code == 0, r.output
     _check_workflow(r.stdout, "hw.ipynb", None, package="git+https://example.org/kit.git")

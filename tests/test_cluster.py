@@ -25,9 +25,9 @@ distributed = pytest.importorskip("distributed")
 
 from click.testing import CliRunner  # noqa: E402
 
-from checker import batch  # noqa: E402
+from checker.records import batch  # noqa: E402
 from checker.cli import main  # noqa: E402
-from checker.cluster import DaskExecutor, pack_submission, unpack_submission  # noqa: E402
+from checker.platforms.cluster import DaskExecutor, pack_submission, unpack_submission  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

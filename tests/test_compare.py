@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from checker.compare import TOLERANCES, compare, compare_lowp, tolerance
+from checker.judging.compare import TOLERANCES, compare, compare_lowp, tolerance
 from checker.errors import GradingFailure
 
 

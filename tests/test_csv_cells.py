@@ -1,6 +1,6 @@
-"""Every CSV file hwcheck writes neutralises formula cells by one rule (`checker.csvfile.cell`).
+"""Every CSV file hwcheck writes neutralises formula cells by one rule (`checker.records.csvfile.cell`).
 
-The source check finds every `csv.writer` / `csv.DictWriter` of checker/ (AST): only checker/csvfile.py
+The source check finds every `csv.writer` / `csv.DictWriter` of checker/ (AST): only checker/records/csvfile.py
 makes one. The output check runs every writer (grades.csv, answers.csv, manual.csv's rows, canvas.csv,
 moodle.csv) with hostile ids, names and answers and reads each cell back as a spreadsheet would.
 """
@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from checker import exports, gradebook, manual
+from checker.records import exports, gradebook, manual
 from checker.spec import load_spec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,19 +47,19 @@ def test_only_checker_csvfile_makes_a_csv_writer():
                 if isinstance(node, ast.ImportFrom) and node.module == "csv" and \
                         any(a.name in ("writer", "DictWriter") for a in node.names):
                     found.append(os.path.relpath(path, ROOT))
-    assert sorted(set(found)) == [os.path.join("checker", "csvfile.py")], found
+    assert sorted(set(found)) == [os.path.join("checker", "records", "csvfile.py")], found
 
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_the_rule_neutralises_each_form(value):
-    from checker import csvfile
+    from checker.records import csvfile
     out = csvfile.cell(value)
     assert not _dangerous(out), repr(out)
     assert out.startswith("'") or "\x1b" not in out
 
 
 def test_numbers_stay_numbers():
-    from checker import csvfile
+    from checker.records import csvfile
     assert csvfile.cell(-5) == -5 and csvfile.cell(7.5) == 7.5 and csvfile.cell(0) == 0
     assert csvfile.cell("plain") == "plain" and csvfile.cell(None) == ""
 

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from checker import spec as S
-from checker.submission_files import secret_paths
+from checker.running.submission_files import secret_paths
 
 SPEC = 'id = "{aid}"\ntitle = "t"\n[[questions]]\nid = "Q1"\ntitle = "q"\npoints = 5\nnames = ["f"]\n'
 

@@ -5,7 +5,7 @@ Real example submissions (submissions/<id>/), graded end to end in real workers:
   * An edge-case input on which a listed mistake is invisible (one token, position 0, T = 1, rows of one
     score) earned that test's points for wrong code: an averaging context vector passed with T = 1, an
     inverted frequency formula at position 0, a mask on the wrong triangle at T = 1. Such a test now earns
-    only for a function that is also right where the mistake shows (checker.edge_gate): it is skipped,
+    only for a function that is also right where the mistake shows (checker.judging.edge_gate): it is skipped,
     with the reason, when the function is wrong there, and passes as before for right code.
   * A self_attention_token that reads the notebook's X and W_* scored 30/30 in the public self-check and
     lost points only in grading: a public test now calls it with other values.
@@ -20,7 +20,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WRONG_ELSEWHERE = [
     ("attention", "context_average", ["test_get_context_vector_random[1-4-"]),
     # (no_scaling's multi_head_attention is its own self_attention per head: its mistake is charged in Q2
-    # only, checker.carry, so Q3's edge case earns like the rest of Q3)
+    # only, checker.running.carry, so Q3's edge case earns like the rest of Q3)
     ("attention", "no_scaling", ["test_self_attention_random[1-4-4-4-", "test_context_vector_random[1-4-"]),
     ("attention", "abs_normalised_weights", ["test_softmax_random_shapes[shape0-", "test_softmax_random_shapes[shape2-"]),
     ("charlm", "positions_frequency_inverted", ["test_sinusoidal_positions[1-4]"]),

@@ -1,4 +1,4 @@
-"""Tests of checker.escape: each output's escaping of student-controlled text, alone (pure functions)."""
+"""Tests of checker.render.escape: each output's escaping of student-controlled text, alone (pure functions)."""
 
 import csv
 import io
@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from checker.escape import (for_annotation_data, for_annotation_property, for_csv_cell, for_json_text, for_markdown,
+from checker.render.escape import (for_annotation_data, for_annotation_property, for_csv_cell, for_json_text, for_markdown,
                             for_markdown_code, for_output, for_terminal, for_xml)
 
 OSC = "\x1b]0;pwned\x07"

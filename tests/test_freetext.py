@@ -1,8 +1,8 @@
-"""Tests of checker/freetext.py: finding a written answer in notebooks, .py files and folders."""
+"""Tests of checker/running/freetext.py: finding a written answer in notebooks, .py files and folders."""
 import json
 import os
 
-from checker.freetext import MAX_ANSWER, answer_in_notebook, answer_in_python, find_answers
+from checker.running.freetext import MAX_ANSWER, answer_in_notebook, answer_in_python, find_answers
 
 PROMPT = "In a few sentences: why does a transformer use several attention heads of width d/h rather than one?"
 

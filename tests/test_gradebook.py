@@ -1,10 +1,10 @@
-"""Tests of checker.gradebook: scorecards -> CSV gradebook."""
+"""Tests of checker.records.gradebook: scorecards -> CSV gradebook."""
 
 import csv
 import os
 
-from checker.gradebook import csv_header, csv_row, write_gradebook
-from checker.scorecard import build_scorecard
+from checker.records.gradebook import csv_header, csv_row, write_gradebook
+from checker.judging.scorecard import build_scorecard
 
 SPEC = {
     "id": "attention",

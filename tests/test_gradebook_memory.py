@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from checker.roster import canvas_column, canvas_columns
+from checker.records.roster import canvas_column, canvas_columns
 from checker.spec import example_dirs, load_spec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

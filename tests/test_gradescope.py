@@ -1,9 +1,9 @@
-"""Tests of checker.gradescope: scorecard -> Gradescope results.json."""
+"""Tests of checker.render.gradescope: scorecard -> Gradescope results.json."""
 
 import json
 
-from checker.gradescope import make_failure_results, make_results
-from checker.scorecard import SEE_QUESTION_MESSAGE, build_scorecard
+from checker.render.gradescope import make_failure_results, make_results
+from checker.judging.scorecard import SEE_QUESTION_MESSAGE, build_scorecard
 
 SPEC = {
     "id": "attention",

@@ -24,7 +24,7 @@ import pytest
 
 from checker.errors import BadReturn, StudentError, StudentTimeout, WorkerCrashed
 from checker.worker.isolation import landlock_abi
-from checker.sandbox import Limits, SubmissionHandle, Zygote, sha256_of
+from checker.running.sandbox import Limits, SubmissionHandle, Zygote, sha256_of
 from sandbox_helpers import (CONTEXT_D1, GOOD, H_D1, H_E, WRONG, cmdline, descendants, wait_until,
                              with_marker, write)
 
@@ -478,9 +478,9 @@ MONKEYPATCH = WRONG + textwrap.dedent('''
     builtins.max = lambda *a, **k: 0
     builtins.AssertionError = type("AssertionError", (Exception,), {})
     try:
-        import checker.compare
-        checker.compare.compare = lambda *a, **k: None
-        checker.compare._matches = lambda *a, **k: True
+        import checker.judging.compare
+        checker.judging.compare.compare = lambda *a, **k: None
+        checker.judging.compare._matches = lambda *a, **k: True
     except Exception:
         pass
 ''')
@@ -890,7 +890,7 @@ def test_temp_files_go_to_the_workers_own_dir_whatever_came_before(tmp_path):
 
 KILLED_GRADER = textwrap.dedent('''
     import json, sys, time
-    from checker.sandbox import Limits, SubmissionHandle, Zygote
+    from checker.running.sandbox import Limits, SubmissionHandle, Zygote
     z = Zygote()
     h = SubmissionHandle(sys.argv[1], z, Limits(call_s=5, cell_s=5, submission_s=60))
     h.load()
@@ -927,7 +927,7 @@ def test_a_grader_killed_by_sigkill_leaves_nothing(tmp_path):
 
 KILLED_BEFORE_FORK = textwrap.dedent('''
     import json, sys, time
-    from checker.sandbox import Zygote
+    from checker.running.sandbox import Zygote
     z = Zygote()
     path = z.mkdir()  # a worker dir made, filled, but no worker asked for yet: the SIGKILL lands here
     print(json.dumps({"zygote": z.pid, "workdir": path}), flush=True)

@@ -7,7 +7,7 @@ least as much: the trick earns nothing.
   * "by hand" and "arguments left unchanged" (Q1): a submission that reads its caller's frames to
     recognise the probe, one that finds the probe through gc and replaces it, and one that calls the
     library from a helper thread. Now "by hand" is read from the source on the trusted side
-    (checker.by_hand) and the arguments are compared there with the copies it kept.
+    (checker.running.by_hand) and the arguments are compared there with the copies it kept.
   * carried-forward credit (Q2/Q3): a softmax that is wrong in Q1 and answers the weights that excuse
     stubs ignoring W_Q and W_K once the stubs have run (a global flag) or after enough calls (a counter).
     Now the carried answers come from a fresh worker that never runs the function under test, asked

@@ -236,7 +236,7 @@ def test_remove_tree_as_the_owner_opens_its_own_mode_000_folders():
 def _zygote_fails_once(marker, how):
     """A stand-in for grade_one that, the first time only (in any process), kills (SIGKILL) or freezes
     (SIGSTOP) the zygote before grading: the grader's own failure, while an honest submission is graded."""
-    import checker.grading as grading
+    import checker.records.grading as grading
     real = grading.grade_one
 
     def grade(grader, sid, path, *args, **kwargs):
@@ -269,9 +269,9 @@ def test_a_zygote_that_dies_under_a_submission_is_replaced_and_the_submission_re
     """-j 1: the zygote dies (SIGKILL) as the first honest submission is graded. That submission is not
     charged for it: a fresh zygote grades it again at once, and the others after it. A card that still
     says the grader failed is never kept by --resume."""
-    import checker.batch as batch
-    from checker.grading import crashed_scorecard
-    from checker.outfolder import scorecard_path, write_submission
+    import checker.records.batch as batch
+    from checker.records.grading import crashed_scorecard
+    from checker.records.outfolder import scorecard_path, write_submission
     entries = _honest_class(tmp_path, 3)
     out = str(tmp_path / "out")
     monkeypatch.setattr(batch, "grade_one", _zygote_fails_once(str(tmp_path / "failed-once"), signal.SIGKILL))
@@ -296,8 +296,8 @@ def test_a_zygote_that_dies_under_a_submission_is_replaced_and_the_submission_re
 def test_a_zygote_that_stops_answering_is_replaced_in_the_pool(tmp_path, monkeypatch):
     """-j 2: the zygote is frozen (SIGSTOP: alive, answering no one) as a submission is graded. The
     grading fails for the grader's reason; the pool starts a fresh zygote and grades it again."""
-    import checker.batch as batch
-    from checker.outfolder import scorecard_path
+    import checker.records.batch as batch
+    from checker.records.outfolder import scorecard_path
     entries = _honest_class(tmp_path, 3)
     out = str(tmp_path / "out")
     monkeypatch.setattr(batch, "grade_one", _zygote_fails_once(str(tmp_path / "failed-once"), signal.SIGSTOP))
@@ -354,8 +354,8 @@ def test_a_body_that_left_its_process_group_dies_with_its_worker_at_once(tmp_pat
     group) ran on after its worker was killed, until the zygote's next sweep. It is set again after the
     drop: the body reports SIGKILL, and with the zygote frozen (no sweep can run) the body is gone as
     soon as its worker is killed; with namespaces its child too (its PID namespace died with it)."""
-    from checker.sandbox import Limits, SubmissionHandle
-    from checker.zygote_client import Zygote
+    from checker.running.sandbox import Limits, SubmissionHandle
+    from checker.running.zygote_client import Zygote
     body, kid = f"hwbody{os.getpid() % 10000}", f"hwkid{os.getpid() % 10000}"
     with Zygote() as z:
         h = SubmissionHandle(write(tmp_path, "escape.py", ESCAPE), z,
@@ -390,7 +390,7 @@ def test_a_body_that_left_its_process_group_dies_with_its_worker_at_once(tmp_pat
 def test_the_zygote_removes_its_own_worker_dirs_and_nothing_else(tmp_path, outside):
     """op "remove": a dir the zygote made goes, chain and all; a path that is not one of its worker dirs
     (outside the temp dir, a look-alike name it never made, a link so named) is left as it was."""
-    from checker.zygote_client import Zygote
+    from checker.running.zygote_client import Zygote
     tmp = os.path.realpath(tempfile.gettempdir())
     lookalike = tempfile.mkdtemp(prefix="hwcheck-w-")  # in the temp dir, but not the zygote's
     link = os.path.join(tmp, f"hwcheck-w-link-{uuid.uuid4().hex}")
@@ -414,7 +414,7 @@ def test_the_zygote_removes_its_own_worker_dirs_and_nothing_else(tmp_path, outsi
 def test_a_worker_dir_too_big_to_remove_as_the_zygote_exits_is_removed_by_its_client(tmp_path, outside):
     """The zygote exits within its client's 3 s grace: what it could not remove in 2 s it names in
     LEFTOVER, and the client finishes it. Either way nothing is left once close() returns."""
-    from checker.zygote_client import Zygote
+    from checker.running.zygote_client import Zygote
     z = Zygote()
     try:
         made = z.mkdir()

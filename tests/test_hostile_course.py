@@ -16,8 +16,8 @@ import textwrap
 
 import pytest
 
-from checker import zygote_client
-from checker.sandbox import Limits, SubmissionHandle, Zygote
+from checker.running import zygote_client
+from checker.running.sandbox import Limits, SubmissionHandle, Zygote
 from checker.worker import landlock
 
 pytestmark = [pytest.mark.slow, pytest.mark.walls]

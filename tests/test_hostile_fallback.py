@@ -475,7 +475,7 @@ SYSCALLS = textwrap.dedent('''\
 
 PROBE = textwrap.dedent('''\
     import json, sys
-    from checker.sandbox import Limits, SubmissionHandle, Zygote
+    from checker.running.sandbox import Limits, SubmissionHandle, Zygote
     with Zygote() as z:
         h = SubmissionHandle(sys.argv[1], z, Limits(call_s=60, cell_s=60, submission_s=180))
         load = h.load()

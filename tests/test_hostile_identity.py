@@ -26,8 +26,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from checker.runner import Grader
-from checker.sandbox import Limits, SubmissionHandle, Zygote
+from checker.running.runner import Grader
+from checker.running.sandbox import Limits, SubmissionHandle, Zygote
 from sandbox_helpers import GOOD, write
 
 pytestmark = [pytest.mark.slow, pytest.mark.walls]

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from checker.errors import GradingFailure
-from checker.sandbox import Limits, SubmissionHandle, Zygote
+from checker.running.sandbox import Limits, SubmissionHandle, Zygote
 from sandbox_helpers import GOOD, live_pids, wait_until, write
 
 pytestmark = pytest.mark.slow
@@ -335,7 +335,7 @@ def test_an_honest_classmate_keeps_full_marks_beside_the_attacks(tmp_path):
 TASKS_PROBE = textwrap.dedent('''\
     import json, sys
     sys.path.insert(0, sys.argv[2])
-    from checker.sandbox import Limits, SubmissionHandle, Zygote
+    from checker.running.sandbox import Limits, SubmissionHandle, Zygote
     with Zygote() as z:
         h = SubmissionHandle(sys.argv[1], z, Limits(call_s=60, cell_s=10, submission_s=120))
         h.load()

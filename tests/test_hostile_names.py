@@ -17,10 +17,10 @@ import unicodedata
 
 import pytest
 
-from checker import batch, lms
-from checker.escape import for_terminal
-from checker.manual import read_manual
-from checker.roster import match_roster, read_roster
+from checker.records import batch, lms
+from checker.render.escape import for_terminal
+from checker.records.manual import read_manual
+from checker.records.roster import match_roster, read_roster
 from checker.spec import load_spec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -369,7 +369,7 @@ def test_a_new_id_one_name_with_an_older_scorecard_is_refused(tmp_path):
     folder, out = tmp_path / "class", tmp_path / "out"
     folder.mkdir()
     out.mkdir()
-    from checker import owned  # last week's scorecard, as hwcheck wrote it (a file it did not write is no scorecard)
+    from checker.records import owned  # last week's scorecard, as hwcheck wrote it (a file it did not write is no scorecard)
     owned.write_json(str(out), "jdoe.json", {"submission": {"id": "jdoe"}}, kind="scorecard", sid="jdoe")
     _copy("no_scaling.py", folder / "JDOE.py")
     _copy("correct.py", folder / "asmith.py")

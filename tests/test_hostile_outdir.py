@@ -6,7 +6,7 @@ upload into the same folder: a folder named `john.json` (where john's scorecard 
 `grades.csv`, a `notes.json` shaped like a scorecard giving john 3, a hidden `.students.json` naming the
 student's own roster, and a forged "current" scorecard `bob.json` (a genuine scorecard of a correct file,
 relabelled as bob's with bob's file hash) before the first `--resume`. hwcheck trusts only what it recorded
-writing (`checker.owned`): every student keeps their own grade and row, the batch is not stopped, and
+writing (`checker.records.owned`): every student keeps their own grade and row, the batch is not stopped, and
 no student's file is lost. Then the TA's grades in manual.csv (and one typed into grades.csv) survive a
 rerun, canvas.csv is built from hwcheck's own scorecards, and `hwcheck merge` writes nothing outside `-o`.
 """
@@ -36,7 +36,7 @@ def _hwcheck(env, *args):
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    state = tmp_path_factory.mktemp("state")  # this test's own key (checker.owned), not the machine's
+    state = tmp_path_factory.mktemp("state")  # this test's own key (checker.records.owned), not the machine's
     return {**os.environ, "PYTHONPATH": ROOT, "HWCHECK_STATE_DIR": str(state)}
 
 

@@ -7,7 +7,7 @@ through the real `hwcheck grade`, `hwcheck check --ci` and `hwcheck show`
 (subprocesses, output captured). Nothing raw may come out: no ESC, BEL, CR or
 bidi override byte, no line read as a GitHub workflow command but hwcheck's own
 one-line annotations, no Markdown structure from the student, no spreadsheet
-formula. (checker.escape is the one mechanism; tests/test_escape.py tests it alone.)
+formula. (checker.render.escape is the one mechanism; tests/test_escape.py tests it alone.)
 """
 
 import csv
@@ -21,6 +21,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+
+from checker.records.ids import file_name
 
 ROOT = Path(__file__).resolve().parents[1]
 CORRECT = ROOT / "submissions" / "attention" / "correct.py"
@@ -234,5 +236,5 @@ def test_a_file_name_that_is_not_utf8_is_graded_not_a_batch_error(tmp_path):
     for p in out.rglob("*"):
         if p.is_file():
             p.read_bytes().decode("utf-8")  # nothing hwcheck wrote holds a byte that is not UTF-8
-    card = json.loads((out / "caf\\xe9.json").read_text())
+    card = json.loads((out / (file_name("caf\\xe9") + ".json")).read_text())  # the id escaped for any disk
     assert open(card["submission"]["path"], "rb").read() == good

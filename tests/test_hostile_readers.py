@@ -1,9 +1,9 @@
 """Hostile tests: what hwcheck reads of a submission after grading follows grading's rules (issue 26, item 5).
 
 Grading copies a folder submission without following a link out of it, and never opens a FIFO or a
-device (checker.submission_files). The readers that come after — `hwcheck report` (the code it ranks
+device (checker.running.submission_files). The readers that come after — `hwcheck report` (the code it ranks
 by similarity and shows side by side), the identical-code notes of grades.csv, the written answers —
-read through one function, checker.safe_read, by the same rules. Attacked here as a student would, with
+read through one function, checker.running.safe_read, by the same rules. Attacked here as a student would, with
 GitHub Classroom repositories graded and reported by the real `hwcheck grade` and `hwcheck report`
 (subprocesses, under a terminal of their own so that /dev/tty opens, with a timeout):
 
@@ -33,10 +33,10 @@ from pathlib import Path
 
 import pytest
 
-from checker import safe_read
-from checker.classreport import sources
-from checker.freetext import find_answers
-from checker.identical import normalised_code
+from checker.running import safe_read
+from checker.records.classreport import sources
+from checker.running.freetext import find_answers
+from checker.records.identical import normalised_code
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "submissions" / "attention"

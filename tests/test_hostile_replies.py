@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from checker.errors import BadReturn, WorkerCrashed
-from checker.sandbox import TAMPERED, Limits, SubmissionHandle, Zygote
+from checker.running.sandbox import TAMPERED, Limits, SubmissionHandle, Zygote
 from sandbox_helpers import GOOD, write
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -178,7 +178,7 @@ def get_attention_weights(scores):
 
 MEASURE = textwrap.dedent('''\
     import json, sys
-    from checker.runner import Grader
+    from checker.running.runner import Grader
     out = {}
     with Grader(mode="hidden", seed=20261122, pytest_args=json.loads(sys.argv[1])) as g:
         for name in sys.argv[2:]:

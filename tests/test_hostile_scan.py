@@ -1,6 +1,6 @@
 """Code the "by hand" scan did not see (issue 31, item 8): the scan judges what the worker runs and imports.
 
-`checker.by_hand` reads a submission's source on the trusted side to decide whether a function was
+`checker.running.by_hand` reads a submission's source on the trusted side to decide whether a function was
 written by hand. Each submission here hides a library softmax where the old scan did not look, while
 the worker really runs it:
   * a `# coding: utf-7` line: Python decodes `+AAo-` as a new line, so a "comment" is an import (the scan
@@ -28,8 +28,8 @@ import numpy as np
 import pytest
 import scipy.special
 
-from checker.by_hand import library_use
-from checker.runner import Grader
+from checker.running.by_hand import library_use
+from checker.running.runner import Grader
 from sandbox_helpers import GOOD, write
 
 SOFTMAX = {"softmax", "log_softmax", "Softmax", "LogSoftmax"}

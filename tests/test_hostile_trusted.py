@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from checker import batch
+from checker.records import batch
 from sandbox_helpers import GOOD
 
 BOUND_S = 60  # generous: these ran for minutes to hours before the fix; seconds after

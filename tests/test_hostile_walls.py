@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from checker.sandbox import Limits, SubmissionHandle, Zygote
+from checker.running.sandbox import Limits, SubmissionHandle, Zygote
 UID_BASE = 1 << 30  # a worker's uid: this plus its pid, its own (checker.worker.isolation.worker_ids)
 
 
@@ -232,7 +232,7 @@ def test_worker_cannot_reach_the_grading_users_files_servers_or_network(zyg, tmp
 PROBE = textwrap.dedent('''\
     import json, sys
     sys.path.insert(0, sys.argv[3])
-    from checker.sandbox import Limits, SubmissionHandle, Zygote
+    from checker.running.sandbox import Limits, SubmissionHandle, Zygote
     with Zygote() as z:
         h = SubmissionHandle(sys.argv[1], z, Limits(call_s=10, cell_s=10, submission_s=60))
         h.load()

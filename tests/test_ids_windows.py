@@ -1,6 +1,6 @@
 """Ids Windows cannot hold as file names (issue 26 item 1's leftover): a student whose file is `CON.py`, `a:b.py`
 or `x..py` is graded under that id, and OUTDIR's files of every id are names Windows, macOS and FAT hold as
-themselves (checker.ids.file_name), one per student even on a case-insensitive disk, with a student who names
+themselves (checker.records.ids.file_name), one per student even on a case-insensitive disk, with a student who names
 a file after another's escaped name (`%43ON.py` beside `CON.py`) kept apart.
 """
 
@@ -14,13 +14,13 @@ import sys
 
 import pytest
 
-from checker.ids import FILE_NAME_BYTES, file_name, key
+from checker.records.ids import FILE_NAME_BYTES, file_name, key
 from checker.spec import example_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Windows's rules for one component of a path, written here from Microsoft's "Naming Files, Paths, and
-# Namespaces", not from checker.ids
+# Namespaces", not from checker.records.ids
 _DEVICE = re.compile(r"^(CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3]) *(\..*)?$", re.I)
 
 

@@ -145,7 +145,7 @@ def test_kit_refuses_hidden_grading_and_its_public_scorecards_never_resume_a_rea
     card = json.loads((out / "alice.json").read_text())
     assert card["grader"]["student_kit"] is True and card["grader"]["mode"] == "public"
 
-    from checker.batch import is_current
+    from checker.records.batch import is_current
     assert not is_current(str(out), "alice", str(subs / "alice.py"), "attention", "public")
 
 
@@ -189,7 +189,7 @@ def test_the_kits_readme_is_written_for_students(kit):
 def test_the_kit_builds_with_its_pinned_backend_without_deprecation_warnings(kit, tmp_path):
     from packaging.specifiers import SpecifierSet
     from importlib.metadata import version
-    from checker.kit_files import BUILD_REQUIRES
+    from checker.platforms.kit_files import BUILD_REQUIRES
     # the backend here (the one this test builds with, offline) is one the kit's pin allows
     assert version("setuptools") in SpecifierSet(BUILD_REQUIRES.split("setuptools", 1)[1])
     import shutil
@@ -337,13 +337,13 @@ def test_no_function_the_kit_ships_computes_an_answer(kit, tmp_path):
 
 
 def test_answer_models_are_computed_recorded_and_replayed_by_their_arguments(tmp_path, monkeypatch):
-    """checker.kit.Answers: the full package computes, the kit's recording keeps each result under the
+    """checker.running.recorded.Answers: the full package computes, the kit's recording keeps each result under the
     model's name and a digest of its arguments (arrays by dtype, shape and bytes), and the kit hands it
     back for the same arguments only; an unrecorded call skips the check, or is None through `maybe`."""
     import numpy as np
     import torch
 
-    from checker.kit import Answers, RecordingRef, ReplayRef, RECORDED_ANSWERS
+    from checker.running.recorded import Answers, RecordingRef, ReplayRef, RECORDED_ANSWERS
     (tmp_path / "models_for_test.py").write_text(
         "import numpy as np\ncalls = []\n"
         "def twice(a, k=2):\n    calls.append(1)\n    return {'x': np.asarray(a) * k, 'k': (k, None)}\n")
@@ -380,7 +380,7 @@ def test_the_kits_ref_answers_each_call_by_its_arguments_whatever_the_order():
 
     import numpy as np
 
-    from checker.kit import RecordingRef, ReplayRef
+    from checker.running.recorded import RecordingRef, ReplayRef
     module = types.SimpleNamespace(shape=lambda d, h: (d, d // h), double=lambda a: np.asarray(a) * 2)
     store = {}
     rec = RecordingRef(module, store, "t")

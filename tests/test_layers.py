@@ -1,10 +1,11 @@
-"""The plan in the folder tree: checker.worker never imports the trusted side, and checker's modules
-import each other without circles.
+"""The plan in the folder tree: checker.worker never imports the trusted side, each layer of checker/
+(platforms, records, running, render, judging, then spec, wire, errors) imports only the layers below
+it, and the modules import each other without circles.
 
-Every import-linter contract in pyproject.toml is run for real (and each is shown
-to fail on a copy of the tree that breaks it: a worker module importing the
-reference; checker.lms importing checker.batch, which imports it); an AST walk
-also catches a trusted module added later that the contract does not name yet.
+Every import-linter contract in pyproject.toml is run for real, and each is shown to fail on a copy of
+the tree that breaks it: a worker module importing the reference; a pure judging module importing the
+batch (a layer above it); checker.records.lms importing checker.records.batch, which imports it. An AST
+walk also catches a worker module that imports any trusted module, named in a contract or not.
 """
 
 import ast
@@ -31,14 +32,14 @@ def _lint(root):
 
 
 def _copy_tree(dest):
-    for d in ("checker", "reference", "assignments"):
+    for d in ("checker", "assignments"):
         shutil.copytree(ROOT / d, dest / d, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", dest)
 
 
 def test_every_import_contract_is_kept():
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
-    assert {c["type"] for c in contracts} >= {"forbidden", "acyclic_siblings"}
+    assert {c["type"] for c in contracts} >= {"forbidden", "layers", "acyclic_siblings"}
     r = _lint(ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"{len(contracts)} kept, 0 broken" in r.stdout
@@ -46,11 +47,21 @@ def test_every_import_contract_is_kept():
 
 def test_acyclic_contract_breaks_when_two_modules_import_each_other(tmp_path):
     _copy_tree(tmp_path)
-    lms = tmp_path / "checker" / "lms.py"  # checker.batch imports checker.lms
-    lms.write_text(lms.read_text() + "\nfrom checker import batch  # noqa\n")
+    lms = tmp_path / "checker" / "records" / "lms.py"  # checker.records.batch imports checker.records.lms
+    lms.write_text(lms.read_text() + "\nfrom checker.records import batch  # noqa\n")
     r = _lint(tmp_path)
     assert r.returncode != 0
     assert "without circles BROKEN" in r.stdout and ".lms -> .batch" in r.stdout, r.stdout
+
+
+def test_layers_contract_breaks_when_a_pure_module_imports_a_layer_above_it(tmp_path):
+    _copy_tree(tmp_path)
+    compare = tmp_path / "checker" / "judging" / "compare.py"
+    compare.write_text(compare.read_text() + "\nfrom checker.records import batch  # noqa\n")
+    r = _lint(tmp_path)
+    assert r.returncode != 0
+    assert "only the ones below it BROKEN" in r.stdout, r.stdout
+    assert "checker.judging is not allowed to import checker.records" in r.stdout, r.stdout
 
 
 def test_import_contract_breaks_when_a_worker_module_imports_the_reference(tmp_path):

@@ -12,8 +12,8 @@ import unicodedata
 
 import pytest
 
-from checker import lms
-from checker.identical import identical_groups
+from checker.records import lms
+from checker.records.identical import identical_groups
 from checker.spec import example_dirs, load_spec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -278,7 +278,7 @@ def test_canvas_names_as_canvas_writes_them(tmp_path):
 
 
 def test_canvas_and_moodle_rows_never_blank_a_grade_the_lms_holds():
-    from checker.exports import canvas_text, moodle_text
+    from checker.records.exports import canvas_text, moodle_text
     cards = [{"submission": {"id": "a_1"}, "score": 90, "max_score": 100},
              {"submission": {"id": "b_2"}, "score": 0, "max_score": 100, "grader": {"internal_error": True}},
              {"submission": {"id": "anon_x"}, "score": 50, "max_score": 100}]

@@ -12,7 +12,7 @@ import pytest
 
 from checker.errors import MissingName, WorkerCrashed
 from checker.worker.isolation import landlock_abi
-from checker.sandbox import Limits, SubmissionHandle, Zygote, sha256_of
+from checker.running.sandbox import Limits, SubmissionHandle, Zygote, sha256_of
 from sandbox_helpers import CONTEXT_D1, GOOD, H_D1, H_E, descendants, notebook, wait_until, write
 
 FAST = dict(call_s=5, cell_s=2, submission_s=60)
@@ -425,8 +425,8 @@ def test_worker_never_imports_the_secret_side(zyg, tmp_path):
     h, report = load(zyg, write(tmp_path, "world.py", WORLD))
     try:
         mods = h.call("modules")
-        for secret in ("reference", "assignments", "checker.plugin", "checker.scorecard", "checker.runner",
-                       "checker.compare", "pytest"):
+        for secret in ("reference", "assignments", "checker.running.plugin", "checker.judging.scorecard", "checker.running.runner",
+                       "checker.judging.compare", "pytest"):
             assert secret not in mods
         assert not [m for m in mods if m.startswith(("reference.", "assignments."))]
         assert {"checker.worker.serve", "checker.worker.loader", "checker.wire", "numpy", "torch"} <= set(mods)
@@ -669,7 +669,7 @@ def test_a_dataclass_under_postponed_annotations_loads(zyg, tmp_path):
 def test_failing_calls_are_named_with_their_arguments_shapes():
     import torch
 
-    from checker.sandbox import call_text
+    from checker.running.sandbox import call_text
     assert call_text("split_heads", (np.zeros((4, 6)), 4), {}) == "split_heads(array (4, 6) float64, 4)"
     assert call_text("f", (torch.zeros(3, dtype=torch.float32), [1, 2], "ab", None), {"eps": 1e-5}) == \
         "f(tensor (3,) float32, [1, 2], 'ab', None, eps=1e-05)"

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from checker.cli import main
-from checker.manual import apply_manual, ensure_rows, read_manual
+from checker.records.manual import apply_manual, ensure_rows, read_manual
 from checker.spec import load_spec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

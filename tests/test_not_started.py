@@ -12,10 +12,10 @@ import re
 import pytest
 from click.testing import CliRunner
 
-import checker.runner
+import checker.running.runner
 from checker.cli import main
-from checker.gradescope import make_results
-from checker.scorecard import validate
+from checker.render.gradescope import make_results
+from checker.judging.scorecard import validate
 from checker.spec import assignment_dir, assignment_ids, load_spec, reference_file
 from checker.spec import example_path as example
 
@@ -42,7 +42,7 @@ def starter(aid):
 
 @pytest.fixture(scope="module")
 def zygote():
-    from checker.sandbox import Zygote
+    from checker.running.sandbox import Zygote
     z = Zygote()
     yield z
     z.close()
@@ -50,8 +50,8 @@ def zygote():
 
 @pytest.fixture
 def warm(monkeypatch, zygote):
-    real = checker.runner.Grader
-    monkeypatch.setattr(checker.runner, "Grader", lambda **kw: real(**{"zygote": zygote, **kw}))  # unless given one
+    real = checker.running.runner.Grader
+    monkeypatch.setattr(checker.running.runner, "Grader", lambda **kw: real(**{"zygote": zygote, **kw}))  # unless given one
 
 
 def run(*args, env=None):

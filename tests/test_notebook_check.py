@@ -61,7 +61,7 @@ def _expected(path, tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert p.returncode in (0, 1) and out.exists(), p.stdout + p.stderr
     view = json.loads(out.read_text())
-    from checker.report import format_points
+    from checker.render.report import format_points
     return view, {q["id"]: (f"{format_points(q['score'])}/{format_points(q['max_score'])}" if not q["manual"]
                             else "pending") for q in view["questions"]}
 
@@ -75,7 +75,7 @@ def test_check_in_a_kernel_gives_hwcheck_checks_verdicts(tmp_path, sub):
     text, page = _output(nb.cells[-3])
     assert "the code run in this kernel" in text
     assert _points_in_text(text) == points, text
-    from checker.report import format_points
+    from checker.render.report import format_points
     assert f"Total: {format_points(view['score'])}/{format_points(view['max_score'])}" in text
     for qid, pts in points.items():  # the HTML has a row per question with the same points
         row = re.search(r"<tr><td[^>]*>" + re.escape(qid) + r"</td>.*?</tr>", page)
@@ -137,7 +137,7 @@ def test_check_outside_a_kernel_says_where_it_works(monkeypatch):
 
 
 def test_history_notebook_leaves_out_hwchecks_own_lines():
-    from checker.notebook import history_notebook
+    from checker.platforms.notebook import history_notebook
     nb = history_notebook([(1, "import numpy as np\nx = 1"), (2, "import checker\nr = checker.check()"),
                            (3, "r"), (4, "%load_ext checker"), (5, "%hwcheck Q1"), (6, "%matplotlib inline\ny = 2")])
     assert [(c["execution_count"], c["source"]) for c in nb["cells"]] == \
@@ -153,7 +153,7 @@ class _Kernel:
 
 
 def test_a_saved_notebook_is_checked_only_when_it_holds_what_was_run(tmp_path, monkeypatch):
-    from checker.notebook import _saved_matches, saved_notebook_path
+    from checker.platforms.notebook import _saved_matches, saved_notebook_path
     path = tmp_path / "hw.ipynb"
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("## Q3-text\n**Your answer:** heads look at different things"),
@@ -201,7 +201,7 @@ def test_check_reads_the_saved_notebook_when_jupyter_names_it_and_it_holds_what_
 
 
 def test_the_page_shows_student_text_and_never_runs_it():
-    from checker.notebook_html import scorecard_html
+    from checker.platforms.notebook_html import scorecard_html
     evil = "<script>alert(1)</script><a href='x'>\x1b[31m"
     view = {"assignment": "attention", "submission": {"id": evil}, "status": "graded", "score": 0, "max_score": 30,
             "load": {"ok": False, "messages": [f"notebook.ipynb, In [2], line 1 raised ValueError: {evil}"]},
@@ -285,7 +285,7 @@ def test_a_recheck_uses_the_warm_grading_process(tmp_path):
     """The kernel's grading process (and its zygote, with torch imported) outlives a check: the second check
     in the same kernel is answered by the same process, so it costs the grading alone (bench/bench.py times it)."""
     path = os.path.join(ROOT, "submissions", "attention", "correct.py")
-    nb = _run(_cells_of(path) + ["import checker, checker.notebook as nbk\nfirst = checker.check()\n"
+    nb = _run(_cells_of(path) + ["import checker, checker.platforms.notebook as nbk\nfirst = checker.check()\n"
                                  "pid = nbk._Server.proc.pid",
                                  "again = checker.check()\n(again.score == first.score, nbk._Server.proc.pid == pid)"],
               tmp_path)

@@ -1,8 +1,8 @@
-"""Tests of checker/notebook_globals.py: naming the notebook global a class reads instead of its argument."""
+"""Tests of checker/judging/notebook_globals.py: naming the notebook global a class reads instead of its argument."""
 import pytest
 
 from checker.errors import GradingFailure, StudentError, StudentTimeout
-from checker.notebook_globals import globals_hint, naming_globals, order_hint
+from checker.judging.notebook_globals import globals_hint, naming_globals, order_hint
 
 SIZES = {"vocab_size": 23, "block_size": 37, "d_model": 20}
 ERROR = ("CharTransformer.forward raised RuntimeError: The size of tensor a (32) must match the size of "

@@ -1,9 +1,9 @@
-"""checker.owned (what hwcheck wrote into OUT, signed) and the temporary files of checker.atomic.
+"""checker.records.owned (what hwcheck wrote into OUT, signed) and the temporary files of checker.records.atomic.
 
 Unit tests: paths built from ids stay inside their folder (links too); a record proves a file only with
 the bytes hwcheck wrote and the key it was signed with; a student's file at one of hwcheck's names is set
 aside (a regular file) or left where it is with hwcheck's file beside it (a folder, a link), never read as
-hwcheck's; every temporary name `checker.atomic` gives is one `remove_stale_temps` removes (issue 30: the
+hwcheck's; every temporary name `checker.records.atomic` gives is one `remove_stale_temps` removes (issue 30: the
 temporary of `.grades.csv.sha256` was left behind by a kill, which failed the kill-and-resume test).
 """
 
@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from checker import atomic, outfolder, owned
+from checker.records import atomic, outfolder, owned
 
 
 @pytest.fixture(autouse=True)
@@ -127,11 +127,11 @@ def test_remove_deletes_only_hwchecks_own_file(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# issue 30: every temporary name checker.atomic makes is recognised as one
+# issue 30: every temporary name checker.records.atomic makes is recognised as one
 # ---------------------------------------------------------------------------
 
 def _temp_names_of(monkeypatch, write):
-    """The temporary names checker.atomic really uses during `write()` (captured at os.replace)."""
+    """The temporary names checker.records.atomic really uses during `write()` (captured at os.replace)."""
     seen = []
     real = os.replace
 
@@ -146,7 +146,7 @@ def _temp_names_of(monkeypatch, write):
 
 
 def test_every_temporary_name_of_every_file_written_is_recognised(tmp_path, monkeypatch):
-    from checker.outputs import Gradebook
+    from checker.records.outputs import Gradebook
     from checker.spec import load_spec
     out = str(tmp_path / "out")
     spec = load_spec("attention")

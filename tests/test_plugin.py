@@ -3,8 +3,8 @@ import os
 
 import pytest
 
-from checker.plugin import cuda_available
-from checker.scorecard import student_view, validate
+from checker.running.plugin import cuda_available
+from checker.judging.scorecard import student_view, validate
 from checker.spec import assignment_ids, load_spec, reference_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -78,8 +78,8 @@ def test_tolerances_can_be_overridden_per_question_and_per_test(tmp_path):
     import pytest as _pytest
     from pytest_jsonreport.plugin import JSONReport
 
-    from checker.plugin import HwcheckPlugin
-    from checker.runner import PYTEST_ARGS
+    from checker.running.plugin import HwcheckPlugin
+    from checker.running.runner import PYTEST_ARGS
 
     tests = tmp_path / "test_tol.py"
     tests.write_text(

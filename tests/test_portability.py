@@ -1,4 +1,4 @@
-"""Tests of checker/portability.py: a student's torch code run on the meta device, in a real worker.
+"""Tests of checker/judging/portability.py: a student's torch code run on the meta device, in a real worker.
 
 The submission below defines one module or function per way of handling devices; each test builds it
 in a real worker and asks whether it would run on another device. No GPU is needed, which is the point.
@@ -8,8 +8,8 @@ import textwrap
 import pytest
 
 from checker.errors import GradingFailure, StudentError
-from checker.portability import MOVE_HINT, NOT_CHECKED, check_call_on_another_device, check_runs_on_another_device, meta_only
-from checker.sandbox import Limits, SubmissionHandle, Zygote
+from checker.judging.portability import MOVE_HINT, NOT_CHECKED, check_call_on_another_device, check_runs_on_another_device, meta_only
+from checker.running.sandbox import Limits, SubmissionHandle, Zygote
 from sandbox_helpers import write
 
 SUB = textwrap.dedent('''\

@@ -1,4 +1,4 @@
-"""The reference's answers kept from one submission to the next (checker.ref_cache) change no scorecard.
+"""The reference's answers kept from one submission to the next (checker.running.ref_cache) change no scorecard.
 
 A grader with the cache grades a sample of each assignment's example submissions (the reference, honest
 variants and named mistakes, whose hints are computed on the trusted side) one after another, so that each
@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from checker.ref_cache import CachingRef, RefCache, cached_call
-from checker.runner import Grader
+from checker.running.ref_cache import CachingRef, RefCache, cached_call
+from checker.running.runner import Grader
 from checker.spec import assignment_ids, example_dirs
 
 SEED = 424242

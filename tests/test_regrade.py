@@ -108,7 +108,7 @@ def test_a_load_that_skipped_something_is_noted_in_grades_csv(graded):
 
 def test_the_gradebook_follows_each_scorecard(graded, tmp_path, monkeypatch):
     """A batch stopped after its first scorecard (a kill, Ctrl-C) leaves grades.csv with that row."""
-    import checker.batch as batch
+    import checker.records.batch as batch
     folder, _, _ = graded
     out = tmp_path / "out"
     real = batch.grade_one
@@ -148,7 +148,7 @@ def _stateful_softmax(tmp_path):
 
 
 def test_a_stateful_function_is_told_so_and_regraded_alike_with_the_same_seed(tmp_path):
-    from checker.runner import Grader
+    from checker.running.runner import Grader
 
     def outcomes(seed):
         with Grader(mode="hidden", seed=seed, devices=("cpu",)) as g:

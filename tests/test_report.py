@@ -1,12 +1,12 @@
-"""Tests of checker.report: terminal text, Markdown, GitHub annotations, JUnit XML."""
+"""Tests of checker.render.report: terminal text, Markdown, GitHub annotations, JUnit XML."""
 
 import xml.etree.ElementTree as ET
 
-from checker.gradescope import make_output
-from checker.report import (
+from checker.render.gradescope import make_output
+from checker.render.report import (
     answer_note, format_markdown, format_points, format_scorecard, github_annotations, junit_xml,
 )
-from checker.scorecard import build_scorecard, student_view
+from checker.judging.scorecard import build_scorecard, student_view
 
 SPEC = {
     "id": "attention",

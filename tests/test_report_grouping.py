@@ -4,8 +4,8 @@ A bug shows in many variants of one test (dtypes, sizes): the text groups the va
 same way, and the HTML view must too (it opened 12 blocks for one bug); skip reasons worded per variant
 (~600 characters each, repeated per dtype) are told once, by their first clause, counted.
 """
-from checker.notebook_html import scorecard_html
-from checker.report import format_scorecard, short_reason, skip_groups
+from checker.platforms.notebook_html import scorecard_html
+from checker.render.report import format_scorecard, short_reason, skip_groups
 
 LONG = ("judged by test_mhsa_averages_the_values_over_the_keys, not here: the outputs of "
         "MultiHeadSelfAttention(8, 2) in {dtype} are not a softmax-weighted average of the values with weights "

@@ -1,7 +1,7 @@
-"""checker.runner's pure helpers (grading itself is driven by test_submissions and test_batch)."""
+"""checker.running.runner's pure helpers (grading itself is driven by test_submissions and test_batch)."""
 import os
 
-from checker.runner import _answer_source, nothing_defined
+from checker.running.runner import _answer_source, nothing_defined
 from checker.spec import load_spec
 
 

@@ -1,4 +1,4 @@
-"""Tests of checker.scorecard: report + spec -> scorecard, student view, schema."""
+"""Tests of checker.judging.scorecard: report + spec -> scorecard, student view, schema."""
 
 import json
 import os
@@ -9,7 +9,7 @@ import textwrap
 import jsonschema
 import pytest
 
-from checker.scorecard import (
+from checker.judging.scorecard import (
     MANUAL_MESSAGE, SEE_QUESTION_MESSAGE, build_scorecard, load_schema, skip_reason,
     student_view, test_name, validate,
 )

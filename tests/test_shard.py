@@ -13,9 +13,9 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from checker import batch, outfolder, owned
+from checker.records import batch, outfolder, owned
 from checker.cli import main
-from checker.shard import parse_shard, shard_entries
+from checker.records.shard import parse_shard, shard_entries
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "submissions", "attention")

@@ -1,5 +1,5 @@
 """Plain pytest grades one submission with `-p checker.standalone` (docs/tas.md): the TA's way to debug a
-grading test, outside `hwcheck` (the entry point sits above checker.plugin and checker.runner, with no
+grading test, outside `hwcheck` (the entry point sits above checker.running.plugin and checker.running.runner, with no
 import circle between them: tests/test_layers.py)."""
 import os
 import subprocess

@@ -7,8 +7,8 @@ Before, the stubs replaced the student's functions (0/100).
 import os
 import shutil
 
-from checker.runner import Grader
-from checker.starter import is_starter
+from checker.running.runner import Grader
+from checker.running.starter import is_starter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STARTER = os.path.join(ROOT, "assignments", "attention", "starter.ipynb")

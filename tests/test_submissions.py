@@ -6,16 +6,16 @@ submission id (file stem or folder name) to {"verdicts": {question: "full" | "lo
 "hints": {question: ["text that must appear in that question's messages (a passing test's note counts)", ...]},
 "not_hints": {question: ["text that must not appear: a hint that would mislead", ...]}}.
 Questions not named must score full marks (manual questions excepted). The judging is
-checker.validate.judge_example, the one `hwcheck validate` uses (docs/authoring.md).
+checker.platforms.validate.judge_example, the one `hwcheck validate` uses (docs/authoring.md).
 """
 import json
 import os
 
 import pytest
 
-from checker.scorecard import validate
+from checker.judging.scorecard import validate
 from checker.spec import assignment_ids, example_dirs
-from checker.validate import judge_example
+from checker.platforms.validate import judge_example
 
 
 def _entries(folder):

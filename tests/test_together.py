@@ -1,4 +1,4 @@
-"""Asks sent together (checker.together): one round trip, each ask's outcome its own.
+"""Asks sent together (checker.running.together): one round trip, each ask's outcome its own.
 
 Real submissions in real workers forked by a real zygote. Each test sends asks together and checks that
 every ask gets exactly what it would get alone: a value, or its own failure (an exception, a timeout with
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from checker.errors import BadReturn, MissingName, StudentError, StudentTimeout, WorkerCrashed
-from checker.sandbox import Limits, SubmissionHandle, Zygote
+from checker.running.sandbox import Limits, SubmissionHandle, Zygote
 from sandbox_helpers import write
 
 SRC = textwrap.dedent('''\
@@ -244,7 +244,7 @@ def test_a_forward_after_a_module_that_failed_raises_the_module_failure(sub):
 
 
 def test_asked_checks_raise_each_failure_where_the_check_asked(sub):
-    from checker.together import asked
+    from checker.running.together import asked
     seen = []
 
     def check(asker, x):
@@ -269,7 +269,7 @@ def test_asked_checks_raise_each_failure_where_the_check_asked(sub):
 
 
 def test_asks_larger_than_the_socket_holds_go_alone(sub, monkeypatch):
-    from checker.together import SEND_LIMIT
+    from checker.running.together import SEND_LIMIT
     seen = _alone_counted(sub, monkeypatch)
     big = np.arange(SEND_LIMIT // 8 // 2 + 16, dtype=np.float64)  # two of them: more than SEND_LIMIT
     with sub.together() as t:

@@ -1,4 +1,4 @@
-"""Asks sent together (checker.together) change no scorecard.
+"""Asks sent together (checker.running.together) change no scorecard.
 
 A grader grades a sample of each assignment's example submissions (the reference, honest variants and
 named mistakes) with every ask sent alone (`together.SEND_TOGETHER = False`), then again with the asks of
@@ -8,8 +8,8 @@ comparison proves nothing: an assignment whose tests do not use sub.together yet
 """
 import pytest
 
-import checker.together as together
-from checker.runner import Grader
+import checker.running.together as together
+from checker.running.runner import Grader
 from checker.spec import assignment_ids
 from test_ref_cache import SEED, _sample, _without_times
 

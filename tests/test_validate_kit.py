@@ -1,5 +1,5 @@
 """`hwcheck validate`'s kit check: the kit built from an assignment ships no code that computes an answer
-(issue 29 item 3; checker.kit_probe builds the kit into a temporary folder and probes it out of process).
+(issue 29 item 3; checker.platforms.kit_probe builds the kit into a temporary folder and probes it out of process).
 
 * every built-in assignment's kit: the probe ran (fresh inputs of its graded functions, every shipped
   function) and found nothing;
@@ -42,7 +42,7 @@ SOFTMAX_HELPER = textwrap.dedent('''\
 @pytest.mark.slow
 @pytest.mark.parametrize("aid", BUILT_IN)
 def test_the_kit_of_every_built_in_assignment_computes_no_answer(aid):
-    from checker.kit_probe import probe_kit
+    from checker.platforms.kit_probe import probe_kit
     found = probe_kit(aid)
     graded = {n for q in load_spec(aid)["questions"] if not q["manual"] for n in q["names"]}
     probed = {c.split(" ")[0] for c in found["cases"]}
@@ -85,7 +85,7 @@ def _fake_kit(root, module_source):
     shutil.copy(os.path.join(REPO, "checker", "wire.py"), root / "checker" / "wire.py")
     shutil.copy(os.path.join(REPO, "checker", "errors.py"), root / "checker" / "errors.py")
     (root / "extra.py").write_text(module_source)
-    from checker.kit import _pack
+    from checker.running.recorded import _pack
     import numpy as np
     x = np.arange(6.0).reshape(2, 3)
     cases = root.parent / "cases.json"
@@ -95,7 +95,7 @@ def _fake_kit(root, module_source):
 
 
 def test_a_probe_that_finds_a_hit_reports_it_with_its_file(tmp_path):
-    from checker.kit_probe import run_probe
+    from checker.platforms.kit_probe import run_probe
     cases = _fake_kit(tmp_path / "kit", "def twice(a):\n    return a * 2\n\ndef thrice(a):\n    return a * 3\n")
     summary, hits = run_probe(tmp_path / "kit", cases, tmp_path / "hits.jsonl", timeout=300)
     assert [(h["function"], h["file"], h["answer"]) for h in hits] == [("extra.twice", "extra.py", "double 2x3")]
@@ -104,17 +104,17 @@ def test_a_probe_that_finds_a_hit_reports_it_with_its_file(tmp_path):
 
 def test_a_probe_that_hangs_is_a_problem_with_a_message(tmp_path):
     from checker.errors import HwcheckError
-    from checker.kit_probe import run_probe
+    from checker.platforms.kit_probe import run_probe
     cases = _fake_kit(tmp_path / "kit", "import threading\nthreading.Event().wait()\n")  # its import never ends
-    with pytest.raises(HwcheckError, match=r"the kit probe \(checker/kit_probe.py\) did not finish in 20 s"):
+    with pytest.raises(HwcheckError, match=r"the kit probe \(checker/platforms/kit_probe.py\) did not finish in 20 s"):
         run_probe(tmp_path / "kit", cases, tmp_path / "hits.jsonl", timeout=20)
 
 
 def test_a_probe_that_crashes_is_a_problem_with_a_message(tmp_path):
     from checker.errors import HwcheckError
-    from checker.kit_probe import run_probe
+    from checker.platforms.kit_probe import run_probe
     cases = _fake_kit(tmp_path / "kit", "")
     os.remove(tmp_path / "kit" / "checker" / "wire.py")  # no wire: the probe cannot read its cases
-    with pytest.raises(HwcheckError, match=r"the kit probe \(checker/kit_probe.py\) failed \(exit status 1\): "
+    with pytest.raises(HwcheckError, match=r"the kit probe \(checker/platforms/kit_probe.py\) failed \(exit status 1\): "
                                            r"ImportError: cannot import name .wire. from .checker."):
         run_probe(tmp_path / "kit", cases, tmp_path / "hits.jsonl", timeout=300)

@@ -4,7 +4,7 @@ What it is for: the numbers test_attention.py computes itself rather than asking
 softmax to make inputs with, and the known mistakes its hints name (no scaling, the wrong axis, the keys
 made with W_Q, ...). Each is a step or an argument away from a right answer (`mistaken_context(enc, dec)`
 with its defaults *is* Q1's context vector), so they live here, apart from the tests: the test file
-reaches them through `checker.kit.Answers`, which computes them in the full package and, in the student
+reaches them through `checker.running.recorded.Answers`, which computes them in the full package and, in the student
 kit (which does not ship this file), replays what they gave on the public tests' inputs.
 
 What it is not: the reference solutions (`reference.py` beside this file, which the tests' `ref` is), or code a

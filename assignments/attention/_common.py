@@ -13,12 +13,12 @@ overflows or runs over the wrong axis, a head scaled by sqrt(d_model), the
 head-weight shape answered as a head's output shape, a function that reads
 the handout's notebook variables instead of its arguments. Each mistaken
 answer is computed on the trusted side by the answer models of `_answers.py`
-(through `A`, checker.kit.Answers: the student kit replays their results on
+(through `A`, checker.running.recorded.Answers: the student kit replays their results on
 the public inputs and holds no code that computes an answer). A shape
 answer is judged as a shape, in shape words. An edge case where some mistakes are invisible (one token, n = 1, one head, rows of
 one score) earns only for a function also right where they show, and an
 answer equal to one the function gave earlier for other inputs is named as a
-cached answer (checker.edge_gate).
+cached answer (checker.judging.edge_gate).
 
 What it is not: a test of the reference itself (tests/test_reference_attention.py
 checks it against HOMEWORK.md's numbers and torch), or code that runs in a
@@ -38,11 +38,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from checker import carry
-from checker.edge_gate import answer_log, logged_close, only_if_right_elsewhere
-from checker.together import asked
+from checker.running import carry
+from checker.judging.edge_gate import answer_log, logged_close, only_if_right_elsewhere
+from checker.running.together import asked
 from checker.errors import GradingFailure, StudentError
-from checker.kit import Answers
+from checker.running.recorded import Answers
 
 # --------------------------------------------------------------------------- handout data (HOMEWORK.md)
 
@@ -251,7 +251,7 @@ def _same_shape(got, expected, what, hints=()):
     """A shape answer judged as a shape and told in shape words ("expected the shape (4, 2), got (2, 4)"),
     never in a float comparison's words (a relative difference); a known wrong shape among `hints`
     [(text, shape)] is named. Right sizes held in floats pass here (_close_shape says that next)."""
-    from checker.compare import as_plain_array
+    from checker.judging.compare import as_plain_array
     arr = as_plain_array(got, what)  # a string, None or an object is refused in its own words
     exp = tuple(int(x) for x in expected)
     flat = arr.astype(np.float64).reshape(-1)
@@ -281,7 +281,7 @@ def _same_shape(got, expected, what, hints=()):
 
 def _shape_right(sub, ref, name, *args, ask=None):
     """GradingFailure unless the shape function `name` answers the reference's shape for `args` (`ask`: that
-    call already sent with others, a checker.together Pending)."""
+    call already sent with others, a checker.running.together Pending)."""
     what = f"{name}{args}"
     _same_shape(ask.get() if ask is not None else sub.call(name, *args), getattr(ref, name)(*args), what)
 
@@ -391,7 +391,7 @@ def _q1_softmax_judged(sub, close, scores, got, expected, **kw):
     state = _carry(sub)
     if len(state.q1) < 16:
         try:
-            from checker.compare import as_plain_array
+            from checker.judging.compare import as_plain_array
             answer = as_plain_array(got, "get_attention_weights")
             # kept only where it can be compared (the shape of the scores): a huge wrong answer is not kept
             state.q1.append((np.array(scores, copy=True), answer if answer.shape == np.shape(scores) else None))
@@ -408,7 +408,7 @@ def _oracle(sub):
     """The fresh worker that answers get_attention_weights for carried credit (see _Carry)."""
     state = _carry(sub)
     if state.oracle is None:
-        from checker.sandbox import SubmissionHandle
+        from checker.running.sandbox import SubmissionHandle
         handle = SubmissionHandle(sub.path, sub.zygote, sub.limits, sub.secrets, sub.id + "-softmax")
         weakref.finalize(sub, handle.close)
         handle.load()
@@ -428,7 +428,7 @@ def _softmax_answers(sub, scores):
     the Q1 tests, in an order the student's code cannot predict. Credit is refused (GradingFailure, with
     the reason) unless the function answers as a function of its scores would: the same scores, the same
     answer, now and in Q1; and an answer that changes when the scores do."""
-    from checker.compare import as_plain_array
+    from checker.judging.compare import as_plain_array
     state = _carry(sub)
     if state.refused:
         raise GradingFailure(state.refused)
@@ -566,7 +566,7 @@ ATTENTION_CALLS = {"scaled_dot_product_attention": "torch's scaled_dot_product_a
                    "multi_head_attention_forward": "torch.nn.MultiheadAttention"}
 
 
-# The same, as bare names read in the source (checker.by_hand): F.softmax, x.softmax(...), nn.Softmax, ...
+# The same, as bare names read in the source (checker.running.by_hand): F.softmax, x.softmax(...), nn.Softmax, ...
 SOFTMAX_NAMES = {"softmax", "log_softmax", "Softmax", "LogSoftmax"}
 ATTENTION_NAMES = {"scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention"}
 SOURCE_NAMES = {id(SOFTMAX_CALLS): SOFTMAX_NAMES, id(ATTENTION_CALLS): ATTENTION_NAMES}
@@ -580,11 +580,11 @@ def _check_by_hand(sub, close, expected, forbidden, what, name, *args, own=None,
     `own` and `note`: the error carried forward from the student's softmax, as _close_own_softmax; `judge(got,
     what)`: the values judged so instead (multi_head_attention: _close_mha).
 
-    "By hand" is decided on the trusted side, from the submission's files (checker.by_hand: the function's
+    "By hand" is decided on the trusted side, from the submission's files (checker.running.by_hand: the function's
     source and everything it reaches by name). The worker's trace (sub.torch_calls) comes from the
     student's own process, which can read the probe's frames, replace it through gc or call the library
     from another thread: it may name a library call and fail the test, never pass it."""
-    from checker.by_hand import library_use
+    from checker.running.by_hand import library_use
     got, calls = sub.torch_calls(name, *args)
     if judge is not None:
         judge(got, what)

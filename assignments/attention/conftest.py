@@ -11,20 +11,20 @@ collect_ignore = ["examples"]  # the example submissions are graded, never colle
 @pytest.fixture
 def close(close, sub):
     """The plugin's close, naming an answer that this function already gave for other inputs
-    (checker.edge_gate: a result cached in a global)."""
+    (checker.judging.edge_gate: a result cached in a global)."""
     return logged_close(close, sub)
 
 
 @pytest.fixture(autouse=True)
 def _answers_as_ref(ref):
-    """A computes, records or replays as this test's `ref` does (checker.kit.Answers)."""
+    """A computes, records or replays as this test's `ref` does (checker.running.recorded.Answers)."""
     with A.following(ref):
         yield
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _softmax_oracles_closed(request):
-    """The fresh workers of _Carry (and of checker.carry) end with the submission's grading (this pytest
+    """The fresh workers of _Carry (and of checker.running.carry) end with the submission's grading (this pytest
     session: the runner starts one per submission), not with a question's file."""
     plugin = next((p for p in request.config.pluginmanager.get_plugins()
                    if isinstance(getattr(p, "run_seed", None), int)), None)

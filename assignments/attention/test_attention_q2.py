@@ -54,7 +54,7 @@ def test_self_attention_random(sub, ref, close, note, rng, T, d, dk, dv, dtype):
 
 
 def _check_self_attention(sub, ref, close, note, rng, T, d, dk, dv, dtype, t):
-    """A generator (checker.together.asked): the call is asked of `t`, judged once answered."""
+    """A generator (checker.running.together.asked): the call is asked of `t`, judged once answered."""
     X, Wq, Wk, Wv = _tokens_and_projections(rng, T, d, (dk, dk, dv), dtype)
     got = yield t.call("self_attention", X, Wq, Wk, Wv)
     carry.judged(sub, "self_attention", (X, Wq, Wk, Wv), got, lambda: _close_own_softmax(

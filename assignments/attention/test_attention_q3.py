@@ -8,7 +8,7 @@ def _check_blocks(sub, ref, close, W, h, dtype, label):
 
 
 def _ask_blocks(sub, ref, close, W, h, dtype, label):
-    """_check_blocks as a generator (checker.together.asked) over a handle or a Together."""
+    """_check_blocks as a generator (checker.running.together.asked) over a handle or a Together."""
     got = yield sub.call("split_heads", W, h)
     what = f"split_heads({label}, {h})"
     if isinstance(got, (list, tuple)) and len(got) != h:
@@ -36,7 +36,7 @@ def test_split_heads_blocks(sub, ref, close, d, width, h):
 
 
 def _check_arange_blocks(sub, ref, close, d, width, h):
-    """A generator (checker.together.asked) over a handle or a Together."""
+    """A generator (checker.running.together.asked) over a handle or a Together."""
     W = np.arange(d * width, dtype=np.float64).reshape(d, width) / 10  # every entry tells where it came from
     yield from _ask_blocks(sub, ref, close, W, h, "float64", f"W of shape ({d}, {width}) with W[r, c] = r*{width/10:g} + c/10")
 
@@ -189,7 +189,7 @@ def _check_mha(sub, ref, close, note, X, Ws, h, dtype, label, ask=None):
 
 def _close_mha(sub, ref, close, note, got, X, Ws, h, **kw):
     """close() for multi_head_attention with both mistakes of earlier questions carried forward: the
-    student's softmax (Q1, _close_own_softmax) and their self_attention (Q2, checker.carry).
+    student's softmax (Q1, _close_own_softmax) and their self_attention (Q2, checker.running.carry).
 
     The handout's multi-head attention is self-attention per head: head i is self_attention(X, W_Q_i,
     W_K_i, W_V_i) with the i-th column blocks (HOMEWORK.md, Q3), the heads concatenated in order and
@@ -250,8 +250,8 @@ def test_multi_head_attention(sub, ref, close, note, rng, T, d, h, dtype):
 
 def _mha_gate(sub, ref, close, rng, T, d, h, dtype):
     """An edge case of multi_head_attention (one token, one head, heads of width 1) earns only for a
-    function also right on 5 tokens, d = 6 in 3 heads (checker.edge_gate). Its input is drawn now; it
-    returns ask(t): that call added to the asks `t` (checker.together), returning the gate to run once the
+    function also right on 5 tokens, d = 6 in 3 heads (checker.judging.edge_gate). Its input is drawn now; it
+    returns ask(t): that call added to the asks `t` (checker.running.together), returning the gate to run once the
     edge case passed."""
     edge = [w for w, hit in [(ONE_TOKEN, T == 1), ("a single head, which any split and concatenation keeps whole",
                                                     h == 1), ("heads of width 1, where sqrt(d_k) = 1", d // h == 1)]

@@ -5,7 +5,7 @@ windows make_blocks must cut, torch's own layer norm as the expected value, and 
 hints name (the mask on the wrong triangle, the softmax over the queries, the unbiased variance, sin and
 cos swapped, ...). Each is a step or an argument away from a right answer (`attend` with the causal
 mask and 1/sqrt(d_k) *is* masked_attention), so they live here, apart from the tests: the test file
-reaches them through `checker.kit.Answers`, which computes them in the full package and, in the student
+reaches them through `checker.running.recorded.Answers`, which computes them in the full package and, in the student
 kit (which does not ship this file), replays what they gave on the public tests' inputs.
 
 What it is not: the reference solutions (`reference.py` beside this file, which the tests' `ref` is), or code a

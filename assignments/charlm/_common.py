@@ -12,12 +12,12 @@ positions, and `CharTransformer`. Functions are compared with the reference
 known mistake (wrong triangle, softmax over the queries, no scaling, the
 unbiased variance, eps on the std, sin/cos swapped, ...) is computed on the
 trusted side with torch by the answer models of `_answers.py` (through `A`,
-checker.kit.Answers: the student kit replays their results on the public
+checker.running.recorded.Answers: the student kit replays their results on the public
 inputs and holds no code that computes an answer), and passed to `close` as a
 hint so a failing answer that matches it is named. An edge case where some mistakes are
 invisible (T = 1, position 0) earns only for a function also right where they
 show, and an answer equal to one the function gave earlier for other inputs is
-named as a cached answer (checker.edge_gate). Why a model is not causal is
+named as a cached answer (checker.judging.edge_gate). Why a model is not causal is
 found by experiment where one tells (another seed, a shorter input, one head).
 
 The model is graded by properties any correct design has (no weights are
@@ -44,12 +44,12 @@ import numpy as np
 import pytest
 import torch
 
-from checker.compare import compare_lowp
-from checker.edge_gate import logged_close, only_if_right_elsewhere
+from checker.judging.compare import compare_lowp
+from checker.judging.edge_gate import logged_close, only_if_right_elsewhere
 from checker.errors import GradingFailure, StudentError, StudentTimeout, WorkerCrashed
-from checker.kit import Answers
-from checker.notebook_globals import naming_globals
-from checker.portability import check_call_on_another_device, check_runs_on_another_device
+from checker.running.recorded import Answers
+from checker.judging.notebook_globals import naming_globals
+from checker.judging.portability import check_call_on_another_device, check_runs_on_another_device
 
 LOWP = ("float16", "bfloat16")
 INT_KINDS = ("int64", "int32", "int16", "int8", "uint8")
@@ -228,7 +228,7 @@ NEXT_TOKEN_HINT = ("the mask is off by one: position i also sees key i+1, the ne
 
 
 def _attention_hints(Q, K, V):
-    """Known mistakes of masked_attention, computed in float64 on the trusted side (A: checker.kit.Answers)."""
+    """Known mistakes of masked_attention, computed in float64 on the trusted side (A: checker.running.recorded.Answers)."""
     m = A.attention_mistakes(Q, K, V)
     hints = [
         ("softmax over the query axis (dim=-2); it must run over the keys, the last axis", m["query_axis"]),
@@ -413,7 +413,7 @@ CFG_NAMES = ("vocab_size", "block_size", "d_model", "num_heads", "num_layers")
 def _sizes_from_arguments(test):
     """A model test whose failure names a constructor taking its sizes in another order than the handout's,
     or a notebook global (`block_size = 8`) that the model seems to read instead of its argument
-    (checker.notebook_globals)."""
+    (checker.judging.notebook_globals)."""
     @functools.wraps(test)
     def wrapper(*args, **kwargs):
         with naming_globals(kwargs["sub"], dict(zip(CFG_NAMES, kwargs.get("cfg", MODEL))), "CharTransformer"):
@@ -530,7 +530,7 @@ def _check_causal_of(m, close, rng, seed, cfg, device, B, T, sub=None):
                   "changed: does forward use its `idx` argument?")
 
 
-# the same, as bare names read in the source (checker.by_hand): F.layer_norm, nn.LayerNorm, ...
+# the same, as bare names read in the source (checker.running.by_hand): F.layer_norm, nn.LayerNorm, ...
 NOT_BY_HAND_NAMES = {"masked_attention": {"scaled_dot_product_attention", "multi_head_attention_forward",
                                           "MultiheadAttention"},
                      "layer_norm": {"layer_norm", "LayerNorm"}}
@@ -539,10 +539,10 @@ NOT_BY_HAND_NAMES = {"masked_attention": {"scaled_dot_product_attention", "multi
 def _check_by_hand(sub, close, expected, name, *args, hints=()):
     """Right values, written by hand: a call that went through a forbidden torch function fails.
 
-    Decided on the trusted side from the submission's files (checker.by_hand); the worker's trace
+    Decided on the trusted side from the submission's files (checker.running.by_hand); the worker's trace
     (sub.torch_calls) comes from the student's own process, which can see and replace the probe or call
     the library from another thread, so it may fail the test but never passes it."""
-    from checker.by_hand import library_use
+    from checker.running.by_hand import library_use
     got, calls = sub.torch_calls(name, *args)
     what = f"{name} on float32 input of shape {_shape(args[0].shape)}"
     close(got, _np64(expected), dtype="float32", what=what, hints=hints)

@@ -11,12 +11,12 @@ collect_ignore = ["examples"]  # the example submissions are graded, never colle
 @pytest.fixture
 def close(close, sub):
     """The plugin's close, naming an answer that this function already gave for other inputs
-    (checker.edge_gate: a result cached in a global)."""
+    (checker.judging.edge_gate: a result cached in a global)."""
     return logged_close(close, sub)
 
 
 @pytest.fixture(autouse=True)
 def _answers_as_ref(ref):
-    """A computes, records or replays as this test's `ref` does (checker.kit.Answers)."""
+    """A computes, records or replays as this test's `ref` does (checker.running.recorded.Answers)."""
     with A.following(ref):
         yield

@@ -2,7 +2,7 @@
 
 What it is for: the known patchify mistakes test_vit.py's hints name (a plain reshape, channel-last
 patches, the grid read column by column). Each is a permutation away from the right patches, so they live
-here, apart from the tests: the test file reaches them through `checker.kit.Answers`, which computes them
+here, apart from the tests: the test file reaches them through `checker.running.recorded.Answers`, which computes them
 in the full package and, in the student kit (which does not ship this file), replays what they gave on
 the public tests' inputs.
 

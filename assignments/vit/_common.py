@@ -38,12 +38,12 @@ import numpy as np
 import pytest
 import torch
 
-from checker.compare import as_plain_array
-from checker.edge_gate import only_if_right_elsewhere
+from checker.judging.compare import as_plain_array
+from checker.judging.edge_gate import only_if_right_elsewhere
 from checker.errors import GradingFailure, StudentError
-from checker.kit import Answers
-from checker.notebook_globals import naming_globals
-from checker.portability import check_runs_on_another_device, meta_only
+from checker.running.recorded import Answers
+from checker.judging.notebook_globals import naming_globals
+from checker.judging.portability import check_runs_on_another_device, meta_only
 
 LIST_HINT = "per-head layers kept in a plain Python list are not registered: use nn.ModuleList"
 RESHAPE_HINT = "patches cut by reshape, not tiles"

@@ -10,6 +10,6 @@ collect_ignore = ["examples"]  # the example submissions are graded, never colle
 
 @pytest.fixture(autouse=True)
 def _answers_as_ref(ref):
-    """A computes, records or replays as this test's `ref` does (checker.kit.Answers)."""
+    """A computes, records or replays as this test's `ref` does (checker.running.recorded.Answers)."""
     with A.following(ref):
         yield

@@ -8,8 +8,8 @@ then forks one worker per submission; the worker puts up its walls
 side). Holds no logic here.
 
 What it is not: trusted. Nothing in this package may import the trusted side
-(`reference`, `assignments`, `checker.plugin`, `checker.compare`,
-`checker.scorecard`, `checker.sandbox`, ...): an import-linter contract in
+(`assignments` with the references and grading tests, and every layer of checker/: `platforms`,
+`records`, `running`, `render`, `judging`, `spec`, the CLI): an import-linter contract in
 pyproject.toml, checked by tests/test_layers.py, keeps it so. Its only imports
 from hwcheck are `checker.wire` and `checker.errors`.
 """

@@ -476,7 +476,7 @@ class Loader:
         sys.modules["submission"] = self.module
         # the whole file, so tracebacks show the student's line wherever it is
         linecache.cache[f] = (len(src), None, src.splitlines(True), f)
-        # the pieces the trusted side's source scan (checker.by_hand) reads too: one split for both
+        # the pieces the trusted side's source scan (checker.running.by_hand) reads too: one split for both
         p = py_pieces(src, f)
         for line in p.skipped:  # a notebook saved as .py (Colab's "Download .py") keeps its `!pip` and `%magic` lines
             self._msg("magic", shown, None, None,

@@ -105,7 +105,7 @@ class Probes:
         so the trusted side can name F.scaled_dot_product_attention in work the handout asks for by hand.
         A hint only: the code under test can see this probe (its frames, `gc`) and call the library where
         the trace does not look (another thread), so the trusted side may fail a test on what this names
-        but never passes one on its silence; it decides from the source (checker.by_hand)."""
+        but never passes one on its silence; it decides from the source (checker.running.by_hand)."""
         from torch.overrides import TorchFunctionMode
 
         class Recorder(TorchFunctionMode):

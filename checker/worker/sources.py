@@ -9,7 +9,7 @@ and `_chunks` (a file cut into top-level statements, each run on its own).
 `py_pieces` and `cell_pieces` say which pieces of a file or cell the loader
 runs, each as its own unit (statement by statement; a file with a syntax error
 as the parts that parse): the loader runs exactly these, and the trusted side
-reads exactly these (`checker.by_hand`, with the same decoding by
+reads exactly these (`checker.running.by_hand`, with the same decoding by
 `read_source`), so both agree on what the student wrote.
 
 What it is not: running anything (`checker.worker.loader`).

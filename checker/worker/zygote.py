@@ -281,7 +281,7 @@ def main(argv=None):
             removals.add(path)
         removals.turn(_EXIT_S)
         memory.remove_parent(cgroup)
-        if removals.paths:  # not done in time: the client finishes them (checker.zygote_client)
+        if removals.paths:  # not done in time: the client finishes them (checker.running.zygote_client)
             _write_leftovers(list(removals.paths))
         else:
             _remove_dir(os.getcwd(), "hwcheck-zygote-")

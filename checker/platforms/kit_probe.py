@@ -1,0 +1,567 @@
+"""`hwcheck validate`'s probe of a student kit: does any code the kit ships compute an answer?
+
+What it is for, in two halves:
+
+The trusted side (`kit_code_problems(aid)`, `probe_kit`, `run_probe`; called by checker.platforms.validate's kit
+check) builds the student kit of the assignment into a temporary folder as `hwcheck kit` does (the
+reference's public answers recorded), and meanwhile records the calls the public tests make of the
+graded functions of the reference. Of those it keeps a few per function (distinct shapes), draws their
+float arrays anew, and asks the reference for the answer (a float array, not constant, not equal to
+one of its own inputs), with the spec's tolerance for it (`checker.judging.compare.tolerance` with the
+question's tolerances). It then runs this file as a script on the kit, in a process of its own (new
+PID, mount, network, IPC and UTS namespaces where `unshare` can make them; an empty folder; a time
+limit: a hang or a crash is a problem with a message), and names every shipped function that gave an
+answer, with its file.
+
+The probe (`python -I kit_probe.py KIT CASES OUT [EXTRA.py ...]`, also run by tests/test_kit.py) imports
+every .py file under KIT (the kit's own hwcheck; the full package and the reference solutions are
+hidden from the import system), collects every function and method they define (module level, class
+bodies, fixtures' and decorators' wrapped functions), and calls each on every case's inputs from CASES
+(JSON: the wire encoding of the inputs, the reference's answer, and `rtol`, `atol`; without them,
+rtol=1e-6, atol=1e-9). A function that needs more arguments than a case gives is called with every
+combination, those of the first values first, of a generic set (None, -1, 0, 1, 2, 0.5, True, False)
+and of values the case's shapes suggest (the causal mask of each input's T; each size k, 1/sqrt(k),
+sqrt(k)). Every array in a result (nested in lists, tuples and dicts; a list of same-shape arrays is
+stacked too) is compared with every answer, as `checker.judging.compare` does (|got - want| <= atol + rtol *
+|want|); each function whose result equals one is written to OUT as a JSON line {"function", "file",
+"answer"}. EXTRA files are probed as well (a test's planted control). The last line on stdout is a JSON
+summary: {"functions", "timed_out", "not_imported"}. Each function runs in its own forked child
+(PARALLEL at a time) with a time limit (and each case a share of it), its output sent nowhere and the
+calls that remove files, end processes or start programs refused (the kit is hwcheck's own code, called
+with odd arguments: a `kill(pid, sig)` handed -1 must reach nothing).
+
+What it is not: a proof, nor a wall against hostile code; closures and lambdas inside functions are
+reached only through the functions that return them, and only answers that are arrays of floats are
+looked for (shape answers are the handout's own formulas; a graded class is not probed). It imports
+nothing of hwcheck at module level: run as a script, the `checker` it uses (checker.wire) is the kit's.
+"""
+import contextlib
+import importlib
+import importlib.util
+import inspect
+import itertools
+import json
+import math
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+__all__ = ["kit_code_problems", "probe_kit", "run_probe", "main", "KIT_PROBE_SECONDS"]
+
+CALLS_PER_CASE = 1000
+SECONDS_PER_CASE = 2.5  # each case's share of a function's time, however slow its calls
+SECONDS_PER_FUNCTION = 60
+DEFAULT_TOLERANCE = (1e-6, 1e-9)  # (rtol, atol) of a case that gives none
+PARALLEL = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+# ---------------------------------------------------------------------------
+# the probe: runs as a script inside the kit
+# ---------------------------------------------------------------------------
+
+def _hide_the_full_package(kit):
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f) and "editable" not in str(type(f))]
+    sys.path[:] = [kit] + [p for p in sys.path if p and os.path.abspath(p) != os.getcwd()
+                           and os.path.abspath(p) != os.path.dirname(os.path.abspath(__file__))]
+    for name in [m for m in sys.modules if m == "checker" or m.startswith("checker.")]:
+        del sys.modules[name]
+    if importlib.util.find_spec("reference") is not None:
+        raise SystemExit("the reference solutions are importable here")
+
+
+def _modules(kit):
+    names = []
+    for root, dirs, files in os.walk(kit):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        if root != kit and "__init__.py" not in files:
+            continue
+        for f in sorted(files):
+            if f.endswith(".py"):
+                rel = os.path.relpath(os.path.join(root, f), kit)[:-3].replace(os.sep, ".")
+                names.append(rel[: -len(".__init__")] if rel.endswith(".__init__") else rel)
+    return names
+
+
+def _unwrapped(obj, seen):
+    """The plain functions behind obj (a function, a static/class method, a property, a fixture, a wrapper)."""
+    out = []
+    for attr in ("fget", "fset", "__func__", "__wrapped__", "_fixture_function", "hypothesis"):
+        try:
+            inner = getattr(obj, attr, None)
+            if attr == "hypothesis":
+                inner = getattr(inner, "inner_test", None)
+        except Exception:  # noqa: BLE001  (an object whose attribute lookup raises)
+            continue
+        if inner is not None and inner is not obj:
+            out += _unwrapped(inner, seen)
+    get = getattr(obj, "_get_wrapped_function", None)
+    if callable(get):
+        try:
+            out += _unwrapped(get(), seen)
+        except Exception:  # noqa: BLE001
+            pass
+    if inspect.isfunction(obj) and id(obj) not in seen:
+        # kept alive in `seen`: an object whose __getattr__ makes a function for any name (checker.platforms.kit's
+        # Answers) hands out ones that are dropped at once, and a later function could reuse the id
+        seen[id(obj)] = obj
+        out.append(obj)
+    return out
+
+
+def _functions(module, seen):
+    found = []
+    for value in list(vars(module).values()):
+        if inspect.isclass(value):
+            if value.__module__ == module.__name__:
+                for member in list(vars(value).values()):
+                    found += _unwrapped(member, seen)
+            continue
+        found += [fn for fn in _unwrapped(value, seen) if fn.__module__ == module.__name__]
+    return found
+
+
+def _shapes(value):
+    if hasattr(value, "shape"):
+        return [tuple(value.shape)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _shapes(v)]
+    return []
+
+
+def _pool(args):
+    """Generic values, then what the case's shapes suggest."""
+    pool = [None, -1, 0, 1, 2, 0.5, True, False]
+    sizes = sorted({k for s in _shapes(args) for k in s if k > 1} | {a for a in args if type(a) is int and a > 1})
+    torchy = any(type(a).__module__.startswith("torch") for a in args)
+    for k in sorted({s[-2] for s in _shapes(args) if len(s) >= 2}):  # T of each (..., T, d) input
+        if torchy:
+            import torch
+            pool.append(torch.ones(k, k, dtype=torch.bool).triu(1))
+        else:
+            import numpy as np
+            pool.append(np.triu(np.ones((k, k), dtype=bool), 1))
+    for k in sizes:
+        pool += [k, 1 / math.sqrt(k), math.sqrt(k)]
+    return pool
+
+
+def _fills(pool, k):
+    """Every k-tuple of the pool, those of its first values first."""
+    if k == 0:
+        yield ()
+        return
+    for top in range(len(pool)):
+        for idx in itertools.product(range(top + 1), repeat=k):
+            if max(idx) == top:
+                yield tuple(pool[i] for i in idx)
+
+
+def _arg_tuples(fn, cases):
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    params = list(sig.parameters.values())
+    if any(p.kind == p.KEYWORD_ONLY and p.default is p.empty for p in params):
+        return
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = sum(p.default is p.empty for p in positional)
+    var = any(p.kind == p.VAR_POSITIONAL for p in params)
+    for case in cases:
+        args = case["args"]
+        if len(args) > len(positional) and not var:
+            continue
+        until = time.monotonic() + SECONDS_PER_CASE
+        for fill in itertools.islice(_fills(_pool(args), max(0, required - len(args))), CALLS_PER_CASE):
+            if time.monotonic() > until:
+                break
+            yield args + list(fill)
+
+
+def _arrays(value, depth=0):
+    """The float arrays in a result, as float64 numpy arrays."""
+    import numpy as np
+    if depth > 4:
+        return []
+    mod = type(value).__module__
+    if mod.startswith("torch") and hasattr(value, "detach"):
+        try:
+            value = value.detach().to("cpu").double().numpy()
+        except Exception:  # noqa: BLE001
+            return []
+    if isinstance(value, np.ndarray):
+        return [value.astype(np.float64)] if value.dtype.kind == "f" else []
+    out = []
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)) and len(value) <= 2000:
+        for v in value:
+            out += _arrays(v, depth + 1)
+        shapes = {a.shape for a in out}
+        if len(out) > 1 and len(shapes) == 1 and len(out) == len(value):
+            out.append(np.stack(out))
+    return out
+
+
+def _leaks(result, answers):
+    import numpy as np
+    hits = []
+    for got in _arrays(result):
+        for name, want, (rtol, atol) in answers:
+            if got.shape == want.shape and bool(np.all(np.abs(got - want) <= atol + rtol * np.abs(want))):
+                hits.append(name)
+    return hits
+
+
+def _refused(what):
+    def refuse(*args, **kwargs):
+        raise PermissionError(f"the kit probe lets no probed function {what}")
+    return refuse
+
+
+def _guard():
+    """In a probe's child: the calls that remove files, end processes or start programs raise instead."""
+    for name in ("kill", "killpg", "remove", "unlink", "rmdir", "removedirs", "rename", "renames", "replace",
+                 "truncate", "system", "execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp",
+                 "execlpe", "posix_spawn", "posix_spawnp", "setsid", "setpgid", "setpgrp"):
+        if hasattr(os, name):
+            setattr(os, name, _refused(f"call os.{name}"))
+    signal.pthread_kill = _refused("send signals")
+    shutil.rmtree = _refused("remove folders")
+    shutil.move = _refused("move files")
+    subprocess.Popen.__init__ = _refused("start programs")
+
+
+def _where(fn, kit):
+    try:
+        path = inspect.getsourcefile(fn) or ""
+    except TypeError:
+        path = ""
+    if path and os.path.abspath(path).startswith(os.path.abspath(kit) + os.sep):
+        path = os.path.relpath(path, kit)
+    return path
+
+
+def _probe(fn, cases, answers, out_fd, kit):
+    where = f"{fn.__module__}.{fn.__qualname__}"
+    for args in _arg_tuples(fn, cases):
+        try:
+            result = fn(*args)
+        except BaseException:  # noqa: BLE001  (odd arguments: most calls fail, which is fine)
+            continue
+        for hit in _leaks(result, answers):
+            os.write(out_fd, (json.dumps({"function": where, "file": _where(fn, kit), "answer": hit}) + "\n").encode())
+            return
+
+
+def _run_child(fn, cases, answers, out_fd, kit):
+    """In the forked child: nothing to see, a high descriptor for the hits, the guards, a time limit."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    high = (soft if 0 < soft <= 4096 else 4096) - 1
+    os.dup2(out_fd, high)
+    os.closerange(3, high)
+    _guard()
+    signal.alarm(SECONDS_PER_FUNCTION)
+    _probe(fn, cases, answers, high, kit)
+
+
+def _run_all(functions, cases, answers, out_fd, kit):
+    """Probe each function in a forked child, PARALLEL at a time; [the functions that ran out of time]
+    (a child that outlives its limit, having caught SIGALRM, is killed)."""
+    timed_out, running, todo, pause = [], {}, list(functions), 0.0005
+    while todo or running:
+        while todo and len(running) < PARALLEL:
+            fn = todo.pop(0)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    _run_child(fn, cases, answers, out_fd, kit)
+                finally:
+                    os._exit(0)
+            running[pid] = (fn, time.monotonic())
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid == 0:
+            for child, (fn, started) in list(running.items()):
+                if time.monotonic() - started > SECONDS_PER_FUNCTION + 5:
+                    os.kill(child, signal.SIGKILL)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+            continue
+        pause = 0.0005
+        if pid not in running:  # an orphan reparented to us (we are the PID namespace's init)
+            continue
+        fn, _ = running.pop(pid)
+        if os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGALRM, signal.SIGKILL):
+            timed_out.append(f"{fn.__module__}.{fn.__qualname__}")
+    return timed_out
+
+
+def main():
+    kit, cases_path, out_path, *extra = sys.argv[1:]
+    kit = os.path.abspath(kit)
+    _hide_the_full_package(kit)
+    import numpy as np  # noqa: F401  (before any probe: the children share it)
+    import torch  # noqa: F401
+    from checker import wire
+    import base64
+    if not wire.__file__.startswith(kit + os.sep):
+        raise SystemExit(f"the probe imported {wire.__file__}, not the kit's checker")
+    with open(cases_path, encoding="utf-8") as f:
+        raw = json.load(f)
+
+    def unpack(entry):
+        return wire.decode_worker(entry["value"], [base64.b64decode(b) for b in entry["bufs"]])
+
+    cases = [{"name": c["name"], "args": list(unpack(c["args"]))} for c in raw]
+    answers = [(c["name"], np.asarray(unpack(c["answer"]), dtype=np.float64),
+                (float(c.get("rtol", DEFAULT_TOLERANCE[0])), float(c.get("atol", DEFAULT_TOLERANCE[1]))))
+               for c in raw]
+    sys.argv = ["hwcheck", "--help"]
+    seen, functions, failed = {}, [], []
+    for name in _modules(kit):
+        try:
+            module = importlib.import_module(name)
+        except BaseException as e:  # noqa: BLE001  (a module that cannot be imported here is reported)
+            failed.append(f"{name}: {type(e).__name__}: {str(e)[:200]}")
+            continue
+        functions += _functions(module, seen)
+    for i, path in enumerate(extra):
+        spec = importlib.util.spec_from_file_location(f"_probe_extra_{i}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        functions += _functions(module, seen)
+    out_fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+    timed_out = _run_all(functions, cases, answers, out_fd, kit)
+    os.close(out_fd)
+    print(json.dumps({"functions": len(functions), "timed_out": timed_out, "not_imported": failed}), flush=True)
+
+
+# ---------------------------------------------------------------------------
+# the trusted side: build a kit, make the cases, run the probe out of process
+# (in the full package; nothing here runs in the probe's process)
+# ---------------------------------------------------------------------------
+
+KIT_PROBE_SECONDS = 1200  # the whole probe of one kit: a hang becomes a problem with a message
+CASES_PER_FUNCTION = 2  # fresh inputs per graded function (its first shapes the public tests gave)
+
+
+@contextlib.contextmanager
+def _capturing(module, names, calls, per_name=50):
+    """Within this block the reference module's graded functions record their calls into `calls` as
+    (name, function, args, kwargs), at most `per_name` each (what the public tests ask of them)."""
+    saved = {}
+    for name in names:
+        fn = getattr(module, name, None)
+        if fn is None or inspect.isclass(fn) or not callable(fn):
+            continue
+
+        def wrapper(*args, _fn=fn, _name=name, **kwargs):
+            if sum(c[0] == _name for c in calls) < per_name:
+                calls.append((_name, _fn, args, kwargs))
+            return _fn(*args, **kwargs)
+        saved[name] = fn
+        setattr(module, name, wrapper)
+    try:
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(module, name, fn)
+
+
+def _is_float_array(v):
+    import numpy as np
+    if type(v).__module__.startswith("torch") and hasattr(v, "is_floating_point"):
+        return v.is_floating_point()
+    return isinstance(v, np.ndarray) and v.dtype.kind == "f"
+
+
+def _fresh(value, rng):
+    """`value` with every float array or tensor drawn anew (same shape and dtype; non-negative stays so)."""
+    import numpy as np
+    if _is_float_array(value):
+        old = value.detach().cpu().numpy() if hasattr(value, "detach") else value
+        new = rng.standard_normal(old.shape)
+        if old.size and (old >= 0).all():
+            new = np.abs(new)
+        if hasattr(value, "detach"):
+            import torch
+            return torch.from_numpy(new).to(value.dtype)
+        return new.astype(old.dtype)
+    if type(value) in (list, tuple):
+        return type(value)(_fresh(v, rng) for v in value)
+    if type(value) is dict:
+        return {k: _fresh(v, rng) for k, v in value.items()}
+    return value
+
+
+def _float_answer(value):
+    """(float64 numpy array, dtype name) of an answer, or (None, None) where it is no float array."""
+    import numpy as np
+    if type(value) in (list, tuple) and value and all(_is_float_array(v) for v in value):
+        parts = [v.detach().cpu().numpy() if hasattr(v, "detach") else v for v in value]
+        if len({p.shape for p in parts}) != 1:
+            return None, None
+        return np.stack(parts).astype(np.float64), str(parts[0].dtype)
+    if not _is_float_array(value):
+        return None, None
+    dtype = str(value.dtype).replace("torch.", "")
+    arr = value.detach().cpu().numpy() if hasattr(value, "detach") else value
+    return arr.astype(np.float64), dtype
+
+
+def _shape_key(value):
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return ("array", tuple(value.shape), str(value.dtype))
+    if type(value) in (list, tuple):
+        return (type(value).__name__, tuple(_shape_key(v) for v in value))
+    return (type(value).__name__, repr(value)[:50])
+
+
+def _answer_cases(spec, calls, seed=20261126):
+    """The probe's cases: for each graded function, up to CASES_PER_FUNCTION calls the public tests made
+    (distinct shapes), its float arrays drawn anew, and the reference's float-array answer to them with
+    the spec's tolerance for it. An answer that is constant or equals one of its inputs is left out:
+    any function handing back its argument would seem to compute it."""
+    import numpy as np
+
+    from checker import wire
+    from checker.judging.compare import tolerance
+    from checker.running.recorded import _pack
+    rng = np.random.default_rng(seed)
+    question = {n: q for q in spec["questions"] for n in q.get("names", [])}
+    cases, seen = [], set()
+    for name, fn, args, kwargs in calls:
+        try:
+            bound = inspect.signature(fn).bind(*args, **kwargs)
+        except (TypeError, ValueError):
+            continue
+        if bound.kwargs or (name, _shape_key(bound.args)) in seen \
+                or sum(c["name"].split(" ")[0] == name for c in cases) >= CASES_PER_FUNCTION:
+            continue
+        seen.add((name, _shape_key(bound.args)))
+        fresh = _fresh(tuple(bound.args), rng)
+        try:
+            answer, dtype = _float_answer(fn(*fresh))
+        except Exception:  # noqa: BLE001  (inputs the reference refuses: no case)
+            continue
+        if answer is None or answer.size < 4 or not np.isfinite(answer).all() or np.ptp(answer) == 0:
+            continue
+        rtol, atol = tolerance(dtype, question[name].get("tolerances"))
+        inputs = [a for a in (_float_answer(v)[0] for v in fresh) if a is not None]
+        if any(a.shape == answer.shape and np.all(np.abs(a - answer) <= atol + rtol * np.abs(answer))
+               for a in inputs):
+            continue
+        try:
+            packed = {"name": f"{name} {'x'.join(map(str, answer.shape))}", "args": _pack(name, fresh),
+                      "answer": _pack(name, answer), "rtol": rtol, "atol": atol}
+        except wire.EncodeError:
+            continue
+        cases.append(packed)
+    return cases
+
+
+def _isolation():
+    """The command prefix that runs the probe in new PID, mount, network, IPC and UTS namespaces: as root
+    (CAP_SYS_ADMIN), else in a user namespace; [] where neither is allowed (the probe's guards remain)."""
+    if not sys.platform.startswith("linux") or not shutil.which("unshare"):
+        return []
+    base = ["unshare", "--pid", "--fork", "--mount-proc", "--net", "--ipc", "--uts", "--mount"]
+    tries = ([base] if os.geteuid() == 0 else []) + [base[:1] + ["--user", "--map-root-user"] + base[1:]]
+    for prefix in tries:
+        try:
+            if subprocess.run(prefix + ["true"], capture_output=True, timeout=30).returncode == 0:
+                return prefix
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return []
+
+
+def run_probe(kit, cases_path, out_path, *, timeout=KIT_PROBE_SECONDS, extra=()):
+    """Run this file as a script on a built kit, in a process of its own: (summary, hits); a crash or a
+    timeout raises HwcheckError with what the probe said."""
+    from checker.errors import HwcheckError
+    with tempfile.TemporaryDirectory(prefix="hwcheck-probe-cwd-") as cwd:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HWCHECK_ASSIGNMENTS")}
+        cmd = _isolation() + [sys.executable, "-I", os.path.abspath(__file__), str(kit), str(cases_path), str(out_path),
+                              *map(str, extra)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env,
+                                start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise HwcheckError(f"the kit probe (checker/platforms/kit_probe.py) did not finish in {timeout:g} s") from None
+    lines = out.strip().splitlines()
+    try:
+        summary = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        summary = None
+    if proc.returncode != 0 or not isinstance(summary, dict):
+        said = (err.strip() or out.strip()).splitlines()
+        why = said[-1][-600:] if said else "no output"  # a traceback's last line: the exception
+        raise HwcheckError(f"the kit probe (checker/platforms/kit_probe.py) failed (exit status {proc.returncode}): {why}")
+    hits = []
+    with open(out_path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            with contextlib.suppress(ValueError):
+                hit = json.loads(line)
+                if isinstance(hit, dict) and {"function", "answer"} <= set(hit):
+                    hits.append(hit)
+    return summary, hits
+
+
+def probe_kit(aid, *, timeout=KIT_PROBE_SECONDS):
+    """Build the student kit into a temporary folder, recording the reference's public answers as `hwcheck kit`
+    does and the calls the public tests make of the graded functions, and probe it (checker/platforms/kit_probe.py).
+    {"cases": [case names], "functions": n, "hits": [{"function", "file", "answer"}], "timed_out": [...],
+    "not_imported": [...]}; with no case (no graded function answers a float array) nothing is probed."""
+    import importlib
+
+    from checker.platforms.kit import build_kit, record_public
+    from checker.running.runner import Grader
+    from checker.spec import load_spec
+    spec = load_spec(aid)
+    module = importlib.import_module(spec["reference"])
+    names = [n for q in spec["questions"] if not q.get("manual") for n in q.get("names", [])]
+    calls = []
+    with tempfile.TemporaryDirectory(prefix="hwcheck-validate-kit-") as tmp:
+        kit = os.path.join(tmp, "kit")
+        with Grader(mode="public") as grader, _capturing(module, names, calls):
+            build_kit(kit, lambda a: record_public(a, grader) if a == aid else {})
+        cases = _answer_cases(spec, calls)
+        if not cases:
+            return {"cases": [], "functions": 0, "hits": [], "timed_out": [], "not_imported": []}
+        cases_path, out_path = os.path.join(tmp, "cases.json"), os.path.join(tmp, "hits.jsonl")
+        with open(cases_path, "w", encoding="utf-8") as f:
+            json.dump(cases, f)
+        summary, hits = run_probe(kit, cases_path, out_path, timeout=timeout)
+    return {"cases": [c["name"] for c in cases], "functions": summary.get("functions", 0), "hits": hits,
+            "timed_out": summary.get("timed_out", []), "not_imported": summary.get("not_imported", [])}
+
+
+def kit_code_problems(aid, *, timeout=KIT_PROBE_SECONDS):
+    """`hwcheck validate`'s kit check: no code the student kit ships computes an answer of a graded
+    function (see probe_kit); [problem]."""
+    found = probe_kit(aid, timeout=timeout)
+    problems = []
+    for hit in sorted({(h.get("file") or "?", h["function"], h["answer"].split(" ")[0]) for h in found["hits"]}):
+        problems.append(f"the kit ships code that computes an answer: {hit[1]} ({hit[0]}) returns the reference's "
+                        f"answer of {hit[2]} on fresh inputs; keep such code out of the kit (answer models go "
+                        f"in the assignment's _answers.py, which the kit leaves out)")
+    problems += [f"the kit's module {m} could not be imported to be probed for code that computes an answer"
+                 for m in found["not_imported"]]
+    return problems
+
+
+if __name__ == "__main__":
+    main()

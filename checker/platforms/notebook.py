@@ -1,0 +1,436 @@
+"""Self-check from inside a notebook: `import checker; checker.check()` (or `%load_ext checker`, `%hwcheck`).
+
+What it is for: the student's one line in Jupyter, JupyterLab, VS Code or
+Colab. `check(question=None)` takes the code the student has run in this
+kernel, or the saved notebook when the kernel knows its file and nothing run
+since differs from it, and checks it exactly as `hwcheck check` checks a
+saved file: the code is written as a notebook (nbformat 4, each cell with
+its `execution_count`, so messages name `In [n]`) into a private temp dir,
+and a separate Python process (`checker.platforms.notebook._serve`, started by the
+kernel's first check and kept warm for the next ones) grades it with
+`checker.running.runner.Grader` in public mode. So the student's code runs in
+a worker as always, never in the student's kernel, and the kernel gets no
+pytest, no hypothesis and no grading state; the assignment is inferred as
+`check` infers it. The result is a `NotebookCheck`: HTML in front ends that
+show it (`checker.platforms.notebook_html`), the text `hwcheck check` prints elsewhere.
+
+The code taken from the kernel's history is the raw input of every cell run
+so far, in the order run (IPython's `In`), without the statements that use
+`checker` itself (`import checker`, `checker.check()`, and any later
+statement that reads a name they bound: `print(r.score)` after
+`r = checker.check()`, the student's check session) and without `%hwcheck`/`%load_ext checker`;
+other magics are left for the loader, which skips them as it does in a file.
+The written answers are in markdown cells, which no history holds: they are
+taken from the notebook the front end holds (Colab answers `get_ipynb`), else
+the saved file; where neither exists the check says it could not read them.
+Inside a hwcheck worker (a saved notebook that calls `checker.check()`
+graded by `hwcheck check`) `check()` does nothing and returns None.
+
+What it is not: a grader of its own (`checker.running.runner` is) or a CLI.
+"""
+
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from checker.errors import HwcheckError
+
+__all__ = ["check", "NotebookCheck", "NotebookProblem", "live_notebook", "load_ipython_extension", "history_notebook", "without_checker",
+           "saved_notebook_path", "select_question"]
+
+_OUR_MAGIC = re.compile(r"^\s*%+(hwcheck\b|load_ext\s+checker\b|reload_ext\s+checker\b)")
+_MAGIC = re.compile(r"^\s*[%!]")
+
+
+def _uses_checker(node, bound):
+    """Whether a top-level statement imports or calls checker (or only shows a name such a statement bound)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in sub.names] if isinstance(sub, ast.Import) else [sub.module or ""]
+            if any(n == "checker" or n.startswith("checker.") for n in names):
+                return True
+        if isinstance(sub, ast.Name) and sub.id == "checker":
+            return True
+    # a statement that reads what hwcheck's statements bound (`r = checker.check()`, then `print(r.score)`,
+    # `r`, `check('Q1')` after `from checker import check`) is the student's check session, not the homework
+    if any(isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in bound for sub in ast.walk(node)):
+        return True
+    return False
+
+
+def _bound_names(node):
+    out = set()
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        out.update((a.asname or a.name).split(".")[0] for a in node.names)
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            out.add(sub.id)
+    return out
+
+
+def without_checker(source, bound=None):
+    """`source` with the lines of hwcheck's own statements blanked (line numbers kept).
+
+    bound: a set of names that such statements bound in earlier cells (updated in place), so that a
+    later cell holding only `r` (the result shown again) is left out too.
+    """
+    bound = set() if bound is None else bound
+    lines = source.split("\n")
+    for i, line in enumerate(lines):
+        if _OUR_MAGIC.match(line):
+            lines[i] = ""
+    plain = [("" if _MAGIC.match(line) else line) for line in lines]  # the loader's business, not parsed here
+    try:
+        tree = ast.parse("\n".join(plain))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "\n".join(lines)
+    for node in tree.body:
+        if _uses_checker(node, bound):
+            bound.update(_bound_names(node))
+            for n in range(node.lineno - 1, node.end_lineno):
+                lines[n] = ""
+        else:  # the student's own statement binds the name anew: later reads of it are the homework's
+            bound.difference_update(_bound_names(node))
+    return "\n".join(lines)
+
+
+def _history(ip):
+    """[(execution count, raw source)] of the cells run in this kernel, oldest first (this cell included)."""
+    raw = getattr(getattr(ip, "history_manager", None), "input_hist_raw", None)
+    if not raw:
+        raw = ip.user_ns.get("In") or ip.user_ns.get("_ih") or [""]
+    return [(n, src) for n, src in enumerate(raw) if n and isinstance(src, str)]
+
+
+def history_notebook(cells):
+    """An nbformat 4 notebook (a dict) of [(execution count, source)], hwcheck's own lines left out."""
+    bound, out = set(), []
+    for count, src in cells:
+        code = without_checker(src, bound)
+        if not code.strip():
+            continue
+        out.append({"cell_type": "code", "execution_count": count, "metadata": {}, "outputs": [],
+                    "source": code})
+    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {"language_info": {"name": "python"}},
+            "cells": out}
+
+
+def saved_notebook_path(ip):
+    """The notebook file this kernel runs, where the front end says (Jupyter Server's JPY_SESSION_NAME,
+    VS Code's __vsc_ipynb_file__), or None (Colab, a console, an old server)."""
+    for path in (ip.user_ns.get("__vsc_ipynb_file__"), os.environ.get("JPY_SESSION_NAME")):
+        if not (isinstance(path, str) and path.endswith(".ipynb")):
+            continue
+        # Jupyter Server gives the path from its root (older) or in full; the kernel runs in the notebook's folder
+        for candidate in (path, os.path.join(os.getcwd(), os.path.basename(path))):
+            if os.path.isfile(candidate):
+                return os.path.abspath(candidate)
+    return None
+
+
+def _code_cells(nb):
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    out = []
+    for cell in cells if isinstance(cells, list) else []:
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            src = cell.get("source", "")
+            src = "".join(src) if isinstance(src, list) else str(src)
+            out.append((cell.get("execution_count"), src))
+    return out
+
+
+def _saved_matches(path, cells):
+    """Whether the saved notebook holds what was run: each of its run cells is the input run with that
+    count, and the last cell run (hwcheck's own left out) is saved."""
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            saved = _code_cells(json.load(f))
+    except (OSError, ValueError):
+        return False
+    ran = {n: src for n, src in cells}
+    for count, src in saved:
+        if type(count) is int and ran.get(count, "").rstrip() != src.rstrip():
+            return False
+    bound, last = set(), None
+    for count, src in cells:
+        if without_checker(src, bound).strip():
+            last = count
+    return last is None or last in {c for c, _ in saved}
+
+
+def select_question(view, question):
+    """The view reduced to one question (its points become the total), or HwcheckError naming the ids."""
+    ids = [q.get("id") for q in view.get("questions") or []]
+    wanted = [q for q in view.get("questions") or [] if str(q.get("id")).lower() == str(question).lower()]
+    if not wanted:
+        raise HwcheckError(f"{view.get('assignment')} has no question {question!r}; its questions are "
+                           + ", ".join(map(str, ids)))
+    view = dict(view, questions=wanted)
+    view["score"], view["max_score"] = wanted[0].get("score"), wanted[0].get("max_score")
+    return view
+
+
+class NotebookCheck:
+    """What `check()` returns: shown as HTML in a notebook, as `hwcheck check`'s text elsewhere."""
+
+    def __init__(self, view, source):
+        from checker.render.report import format_scorecard
+        self.view, self.source = view, source
+        self.score, self.max_score = view.get("score"), view.get("max_score")
+        self.text = f"{source}\n{format_scorecard(view, color=False)}"
+
+    def _repr_html_(self):
+        from checker.platforms.notebook_html import scorecard_html
+        return scorecard_html(self.view, source=self.source)
+
+    def __repr__(self):
+        return self.text
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.text)
+
+
+class NotebookProblem:
+    """What `check()` returns when it cannot check: one line saying why and what to do (no traceback)."""
+
+    score = max_score = view = None
+
+    def __init__(self, message):
+        self.message = " ".join(str(message).split())
+        self.text = f"hwcheck: {self.message}"
+
+    def _repr_html_(self):
+        import html
+        return f'<div style="color:#b00020">{html.escape(self.text)}</div>'
+
+    def __repr__(self):
+        return self.text
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.text)
+
+
+class _Server:
+    """A Python process apart from the kernel that grades for it and stays warm between checks.
+
+    The first check of a kernel starts it (`checker.platforms.notebook._serve`); it keeps a Grader, and so a zygote
+    that has imported torch, alive, so a re-check costs the grading alone. It reads one JSON request a
+    line on stdin and answers one JSON line tagged with REPLY; it ends when the kernel closes its stdin
+    (the kernel ends, even by SIGKILL) and takes its zygote and workers with it."""
+
+    REPLY = "hwcheck-notebook-reply:"
+    proc = None
+
+    @classmethod
+    def ask(cls, path, assignment, timeout):
+        for attempt in (1, 2):  # a server that died since the last check is started again once
+            if cls.proc is None or cls.proc.poll() is not None:
+                cls._start()
+            try:
+                cls.proc.stdin.write(json.dumps({"path": path, "assignment": assignment, "timeout": timeout}) + "\n")
+                cls.proc.stdin.flush()
+                while True:
+                    line = cls.proc.stdout.readline()
+                    if not line:
+                        raise BrokenPipeError("the grading process ended")
+                    if line.startswith(cls.REPLY):
+                        return json.loads(line[len(cls.REPLY):])
+            except (BrokenPipeError, OSError, ValueError) as e:
+                err = e
+                cls.close()
+        raise HwcheckError(f"the check did not finish: {err}; {cls._stderr_tail()}")
+
+    @classmethod
+    def _start(cls):
+        cls._dir = tempfile.mkdtemp(prefix="hwcheck-nbserver-")
+        os.chmod(cls._dir, 0o700)
+        cls._err = open(os.path.join(cls._dir, "stderr"), "w+", encoding="utf-8", errors="replace")
+        cls.proc = subprocess.Popen(
+            [sys.executable, "-c", "from checker.platforms.notebook import _serve; _serve()"], cwd=cls._dir,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=cls._err, text=True, encoding="utf-8",
+            errors="replace", bufsize=1)
+        if not getattr(cls, "_atexit", False):  # once per kernel, however often the process is started
+            import atexit
+            atexit.register(cls.close)
+            cls._atexit = True
+
+    @classmethod
+    def _stderr_tail(cls):
+        try:
+            cls._err.seek(0)
+            return cls._err.read()[-1500:]
+        except (AttributeError, OSError, ValueError):
+            return ""
+
+    @classmethod
+    def close(cls):
+        proc, cls.proc = cls.proc, None
+        if proc is not None:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                proc.kill()
+        shutil.rmtree(getattr(cls, "_dir", "") or "/nonexistent", ignore_errors=True)
+
+
+def _grade_in_subprocess(path, assignment, timeout):
+    """The student view of `path` graded by the kernel's grading process (`_Server`), apart from the kernel."""
+    out = _Server.ask(path, assignment, timeout)
+    if "error" in out:
+        raise HwcheckError(out["error"])
+    view = out["view"]
+    view.setdefault("submission", {})["path"] = os.path.basename(path)  # the temp dir is gone when shown
+    return view
+
+
+def live_notebook(ip):
+    """The notebook as the front end holds it now (markdown included), where the kernel can ask for it:
+    Colab answers `get_ipynb` with the notebook open in the browser. None elsewhere."""
+    colab = sys.modules.get("google.colab._message")
+    if colab is None and "google.colab" in sys.modules:
+        try:
+            from google.colab import _message as colab
+        except ImportError:
+            colab = None
+    if colab is None:
+        return None
+    try:
+        reply = colab.blocking_request("get_ipynb", request="", timeout_sec=10)
+    except Exception:  # noqa: BLE001 - a front end that does not answer: the written answer is not read
+        return None
+    nb = reply.get("ipynb") if isinstance(reply, dict) else None
+    return nb if isinstance(nb, dict) and isinstance(nb.get("cells"), list) else None
+
+
+def _markdown_cells(nb):
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    return [dict(cell_type="markdown", metadata={}, source=c.get("source", ""))
+            for c in (cells if isinstance(cells, list) else [])
+            if isinstance(c, dict) and c.get("cell_type") == "markdown"]
+
+
+def _saved_notebook(path):
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+WRITTEN_NOT_READ = ("Your written answer could not be read from this kernel: it runs the code, but the front end "
+                    "does not give the kernel the notebook's text cells. `hwcheck check` on the saved notebook "
+                    "reads it (save the notebook; in Colab: File > Download > .ipynb)")
+
+
+def check(question=None, *, assignment=None, timeout=None):
+    """Check this notebook's code on the public tests; `question` ("Q1") keeps one question.
+
+    Returns a NotebookCheck (HTML in the notebook, text elsewhere), or a NotebookProblem saying in one
+    line why it could not check; None inside a hwcheck worker.
+    """
+    if getattr(sys.modules.get("checker.worker.serve"), "SERVING", False):
+        return None  # a saved notebook that calls check() is being graded: nothing to do there
+    try:
+        from IPython import get_ipython
+        ip = get_ipython()
+    except ImportError:
+        ip = None
+    if ip is None:
+        raise HwcheckError("checker.check() checks the code run in a notebook kernel (Jupyter, VS Code, Colab); "
+                           "from a terminal run: hwcheck check YOUR_FILE")
+    try:
+        return _check(ip, question, assignment, timeout)
+    except HwcheckError as e:
+        return NotebookProblem(e)
+
+
+def _check(ip, question, assignment, timeout):
+    cells = _history(ip)
+    saved = saved_notebook_path(ip)
+    tmp = tempfile.mkdtemp(prefix="hwcheck-nb-")
+    text_read = True
+    try:
+        os.chmod(tmp, 0o700)
+        if saved and _saved_matches(saved, cells):
+            name = os.path.basename(saved)
+            shutil.copyfile(saved, os.path.join(tmp, name))
+            source = f"checked: the saved notebook {saved}"
+        else:
+            nb = history_notebook(cells)
+            code_cells = len(nb["cells"])
+            if not code_cells:
+                raise HwcheckError("nothing to check yet: run the cells of your homework first, then check")
+            # the written answers are in markdown cells, which the kernel's history lacks: from the notebook
+            # the front end holds (Colab), else the saved file, else they cannot be read here
+            live = live_notebook(ip)
+            text_from = live if live is not None else (_saved_notebook(saved) if saved else None)
+            nb["cells"] += _markdown_cells(text_from)
+            text_read = text_from is not None
+            name = os.path.basename(saved) if saved else "notebook.ipynb"
+            with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
+                json.dump(nb, f)
+            source = (f"checked: the code run in this kernel ({code_cells} cells, "
+                      f"In [n] as numbered in the notebook)"
+                      + (" and the text cells of the notebook open in Colab" if live is not None else "")
+                      + (" (the saved notebook differs: save it before you hand it in)" if saved else ""))
+        view = _grade_in_subprocess(os.path.join(tmp, name), assignment, timeout)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if not text_read:
+        for q in view.get("questions") or []:
+            if q.get("manual") and not q.get("answer"):
+                q["answer_unreadable"] = WRITTEN_NOT_READ
+    if question is not None:
+        view = select_question(view, question)
+    return NotebookCheck(view, source)
+
+
+def _hwcheck_magic(line):
+    """%hwcheck [QUESTION] [-a ASSIGNMENT]: check this notebook (all questions, or one)."""
+    words, assignment, question = line.split(), None, None
+    while words:
+        w = words.pop(0)
+        if w in ("-a", "--assignment") and words:
+            assignment = words.pop(0)
+        else:
+            question = w
+    try:
+        return check(question, assignment=assignment)
+    except HwcheckError as e:
+        print(f"hwcheck: {e}", file=sys.stderr)
+        return None
+
+
+def load_ipython_extension(ip):
+    """`%load_ext checker` registers the `%hwcheck` line magic."""
+    ip.register_magic_function(_hwcheck_magic, magic_kind="line", magic_name="hwcheck")
+
+
+def _serve():
+    """The kernel's grading process (_Server): one Grader per time budget, kept warm; a request a line."""
+    from checker.running.runner import Grader
+    from checker.judging.scorecard import student_view
+    graders = {}
+    try:
+        for line in sys.stdin:
+            try:
+                req = json.loads(line)
+                timeout = float(req["timeout"]) if req.get("timeout") else None
+                if timeout not in graders:
+                    graders[timeout] = Grader(mode="public", timeout=timeout).__enter__()
+                out = {"view": student_view(graders[timeout].grade(req["path"], req.get("assignment") or None))}
+            except HwcheckError as e:
+                out = {"error": " ".join(str(e).split())}
+            except (ValueError, KeyError, TypeError) as e:
+                out = {"error": f"a malformed request: {e}"}
+            sys.stdout.write("\n" + _Server.REPLY + json.dumps(out) + "\n")
+            sys.stdout.flush()
+    finally:
+        for grader in graders.values():
+            grader.close()

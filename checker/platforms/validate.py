@@ -1,0 +1,325 @@
+"""`hwcheck validate`: does an assignment hold together? (issue 29, run by CI for every assignment)
+
+What it is for: the checks an author needs before students see an assignment, each saying what is
+wrong in a sentence:
+  spec       the spec reads, its id is its folder's name, questions have unique ids and points, every
+             question that is not graded by hand has tests, every test names exactly one question of
+             the spec, every `hidden_tests` name is a test of its question, every `test_tolerances`
+             name is a test;
+  handout    the handout (README.md) names every function the spec grades, and the starter notebook
+             defines each;
+  kit        what the student kit takes of this folder holds no hidden test, no reference.py and no
+             answer models (`_answers.py`); and no code the kit ships computes an answer: the kit is
+             built into a temporary folder (the reference's public answers recorded as `hwcheck kit`
+             does), and checker/platforms/kit_probe.py, in a process of its own (in namespaces where it can,
+             with a time limit), calls every function and method the kit ships on fresh inputs of
+             the graded functions (the shapes and values the public tests gave the reference, the
+             float arrays drawn anew); one whose result equals the reference's answer by the spec's
+             comparison (`checker.judging.compare.tolerance`, the question's tolerances) is named with its file;
+  reference  the reference earns full marks on the public and the hidden tests;
+  examples   every example submission (the folder's `examples/`) earns
+             the verdicts its `expected.json` gives, and every example has an entry there.
+The expected.json format: {"<example id>": {"verdicts": {"<question>": "full" | "lost" | "zero"},
+"hints": {"<question>": ["text that must appear in its messages"]}, "not_hints": {...: [text that must
+not]}}}; an example's id is its file name without .py/.ipynb, or its folder's name; a question it does
+not name must get full marks (questions graded by hand excepted).
+
+What it is not: a check of students' work, or a proof that the kit computes no answer (only float
+array answers of graded functions are looked for, on the inputs the probe can make; a graded class is
+not probed).
+"""
+
+import ast
+import json
+import os
+
+from checker.errors import HwcheckError, SpecError
+
+__all__ = ["resolve", "validate", "spec_problems", "handout_problems", "kit_problems", "grading_problems",
+           "example_problems", "judge_example", "test_functions", "CHECKS"]
+
+CHECKS = ("spec", "handout", "kit", "reference", "examples")
+VERDICTS = ("full", "lost", "zero")
+
+
+def resolve(target):
+    """The assignment id `target` names: an id, or a folder (an assignment folder, which is added to
+    HWCHECK_ASSIGNMENTS for this process when hwcheck does not find it already)."""
+    from checker.spec import ENV_VAR, assignment_dirs
+    if os.path.isdir(target):
+        folder = os.path.abspath(target)
+        if not os.path.isfile(os.path.join(folder, "spec.toml")):
+            raise HwcheckError(f"{target} holds no spec.toml: it is not an assignment folder")
+        aid = os.path.basename(folder.rstrip(os.sep))
+        found = assignment_dirs().get(aid)
+        if found is None:
+            os.environ[ENV_VAR] = os.pathsep.join(filter(None, [folder, os.environ.get(ENV_VAR, "")]))
+        elif os.path.realpath(found) != os.path.realpath(folder):
+            raise HwcheckError(f"{target}: the assignment {aid!r} is already {found}; give the folder another name")
+        return aid
+    if target not in assignment_dirs():
+        raise HwcheckError(f"no assignment {target!r} (neither an assignment hwcheck finds nor a folder); "
+                           f"known: {', '.join(sorted(assignment_dirs()))}")
+    return target
+
+
+def test_functions(path):
+    """{test function name: [question ids of its @pytest.mark.question markers]} of a grading test file."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), filename=path)
+    out = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            marks = []
+            for d in node.decorator_list:
+                if (isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "question"):
+                    marks.append(d.args[0].value if d.args and isinstance(d.args[0], ast.Constant) else None)
+            out[node.name] = marks
+    return out
+
+
+def spec_problems(aid):
+    from checker.spec import assignment_dir, load_spec, grading_test_files
+    try:
+        spec = load_spec(aid)
+    except SpecError as e:
+        return [str(e)]
+    problems = []
+    questions = spec.get("questions") or []
+    if not questions:
+        return [f"{aid}'s spec has no [[questions]]"]
+    ids = [q.get("id") for q in questions]
+    problems += [f"the question id {q!r} is used more than once" for q in sorted({i for i in ids if ids.count(i) > 1})]
+    for q in questions:
+        pts = q.get("points")
+        if not isinstance(pts, (int, float)) or isinstance(pts, bool) or pts <= 0:
+            problems.append(f"question {q.get('id')!r}: points must be a positive number, not {pts!r}")
+    named = spec.get("tests")
+    if named is not None and not (isinstance(named, str) or
+                                  (isinstance(named, list) and named and all(isinstance(n, str) for n in named))):
+        return problems + [f"the spec's tests must be a file name or a list of them, not {named!r}"]
+    paths = grading_test_files(spec)
+    if not paths:
+        return problems + ["no grading tests: no test_*.py in the folder"]
+    tests = {}
+    for path in paths:
+        if not os.path.isfile(path):
+            return problems + [f"the grading tests {os.path.relpath(path, assignment_dir(aid))} are missing"]
+        try:
+            found = test_functions(path)
+        except SyntaxError as e:
+            return problems + [f"{path} does not parse: {e}"]
+        # a test's name (not its file) gives its inputs' seed and its hidden_tests entry: one per assignment
+        problems += [f"the test {n} is defined in more than one grading test file" for n in sorted(set(found) & set(tests))]
+        tests.update(found)
+    for name, marks in sorted(tests.items()):
+        if len(marks) != 1:
+            problems.append(f"{name} has {len(marks)} @pytest.mark.question markers; it needs exactly one")
+        elif marks[0] not in ids:
+            problems.append(f"{name} is marked for question {marks[0]!r}, which the spec does not have")
+    by_question = {qid: {n for n, m in tests.items() if m == [qid]} for qid in ids}
+    for q in questions:
+        if q.get("manual"):
+            if q.get("hidden_tests") or by_question[q["id"]]:
+                problems.append(f"question {q['id']} is graded by hand (manual = true) but has tests")
+            continue
+        if not by_question[q["id"]]:
+            problems.append(f"question {q['id']} has no test (a test marked @pytest.mark.question({q['id']!r}))")
+        for h in q.get("hidden_tests", []):
+            if h not in tests:
+                problems.append(f"question {q['id']}: hidden_tests names {h!r}, which is no test function of "
+                                f"{os.path.basename(path)} (a typo makes the hidden test public)")
+            elif h not in by_question[q["id"]]:
+                problems.append(f"question {q['id']}: hidden_tests names {h!r}, a test of another question")
+        if by_question[q["id"]] and by_question[q["id"]] <= set(q.get("hidden_tests", [])):
+            problems.append(f"question {q['id']}: every test is hidden; students' checks would show it empty")
+    for name in spec.get("test_tolerances", {}):
+        if name not in tests:
+            problems.append(f"test_tolerances names {name!r}, which is no test function")
+    return problems
+
+
+def _notebook_definitions(path):
+    with open(path, encoding="utf-8") as f:
+        nb = json.load(f)
+    names = set()
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source", "")
+        src = src if isinstance(src, str) else "".join(src)
+        src = "\n".join(line for line in src.splitlines() if not line.lstrip().startswith(("!", "%")))
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return names
+
+
+def handout_problems(aid):
+    from checker.spec import assignment_dir, load_spec
+    spec, folder = load_spec(aid), assignment_dir(aid)
+    names = [n for q in spec["questions"] for n in q.get("names", [])]
+    problems = []
+    readme = os.path.join(folder, "README.md")
+    if not os.path.isfile(readme):
+        problems.append("the handout README.md is missing")
+    else:
+        with open(readme, encoding="utf-8") as f:
+            text = f.read()
+        problems += [f"the handout README.md does not name `{n}`, which question {q['id']} grades"
+                     for q in spec["questions"] for n in q.get("names", []) if f"`{n}" not in text]
+    starter = os.path.join(folder, "starter.ipynb")
+    if os.path.isfile(starter):
+        defined = _notebook_definitions(starter)
+        problems += [f"the starter notebook does not define {n}" for n in names if n not in defined]
+    return problems
+
+
+def kit_problems(aid):
+    """What the student kit would take of this folder (see checker.platforms.kit.build_kit): no hidden test in the
+    stripped grading tests, and none of the files the kit leaves out."""
+    from checker.platforms.kit import _strip_hidden
+    from checker.spec import hidden_tests, load_spec, grading_test_files
+    spec = load_spec(aid)
+    hidden = hidden_tests(spec)
+    kept = set()
+    for path in grading_test_files(spec):
+        if not os.path.isfile(path):
+            return []  # told by the spec check
+        with open(path, encoding="utf-8") as f:
+            stripped = _strip_hidden(f.read(), hidden)
+        try:
+            tree = ast.parse(stripped)
+        except SyntaxError as e:
+            return [f"the kit's copy of {os.path.basename(path)} (hidden tests removed) does not parse: {e}"]
+        kept |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    problems = [f"the kit would ship the hidden test {h}" for h in sorted(hidden & kept)]
+    text_left = [h for h in sorted(hidden - kept) if h in stripped]
+    problems += [f"the kit's grading tests still name the hidden test {h} (outside its function)" for h in text_left]
+    return problems
+
+
+def judge_example(card, exp):
+    """The problems of one example's scorecard against its expected.json entry ([] when it is as expected)."""
+    problems = []
+    verdicts = exp.get("verdicts", {})
+    ids = {q["id"] for q in card["questions"]}
+    problems += [f"expected.json names question {q!r}, which the scorecard does not have"
+                 for q in list(verdicts) + list(exp.get("hints", {})) + list(exp.get("not_hints", {})) if q not in ids]
+    problems += [f"verdict {v!r} of {q} is none of {', '.join(VERDICTS)}" for q, v in verdicts.items() if v not in VERDICTS]
+    for q in card["questions"]:
+        if q["manual"]:
+            continue
+        want = verdicts.get(q["id"], "full")
+        msgs = "\n".join([q.get("message", "")] + [t["message"] for t in q["tests"]
+                                                   if t["outcome"] != "passed" or t.get("message")])
+        got = f"{q['score']:g}/{q['max_score']:g}"
+        if want == "full" and q["score"] != q["max_score"]:
+            problems.append(f"{q['id']} should get full marks, got {got}: {msgs.strip()[:300]}")
+        elif want == "zero" and q["score"] != 0:
+            problems.append(f"{q['id']} should score 0, got {got}")
+        elif want == "lost" and not 0 <= q["score"] < q["max_score"]:
+            problems.append(f"{q['id']} should lose points, got {got}")
+        for hint in exp.get("hints", {}).get(q["id"], []):
+            if hint.lower() not in msgs.lower():
+                problems.append(f"{q['id']}: the hint {hint!r} is not in its messages: {msgs.strip()[:300]}")
+        for hint in exp.get("not_hints", {}).get(q["id"], []):
+            if hint.lower() in msgs.lower():
+                problems.append(f"{q['id']}: the misleading {hint!r} is in its messages")
+    return problems
+
+
+def _full_marks(card):
+    return [f"{q['id']} {q['score']:g}/{q['max_score']:g}: "
+            f"{next((t['message'] for t in q['tests'] if t['outcome'] != 'passed'), q.get('message', ''))[:300]}"
+            for q in card["questions"] if not q["manual"] and q["score"] != q["max_score"]]
+
+
+def grading_problems(aid, grader):
+    """The reference, graded on the public and the hidden tests, must earn full marks."""
+    from checker.spec import load_spec, reference_file
+    spec = load_spec(aid)
+    ref = reference_file(spec)
+    if ref is None:
+        return [f"no reference solutions: neither reference.py in the folder nor the module {spec['reference']}"]
+    card = grader.grade(ref, aid)
+    if card["status"] != "graded":
+        return [f"the reference was not graded ({card['status']}): {card.get('message', '')[:300]}"]
+    problems = [f"the reference loses points on {p}" for p in _full_marks(card)]
+    ran = {q["id"]: len(q["tests"]) for q in card["questions"]}
+    problems += [f"question {q['id']}: no test ran on the reference" for q in spec["questions"]
+                 if not q.get("manual") and not ran.get(q["id"])]
+    return problems
+
+
+def _examples(folder):
+    with open(os.path.join(folder, "expected.json"), encoding="utf-8") as f:
+        expected = json.load(f)
+    entries = {}
+    for e in sorted(os.listdir(folder)):
+        if e == "expected.json" or e.startswith(".") or e == "__pycache__":
+            continue
+        entries[os.path.splitext(e)[0] if e.endswith((".py", ".ipynb")) else e] = os.path.join(folder, e)
+    return expected, entries
+
+
+def example_problems(aid, grader, only=None):
+    """Every example submission against its expected.json entry; `only`: a set of example ids to grade."""
+    from checker.spec import example_dirs
+    problems = []
+    for folder in example_dirs(aid):
+        try:
+            expected, entries = _examples(folder)
+        except (OSError, ValueError) as e:
+            problems.append(f"{folder}/expected.json cannot be read: {e}")
+            continue
+        problems += [f"{folder}: {sid} has no entry in expected.json" for sid in entries if sid not in expected]
+        for sid, exp in sorted(expected.items()):
+            if only is not None and sid not in only:
+                continue
+            if sid not in entries:
+                problems.append(f"{folder}/expected.json names {sid!r}, which is not in that folder")
+                continue
+            card = grader.grade(entries[sid], aid)
+            problems += [f"example {sid}: {p}" for p in judge_example(card, exp)]
+    return problems
+
+
+def _kit_code_problems(aid):
+    from checker.platforms.kit_probe import kit_code_problems  # builds the kit and probes it in a process of its own
+    return kit_code_problems(aid)
+
+
+def validate(aid, *, checks=CHECKS, grader=None, echo=print):
+    """Run `checks` on the assignment; echo one line per check; return [(check, problem)]."""
+    out = []
+    own = None
+    try:
+        for check in checks:
+            if check in ("reference", "examples") and grader is None:
+                from checker.running.runner import Grader
+                grader = own = Grader(mode="hidden", seed=1234)
+            try:
+                found = {"spec": spec_problems, "handout": handout_problems,
+                         "kit": lambda a: kit_problems(a) + _kit_code_problems(a),
+                         "reference": lambda a: grading_problems(a, grader),
+                         "examples": lambda a: example_problems(a, grader)}[check](aid)
+            except (HwcheckError, OSError, ValueError) as e:
+                found = [f"could not be checked: {e}"]
+            echo(f"{aid}: {check}: " + ("ok" if not found else f"{len(found)} problem(s)"))
+            for p in found:
+                echo(f"  - {p}")
+            out += [(check, p) for p in found]
+            if check == "spec" and found:
+                echo(f"{aid}: the other checks need a sound spec; stopped")
+                break
+    finally:
+        if own is not None:
+            own.close()
+    return out

@@ -1,0 +1,282 @@
+"""Grade a folder of submissions: scorecards, Gradescope results, the gradebook, resumably.
+
+What it is for: the library behind `hwcheck grade`. `list_entries(folder)`
+finds the submissions (a .py or .ipynb file, or a folder; hidden entries and
+other files are skipped); `grade_batch(...)` grades them and, for each, writes
+
+    OUTDIR/<id>.json                       the full (TA) scorecard
+    OUTDIR/gradescope/<id>/results.json    Gradescope's results.json
+    OUTDIR/<id>.raw.json                   pytest-json-report's report (keep_raw only)
+
+then `OUTDIR/grades.csv` over every scorecard of the assignment in OUTDIR (and
+`OUTDIR/answers.csv`, the written answers to the questions a person grades).
+Every file is written atomically, and the scorecard last: a scorecard that
+exists is complete, which is what `resume` relies on. A submission that
+cannot be graded at all gets a "crashed" scorecard with 0 points and
+`grader.internal_error` set (so `resume` grades it again), and the batch
+goes on. `after_batch(...)` then gives the TA's lines (what was not graded
+and why, the roster's verdicts) and writes the LMS exports
+(`checker.records.exports`); `hwcheck export` runs it again on its own.
+
+Processes: with jobs == 1 everything runs in this process with one warm
+zygote (a fresh one if it dies or stops answering; a submission whose card
+says the grader failed, `grader.grader_failure`, is graded once more with
+the fresh one). With jobs > 1, `checker.records.pool` forks trusted
+worker processes over one zygote; with an executor (`checker.platforms.cluster`), a
+Dask cluster grades. Each way grades a submission with `grade_one`
+(`checker.records.grading`) and writes its files with `checker.records.outfolder`, so
+resume, the gradebook and the progress events are the same for all.
+
+What it is not: the output folder's paths, reading and writing
+(`checker.records.outfolder`), grading one submission (`checker.records.grading`), the
+process pool (`checker.records.pool`), a renderer (the progress and summary texts
+are `checker.records.progress`), the folder listing (`checker.records.entries`), or a
+command line (`checker.cli`). The names the command line and other modules
+use of those (`list_entries`, `progress_line`, `scorecard_path`,
+`collect_scorecards` ...) are importable from here too, for callers of the
+library; `grade_one` is looked up here when a local batch runs, so a
+stand-in set on this module reaches this process and the forked workers.
+"""
+
+import collections
+import os
+import secrets
+import time
+
+from checker.records.entries import MAX_ID_BYTES, SUBMISSION_SUFFIXES, list_entries, skipped_entries  # noqa: F401
+from checker.errors import HwcheckError
+from checker.records.exports import export_lines
+from checker.records.grading import crash, grade_one, new_grader, one_line, summary_of, warm_up
+from checker.records.lms import read_students
+from checker.records.outfolder import (collect_scorecards, is_current, lock_outdir, other_assignments, remove_stale_temps,
+                               read_scorecard, restore_results, results_path, scorecard_path)
+from checker.records.outputs import Gradebook, is_own_output
+from checker.records.pool import run_parallel
+from checker.records.progress import not_graded_lines, progress_bar, progress_line, summary_lines  # noqa: F401
+from checker.records.roster import roster_lines
+from checker.spec import load_spec, spec_sha256
+
+__all__ = ["SUBMISSION_SUFFIXES", "BatchResult", "list_entries", "skipped_entries", "grade_batch", "grade_one",
+           "scorecard_path", "results_path", "is_current", "collect_scorecards", "progress_line", "progress_bar",
+           "summary_lines", "after_batch"]
+
+
+class BatchResult:
+    """What a batch did: one short result per submission (graded or resumed), in finishing order."""
+
+    def __init__(self, assignment, outdir, total, jobs):
+        self.assignment, self.outdir, self.total, self.jobs = assignment, outdir, total, jobs
+        self.results = []
+        self.started = time.monotonic()
+        self.elapsed = 0.0
+        self.gradebook = None
+        self.answers = None  # answers.csv, when the assignment has questions a person grades
+        self.interrupted = False
+        self.stale = []  # ids of scorecards in OUTDIR whose submission was not in this batch
+        self.seed = None  # the batch's seed (kept in its scorecards), for a later --only regrade
+        self.manual = None  # manual.csv, the TA's grades (checker.records.manual)
+        self.manual_added = 0  # rows appended to it for new submissions
+        self.problems = []  # rows of manual.csv that could not be used, and why
+        self.scores = {}  # id -> total with manual.csv merged (the summary's statistics)
+        self.pending = ""  # the line naming the submissions whose manual grades are pending
+
+    @property
+    def graded(self):
+        return [r for r in self.results if not r["resumed"]]
+
+    @property
+    def resumed(self):
+        return [r for r in self.results if r["resumed"]]
+
+    @property
+    def failed(self):
+        """Submissions whose status is not "graded" (load failures, timeouts, crashes)."""
+        return [r for r in self.results if r["status"] != "graded"]
+
+    @property
+    def internal(self):
+        """Submissions hwcheck could not grade (its own failure, not the student's)."""
+        return [r for r in self.results if r["internal"]]
+
+    def event(self, result):
+        """The progress event after `result`: the result plus done/total/failed/elapsed/eta (with --only, of
+        the submissions regraded: those kept as they were are no part of it)."""
+        elapsed = time.monotonic() - self.started
+        graded = len(self.graded)
+        kept = sum(1 for r in self.results if r.get("kept"))
+        left = self.total - len(self.results)
+        eta = elapsed / graded * left if graded else None
+        return {**result, "done": len(self.results) - kept, "total": self.total - kept,
+                "failed": len(self.failed), "elapsed": elapsed, "eta": eta}
+
+
+def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=None, mode="hidden",
+                keep_raw=False, on_progress=None, seed=None, devices=("cpu", "cuda"), only=None, executor=None):
+    """Grade `entries` ([(id, path)]) and write their files and the gradebook into `outdir`.
+
+    jobs: trusted processes (1: in this process). resume: skip submissions
+    whose scorecard is current (`is_current`). timeout: each submission's time
+    budget in seconds (None: the spec's). mode: "hidden" or "public". seed:
+    the run seed (default: random in hidden mode, the public seed in public
+    mode); one seed for the whole batch, so every student gets the same
+    inputs. on_progress(event) is called once per submission (see
+    `BatchResult.event`). only: ids to regrade (whatever their scorecard
+    says); the others keep their scorecards, and the seed, when not given,
+    is the one the batch's scorecards in OUTDIR were graded with. Entries that
+    are OUTDIR's own files (`checker.records.outputs.is_own_output`) are never graded.
+    executor(todo, options, report), when given, grades instead of the local
+    processes (`checker.platforms.cluster.DaskExecutor`). Returns a `BatchResult`.
+    """
+    if mode not in ("public", "hidden"):
+        raise ValueError(f"mode must be 'public' or 'hidden', not {mode!r}")
+    spec = load_spec(assignment)
+    spec_sha = spec_sha256(assignment)
+    from checker.running.runner import KIT_HAS_NO_HIDDEN, is_student_kit
+    if mode == "hidden" and is_student_kit(spec):
+        raise HwcheckError(KIT_HAS_NO_HIDDEN)
+    others = other_assignments(outdir, assignment)
+    if others:
+        raise HwcheckError(
+            f"{outdir} already holds scorecards of {', '.join(sorted(others))} "
+            f"({sum(others.values())} files); grading {assignment} there would mix two assignments "
+            f"in one grades.csv and could overwrite their scorecards: choose another output folder")
+    entries = [(sid, path) for sid, path in entries if not is_own_output(outdir, path)]
+    if only is not None:
+        only = set(only)
+        unknown = sorted(only - {sid for sid, _ in entries})
+        if unknown:
+            raise HwcheckError(f"--only: no submission {', '.join(map(repr, unknown))} in the folder graded "
+                               f"(ids: {', '.join(sid for sid, _ in entries[:20])}"
+                               f"{', ...' if len(entries) > 20 else ''})")
+    os.makedirs(outdir, exist_ok=True)
+    lock = lock_outdir(outdir)
+    try:
+        return _grade_batch(list(entries), assignment, outdir, spec, spec_sha, jobs=jobs, resume=resume,
+                            timeout=timeout, mode=mode, keep_raw=keep_raw, on_progress=on_progress,
+                            seed=seed, devices=devices, only=only, executor=executor)
+    finally:
+        os.close(lock)
+
+
+def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, timeout, mode, keep_raw,
+                 on_progress, seed, devices, only=None, executor=None):
+    remove_stale_temps(outdir)
+    batch = BatchResult(assignment, outdir, len(entries), jobs)
+    book = Gradebook(outdir, spec, collect_scorecards(outdir, assignment), [sid for sid, _ in entries])
+    book.ensure_manual()  # the TA's file exists, with a row per submission, before the first scorecard
+
+    def report(result, quiet=False):
+        batch.results.append(result)
+        if quiet:  # --only: a submission not asked for, kept as it was (its card is the book's already)
+            return
+        book.update(result["id"], scorecard_path(outdir, result["id"]))
+        try:  # the gradebook stays as current as the scorecards (a SIGKILL loses nothing of it)
+            book.write()
+        except OSError:
+            pass  # written again at the end
+        if on_progress is not None:
+            on_progress(batch.event(result))
+
+    todo, seeds = [], []
+    if only is not None and seed is None and mode == "hidden":  # a regrade uses the batch's own seed
+        seeds = [(c.get("grader") or {}).get("seed") for c in book.cards.values()
+                 if (c.get("grader") or {}).get("mode") == mode and not (c.get("grader") or {}).get("internal_error")]
+    for sid, path in entries:
+        if only is not None and sid not in only:
+            card = read_scorecard(outdir, sid)  # only a scorecard hwcheck wrote (checker.records.owned)
+            if isinstance(card, dict) and isinstance(card.get("submission"), dict):
+                report({**summary_of(sid, card, 0.0), "seconds": card.get("duration_s", 0.0), "resumed": True,
+                        "kept": True}, quiet=True)
+            else:
+                batch.total -= 1  # not graded yet, and not asked for: left for a full run
+            continue
+        if only is None and resume and is_current(outdir, sid, path, assignment, mode, keep_raw=keep_raw,
+                                                  spec_sha=spec_sha):
+            restore_results(outdir, sid)
+            card = read_scorecard(outdir, sid)  # only a scorecard hwcheck wrote (checker.records.owned)
+            seeds.append((card.get("grader") or {}).get("seed"))
+            report({**summary_of(sid, card, 0.0), "seconds": card.get("duration_s", 0.0), "resumed": True})
+        else:
+            todo.append((sid, path))
+    if seed is None and mode == "hidden":
+        # A resumed batch goes on with the seed of its scorecards: one seed for the whole class.
+        known = [x for x in seeds if isinstance(x, int) and not isinstance(x, bool)]
+        seed = collections.Counter(known).most_common(1)[0][0] if known else secrets.randbits(31)
+    batch.seed = seed
+
+    # Workers may read neither the output folder nor the folders holding the other submissions.
+    secrets_ = sorted({os.path.abspath(outdir)} | {os.path.dirname(os.path.abspath(p)) for _, p in entries})
+    options = {"assignment": assignment, "outdir": outdir, "mode": mode, "seed": seed, "secrets": secrets_,
+               "timeout": timeout, "keep_raw": keep_raw, "devices": tuple(devices)}
+    try:
+        if todo and executor is not None:
+            executor(todo, options, report)
+        elif todo and (jobs <= 1 or len(todo) == 1):
+            _run_in_process(todo, options, report)
+        elif todo:
+            run_parallel(todo, min(jobs, len(todo)), options, report, grade=grade_one)
+    except KeyboardInterrupt:
+        batch.interrupted = True
+        raise
+    finally:
+        batch.elapsed = time.monotonic() - batch.started
+        book.write(final=True)
+        batch.stale, batch.gradebook, batch.answers = book.stale, book.gradebook, book.answers
+        batch.manual, batch.manual_added, batch.problems = book.manual, book.added, book.problems
+        _merged_scores(batch, book, spec)
+    return batch
+
+
+def after_batch(outdir, assignment=None, canvas_title=None, roster=True):
+    """The TA's lines after a batch: what was not graded and why, the roster's verdicts (both when roster:
+    after `hwcheck grade`), and the LMS exports written.
+
+    assignment None: the one `checker.records.lms.prepare` recorded in students.json.
+    """
+    known = read_students(outdir)
+    assignment = assignment or known.get("assignment")
+    people = known.get("students") if isinstance(known.get("students"), dict) else {}
+    lines = not_graded_lines(known.get("not_graded")) + roster_lines(known.get("roster"), people) if roster else []
+    if not assignment or not people:
+        return lines
+    roster_file = known.get("roster_file") if roster and isinstance(known.get("roster_file"), str) else None
+    # canvas.csv's title; the manual grades pending (after `grade`, its summary says them)
+    return lines + export_lines(outdir, assignment, canvas_title, roster_file, pending=not roster)
+
+
+def _merged_scores(batch, book, spec):
+    """The batch's totals with manual.csv merged (the summary's statistics) and its pending manual grades."""
+    from checker.records.manual import pending_line
+    cards = {str(c["submission"].get("id")): c for c in book.merged()[0]}
+    ours = [cards[r["id"]] for r in batch.results if r["id"] in cards]
+    batch.scores = {str(c["submission"].get("id")): c.get("score") for c in ours}
+    batch.pending = pending_line(ours, spec)
+
+
+def _run_in_process(todo, options, report):
+    grader = new_grader(options)  # its zygote imports torch while this process warms up
+    warm_up(options["assignment"])
+    try:
+        for sid, path in todo:
+            for _attempt in range(2):
+                if grader is not None and not grader.zygote.alive():
+                    grader.close()  # the zygote died: start a fresh one for the rest
+                    grader = None
+                if grader is None:
+                    grader = new_grader(options)  # a zygote that cannot start stops the batch (exit 2)
+                try:
+                    result = grade_one(grader, sid, path, options["assignment"], options["outdir"],
+                                       keep_raw=options["keep_raw"])
+                except Exception as e:  # noqa: BLE001 - writing its files failed: the batch goes on
+                    result = crash(sid, path, options, f"writing its files failed: {type(e).__name__}: "
+                                                       f"{one_line(e)}")
+                if not result.get("grader_failure"):
+                    break
+                # the zygote died or hangs (maybe over another submission's leftovers): this one is not
+                # charged for it; a fresh zygote grades it once more (its card says so if that fails too)
+                grader.close()
+                grader = None
+            report(result)
+    finally:
+        if grader is not None:
+            grader.close()

@@ -1,0 +1,121 @@
+"""The class report of a graded batch: `hwcheck report OUTDIR` writes one self-contained HTML page.
+
+What it is for: `write_report(outdir, output)` reads what `hwcheck grade` wrote in OUTDIR (the
+scorecards, and OUTDIR/manual.csv when a TA keeps manual grades there), computes the class's numbers
+(`data`), ranks the submissions by shared code (`similarity`, read from the submissions where they
+were graded: `sources`), draws the histograms (`plots`) and writes the page (`html`), which carries
+its numbers as JSON too. `missing_extra()` names the optional packages (the `report` extra) that
+are not installed.
+
+What it is not: `checker.render.report`, the text renderer of `check` and `show` (whose text the feedback
+pages reuse), nor a grader: it reads scorecards and never runs student code.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.util
+import os
+
+__all__ = ["REPORT_PACKAGES", "missing_extra", "build_page", "write_report"]
+
+REPORT_PACKAGES = {"matplotlib": "matplotlib", "copydetect": "copydetect", "tqdm": "tqdm"}
+TOP_PAIRS_SHOWN = 5
+
+
+def missing_extra():
+    """The pip names of the `report` extra's packages that cannot be imported here."""
+    return [pip for module, pip in REPORT_PACKAGES.items() if importlib.util.find_spec(module) is None]
+
+
+def _progress(enabled):
+    """A tqdm wrapper shown on a terminal once a step takes longer than a moment, or none."""
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    def wrap(iterable, desc="", **kw):
+        return tqdm(iterable, desc=f"hwcheck report: {desc}", delay=0.5, leave=False, unit="", **kw)
+    return wrap
+
+
+def _feedback(cards, wrap):
+    from checker.records.classreport.data import submission_id
+    from checker.records.classreport.html import feedback_text
+    from checker.render.report import format_points
+    from checker.judging.scorecard import student_view
+    out = []
+    for card in wrap(sorted(cards, key=submission_id), desc="feedback pages"):
+        sid = submission_id(card)
+        view = student_view(card)
+        rows = []
+        for q in view.get("questions") or []:
+            qid, of = str(q.get("id")), format_points(q.get("max_score") or 0)
+            if q.get("manual") and q.get("pending", True):
+                shown = "pending (graded by a person)"
+            else:
+                shown = f"{format_points(q.get('score') or 0)}/{of}"
+            rows.append({"id": qid, "title": q.get("title", ""), "shown": shown, "comment": q.get("manual_comment")})
+        for row in card.get("manual_grades") or []:
+            if row.get("kind") == "adjustment":
+                rows.append({"id": "adjustment", "title": "", "shown": format_points(row.get("points") or 0),
+                             "comment": row.get("comment")})
+        out.append({"id": sid, "score": f"{format_points(view.get('score') or 0)}/"
+                                        f"{format_points(view.get('max_score') or 0)}",
+                    "questions": rows, "text": feedback_text(view)})
+    return out
+
+
+def build_page(outdir, *, submissions_dir=None, top=50, progress=False):
+    """(html text, data dict) of the report of OUTDIR (see write_report)."""
+    from checker.records.classreport import html, plots, similarity, sources
+    from checker.records.classreport.data import class_data
+    from checker.spec import load_spec
+    wrap = _progress(progress) or (lambda it, **kw: it)
+    assignment, cards = sources.read_scorecards(outdir)
+    try:
+        spec = load_spec(assignment)
+    except Exception:  # noqa: BLE001 - an assignment this install lacks: the scorecards' own questions
+        spec = {"id": assignment}
+    cards, problems, has_manual = sources.merge_manual(outdir, spec, cards)
+    data = class_data(cards, spec)
+    data["notes"] = [f"manual.csv: {p}" for p in problems]
+    data["manual_csv"] = has_manual
+
+    codes, where = sources.locate_code(cards, submissions_dir, secrets=[outdir])
+    given = sources.given_code(assignment)
+    notes = []
+    if where["missing"]:
+        shown = ", ".join(where["missing"][:10]) + (", ..." if len(where["missing"]) > 10 else "")
+        notes.append(f"{len(where['missing'])} of {len(cards)} submissions were not found "
+                     + (f"in {submissions_dir}" if submissions_dir else "where they were graded (the folder moved?)")
+                     + f" and are left out of the similarity ranking: {shown}. "
+                     "Run `hwcheck report` with --submissions DIR to read them from where they are now.")
+    if where["changed"]:
+        shown = ", ".join(where["changed"][:10]) + (", ..." if len(where["changed"]) > 10 else "")
+        notes.append(f"{len(where['changed'])} submissions changed since they were graded (their sha256 differs "
+                     f"from the scorecard's); the ranking compares their code as it is now: {shown}.")
+    pairs = similarity.rank_pairs(codes, given, top=top, progress=_progress(progress))
+    data["similarity"] = pairs
+    data["similarity_notes"] = notes
+    data["notes"] += notes
+
+    figures = [("total", plots.histogram_uri(data["total"]["scores"], data["total"]["max"], "total"))]
+    for qid, q in wrap([(k, v) for k, v in data["questions"].items() if v["scores"]], desc="plots"):
+        figures.append((f"{qid}: {q['title']}", plots.histogram_uri(q["scores"], q["max"], f"{qid}: {q['title']}"[:60])))
+    pairs_html = [(p["a"], p["b"], p["score"], *similarity.side_by_side(codes[p["a"]], codes[p["b"]], given))
+                  for p in pairs[:TOP_PAIRS_SHOWN]]
+    feedback = _feedback(cards, wrap)
+    generated = datetime.datetime.now().isoformat(timespec="seconds")
+    return html.render(data, figures, pairs_html, feedback, generated=generated), data
+
+
+def write_report(outdir, output=None, *, submissions_dir=None, top=50, progress=False):
+    """Write the report of OUTDIR to `output` (default OUTDIR/report.html) atomically; returns (path, data)."""
+    from checker.records import owned
+    from checker.records.atomic import write_text_atomic
+    page, data = build_page(outdir, submissions_dir=submissions_dir, top=top, progress=progress)
+    if output is None:  # hwcheck's own file in OUTDIR: beside a student's report.html, never over it (checker.records.owned)
+        return owned.write_text(outdir, "report.html", page, kind="report"), data
+    write_text_atomic(output, page)
+    return output, data

@@ -1,0 +1,105 @@
+"""The one rule for submission ids: their canonical form, and when two of them are one.
+
+What it is for: a submission id is the name a file, a folder or an LMS gave a
+student's work, and every record of that student hangs on it (OUTDIR/<id>.json,
+manual.csv's rows, the roster's match, canvas.csv's row). A student chooses
+those names, so two ids must never be told apart only by what a person reading
+them cannot see or what a file system ignores:
+
+- `canonical(text)`: NFC, with no spaces, control or invisible characters
+  (U+200F, U+FEFF, fillers, variation selectors) at either end and no `'` at
+  the start (hwcheck writes `'` before a CSV cell starting with `=`, so an id
+  never starts with one of its own). The id a submission gets.
+- `key(text)`: what an id is compared by: the canonical form in NFKC,
+  case-folded, invisible characters removed, spaces squeezed. Two ids with one
+  key collide: on macOS, Windows or FAT their output files would be one file,
+  and to a TA they are one name.
+- `collisions(names)`: {key: [names]} of the keys held by more than one name.
+- `blank(ch)`: whether a character shows nothing.
+- `file_name(sid)`: the name an id's output files are made of (OUTDIR/<name>.json,
+  gradescope/<name>/), one that every file system holds as itself: the id
+  where it is one, else escaped as `%XX` (the characters Windows refuses,
+  `<>:"/\\|?*` and controls; `%` itself; a trailing dot; the first letter of
+  a Windows device name: CON, PRN, AUX, NUL, COM0-9, LPT0-9, with any
+  extension), cut with a hash beyond FILE_NAME_BYTES. Distinct ids (distinct
+  keys) give names that stay distinct on a case-insensitive disk. The id
+  itself (grades.csv's row, the roster's match) is not changed: a student
+  named `CON` or `a:b` is graded as such, and OUTDIR can be copied to Windows.
+
+What it is not: a reader of folders (`checker.records.entries`, `checker.records.lms`) or a
+matcher of rosters and manual rows (`checker.records.roster`, `checker.records.manual`), which
+apply this rule.
+"""
+
+import collections
+import hashlib
+import re
+import unicodedata
+
+__all__ = ["canonical", "key", "collisions", "blank", "file_name", "FILE_NAME_BYTES"]
+
+# letters and marks that show nothing (Hangul and Braille fillers, Mongolian and Khmer vowel marks, CGJ)
+_BLANK_EXTRA = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5\u180e")
+
+
+def blank(ch):
+    """True for a character that shows nothing: spaces, controls, format characters, fillers, selectors."""
+    if ch.isspace() or ch in _BLANK_EXTRA:
+        return True
+    if "\ufe00" <= ch <= "\ufe0f" or "\U000e0100" <= ch <= "\U000e01ef":  # variation selectors
+        return True
+    return unicodedata.category(ch) in ("Cc", "Cf", "Zs", "Zl", "Zp", "Cs", "Co", "Cn")
+
+
+def canonical(text):
+    """The id of a name: NFC, no blank characters at its ends and no `'` (or several) at its start."""
+    text = unicodedata.normalize("NFC", str(text))
+    start, end = 0, len(text)
+    while start < end and (blank(text[start]) or text[start] == "'"):
+        start += 1
+    while end > start and blank(text[end - 1]):
+        end -= 1
+    return text[start:end]
+
+
+def key(text):
+    """What two ids are compared by: equal keys are one name to a person and to a case-insensitive disk."""
+    text = unicodedata.normalize("NFKC", canonical(text))
+    text = "".join(" " if ch.isspace() else ch for ch in text if ch.isspace() or not blank(ch))
+    text = " ".join(text.split())
+    return unicodedata.normalize("NFKC", text.casefold())
+
+
+def collisions(names):
+    """{key: [names]} of every key more than one of `names` has (in the order given)."""
+    groups = collections.defaultdict(list)
+    for name in names:
+        groups[key(name)].append(name)
+    return {k: v for k, v in groups.items() if len(v) > 1}
+
+
+# Windows's device names: a file `CON.json` (any case, any extension, spaces before the dot) is the device
+_DEVICES = frozenset({"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", "CLOCK$"}
+                     | {f"{p}{d}" for p in ("COM", "LPT") for d in "0123456789\u00b9\u00b2\u00b3"})
+_ESCAPED = frozenset('<>:"/\\|?*%') | frozenset(map(chr, range(32))) | {"\x7f"}
+FILE_NAME_BYTES = 200  # OUTDIR/<name>.raw.json within a file name's 255 bytes
+
+
+def _escape(ch):
+    return "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+
+
+def file_name(sid):
+    """The name of `sid`'s output files: `sid` where every file system (Windows, macOS, FAT, Linux) holds it
+    as itself, else `sid` with `%XX` escapes (see the module's docstring). One-to-one: `%` is always escaped."""
+    sid = str(sid)
+    out = "".join(_escape(ch) if ch in _ESCAPED else ch for ch in sid)
+    end = len(out.rstrip(". "))
+    out = out[:end] + "".join(_escape(ch) for ch in out[end:])  # Windows drops a trailing dot or space
+    if out and out.split(".", 1)[0].rstrip(" ").upper() in _DEVICES:
+        out = _escape(out[0]) + out[1:]
+    if len(out.encode("utf-8", "surrogatepass")) > FILE_NAME_BYTES:  # escapes made it long: cut, with a hash
+        digest = hashlib.sha256(sid.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        head = out.encode("utf-8", "surrogatepass")[:FILE_NAME_BYTES - 16].decode("utf-8", "ignore")
+        out = re.sub(r"%[0-9A-F]?$", "", head) + f"%~{digest}"  # never half an escape; `%~` is no escape
+    return out

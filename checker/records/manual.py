@@ -1,0 +1,311 @@
+"""Grades a person gives: OUTDIR/manual.csv, read, checked, kept and merged into the scorecards' totals.
+
+What it is for: the TA's own file of points and comments, which hwcheck
+creates once and afterwards only appends to (never rewrites a row the TA
+may have edited). Columns: `id, question, points, comment`. The rule for
+`question`:
+
+- a question graded by a person (`Q3-text`): `points` (0..its points) fill
+  that question; an empty `points` keeps it pending;
+- an automatic question (`Q1`): `points` (0..its points) replace the
+  automatic score of that question (a regrade, an appeal);
+- `adjustment`: `points` (any sign: `-5` for a late penalty) are added to
+  the total; several adjustment rows of one id add up; the comment says why.
+
+One row per (id, question) except adjustments; a later duplicate is
+reported and ignored. A row's id matches a graded id exactly (its canonical
+form, `checker.records.ids`: spaces and invisible characters at its ends, and the
+`'` hwcheck writes before a cell, do not count) or else no one: a row for
+`JDOE` is never `jdoe`'s grade, and is reported. Rows that cannot be used (an id not graded, an unknown
+question, points that are not a number or out of range) are reported, each
+with its line number, and ignored; nothing here raises for the file's
+content. Excel's ways of saving are read: a UTF-8 byte order mark, `;` as the
+separator (then `7,5` is read as 7.5), CRLF rows.
+
+`ensure_rows(path, ids, spec)` creates the file or appends the missing rows
+(one per submission and manual question, points empty) atomically, keeping
+the file's bytes, separator and line ends. `read_manual(path, spec, ids)`
+returns (entries, problems). `apply_manual(card, entries)` returns a copy
+of a scorecard with those points merged (questions' scores, `pending`,
+`score`, and `manual_grades`, the rows applied, for the notes and exports).
+`pending_line(cards, spec)`: the TA's line naming the merged scorecards whose
+questions graded by a person are still pending (said by the batch's summary
+and by `hwcheck export`: their totals lack those points).
+
+What it is not: a writer of scorecards (they stay the automatic grading,
+so `--resume` can trust them) or of the gradebook (`checker.records.gradebook`).
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import math
+import os
+
+from checker.records.atomic import write_text_atomic
+from checker.records.csvfile import cell, csv_text
+
+__all__ = ["MANUAL_CSV", "HEADER", "ADJUSTMENT", "manual_path", "ensure_rows", "read_manual", "apply_manual",
+           "describe", "typed_into_gradebook", "pending_questions", "pending_line"]
+
+MANUAL_CSV = "manual.csv"
+HEADER = ["id", "question", "points", "comment"]
+ADJUSTMENT = "adjustment"
+
+
+def manual_path(outdir):
+    """OUTDIR/manual.csv, the TA's file (a regular file there is the TA's); where a folder or link of someone
+    else's holds that name, the name beside it that hwcheck created instead (`checker.records.owned.place_kept`)."""
+    from checker.records import owned
+    return owned.place_kept(outdir, MANUAL_CSV) or os.path.join(outdir, MANUAL_CSV)
+
+
+def _read_text(path):
+    """The file's text (BOM dropped) and whether it had one; ("", False) when there is none."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None, False
+    bom = raw.startswith(b"\xef\xbb\xbf")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = raw.decode("cp1252", "replace")  # Excel's "CSV" on Windows without UTF-8
+    return text, bom
+
+
+def _delimiter(text):
+    first = text.split("\n", 1)[0]
+    return ";" if first.count(";") > first.count(",") else ","
+
+
+def _rows(text):
+    """[(line number, [cells])] of the data rows, and the delimiter."""
+    delim = _delimiter(text)
+    out = []
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
+    for row in reader:
+        if reader.line_num == 1 and [c.strip().lower() for c in row[:2]] == ["id", "question"]:
+            continue
+        if not any(c.strip() for c in row):
+            continue
+        out.append((reader.line_num, row))
+    return out, delim
+
+
+def _manual_ids(spec):
+    return [str(q["id"]) for q in spec.get("questions") or [] if q.get("manual")]
+
+
+def _clean_id(cell):
+    cell = cell.strip()
+    return cell[1:] if cell.startswith("'") else cell  # as grades.csv writes an id starting with '=' or '-'
+
+
+def ensure_rows(path, ids, spec, extra=()):
+    """Create manual.csv, or append the rows it lacks (id x manual question), atomically.
+
+    Rows already there are kept byte for byte; `extra` rows ([id, question,
+    points, comment]) are appended after them. Returns the number of rows added.
+    """
+    text, bom = _read_text(path)
+    have = set()
+    delim = ","
+    if text is not None:
+        rows, delim = _rows(text)
+        have = {(_clean_id(r[0]), r[1].strip()) for _, r in rows if len(r) >= 2}
+    # an id is there as written (checker.records.csvfile.cell: `'=x`, a control character escaped) or as typed
+    missing = [(sid, qid) for sid in sorted(ids) for qid in _manual_ids(spec)
+               if (sid, qid) not in have and (_clean_id(cell(sid)), qid) not in have]
+    if text is not None and not missing and not extra:
+        return 0
+    new = []
+    if text is None or not text.strip():
+        new.append(HEADER)
+        text, bom = "", True
+    new += [[sid, qid, *(rest or ["", ""])] for sid, qid, *rest in [*missing, *extra]]
+    if text and not text.endswith(("\n", "\r")):
+        text += "\r\n"
+    # every cell through checker.records.csvfile.cell, as in every CSV file hwcheck writes
+    write_text_atomic(path, text + csv_text(new, delimiter=delim), encoding="utf-8-sig" if bom else "utf-8")
+    return len(missing) + len(extra)
+
+
+def typed_into_gradebook(gradebook_text, spec, entries):
+    """[[id, question, points, comment]] of grades typed by hand into grades.csv's manual question cells
+    (which hwcheck writes empty while pending) that manual.csv does not hold: to be appended there."""
+    qids = _manual_ids(spec)
+    out = []
+    for row in csv.DictReader(io.StringIO(gradebook_text, newline="")):
+        sid = _clean_id(row.get("id") or "")
+        graded = {r["question"] for r in entries.get(sid, []) if r["points"] is not None}
+        for qid in qids:
+            cell = (row.get(qid) or "").strip()
+            if sid and cell and qid not in graded:
+                out.append([sid, qid, cell, "typed into grades.csv"])
+    return out
+
+
+def _match_id(typed, ids, keys):
+    """(id, None) for a row whose id is a graded id in its canonical form (`checker.records.ids`: NFC, no spaces,
+    quotes or invisible characters at its ends); else (None, why). Exact or else nothing: a row that matches
+    an id only in another letter case or Unicode form (`JDOE` beside `jdoe`) gives no one its grade."""
+    from checker.records.ids import canonical, key
+    if canonical(typed) in ids:
+        return canonical(typed), None
+    if not keys:
+        for sid in ids:
+            keys.setdefault(key(sid), []).append(sid)
+    alike = sorted(keys.get(key(typed), []))
+    if alike:
+        return None, (f"{typed!r} is not the id {alike[0]!r} as written (letter case, Unicode form or an invisible "
+                      f"character differ), so it is no one's grade; write the id as grades.csv shows it")
+    return None, f"no submission {typed!r} was graded into this folder"
+
+
+def _number(cell, delim):
+    s = cell.strip().replace("\u2212", "-")
+    if delim == ";" and s.count(",") == 1 and "." not in s:
+        s = s.replace(",", ".")
+    x = float(s)
+    if not math.isfinite(x):
+        raise ValueError(s)
+    return x
+
+
+def read_manual(path, spec, ids=None):
+    """(entries, problems) of manual.csv: entries {id: [row dict]}, problems [text] naming the line.
+
+    A row dict: {question, points (float or None), comment, line, kind}, kind
+    "manual" (a question graded by a person), "override" (an automatic
+    question) or "adjustment". `ids`: the submissions graded (others are
+    reported); None accepts any id.
+    """
+    text, _ = _read_text(path)
+    if text is None:
+        return {}, []
+    rows, delim = _rows(text)
+    questions = {str(q["id"]): q for q in spec.get("questions") or []}
+    entries, problems, seen = {}, [], set()
+    name = os.path.basename(path)
+    keys = {}  # an id's `checker.records.ids.key` -> ids, filled when a row names no id exactly
+    for line, row in rows:
+        row = row + [""] * (4 - len(row))
+        sid, qid, points = _clean_id(row[0]), row[1].strip(), row[2]
+        comment = delim.join(row[3:]).strip()  # an unquoted separator in a comment keeps the comment whole
+        where = f"{name} line {line}"
+        if not sid:
+            problems.append(f"{where}: no id: ignored")
+            continue
+        if ids is not None and sid not in ids:
+            sid, why = _match_id(sid, ids, keys)
+            if sid is None:
+                problems.append(f"{where}: {why}: ignored")
+                continue
+        if qid == ADJUSTMENT or qid.lower() == ADJUSTMENT:
+            kind, top = "adjustment", None
+        elif qid in questions:
+            kind = "manual" if questions[qid].get("manual") else "override"
+            top = float(questions[qid].get("points") or 0)
+        else:
+            problems.append(f"{where}: question {qid!r} is neither a question of {spec.get('id')} "
+                            f"({', '.join(questions)}) nor {ADJUSTMENT!r}: ignored")
+            continue
+        value = None
+        if points.strip():
+            try:
+                value = _number(points, delim)
+            except ValueError:
+                problems.append(f"{where}: points {points.strip()!r} is not a number: ignored")
+                continue
+            if top is not None and not 0 <= value <= top:
+                problems.append(f"{where}: {qid} is worth 0 to {top:g} points, not {value:g}: ignored")
+                continue
+        else:  # a placeholder: a manual question still pending (a later row of it with points counts)
+            if kind != "manual" and comment:
+                problems.append(f"{where}: a {kind} row without points: ignored")
+            continue
+        if kind != "adjustment":
+            if (sid, qid) in seen:
+                problems.append(f"{where}: a second row for {sid} {qid}: ignored (the first one counts)")
+                continue
+            seen.add((sid, qid))
+        entries.setdefault(sid, []).append({"question": qid, "points": value, "comment": comment,
+                                            "line": line, "kind": kind})
+    return entries, problems
+
+
+def _num(x):
+    x = round(float(x), 4)
+    return int(x) if x == int(x) else x
+
+
+def apply_manual(card, rows):
+    """A copy of `card` with the manual rows merged; `card` itself is not changed.
+
+    score: the automatic questions (overrides included) + the manual
+    questions graded + the adjustments. The rows used are kept in
+    `manual_grades`, each with the automatic points it replaced (`was`).
+    """
+    if not rows:
+        return card
+    card = copy.deepcopy(card)
+    by_id = {str(q.get("id")): q for q in card.get("questions") or []}
+    applied, adjust = [], 0.0
+    for row in rows:
+        q = by_id.get(row["question"])
+        if row["kind"] == "adjustment":
+            adjust += row["points"]
+            applied.append(dict(row))
+        elif q is not None and row["points"] is not None:
+            applied.append({**row, "was": q.get("score")})
+            q["score"] = _num(row["points"])
+            if row["kind"] == "manual":
+                q["pending"] = False
+            if row["comment"]:
+                q["manual_comment"] = row["comment"]
+    total = sum(float(q.get("score") or 0) for q in card.get("questions") or []
+                if not q.get("manual") or not q.get("pending", True))
+    card["score"] = _num(total + adjust)
+    card["manual_grades"] = applied
+    return card
+
+
+def describe(card):
+    """A short text of the manual rows applied to a merged card (for grades.csv's note and results.json)."""
+    parts = []
+    for row in card.get("manual_grades") or []:
+        pts = f"{row['points']:+g}" if row["kind"] == "adjustment" else f"{row['points']:g}"
+        what = {"manual": f"{row['question']} {pts}",
+                "override": f"{row['question']} regraded {row.get('was')}->{pts}",
+                "adjustment": f"adjustment {pts}"}[row["kind"]]
+        parts.append(what + (f" ({row['comment']})" if row["comment"] else ""))
+    return "; ".join(parts)
+
+
+def pending_questions(card):
+    """The ids of a merged card's questions graded by a person that are not graded yet ([] for a card hwcheck
+    could not grade: it has nothing to grade by hand)."""
+    if (card.get("grader") or {}).get("internal_error"):
+        return []
+    return [str(q.get("id")) for q in card.get("questions") or [] if q.get("manual") and q.get("pending", True)]
+
+
+def pending_line(cards, spec, shown=20):
+    """'manual grades pending: 17 of 21 submissions ...: alice, bob, ...' for the merged `cards`, or ''."""
+    waiting = sorted((str((c.get("submission") or {}).get("id", "")), pending_questions(c)) for c in cards)
+    waiting = [(sid, qs) for sid, qs in waiting if qs]
+    if not waiting:
+        return ""
+    asked = {q for _, qs in waiting for q in qs}
+    questions = [q for q in spec.get("questions") or [] if str(q.get("id")) in asked]
+    points = sum(float(q.get("points") or 0) for q in questions)
+    names = ", ".join(sid for sid, _ in waiting[:shown])
+    if len(waiting) > shown:
+        names += f" and {len(waiting) - shown} more (grades.csv's empty {questions[0]['id']} cells)"
+    return (f"manual grades pending: {len(waiting)} of {len(cards)} submissions have "
+            f"{', '.join(str(q['id']) for q in questions)} to be graded by hand, so their totals lack up to {points:g} "
+            f"points: {names}; grade them in {MANUAL_CSV}")

@@ -1,0 +1,190 @@
+"""OUTDIR's own files: recognising them, and keeping the gradebook and its companions current.
+
+What it is for:
+- `is_own_output(outdir, path)`: whether an entry of the folder being graded
+  is hwcheck's own (`checker.records.owned.is_ours`: OUTDIR, its state folder, a file
+  or folder hwcheck recorded writing there, an older output folder), so that
+  `-o` equal to (or inside) the submissions folder never grades hwcheck's own
+  outputs as a student, nor takes a student's file for hwcheck's.
+- `Gradebook`: the batch's view of OUTDIR's scorecards, read once and then
+  one at a time as each lands (`update(sid)`), so that `write()` can rewrite
+  grades.csv (and answers.csv) atomically after every scorecard (as
+  hwcheck's own files, `checker.records.owned`: only scorecards hwcheck wrote are
+  read, and a student's `grades.csv` is set aside or left beside it): a batch
+  killed with SIGKILL leaves a gradebook as current as its scorecards.
+  `write(final=True)` also rewrites each submission's Gradescope
+  results.json with the grades of manual.csv merged in. The TA's manual.csv
+  (`checker.records.manual`) is created / appended to by `ensure_manual(ids)` and
+  merged into every row; its problems are kept in `problems`. Who each
+  submission is (grades.csv's `student`, `student_id`), the identical-code
+  groups and the roster's verdicts come from OUTDIR/.students.json
+  (`checker.records.lms.prepare`), read once per Gradebook. Grades typed into
+  grades.csv are found by its record: the file hwcheck wrote there, changed
+  since. Files of OUTDIR that were not hwcheck's and sat where it writes
+  (moved into its state folder's set-aside/) are named in `problems`.
+- `load_note(card)`: the grades.csv note of a submission whose load skipped
+  something (a sys.exit, a training loop, a statement that does not parse,
+  a statement stopped by the time limit).
+
+What it is not: grading, or the batch's processes (`checker.records.batch`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from checker.records import owned
+from checker.records.gradebook import answers_text, gradebook_text
+from checker.render.gradescope import make_results
+from checker.records.manual import MANUAL_CSV, apply_manual, describe, ensure_rows, manual_path, read_manual, typed_into_gradebook
+
+__all__ = ["OWN_FILES", "is_own_output", "load_note", "Gradebook"]
+
+OWN_FILES = ("grades.csv", "answers.csv", MANUAL_CSV, ".students.json", "canvas.csv", "moodle.csv")
+STALE_NOTE = "not in the folder graded last: an older scorecard"
+
+
+def is_own_output(outdir, path):
+    """True when `path` is hwcheck's own in OUTDIR (`checker.records.owned.is_ours`), never a student's file."""
+    return owned.is_ours(outdir, path)
+
+
+def load_note(card):
+    """'load skipped: ...' for a scorecard whose load left something out, else ''."""
+    skipped = (card.get("load") or {}).get("skipped") or []
+    if not skipped:
+        return ""
+    shown = "; ".join(str(s) for s in skipped[:3])
+    more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    return f"load skipped {len(skipped)}: {shown}{more}"
+
+
+def _people_notes(sid, person, same):
+    """grades.csv's notes from students.json: late (Canvas), identical code, no match in the roster."""
+    out = []
+    if person.get("late"):
+        out.append("late (the LMS marked it LATE)")
+    if same:
+        out.append(f"identical code to {', '.join(map(str, same))} (comments, whitespace and the starter aside)")
+    if person.get("roster") == "unmatched":
+        out.append("matches no student of the roster")
+    return out
+
+
+class Gradebook:
+    """grades.csv, answers.csv and the merge of manual.csv, kept current as scorecards land."""
+
+    def __init__(self, outdir, spec, cards, ids):
+        """cards: OUTDIR's scorecards of this assignment; ids: the submissions of this batch."""
+        self.outdir, self.spec = outdir, spec
+        self.cards = {str(c["submission"].get("id")): c for c in cards}
+        self.ids = set(ids)
+        self.problems = []
+        self.gradebook = self.answers = None
+        self.manual = manual_path(outdir)
+        self.added = 0
+        self.set_aside = set(owned.set_aside(outdir))
+        try:  # made here, before processes write results.json side by side (one of them must not take the
+            owned.ensure_folder(outdir, "gradescope")  # other's half-made folder for a student's)
+        except OSError:
+            pass
+        from checker.records.lms import read_students
+        known = read_students(outdir)
+        self.people = known.get("students") if isinstance(known.get("students"), dict) else {}
+        self.identical = known.get("identical") if isinstance(known.get("identical"), dict) else {}
+
+    @property
+    def stale(self):
+        return sorted(sid for sid in self.cards if sid not in self.ids)
+
+    def _typed(self):
+        """Grades typed into grades.csv by hand since hwcheck wrote it (they would be overwritten)."""
+        raw = owned.changed_bytes(self.outdir, "grades.csv")  # the file hwcheck wrote, changed since; else None
+        if raw is None:
+            return []
+        entries, _ = read_manual(self.manual, self.spec)
+        rows = typed_into_gradebook(raw.decode("utf-8-sig", "replace"), self.spec, entries)
+        for sid, qid, points, _ in rows:
+            self.problems.append(f"grades.csv: {sid} {qid} = {points} was typed into grades.csv, which hwcheck "
+                                 f"rewrites: moved to {MANUAL_CSV}, where grades are kept")
+        return rows
+
+    def ensure_manual(self):
+        """Create manual.csv or append the rows of new submissions; a file that cannot be written is a problem."""
+        try:
+            typed = self._typed()
+            if not owned.has_record(self.outdir, MANUAL_CSV) and os.path.isfile(self.manual):
+                self.problems.append(f"{MANUAL_CSV} was in {self.outdir} before hwcheck made one there: its grades "
+                                     f"are applied as yours (an older hwcheck's, or one you wrote); if it came "
+                                     f"with the students' files, move it away and grade again")
+            self.manual = owned.place_kept(self.outdir, MANUAL_CSV, record=True) or self.manual
+            self.added = ensure_rows(self.manual, self.ids | set(self.cards), self.spec, typed)
+        except OSError as e:
+            self.problems.append(f"{MANUAL_CSV} could not be written ({e.strerror or e}): grades typed there "
+                                 f"are still read")
+
+    def update(self, sid, path=None):
+        """Read the scorecard of `sid` that just landed, as hwcheck wrote it (a missing or broken one, or one
+        hwcheck did not write, is left as it was); `path` is not read (kept for callers)."""
+        from checker.records.outfolder import read_scorecard
+        card = read_scorecard(self.outdir, sid)
+        if card is not None:
+            self.cards[sid] = card
+
+    def merged(self):
+        """(cards with manual.csv merged, notes {id: text}); manual.csv's problems go to `problems`."""
+        entries, problems = read_manual(self.manual, self.spec, set(self.cards))
+        self.problems = [p for p in self.problems if not p.startswith(MANUAL_CSV + " line")] + problems
+        cards, notes = [], {}
+        for sid, card in sorted(self.cards.items()):
+            merged = apply_manual(card, entries.get(sid))
+            note = [STALE_NOTE] if sid not in self.ids else []
+            note += [t for t in (load_note(card), describe(merged)) if t]
+            note += _people_notes(sid, self.people.get(sid) or {}, self.identical.get(sid))
+            if note:
+                notes[sid] = "; ".join(note)
+            cards.append(merged)
+        return cards, notes
+
+    def write(self, final=False):
+        cards, notes = self.merged()
+        self.gradebook = owned.write_text(self.outdir, "grades.csv",
+                                          gradebook_text(cards, self.spec, notes, self.people),
+                                          kind="gradebook", encoding="utf-8-sig")
+        self.answers = None
+        if any(q.get("manual") for q in self.spec.get("questions") or []):
+            self.answers = owned.write_text(self.outdir, "answers.csv", answers_text(cards, self.spec),
+                                            kind="answers", encoding="utf-8-sig")
+        if final:
+            for card in cards:
+                self._write_results(card)
+            self._tell_set_aside()
+        return self.gradebook
+
+    def _tell_set_aside(self):
+        """A problem line for each file of OUTDIR that sat where hwcheck writes and was not hwcheck's."""
+        for name in owned.set_aside(self.outdir):
+            if name not in self.set_aside:
+                self.set_aside.add(name)
+                shown = name.replace("%", "/")
+                self.problems.append(f"{shown} in {self.outdir} was not written by hwcheck (a student's file, or "
+                                     f"an older hwcheck's, or edited since) and sat where hwcheck writes its own: "
+                                     f"moved to {os.path.join(owned.state_dir(self.outdir), 'set-aside', name)}")
+        for name, path in owned.alternates(self.outdir):
+            if name not in self.set_aside:
+                self.set_aside.add(name)
+                self.problems.append(f"{name} in {self.outdir} is a folder or link that is not hwcheck's: hwcheck's "
+                                     f"{name} is {path}")
+
+    def _write_results(self, card):
+        """results.json from the merged card (a crashed card keeps its failure file)."""
+        from checker.records.outfolder import read_results, write_results
+        sid = str(card["submission"].get("id"))
+        if (card.get("grader") or {}).get("internal_error") or sid not in self.ids:
+            return
+        results = make_results(card)
+        said = describe(card)
+        if said:
+            results["output"] += f"\nGraded by a person: {said}"
+        if read_results(self.outdir, sid) != results:
+            write_results(self.outdir, sid, results)

@@ -1,0 +1,167 @@
+"""What a batch prints: a progress line or bar per submission, and the summary after it.
+
+What it is for: pure texts from the batch's events and result (`progress_line`,
+`progress_bar`, `summary_lines`, whose scores are the totals with manual.csv merged and which
+names the manual grades pending, and which with --only tells the regrade apart from the
+submissions kept; `rerun_note`, said before a batch regrades an OUT that holds scorecards
+without --resume; `not_graded_lines`, every file or folder of the graded folder that was not
+graded, with the reason), every student-controlled string kept on its line and escaped (`checker.render.escape`); `isolation_gaps` picks from a scorecard's
+`grader.isolation` the walls that could not be put up, which the summary
+names once per batch.
+
+What it is not: the batch (`checker.records.batch`) or the command line; it prints nothing itself.
+"""
+
+import collections
+import math
+import os
+import statistics
+
+from checker.render.escape import for_terminal
+from checker.render.report import format_points
+from checker.judging.scorecard import STATUSES
+
+__all__ = ["progress_line", "progress_bar", "summary_lines", "isolation_gaps", "not_graded_lines", "rerun_note"]
+
+def _pts(x):
+    return format_points(x)  # as `check` and `show` print points: 84.34, not 84.3396
+
+
+def _clock(seconds):
+    if seconds is None or not math.isfinite(seconds):
+        return "--:--"
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def _line(text):
+    """A student-controlled string (an id, a message quoting a file name) kept inside its one line, escaped."""
+    return for_terminal(text, newlines=False)
+
+
+# words in grader.isolation that name a wall missing on the machine that ran the worker
+_GAP_MARKS = ("unavailable", "failed", "uid-0-kept", "no-memory-cap", "namespaces-off")
+
+
+def isolation_gaps(walls):
+    """The entries of a scorecard's grader.isolation that say a wall could not be put up."""
+    if not isinstance(walls, list):
+        return []
+    return [str(w)[:120] for w in walls if isinstance(w, str) and any(m in w for m in _GAP_MARKS)]
+
+
+def progress_line(event):
+    """`[3/12] alice: 72.5/100 graded 1.2s` (one line per submission, for logs)."""
+    width = len(str(event["total"]))
+    head = f"[{event['done']:>{width}}/{event['total']}] {_line(event['id'])}: "
+    body = f"{_pts(event['score'])}/{_pts(event['max_score'])} {event['status']}"
+    if event.get("resumed"):
+        tail = " (up to date, not regraded)"
+    else:
+        tail = f" {float(event.get('seconds') or 0):.1f}s"
+    if event.get("internal"):
+        tail += f" - hwcheck could not grade it: {_line(event['internal'])}"
+    return head + body + tail
+
+
+def progress_bar(event, width=80):
+    """One line, rewritten in place on a terminal: bar, done/total, failed, ETA, last id."""
+    done, total = event["done"], event["total"]
+    stats = f" {done}/{total}  failed {event['failed']}  ETA {_clock(event.get('eta')) if done < total else '0:00'}"
+    bar_width = max(10, min(40, width - len(stats) - 20))
+    filled = int(bar_width * done / total) if total else bar_width
+    line = f"[{'#' * filled}{'.' * (bar_width - filled)}]{stats}  {_line(event['id'])}"
+    return line[:max(width - 1, 20)]
+
+
+def summary_lines(batch):
+    """The lines printed after a batch."""
+    results = batch.results
+    graded, resumed = batch.graded, batch.resumed
+    kept = [r for r in results if r.get("kept")]  # --only: not asked for, kept as they were
+    rate = len(graded) / batch.elapsed * 60 if batch.elapsed > 0 and graded else 0
+    per_minute = f"; {rate:.1f} per minute with -j {batch.jobs}" if graded else ""
+    if kept:
+        lines = [f"{batch.assignment}: {len(graded)} regraded (--only) in {batch.elapsed:.1f} s; "
+                 f"{len(kept)} kept as they were ({len(results)}/{batch.total} submissions)"]
+    else:
+        lines = [f"{batch.assignment}: {len(results)}/{batch.total} submissions in {batch.elapsed:.1f} s "
+                 f"({len(graded)} graded, {len(resumed)} up to date{per_minute})"]
+    if results:
+        counts = collections.Counter(r["status"] for r in results)
+        lines.append("  status: " + ", ".join(f"{s} {counts[s]}" for s in STATUSES if counts[s]))
+        merged = getattr(batch, "scores", None) or {}  # with manual.csv merged, when the batch has them
+        scores = [float(merged.get(r["id"], r["score"]) or 0) for r in results]
+        lines.append(f"  score: mean {_pts(round(statistics.mean(scores), 2))}, "
+                     f"median {_pts(round(statistics.median(scores), 2))}, "
+                     f"min {_pts(min(scores))}, max {_pts(max(scores))} "
+                     f"(of {_pts(results[0]['max_score'])})")
+    gaps = sorted({g for r in results for g in r.get("gaps") or ()})
+    if gaps:  # once per batch: how protected this run was (the README's trust model says what each means)
+        lines.append(f"  isolation: walls missing on this machine: {_line(', '.join(gaps))} "
+                     "(see the README's trust model; each scorecard's grader.isolation lists the walls)")
+    for r in batch.internal:
+        lines.append(f"  not graded: {_line(r['id'])}: {_line(r['internal'])}")
+    if batch.internal:
+        lines.append("  (hwcheck's own failures; rerun with --resume to grade those again)")
+    if batch.interrupted:
+        lines.append("  interrupted: rerun with --resume to grade the rest")
+    if batch.stale:
+        lines.append(f"  {len(batch.stale)} older scorecards in {_line(batch.outdir)} are of submissions not in this "
+                     f"folder ({_line(', '.join(batch.stale[:5]))}{', ...' if len(batch.stale) > 5 else ''}); "
+                     f"grades.csv keeps them, marked in its note column")
+    if batch.gradebook:
+        lines.append(f"  wrote {batch.gradebook}, scorecards in {batch.outdir}, "
+                     f"Gradescope files in {os.path.join(batch.outdir, 'gradescope')}")
+    if batch.answers:
+        lines.append(f"  wrote {batch.answers}: the written answers, for the questions graded by a person")
+    if batch.manual:
+        added = f" ({batch.manual_added} rows added for new submissions)" if batch.manual_added else ""
+        lines.append(f"  manual grades: {_line(batch.manual)}{added}, yours to edit (points and comments; "
+                     f"hwcheck only appends rows), merged into grades.csv and the totals")
+    if getattr(batch, "pending", ""):
+        lines.append(f"  {_line(batch.pending)}")
+    for problem in batch.problems[:20]:
+        lines.append(f"  {_line(problem)}")
+    if len(batch.problems) > 20:
+        lines.append(f"  ... and {len(batch.problems) - 20} more rows of manual.csv not used")
+    if batch.seed is not None:
+        lines.append(f"  seed {batch.seed} (kept in the scorecards: `--only ID` regrades a submission with it)")
+    return lines
+
+
+def not_graded_lines(items):
+    """The summary's list of every entry of the folder graded that was not graded, each with its reason.
+
+    items: [(name, why)] as `checker.records.lms.prepare` records them (names in quotes, so that a space at an end
+    shows; invisible characters are shown escaped)."""
+    good = sorted({(str(n), str(w)) for n, w in (
+        (i[0], i[1]) for i in items or () if isinstance(i, (list, tuple)) and len(i) == 2)})
+    if not good:
+        return []
+    lines = [f"  not graded: {len(good)} {'entry' if len(good) == 1 else 'entries'} of the folder graded "
+             f"(rename or unpack them and grade again, or grade them by hand):"]
+    lines += [f"  not graded: '{_line(name)}': {_line(why)}" for name, why in good]
+    return lines
+
+
+def rerun_note(cards, ids, outdir, assignment, mode, seed):
+    """What a `grade` without --resume or --only says before regrading an OUT that holds scorecards of these
+    submissions ('' when it holds none): everyone is graded again, and, in hidden mode with no --seed, with a
+    new seed (the hidden tests' inputs change for everyone) and the seed that keeps them."""
+    ids = set(ids)
+    before = [c for c in cards if str((c.get("submission") or {}).get("id")) in ids]
+    if not before:
+        return ""
+    note = (f"{_line(outdir)} already holds {len(before)} scorecards of {assignment}: without --resume all "
+            f"{len(ids)} submissions are graded again (--resume grades only the new and changed ones)")
+    seeds = [(c.get("grader") or {}).get("seed") for c in before
+             if (c.get("grader") or {}).get("mode") == mode and not (c.get("grader") or {}).get("internal_error")]
+    seeds = [x for x in seeds if isinstance(x, int) and not isinstance(x, bool)]
+    if mode == "hidden" and seed is None and seeds:
+        old = collections.Counter(seeds).most_common(1)[0][0]
+        note += (f", with a new seed: the hidden tests' inputs change for everyone; to keep the seed they were "
+                 f"graded with, stop (Ctrl-C) and rerun with --seed {old} (or --resume)")
+    return note

@@ -1,0 +1,266 @@
+"""The class roster: who should have handed in, matched with the submissions graded.
+
+What it is for: `hwcheck grade ... --roster roster.csv`. `read_roster(path)` reads a CSV
+(UTF-8, with or without a byte order mark; a Canvas gradebook export, a Moodle grading
+worksheet, a GitHub Classroom roster or a plain `name,student_id,email` file) into rows
+{name, student_id, email, canvas_user_id, sis_user_id, sis_login_id, section,
+moodle_participant}; `match_roster(people, rows)` matches each submission's identity
+(`checker.records.lms`) to a row by id, then e-mail, then name, everything NFC-normalised and
+case-folded (a name also as letters only, and as "lastfirst", which is how Canvas writes
+it in file names), and returns the identities with the roster's name and ids filled in,
+plus the report: the students with no submission, the submissions that match no one, and
+those that matched a row another submission matched too (a row goes to the one submission
+that matches it exactly, or else to none of them: never first-come).
+
+`canvas_columns(path)` lists the assignment columns of a roster that is Canvas's gradebook
+export (Gradebook > Export: `Student, ID, SIS User ID, SIS Login ID, Section`, then one
+column per assignment titled `Name (assignment id)`, then totals such as `Current Score`
+that carry no id); `canvas_column(columns, spec)` picks the one column canvas.csv should
+update (`checker.records.exports`), or none: never a guess between several.
+
+What it is not: a reader of the LMS's folder layout (`checker.records.lms`) or a gradebook writer.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import unicodedata
+
+from checker.errors import HwcheckError
+
+__all__ = ["read_roster", "match_roster", "roster_lines", "name_keys", "canvas_columns", "canvas_column"]
+
+# header (case-folded, spaces squeezed) -> field
+_FIELDS = {
+    "name": "name", "student": "name", "full name": "name", "student name": "name", "fullname": "name",
+    "first name": "first", "firstname": "first", "given name": "first",
+    "last name": "last", "lastname": "last", "surname": "last", "family name": "last",
+    "student_id": "student_id", "student id": "student_id", "sid": "student_id", "id number": "student_id",
+    "matriculation number": "student_id", "identifier": "identifier", "github_username": "student_id",
+    "github username": "student_id", "username": "student_id", "login": "student_id",
+    "email": "email", "email address": "email", "e-mail": "email",
+    "id": "id", "sis user id": "sis_user_id", "sis login id": "sis_login_id", "section": "section",
+}
+
+
+def _norm(text):
+    return " ".join(unicodedata.normalize("NFC", str(text or "")).split())
+
+
+def _key(text):
+    return _norm(text).casefold()
+
+
+def _letters(text):
+    return "".join(ch for ch in _key(text) if ch.isalnum())
+
+
+def read_roster(path):
+    """The roster's rows (see the module docstring); a file with no name, id or e-mail column is an error."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            table = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError) as e:
+        raise HwcheckError(f"the roster {path} could not be read: {e}") from None
+    if not table:
+        raise HwcheckError(f"the roster {path} is empty")
+    header = [_FIELDS.get(_key(h)) for h in table[0]]
+    if not {"name", "first", "last", "student_id", "email", "identifier", "id"} & set(header):
+        raise HwcheckError(f"the roster {path} has none of the columns name, student_id, email "
+                           f"(its header: {', '.join(table[0][:8])})")
+    canvas = "sis_user_id" in header
+    rows = []
+    for cells in table[1:]:
+        raw = {}
+        for field, value in zip(header, cells):
+            if field and field not in raw:
+                raw[field] = _norm(value)
+        name = raw.get("name") or " ".join(x for x in (raw.get("first"), raw.get("last")) if x)
+        if not any(raw.values()) or _key(name) in ("points possible", "test student"):
+            continue  # Canvas's second row, and its test student
+        row = {"name": name, "student_id": raw.get("student_id", ""), "email": raw.get("email", "")}
+        if canvas:
+            row.update(canvas_user_id=raw.get("id", ""), sis_user_id=raw.get("sis_user_id", ""),
+                       sis_login_id=raw.get("sis_login_id", ""), section=raw.get("section", ""))
+            row["student_id"] = row["student_id"] or row["sis_user_id"] or row["canvas_user_id"]
+        elif raw.get("id"):
+            row["student_id"] = row["student_id"] or raw["id"]
+        m = re.match(r"^participant\s*(\d+)$", _key(raw.get("identifier", "")))
+        if m:
+            row["moodle_participant"] = m[1]
+        elif raw.get("identifier"):
+            row["student_id"] = row["student_id"] or raw["identifier"]
+        rows.append(row)
+    return rows
+
+
+_ASSIGNMENT_COLUMN = re.compile(r"^(.*\S)\s*\((\d+)\)$")
+
+
+def canvas_columns(path):
+    """[(title, points possible)] of the assignment columns of Canvas's gradebook export at `path`, in order;
+    None when the file is no Canvas gradebook export (its header lacks `SIS User ID` or `Section`)."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            table = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not table:
+        return None
+    header = [_key(h) for h in table[0]]
+    if "sis user id" not in header or "section" not in header:
+        return None
+    points = next((r for r in table[1:] if r and _key(r[0]) == "points possible"), [])
+    start = header.index("section") + 1  # Canvas's student columns end at Section
+    return [(_norm(table[0][i]), _norm(points[i]) if i < len(points) else "")
+            for i in range(start, len(header)) if _ASSIGNMENT_COLUMN.match(_norm(table[0][i]))]
+
+
+def canvas_column(columns, spec):
+    """(title, why) of the one column of `columns` (`canvas_columns`) canvas.csv should update: the only
+    assignment column, else the only one whose name (its `(id)` aside; letters and digits, case-folded) is the
+    assignment's id or its title; (None, why not) otherwise - several are never guessed between."""
+    if not columns:
+        return None, "it has no assignment column (`Name (id)`)"
+    if len(columns) == 1:
+        return columns[0][0], "its only assignment column"
+    names = {_letters(spec.get("id", "")), _letters(spec.get("title", ""))} - {""}
+    named = [c for c, _ in columns if _letters(_ASSIGNMENT_COLUMN.match(c)[1]) in names]
+    if len(named) == 1:
+        return named[0], f"its column named after {spec.get('id')}"
+    shown = ", ".join(f'"{c}"' for c, _ in columns[:8]) + (f" and {len(columns) - 8} more" if len(columns) > 8 else "")
+    return None, f"it has {len(columns)} assignment columns ({shown}) and hwcheck does not guess between them"
+
+
+def name_keys(name):
+    """A name's letters-only keys: as written, and last word first ("Jürgen Müller" -> "müllerjürgen")."""
+    keys = {_letters(name)}
+    if "," in name:  # "Müller, Jürgen"
+        last, _, first = name.partition(",")
+        keys.add(_letters(last + first))
+        keys.add(_letters(first + last))
+    words = _norm(name).split()
+    if len(words) > 1:
+        keys.add(_letters(words[-1] + "".join(words[:-1])))
+    keys.discard("")
+    return keys
+
+
+def _row_keys(row):
+    keys = {("id", _key(v)) for v in (row.get("student_id"), row.get("sis_user_id"), row.get("sis_login_id")) if v}
+    if row.get("canvas_user_id"):
+        keys.add(("canvas", row["canvas_user_id"]))
+    if row.get("moodle_participant"):
+        keys.add(("moodle", row["moodle_participant"]))
+    if row.get("email"):
+        keys.add(("email", _key(row["email"])))
+    keys |= {("name", k) for k in name_keys(row.get("name", ""))}
+    return keys
+
+
+def _person_keys(sid, person):
+    """The keys to look a submission up by, most trusted first: the LMS's own ids, student ids, e-mails, names.
+
+    Canvas's user id and Moodle's participant id are matched only with the same column of a roster
+    exported from that LMS (they are no student number)."""
+    keys = []
+    platform = person.get("platform")
+    if person.get("canvas_user_id"):
+        keys.append(("canvas", str(person["canvas_user_id"])))
+    if person.get("moodle_participant"):
+        keys.append(("moodle", str(person["moodle_participant"])))
+    if platform not in ("canvas", "moodle"):
+        keys += [("id", _key(v)) for v in str(person.get("student_id", "")).split("; ") if v]
+    if not person:  # a plain folder: the id may be a student number, a login or a name
+        keys.append(("id", _key(sid)))
+    keys += [("email", _key(e)) for e in str(person.get("email", "")).split("; ") if e]
+    names = [n for n in str(person.get("student", "")).split("; ") if n] or ([sid] if not person else [])
+    keys += [("name", k) for n in names for k in sorted(name_keys(n))]
+    return keys
+
+
+def _exact(sid, person, row, kind):
+    """Whether a submission's own value of the key's field is the roster's, as written (NFC, spaces squeezed)."""
+    if kind in ("canvas", "moodle"):
+        return True  # the LMS's own number
+    fields = {"id": ("student_id", "sis_user_id", "sis_login_id"), "email": ("email",), "name": ("name",)}[kind]
+    own = {"id": "student_id", "email": "email", "name": "student"}[kind]
+    mine = set(str(person.get(own, "")).split("; ")) | ({sid} if not person else set())
+    theirs = {_norm(row.get(f)) for f in fields}
+    return bool({_norm(x) for x in mine if x} & (theirs - {""}))
+
+
+def match_roster(people, rows):
+    """(people with the roster's data merged, report {matched, students, missing: [row], unmatched: [id],
+    ambiguous: [{id, row, with, given_to}]}).
+
+    people: {id: identity}. Each submission claims the row its most trusted key finds alone (a key two rows
+    share decides nothing). A row one submission claims is that submission's. A row several claim goes to
+    the one whose value is the roster's exactly (`jdoe` for the login `jdoe`, not `JDOE`), when exactly one
+    is; else to none of them: never first-come. The others are listed as ambiguous and get no row (so no
+    LMS id and no grade in an LMS export).
+    """
+    index = {}
+    for i, row in enumerate(rows):
+        for k in _row_keys(row):
+            index.setdefault(k, set()).add(i)
+    claims = {}
+    for sid in sorted(people):
+        for k in _person_keys(sid, people[sid]):
+            found = index.get(k, set())
+            if len(found) == 1:
+                i = next(iter(found))
+                claims.setdefault(i, []).append((sid, _exact(sid, people[sid], rows[i], k[0])))
+                break
+    owner, ambiguous = {}, []
+    for i, claimants in sorted(claims.items()):
+        exact = [sid for sid, is_exact in claimants if is_exact]
+        winner = claimants[0][0] if len(claimants) == 1 else exact[0] if len(exact) == 1 else None
+        if winner is not None:
+            owner[winner] = i
+        for sid, _ in claimants:
+            if sid != winner:
+                ambiguous.append({"id": sid, "row": rows[i].get("name") or rows[i].get("student_id") or "",
+                                  "with": [s for s, _ in claimants if s != sid], "given_to": winner})
+    merged, unmatched = {}, []
+    for sid in sorted(people):
+        person = dict(people[sid])
+        if sid not in owner:
+            unmatched.append(sid)
+            person["roster"] = "unmatched"
+        else:
+            row = rows[owner[sid]]
+            person.update({k: v for k, v in row.items() if v and k not in ("name",)})
+            person["student"] = row.get("name") or person.get("student", "")
+            person["roster"] = "matched"
+        merged[sid] = person
+    used = set(owner.values())
+    missing = [rows[i] for i in range(len(rows)) if i not in used]
+    return merged, {"matched": len(used), "students": len(rows), "missing": missing, "unmatched": unmatched,
+                    "ambiguous": ambiguous}
+
+
+def roster_lines(report, people):
+    """The TA's lines about the roster: how many matched, who has no submission, which submissions match no one."""
+    if not report:
+        return []
+    lines = [f"roster: {report['matched']} of {report['students']} students have a submission"]
+    for row in report["missing"]:
+        who = row.get("name") or row.get("email") or row.get("student_id")
+        extra = ", ".join(x for x in (row.get("student_id"), row.get("email")) if x and x != who)
+        lines.append(f"roster: no submission from {who}" + (f" ({extra})" if extra else ""))
+    ambiguous = {a.get("id"): a for a in report.get("ambiguous") or [] if isinstance(a, dict)}
+    for sid, a in sorted(ambiguous.items()):
+        given = (f"it went to {a['given_to']}, whose id is the roster's exactly" if a.get("given_to") else
+                 "it went to none of them, as none is the roster's exactly")
+        lines.append(f"roster: submission {sid} matches the roster's {a.get('row')} as "
+                     f"{', '.join(map(str, a.get('with') or []))} does: {given}; {sid} gets no row (and no grade in "
+                     f"an LMS export)")
+    for sid in report["unmatched"]:
+        if sid in ambiguous:
+            continue
+        who = (people.get(sid) or {}).get("student")
+        lines.append(f"roster: submission {sid}" + (f" ({who})" if who and who != sid else "")
+                     + " matches no student of the roster")
+    return lines

@@ -1,0 +1,188 @@
+"""Grade a folder in slices where no scheduler is wanted, and merge the slices' output folders.
+
+What it is for: `hwcheck grade DIR ... --shard I/N` (a GitHub Actions
+matrix, a SLURM array: each job grades one slice into its own OUTDIR) and
+`hwcheck merge OUT1 OUT2 ... -o OUT` (one output folder and gradebook).
+
+- `shard_entries(entries, i, n)`: the I-th of N deterministic slices of a
+  folder's submissions (round robin over the ids in sorted order: every job
+  that lists the same folder gets the same slices, of sizes that differ by
+  at most one). Every shard must use the same seed; `check_shard_seed` says
+  so when hidden tests would draw a random one per job.
+- `write_shard_info(outdir, ...)`: OUTDIR/shard.json, which slice of which
+  folder this is, so that `merge` can name missing or foreign shards.
+- `merge(sources, dest)`: copies the scorecards, Gradescope files and raw
+  reports into `dest` (atomically, the scorecard last) and writes grades.csv,
+  answers.csv and manual.csv there as a batch would; it refuses folders of
+  mixed assignments, seeds, modes, grading tests or hwcheck versions, and a
+  submission graded in two of them. It reads of each folder only what
+  hwcheck recorded writing there (`checker.records.owned`: a shard graded under
+  another account or machine needs the same key, `HWCHECK_KEY`), and a
+  scorecard whose id is no plain file name (`../x`) is left out with a note:
+  nothing is written outside `dest`.
+
+What it is not: grading (`checker.records.batch`), or a scheduler (`checker.platforms.cluster`
+uses Dask for that).
+"""
+
+import hashlib
+import os
+
+from checker._version import __version__
+
+from checker.records import owned
+from checker.errors import HwcheckError
+
+__all__ = ["SHARD_FILE", "parse_shard", "shard_entries", "check_shard_seed", "write_shard_info", "merge",
+           "MergeResult"]
+
+SHARD_FILE = "shard.json"
+
+
+def parse_shard(text):
+    """'2/4' -> (2, 4); a ValueError saying the form otherwise."""
+    i, sep, n = str(text).partition("/")
+    if sep and i.strip().isdigit() and n.strip().isdigit():
+        i, n = int(i), int(n)
+        if 1 <= i <= n:
+            return i, n
+    raise ValueError(f"{text!r}: --shard takes I/N with 1 <= I <= N, e.g. --shard 2/4")
+
+
+def _folder_key(entries):
+    return hashlib.sha256("\0".join(sid for sid, _ in sorted(entries)).encode("utf-8", "surrogateescape")
+                          ).hexdigest()
+
+
+def shard_entries(entries, index, count):
+    """The entries of slice `index` (1-based) of `count`: every count-th id in sorted order."""
+    return sorted(entries)[index - 1::count]
+
+
+def check_shard_seed(public, seed):
+    """Hidden tests with no --seed would draw one seed per job: shards of one class need the same one."""
+    if not public and seed is None:
+        raise HwcheckError("--shard needs --seed in hidden mode, the same for every shard (each job would "
+                           "otherwise draw its own, and students would get different inputs), e.g. --seed 20260")
+
+
+def write_shard_info(outdir, index, count, all_entries, batch):
+    """OUTDIR/shard.json: this slice, the folder it was cut from, and how it was graded."""
+    owned.write_json(outdir, SHARD_FILE, {
+        "hwcheck_shard": 1, "index": index, "count": count, "folder": _folder_key(all_entries),
+        "submissions": len(all_entries), "assignment": batch.assignment, "seed": batch.seed,
+        "version": __version__}, kind="shard")
+
+
+class MergeResult:
+    def __init__(self, dest, assignment):
+        self.dest, self.assignment = dest, assignment
+        self.cards = 0
+        self.notes = []
+        self.missing = []  # "I/N" of the shards not merged
+        self.gradebook = None
+
+
+def _grading_of(card):
+    g = card.get("grader") or {}
+    return {"hwcheck version": g.get("version"), "mode": g.get("mode"), "seed": g.get("seed"),
+            "grading tests (spec_sha256)": g.get("spec_sha256")}
+
+
+def merge(sources, dest):
+    """Merge the output folders `sources` into `dest`; return a MergeResult. Raises HwcheckError on a mix."""
+    from checker.records import outfolder
+    from checker.records.outputs import Gradebook
+    from checker.spec import load_spec
+
+    if not sources:
+        raise HwcheckError("merge needs at least one output folder")
+    dest_real = os.path.realpath(dest)
+    found = {}  # id -> (source, card)
+    assignment, grading, first = None, None, None
+    infos = []
+    skipped = []
+    for src in sources:
+        if not os.path.isdir(src):
+            raise HwcheckError(f"{src} is not a folder")
+        if os.path.realpath(src) == dest_real:
+            raise HwcheckError(f"{src} is the output folder itself: merge into a new folder")
+        cards = list(outfolder.scorecards_in(src))
+        if not cards:
+            raise HwcheckError(f"{src} holds no scorecards that hwcheck wrote (is it an output folder of `hwcheck "
+                               f"grade`, graded under this account? Shards graded elsewhere need the same "
+                               f"HWCHECK_KEY in every job and here)")
+        info = owned.read_json(src, SHARD_FILE, "shard")
+        if isinstance(info, dict) and info.get("hwcheck_shard") == 1:
+            infos.append((src, info))
+        for card in cards:
+            try:
+                outfolder.scorecard_name(card["submission"].get("id"))
+            except ValueError:
+                skipped.append(f"{src}: a scorecard of id {str(card['submission'].get('id'))!r}, which is no plain "
+                               f"file name, was left out")
+                continue
+            if assignment is None:
+                assignment, first = card["assignment"], src
+            if card["assignment"] != assignment:
+                raise HwcheckError(f"{src} holds scorecards of {card['assignment']}, {first} of {assignment}: "
+                                   f"merge one assignment at a time")
+            how = _grading_of(card)
+            if grading is None:
+                grading = how
+            for what, value in how.items():
+                if value != grading[what] and not (what == "seed" and (card.get("grader") or {}).get("internal_error")
+                                                   and value is None):
+                    raise HwcheckError(f"{src} was graded with {what} {value}, {first} with {grading[what]}: "
+                                       f"shards of one batch must be graded alike (regrade one with the other's "
+                                       f"--seed and the same hwcheck)")
+            sid = str(card["submission"].get("id"))
+            if sid in found:
+                raise HwcheckError(f"{sid} is graded in both {found[sid][0]} and {src}: do the shards overlap "
+                                   f"(the same --shard twice, or two different folders)?")
+            found[sid] = (src, card)
+    if infos:
+        counts = {info.get("count") for _, info in infos}
+        folders = {info.get("folder") for _, info in infos}
+        if len(counts) > 1 or len(folders) > 1:
+            raise HwcheckError("these shards were cut from different folders or into different numbers of "
+                               "slices: " + ", ".join(f"{s} ({i.get('index')}/{i.get('count')})" for s, i in infos))
+    others = outfolder.other_assignments(dest, assignment) if os.path.isdir(dest) else {}
+    if others:
+        raise HwcheckError(f"{dest} already holds scorecards of {', '.join(sorted(others))}: choose another folder")
+    os.makedirs(dest, exist_ok=True)
+    lock = outfolder.lock_outdir(dest)
+    try:
+        for card in outfolder.collect_scorecards(dest, assignment):
+            sid = str(card["submission"].get("id"))
+            if sid not in found and _grading_of(card) != grading:
+                raise HwcheckError(f"{dest} already holds {sid}, graded otherwise ({_grading_of(card)}): "
+                                   f"merge into a new folder")
+        result = MergeResult(dest, assignment)
+        result.notes += skipped
+        for sid, (src, card) in sorted(found.items()):
+            raw = owned.read_bytes(src, outfolder.raw_name(sid), "raw")
+            if raw is not None:
+                owned.write_text(dest, outfolder.raw_name(sid), raw.decode("utf-8", "surrogateescape"), kind="raw",
+                                 sid=sid, encoding="utf-8")
+            results = outfolder.read_results(src, sid)
+            if isinstance(results, dict):
+                outfolder.write_results(dest, sid, results)
+            owned.write_json(dest, outfolder.scorecard_name(sid), card, kind="scorecard", sid=sid)  # last: done
+            result.cards += 1
+        if infos:
+            count = infos[0][1].get("count")
+            have = {info.get("index") for _, info in infos}
+            missing = [i for i in range(1, (count or 0) + 1) if i not in have]
+            result.missing = [f"{i}/{count}" for i in missing]
+            if missing:
+                result.notes.append(f"shards {', '.join(f'{i}/{count}' for i in missing)} are missing: their "
+                                    f"submissions are not in {dest}")
+        spec = load_spec(assignment)
+        book = Gradebook(dest, spec, outfolder.collect_scorecards(dest, assignment), list(found))
+        book.ensure_manual()
+        result.gradebook = book.write(final=True)
+        result.notes += book.problems
+        return result
+    finally:
+        os.close(lock)

@@ -1,0 +1,200 @@
+"""Carried-forward credit: one mistake of a student's function charged once (trusted side).
+
+What it is for: a graded function B of a later question that calls another graded function A of the
+student's (Q3's multi_head_attention built from Q2's self_attention, one call a head) should not lose
+points again for A's mistake. Where A lost points in its own question in this run, B's failing answer
+also passes when it equals what the student's own A gives, composed the way the handout specifies B to
+use it; the passing test carries a note naming A ("right with your own self_attention, which is wrong:
+counted in Q2 only"). B's own mistakes still fail: the composition is the right one, only A is theirs.
+
+The answers of A used for that are never taken from the worker that has just run B (a function that
+keeps a counter or a flag, or reads its stack, could answer the "right" value there only after a stub
+B ran). They come from a fresh worker of the same submission that is only ever asked A, each input asked
+twice, with a varied input (one whose right answer differs) and up to four of the inputs A was given in
+its own question's tests, in an order the student's code cannot predict. Credit is refused, with the
+reason told, unless A answers as a function of its arguments would: the same inputs, the same answer,
+now and in its own question; and an answer that changes when the inputs do. A degenerate composition
+(NaN, all zeros) earns nothing.
+
+Use from a grading test module (docs/authoring.md, "Carried-forward credit"):
+  * `judged(sub, A, args, got, check)` around the value check of each test of A in its own question:
+    it remembers the arguments and answer, and whether the check failed (only then is anything carried);
+  * `close_carried(sub, close, note, failure, got, name=B, by=A, question=..., compose=..., vary=...)`
+    when B's own check failed with `failure`: `compose(ask)` builds B's expected value from
+    `ask([args, ...])`, A's answers to those arguments; `vary(args)` gives other arguments to A;
+  * `close_workers()` at the end of the module (a module-scoped fixture), `set_seed(seed)` at its start.
+
+What it is not: a judge of values (the test's `close` decides) or a runner of student code (the fresh
+worker is a `checker.running.sandbox.SubmissionHandle`). It holds no knowledge of any assignment.
+"""
+
+import os
+import random
+import weakref
+
+import numpy as np
+
+from checker.errors import GradingFailure, StudentError
+
+__all__ = ["OWN_FUNCTION", "NOT_CARRIED", "judged", "lost_points", "answers", "close_carried", "close_workers",
+           "set_seed"]
+
+OWN_FUNCTION = ("right with your own {by}, which is wrong: counted in {question} only "
+                "(fix {by} and {name} follows)")
+NOT_CARRIED = "\n(Your {by} was not used to excuse this answer: {why}.)"
+
+KEPT = 8   # answers of A kept from its own question's tests
+ASKED_AGAIN = 4  # of which this many are asked again of the fresh worker
+
+
+class _State:
+    """One function A of one submission: `failed` (a test of A's own question failed in this run), `own`
+    [(args, answer)] A gave in those tests, `worker` (the fresh worker that only answers A), `refused`
+    (why A's answers excuse nothing, once found), `asks` (how many batches were asked, for the order)."""
+
+    def __init__(self):
+        self.failed, self.own, self.worker, self.refused, self.asks = False, [], None, None, 0
+
+
+_STATES = weakref.WeakKeyDictionary()  # sub -> {name: _State}
+_UNREF = {}  # a handle that cannot be weakly referenced: its own states, for this process
+_SEED = {"seed": None}
+
+
+def set_seed(seed):
+    """The run's seed: the order of the asks follows it (a regrade asks in the same order); never sent to a
+    worker. None: an order from os.urandom."""
+    _SEED["seed"] = seed
+
+
+def _state(sub, name):
+    try:
+        states = _STATES.setdefault(sub, {})
+    except TypeError:
+        states = _UNREF.setdefault(id(sub), {})
+    return states.setdefault(name, _State())
+
+
+def _plain(value, name):
+    from checker.judging.compare import as_plain_array
+    try:
+        a = as_plain_array(value, name)
+    except (GradingFailure, TypeError, ValueError):
+        return None
+    return a.astype(np.float64) if a.dtype.kind in "fiu" else None
+
+
+def _copy(args):
+    return tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
+
+
+def judged(sub, name, args, got, check):
+    """Run `check()`, the value check of a test of `name` in its own question, remembering the arguments
+    sent, the answer, and whether the check failed (GradingFailure, raised again)."""
+    state = _state(sub, name)
+    answer = _plain(got, name)
+    if answer is not None and len(state.own) < KEPT:
+        state.own.append((_copy(args), answer))
+    try:
+        check()
+    except GradingFailure:
+        state.failed = True
+        raise
+
+
+def lost_points(sub, name):
+    """Whether a test of `name` in its own question failed in this run."""
+    return _state(sub, name).failed
+
+
+def _worker(sub, name):
+    state = _state(sub, name)
+    if state.worker is None:
+        from checker.running.sandbox import SubmissionHandle
+        handle = SubmissionHandle(sub.path, sub.zygote, sub.limits, sub.secrets, f"{sub.id}-{name}")
+        weakref.finalize(sub, handle.close)
+        state.worker = handle
+        handle.load()
+    return state.worker
+
+
+def close_workers():
+    """End every fresh worker this module started (at the end of the grading tests' module)."""
+    for states in list(_STATES.values()) + list(_UNREF.values()):
+        for state in states.values():
+            if state.worker is not None:
+                state.worker.close()
+                state.worker = None
+    _UNREF.clear()
+
+
+def _same(a, b):
+    return a is not None and b is not None and a.shape == b.shape and np.allclose(a, b, rtol=1e-12, atol=0,
+                                                                                     equal_nan=True)
+
+
+def _equal_args(a, b):
+    return len(a) == len(b) and all(np.array_equal(x, y) if isinstance(x, np.ndarray) or isinstance(y, np.ndarray)
+                                    else x == y for x, y in zip(a, b))
+
+
+def answers(sub, name, calls, vary):
+    """The student's `name` of each argument tuple of `calls`, as the fresh worker answers them (float64
+    arrays). GradingFailure (with the reason, kept: later asks are refused at once) where the answers are
+    not those of a function of its arguments (see the module's docstring)."""
+    state = _state(sub, name)
+    if state.refused:
+        raise GradingFailure(state.refused)
+    calls = [tuple(c) for c in calls]
+    asks = [("s", i, c) for i, c in enumerate(calls)] * 2
+    asks += [("v", i, tuple(vary(c))) for i, c in enumerate(calls)]
+    asks += [("q", i, args) for i, (args, _) in enumerate(state.own[:ASKED_AGAIN])]
+    seed = _SEED["seed"]
+    order = os.urandom(8) if seed is None else f"{seed}:{getattr(sub, 'id', '')}:{name}:{state.asks}"
+    state.asks += 1
+    random.Random(order).shuffle(asks)  # an order the student's code cannot predict
+    worker, got = _worker(sub, name), {}
+    for kind, i, args in asks:
+        try:
+            value = _plain(worker.call(name, *args), name)
+        except (GradingFailure, StudentError):
+            value = None
+        got.setdefault((kind, i), []).append(value)
+    whys = []  # the first reason found is told
+    for i, args in enumerate(calls):
+        first, again = got[("s", i)]
+        if first is None:
+            whys.append("it gave no answer of numbers to the inputs asked")
+        elif not _same(first, again):
+            whys.append("it gave two different answers to the same inputs")
+        elif not _equal_args(args, tuple(vary(args))) and _same(first, got[("v", i)][0]):
+            whys.append("its answer did not change when its inputs did")
+    for i, (args, answer) in enumerate(state.own[:ASKED_AGAIN]):
+        if not _same(got[("q", i)][0], answer):
+            whys.append("it answered inputs of its own question's tests otherwise than it did in those tests")
+    if whys:
+        why = whys[0]
+        state.refused = why
+        raise GradingFailure(why)
+    return [got[("s", i)][0] for i in range(len(calls))]
+
+
+def close_carried(sub, close, note, failure, got, *, name, by, question, compose, vary, dtype=None):
+    """After B's (`name`) own check failed with `failure`: pass with a note when A (`by`) lost points in
+    its own `question` in this run and `got` equals `compose(ask)`, B's value built from A's answers
+    (`ask(calls)`, from the fresh worker); else raise `failure` again (with the reason where A's answers
+    were refused)."""
+    if not lost_points(sub, by):
+        raise failure
+    try:
+        carried = compose(lambda calls: answers(sub, by, calls, vary))
+        carried = np.asarray(carried, dtype=np.float64)
+        if not (np.isfinite(carried).all() and np.any(carried)):
+            raise failure from None
+        close(got, carried, what="", dtype=dtype)
+    except GradingFailure as e:
+        refused = _state(sub, by).refused
+        if e is not failure and refused and e.message == refused:
+            raise failure.retold(failure.message + NOT_CARRIED.format(by=by, why=refused)) from None
+        raise failure from None
+    note(OWN_FUNCTION.format(by=by, question=question, name=name))

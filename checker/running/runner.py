@@ -1,0 +1,321 @@
+"""Grade one submission: load it in a worker, run the assignment's tests, build the scorecard.
+
+What it is for: the library function behind `hwcheck check` and each
+submission of `hwcheck grade`. A `Grader` owns the warm zygote and runs
+pytest in-process (torch and the grading tests are imported once per
+process, not once per submission), with the plugin and pytest-json-report's
+plugin object (the report stays in memory).
+
+What it is not: a batch scheduler (`batch`) or a CLI (`cli`).
+"""
+
+import contextlib
+import importlib.util
+import io
+import os
+import platform
+import secrets
+import subprocess
+import shutil
+import sys
+import tempfile
+import time
+
+import pytest
+
+from checker._version import __version__
+from checker.errors import HwcheckError
+from checker.running.freetext import find_answers
+from checker.worker.sources import list_units
+from checker.running.plugin import HwcheckPlugin
+from checker.running.ref_cache import RefCache
+from checker.running.sandbox import Limits, SubmissionHandle
+from checker.running.submission_files import file_source, secret_paths, sha256_of
+from checker.running.zygote_client import Zygote
+from checker.judging.scorecard import build_scorecard
+from checker.spec import assignment_ids, infer_assignment, load_spec, spec_sha256, grading_test_files, tests_path
+
+__all__ = ["Grader", "environment", "submission_id", "skipped_in_load"]
+
+PYTEST_ARGS = ["-q", "--tb=no", "-s", "-p", "no:logging", "-p", "no:warnings", "-p", "no:stepwise", "-p", "no:cacheprovider", "-p", "no:benchmark",
+               "-p", "no:randomly", "-p", "no:xdist", "-p", "no:hypothesispytest",
+               "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:doctest", "-p", "no:pastebin",
+               "-p", "no:junitxml", "-p", "no:faulthandler", "-p", "no:metadata", "-p", "no:unittest",
+               "-p", "no:python_path", "-p", "no:setuponly", "-p", "no:setupplan", "--json-report-file=none",
+               "--json-report-omit=collectors,keywords,log,streams,warnings"]
+
+
+def submission_id(path):
+    """The id of a submission: its file name without the extension (a folder's name), always valid
+    Unicode: bytes of a name that are not UTF-8 (a Windows zip's cp1252 `café`) are shown as `\\xe9`, so
+    the id can be written to CSV, JSON and a terminal (the path itself still opens the file)."""
+    base = os.path.basename(os.path.abspath(path).rstrip("/"))
+    base = os.fsencode(base).decode("utf-8", "backslashreplace")
+    return os.path.splitext(base)[0] if os.path.isfile(path) else base
+
+
+def cuda_names():
+    """The GPUs' names from nvidia-smi (never initialises CUDA here: forked graders may need it), or None."""
+    global _CUDA_NAMES
+    if _CUDA_NAMES is False:
+        names = None
+        if shutil.which("nvidia-smi") and os.environ.get("CUDA_VISIBLE_DEVICES", "x") != "":
+            try:
+                out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                                     capture_output=True, text=True, timeout=20, check=False).stdout
+                names = [line.strip() for line in out.splitlines() if line.strip()] or None
+            except (OSError, subprocess.SubprocessError):
+                names = None
+        _CUDA_NAMES = names
+    return _CUDA_NAMES
+
+
+_CUDA_NAMES = False
+
+
+def environment():
+    """Versions of the grading side, read without importing torch, and the GPUs present."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def ver(pkg):
+        try:
+            return version(pkg)
+        except PackageNotFoundError:
+            return None
+    return {"python": platform.python_version(), "torch": ver("torch"), "numpy": ver("numpy"),
+            "platform": platform.platform(), "cuda": cuda_names()}
+
+
+KIT_HAS_NO_HIDDEN = ("this is the student kit: it has neither the hidden tests nor the reference "
+                     "solutions, so it cannot grade in hidden mode; grade with the full hwcheck, "
+                     "or add --public")
+
+
+def is_student_kit(spec):
+    """True when this hwcheck is the student kit for `spec` (recorded answers, no reference)."""
+    try:
+        return _replay_for(spec) is not None
+    except HwcheckError:
+        return False
+
+
+def _replay_for(spec):
+    """The recorded reference answers when this is a student kit (no reference package), else None."""
+    try:
+        if importlib.util.find_spec(spec["reference"]) is not None:
+            return None
+    except ModuleNotFoundError:
+        pass
+    from checker.running.recorded import load_recording
+    recording = load_recording(spec)
+    if recording is None:
+        raise HwcheckError(f"neither the reference solutions ({spec['reference']}) nor their recorded answers "
+                           f"are installed: this hwcheck cannot check {spec['id']}")
+    return recording
+
+
+def _status(handle, spec):
+    """graded, or why not: the worker's own verdict, else load_failed when nothing of the assignment loaded."""
+    if handle.status != "graded":
+        return handle.status
+    wanted = {n for q in spec["questions"] for n in q["names"]}
+    if not handle.load_ok or (wanted and not wanted & set(handle.names)):
+        # nothing loaded because a statement ran out of time (a top-level loop): say timeout, as a TA expects
+        stopped = any(m.get("kind") == "timeout" for m in handle.load_messages)
+        return "timeout" if stopped else "load_failed"
+    return "graded"
+
+
+def _answer_source(path, secrets):
+    """Where written answers are read: a file submission that is a link is read where it points (as it is
+    graded), unless that is inside a secret path; links inside a folder submission are never followed."""
+    if os.path.islink(path) and os.path.isfile(path):
+        return file_source(path, secrets) or path  # (find_answers never follows the link itself)
+    return path
+
+
+def nothing_defined(path, names, spec):
+    """The load message of a submission that ran cleanly but defines none of the assignment's names."""
+    wanted = [n for q in spec["questions"] for n in q["names"]]
+    shown = os.path.basename(os.path.normpath(path))
+    own = [n for n in names if not n.startswith("_")]
+    asked = ", ".join(f"`{n}`" for n in wanted[:5]) + (", ..." if len(wanted) > 5 else "")
+    if os.path.isdir(path) and not list_units(path):
+        return (f"the folder {shown} holds no .py or .ipynb file (a submission is such a file, or a folder "
+                f"of them); {spec['id']} asks for {asked}.")
+    if not own:
+        return (f"{shown} defines nothing: it is empty or holds no code. Did you save your work before "
+                f"handing it in (Jupyter: File > Save; Colab: File > Download > .ipynb)? "
+                f"{spec['id']} asks for {asked}.")
+    mine = ", ".join(f"`{n}`" for n in own[:6]) + (", ..." if len(own) > 6 else "")
+    return (f"{shown} defines none of the names {spec['id']} asks for ({asked}); it defines {mine}. "
+            f"Is this the right file, and the right assignment?")
+
+
+_SKIPPING = ("syntax_error", "exit", "timeout", "training", "crash")  # the loader's kinds that leave code out
+
+
+def skipped_in_load(messages):
+    """The first line of each load message that left some of the student's code out (for grades.csv's note)."""
+    out = []
+    for m in messages:
+        if m.get("kind") in _SKIPPING:
+            line = str(m.get("text", "")).split("\n", 1)[0].strip()
+            out.append(line[:160] + ("..." if len(line) > 160 else ""))
+    return out
+
+
+def _loosest_limits(timeout=None):
+    """Limits for loading before the assignment is known: the most generous of every assignment's, so
+    that inferring the assignment never makes `check` stricter than `check -a` or `grade`."""
+    specs = [Limits.from_spec(load_spec(aid), timeout) for aid in assignment_ids()]
+    fields = ("call_s", "submission_s", "cell_s", "memory_mb", "reply_mb")
+    return Limits(**{f: max(getattr(lim, f) for lim in specs) for f in fields})
+
+
+class Grader:
+    """Grades submissions one after another with one warm zygote."""
+
+    def __init__(self, *, mode="public", seed=None, devices=("cpu", "cuda"), timeout=None,
+                 extra_secrets=(), zygote=None, keep_raw=False, warm_meta=False, pytest_args=(), ref_cache=True):
+        # the zygote first: it imports torch in the background while this process goes on (checker.running.zygote_client)
+        self._own_zygote = zygote is None
+        self.zygote = zygote or Zygote(warm_meta=warm_meta)
+        self.mode = mode
+        self.seed = seed if seed is not None else (1234 if mode == "public" else secrets.randbits(31))
+        self.devices = devices
+        self.timeout = timeout
+        self.keep_raw = keep_raw
+        self.pytest_args = list(pytest_args)  # e.g. ["-k", "patchify"] to run a subset (benchmarks, debugging)
+        self.record = None  # a dict to record the reference's answers into (checker.platforms.kit)
+        # the reference's answers to this grader's inputs, kept from one submission to the next (checker.running.ref_cache)
+        self.ref_cache = RefCache() if ref_cache else None
+        self.secrets = secret_paths(extra_secrets)
+        self._scratch = None  # a temp dir to remove at close(), only when the user's cache is unusable
+        try:  # hypothesis would otherwise write .hypothesis/ into the user's current directory
+            from hypothesis.configuration import set_hypothesis_home_dir
+            home = self._hypothesis_home()
+            set_hypothesis_home_dir(home)
+            self.secrets = sorted({*self.secrets, os.path.realpath(home)})  # it caches the tests' constants
+        except ImportError:
+            pass
+
+    def _hypothesis_home(self):
+        """Where hypothesis keeps its cache (the grading tests use no example database): one folder
+        in the user's cache, reused by every run, so a grader killed with SIGKILL leaves nothing new
+        behind in /tmp; a temp dir removed at close() where that cache cannot be written."""
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        home = os.path.join(cache, "hwcheck", "hypothesis")
+        try:
+            os.makedirs(home, mode=0o700, exist_ok=True)
+            if os.access(home, os.W_OK):
+                return home
+        except OSError:
+            pass
+        self._scratch = tempfile.mkdtemp(prefix="hwcheck-grader-")
+        return os.path.join(self._scratch, ".hypothesis")
+
+    def close(self):
+        if self._own_zygote:
+            self.zygote.close()
+        if self._scratch:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def open(self, path, assignment=None):
+        """Load a submission; return (handle, assignment id, note about inference or None)."""
+        spec = load_spec(assignment) if assignment else None
+        limits = Limits.from_spec(spec, self.timeout) if spec else _loosest_limits(self.timeout)
+        handle = SubmissionHandle(path, self.zygote, limits, secrets=self.secrets, sub_id=submission_id(path))
+        # written answers are read before any student code runs, so that code cannot change what is read
+        manual = {q["id"]: q.get("prompt") for a in ([assignment] if assignment else assignment_ids())
+                  for q in load_spec(a)["questions"] if q["manual"]}
+        handle.answer_notes = []  # what the answer finder left unread (a cap reached): told, never graded
+        handle.answers = find_answers(_answer_source(path, self.secrets), manual, notes=handle.answer_notes)
+        handle.load()
+        note = None
+        if assignment is None:
+            assignment, share = infer_assignment(handle.names)
+            if assignment is None:
+                handle.close()
+                why = [m["text"] for m in handle.load_messages if m.get("kind") in ("unreadable", "crash")][:3]
+                empty = os.path.isdir(path) and not list_units(path)
+                raise HwcheckError(
+                    (f"{os.path.basename(os.path.normpath(path))} holds no .py or .ipynb file: give hwcheck your "
+                     f"homework file, or the folder that holds it." if empty else
+                     "could not tell which assignment this is: it defines none of the names of any assignment. "
+                     f"Name it with -a ({', '.join(assignment_ids())}).")
+                                   + "".join(f"\nLoading it said: {w}" for w in why))
+            note = f"assignment inferred from the names defined: {assignment} ({share:.0%} of its names found)"
+            handle.limits = Limits.from_spec(load_spec(assignment), self.timeout)
+        return handle, assignment, note
+
+    def grade(self, path, assignment=None):
+        """Grade one submission; return its scorecard (never raises for student problems)."""
+        t0 = time.perf_counter()
+        handle, assignment, note = self.open(path, assignment)
+        try:
+            return self._grade_loaded(handle, assignment, note, t0)
+        finally:
+            handle.close()
+
+    def _grade_loaded(self, handle, assignment, note, t0):
+        spec = load_spec(assignment)
+        replay = _replay_for(spec)
+        if replay is not None and self.mode == "hidden":
+            raise HwcheckError(KIT_HAS_NO_HIDDEN)
+        plugin = HwcheckPlugin(handle, spec, mode=self.mode, seed=self.seed, devices=self.devices,
+                               record=self.record, replay=replay, ref_cache=self.ref_cache,
+                               spec_sha256=spec_sha256(assignment))
+        from pytest_jsonreport.plugin import JSONReport
+        report_plugin = JSONReport()
+        args = [*grading_test_files(spec), *PYTEST_ARGS, "--rootdir", tests_path(spec), *self.pytest_args]
+        sink = io.StringIO()
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            exit_code = pytest.main(args, plugins=[plugin, report_plugin])
+        report = report_plugin.report or {"tests": []}
+        if plugin.problems or exit_code not in (0, 1, 5):  # 5: every test deselected
+            raise HwcheckError(f"the grading tests of {assignment} did not run (pytest exit {exit_code}): "
+                               + "; ".join(plugin.problems) + sink.getvalue()[-2000:])
+        load = handle.load_report()
+        messages = ([note] if note else []) + load["messages"] + getattr(handle, "answer_notes", [])[:10]
+        status = _status(handle, spec)
+        if status == "load_failed" and load["ok"]:  # it ran without an error, and defined nothing asked for
+            messages.append(nothing_defined(handle.path, handle.names, spec))
+            load["ok"] = False
+        scorecard = build_scorecard(
+            report, spec,
+            submission={"id": handle.id, "path": handle.path, "sha256": sha256_of(handle.path)},
+            load={"ok": load["ok"], "messages": messages, "skipped": skipped_in_load(handle.load_messages)},
+            environment=environment(),
+            grader={"version": __version__, "mode": self.mode, "spec_sha256": spec_sha256(assignment),
+                    "seed": self.seed, "isolation": load["isolation"],
+                    **({"student_kit": True} if replay is not None else {})},
+            duration_s=time.perf_counter() - t0, status=status,
+            answers={q["id"]: getattr(handle, "answers", {}).get(q["id"])
+                     for q in spec["questions"] if q["manual"]})
+        counts = plugin.hidden_counts
+        if replay is not None:  # the student kit: the full package's counts, recorded with the answers
+            from checker.running.recorded import HIDDEN_COUNTS
+            counts = replay.get(HIDDEN_COUNTS) or counts
+        for q in scorecard["questions"]:
+            if self.mode == "public" or replay is not None:
+                # the hidden items pytest set aside (or the full package's, recorded): a name in the spec's
+                # hidden_tests that is no test is no hidden test (`hwcheck validate` names it)
+                q["hidden_tests"] = counts.get(q["id"], 0)
+            else:
+                q["hidden_tests"] = counts.get(q["id"], q.get("hidden_tests", 0))
+        if self.keep_raw:
+            scorecard["_raw_report"] = report
+        return scorecard
+
+
+if __name__ == "__main__":  # pragma: no cover - a quick manual check
+    with Grader() as g:
+        import json
+        print(json.dumps(g.grade(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None), indent=1))

@@ -1,0 +1,169 @@
+"""A submission's files on the trusted side: what a worker gets, what it never sees.
+
+What it is for: the secret trees no worker may read (`secret_paths`); a
+submission's hash (`sha256_of`); following a linked file submission unless
+it points at a secret (`file_source`); and copying a submission into a
+worker's private dir without following links out of it, leaving out the
+shipped starter beside the student's own file (`copy_submission`).
+
+What it is not: a wall. The worker's namespaces and Landlock enforce what it
+may read; this decides what is put in front of it.
+"""
+
+import hashlib
+import importlib.util
+import os
+import shutil
+
+__all__ = ["secret_paths", "sha256_of", "file_source", "copy_submission"]
+
+
+def secret_paths(extra=()):
+    """Trees a worker must not read: the reference solutions, the grading tests, plus `extra`."""
+    out = []
+    for pkg in ("assignments",):
+        spec = importlib.util.find_spec(pkg)
+        if spec and spec.submodule_search_locations:
+            out.extend(os.path.realpath(p) for p in spec.submodule_search_locations)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # checker/running/..
+    for sub in ("tests", "reference", "submissions", "bench", ".git"):  # reference/, submissions/: links into assignments/
+        if os.path.isdir(os.path.join(root, sub)):
+            out.append(os.path.join(root, sub))
+    out.extend(_assignment_secrets())
+    out.extend(os.path.realpath(p) for p in extra if p)
+    return sorted(set(out))
+
+
+def _assignment_secrets():
+    """Every assignment folder found (a course's own, from HWCHECK_ASSIGNMENTS or an entry point, as well as
+    the built-in ones) and the file of each one's reference solutions, wherever it lies."""
+    from checker.errors import SpecError
+    from checker.spec import assignment_dirs, load_spec, reference_file
+    out = []
+    for aid, folder in assignment_dirs().items():
+        out.append(os.path.realpath(folder))
+        try:
+            ref = reference_file(load_spec(aid))
+        except SpecError:
+            continue  # a spec that cannot be read grades nothing; its folder is secret all the same
+        if ref:
+            # a reference module that is a package's __init__ keeps its whole package
+            out.append(os.path.realpath(os.path.dirname(ref) if os.path.basename(ref) == "__init__.py" else ref))
+    return out
+
+
+def sha256_of(path):
+    """A hash of a file, or of a folder's relevant files (names and contents).
+
+    In a folder, a link counts by where it points and a pipe or device by its
+    name only: neither is opened (a pipe would block the grader for ever).
+    """
+    import stat
+    h = hashlib.sha256()
+
+    def feed(p):
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+
+    if os.path.isfile(path):
+        feed(path)
+        return h.hexdigest()
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for n in sorted(files):
+            p = os.path.join(root, n)
+            h.update(os.path.relpath(p, path).encode() + b"\0")
+            mode = os.lstat(p).st_mode
+            if stat.S_ISLNK(mode):
+                h.update(b"\0link\0" + os.fsencode(os.readlink(p)))
+            elif stat.S_ISREG(mode):
+                feed(p)
+            else:
+                h.update(b"\0special\0")
+    return h.hexdigest()
+
+
+def _inside(path, root):
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def file_source(path, secrets=()):
+    """Where a single-file submission is read from: the file, or where it links to; None when it is a link
+    to a file outside its own folder that lies in one of `secrets` (the reference, the grading tests, the
+    output folder, ...). The code's copy and the written answers (checker.running.runner) follow this one rule."""
+    real = os.path.realpath(path)
+    if (os.path.islink(path) and not _inside(real, os.path.realpath(os.path.dirname(path)))
+            and any(_inside(real, os.path.realpath(s)) for s in secrets)):
+        return None
+    return real
+
+
+def copy_submission(src, dest, secrets=()):
+    """Copy a submission into a worker's temp dir without following links out of it.
+
+    The copy is made by the trusted side, before any wall is up, so a link to
+    `assignments/attention/reference.py` (or any file of the grading machine) must not be
+    followed. Inside a folder submission a link is followed only to a regular
+    file inside that folder; links to folders, links that leave, pipes and
+    devices are left out. A single-file submission that is itself a link was
+    put there by whoever runs hwcheck (a TA's export that links to a store,
+    say), so it is followed, unless it points into one of `secrets` (the
+    reference, the grading tests, the output folder, ...). Returns
+    [(name, why)] of what was left out.
+    """
+    left_out = []
+    if not os.path.isdir(src):
+        os.makedirs(dest)
+        name = os.path.basename(src)
+        real = file_source(src, secrets)
+        if real is None:
+            left_out.append((name, "it is a link to a file in a folder the grader keeps from submissions"))
+        elif not os.path.isfile(real):
+            left_out.append((name, "it is not a regular file"))
+        else:
+            shutil.copyfile(real, os.path.join(dest, name))
+        return left_out
+    root = os.path.realpath(src)
+    for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
+        rel = os.path.relpath(dirpath, src)
+        os.makedirs(os.path.normpath(os.path.join(dest, rel)), exist_ok=True)
+        keep = []
+        for d in sorted(dirnames):
+            if d in (".git", "__pycache__"):
+                continue
+            if os.path.islink(os.path.join(dirpath, d)):
+                left_out.append((os.path.normpath(os.path.join(rel, d)), "links to folders are not followed"))
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        for n in sorted(filenames):
+            p = os.path.join(dirpath, n)
+            name = os.path.normpath(os.path.join(rel, n))
+            real = os.path.realpath(p)
+            if os.path.islink(p) and not _inside(real, root):
+                left_out.append((name, "it is a link to a file outside the submission"))
+            elif not os.path.isfile(real):
+                left_out.append((name, "it is not a regular file"))
+            else:
+                try:
+                    shutil.copyfile(real, os.path.join(dest, name))
+                except OSError as e:
+                    left_out.append((name, f"it could not be read ({e.strerror or e})"))
+    left_out += _leave_out_starters(dest)
+    return left_out
+
+
+def _leave_out_starters(dest):
+    """The shipped starter notebook beside the student's own file is removed from the copy (its stubs would
+    replace the student's code); a folder that holds only starters keeps them."""
+    from checker.running.starter import LEFT_OUT, starter_units
+    units = [os.path.join(d, n) for d, _, names in os.walk(dest) for n in names if n.endswith((".py", ".ipynb"))]
+    starters = starter_units(units)
+    if not starters:
+        return []
+    if len(starters) == len(units):  # nothing else to grade: the starter is the submission
+        return []
+    for p in starters:
+        os.unlink(p)
+    return [(os.path.relpath(p, dest), LEFT_OUT) for p in starters]
