@@ -70,8 +70,14 @@ def _hide_the_full_package(kit):
                            and os.path.abspath(p) != os.path.dirname(os.path.abspath(__file__))]
     for name in [m for m in sys.modules if m == "checker" or m.startswith("checker.")]:
         del sys.modules[name]
-    if importlib.util.find_spec("reference") is not None:
-        raise SystemExit("the reference solutions are importable here")
+    folder = os.path.join(kit, "assignments")
+    for aid in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        try:
+            found = importlib.util.find_spec(f"assignments.{aid}.reference")
+        except ImportError:
+            found = None
+        if found is not None:
+            raise SystemExit(f"the reference solutions are importable here ({found.origin})")
 
 
 def _modules(kit):
