@@ -212,6 +212,7 @@ def test_remove_tree_as_the_owner_opens_its_own_mode_000_folders():
                 os.setgroups([])
                 os.setresgid(65534, 65534, 65534)
                 os.setresuid(65534, 65534, 65534)
+                os.chdir(base)  # _mess returns to the cwd: the checkout's may be closed to nobody (a 0700 clone dir)
                 top = os.path.join(base, "w")
                 os.mkdir(top)
                 _mess(top, outside, depth=200)
