@@ -72,7 +72,7 @@ class InProcessHandle(SubmissionHandle):
 
     def __init__(self, aid):
         import importlib
-        mod = importlib.import_module(f"reference.{aid}")
+        mod = importlib.import_module(load_spec(aid)["reference"])  # assignments/<id>/reference.py
         self.probes = Probes(vars(mod))
         self.path, self.id = mod.__file__, aid  # the "by hand" tests read the source on the trusted side
         self.names = [n for n in vars(mod) if not n.startswith("_")]
@@ -81,8 +81,9 @@ class InProcessHandle(SubmissionHandle):
         self.generation = 1
         self.last_dtypes = []
         self.called, self.defs, self.origins, self.classes, self.timeouts = [], {}, {}, [], {}
+        self.sock = None  # no worker: asks a test sends together (sub.together()) go one by one, in process
 
-    def request(self, op, args, timeout=None, what=None, key=None):
+    def request(self, op, args, timeout=None, what=None, key=None, **_):  # bounds (expected_bytes) are a worker's
         obj, bufs = wire.encode(args)
         args = wire.decode_worker(obj, bufs)
         t0 = time.perf_counter()
@@ -169,7 +170,7 @@ def where_time_goes(aid, k=2):
     """Per test, on the reference (after one grade that warms the grader and its reference cache): worker
     round trips (an ask alone, or asks sent together: one each) and their wall time, the trusted side's reference and answer-model time, and the rest
     (pytest's bookkeeping, the tests' own code, comparisons, hints, load and scorecard), as means over k grades."""
-    import checker.platforms.kit as kit
+    import checker.running.recorded as kit  # Answers: the answer models (checker.running.recorded)
     import checker.running.ref_cache as ref_cache
     from checker.running.runner import Grader
     import checker.running.together as together
