@@ -123,13 +123,18 @@ def inprocess_call_time(aid):
     return handle.call_time
 
 
+def naive_command(aid, path):
+    """One plain `python -m pytest` process grading one submission (checker.standalone's options)."""
+    return [sys.executable, "-m", "pytest", *grading_test_files(load_spec(aid)), "-q", "-p", "no:cacheprovider",
+            "-p", "checker.standalone", "--hwcheck-submission", path, "--hwcheck-assignment", aid,
+            "--hwcheck-mode", "hidden"]
+
+
 def naive(entries, aid):
     t0 = time.perf_counter()
     for _, e in entries:
-        subprocess.run([sys.executable, "-m", "pytest", *grading_test_files(load_spec(aid)), "-q", "-p", "no:cacheprovider",
-                        "-p", "checker.running.plugin", "--hwcheck-submission", e, "--hwcheck-assignment", aid,
-                        "--hwcheck-mode", "hidden"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(naive_command(aid, e), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=False)
     return time.perf_counter() - t0
 
 
