@@ -369,7 +369,7 @@ def test_fallback_io_uring_sockets_and_sysv_ipc_reach_nothing(tmp_path, open_dir
         for card in text.values():
             assert "GraderRefused" in card and "closed to others" in card
         return
-    assert "seccomp-denylist-no-sockets" in walls, walls
+    assert any(w.startswith("seccomp-denylist-no-sockets") for w in walls), walls
     if IS_ROOT:
         assert [w for w in walls if w.startswith("user-unique(uid ")], walls
     assert "ATTEMPTS" in text["mallory"], text["mallory"][:3000]  # its code ran and tried
@@ -521,7 +521,8 @@ def test_the_seccomp_filter_refuses_every_way_past_the_walls_and_python_still_wo
     expected.update({"clone3": "ENOSYS", **({"x32 getpid": "EACCES"} if "x32 getpid" in expected else {})})
     assert out["refused"] == expected
     if where == "fallback":
-        assert any(w.startswith("namespaces-") for w in walls) and "seccomp-denylist-no-sockets" in walls, walls
+        assert any(w.startswith("namespaces-") for w in walls), walls
+        assert any(w.startswith("seccomp-denylist-no-sockets") for w in walls), walls
         assert out["sockets"] == {"socket(inet, dgram)": "EACCES", "socket(unix)": "EACCES",
                                   "socketpair(unix, dgram)": "EACCES", "socketpair(unix, stream)": "allowed"}
     else:

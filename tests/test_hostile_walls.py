@@ -218,7 +218,7 @@ def test_worker_cannot_reach_the_grading_users_files_servers_or_network(zyg, tmp
         _assert_walled(out, listener, h.isolation, namespaced=_namespaced(h))
         assert any(w.startswith("user-unique(") for w in h.isolation)
         if not _namespaced(h):  # no CAP_SYS_ADMIN: seccomp refuses every new socket instead
-            assert "seccomp-denylist-no-sockets" in h.isolation, h.isolation
+            assert any(w.startswith("seccomp-denylist-no-sockets") for w in h.isolation), h.isolation
             return
         # PID 1 of its own PID namespace: no process of the host is visible
         assert out["identity"]["pid"] == 1
@@ -396,7 +396,7 @@ def test_without_namespaces_sockets_are_refused_and_the_gap_is_named(tmp_path, m
                 assert IS_ROOT and "GraderRefused" in " ".join(report["messages"]), report
                 assert "user-unique-unavailable(refused to run code as root)" in h.isolation, h.isolation
                 return
-            assert "seccomp-denylist-no-sockets" in h.isolation
+            assert any(w.startswith("seccomp-denylist-no-sockets") for w in h.isolation)
             for key, args in (("unix", (listener.unix_path, "p")), ("unix", (listener.abstract, "a")),
                               ("udp", (listener.udp_port, "u")), ("tcp", (listener.tcp_port, "t"))):
                 assert h.call(key, *args).startswith("refused"), key

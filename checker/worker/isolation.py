@@ -143,7 +143,7 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
         applied.append("no-core-dumps")
     if _set_limit(resource.RLIMIT_FSIZE, 256 * 1024 * 1024):
         applied.append("file-size-256MiB")
-    if memory_mb and _set_limit(resource.RLIMIT_DATA, memory_mb * 1024 * 1024):
+    if memory_mb and _set_limit(resource.RLIMIT_DATA, memory.data_limit(memory_mb)):
         applied.append(f"memory-{memory_mb}MiB")
     gpu = bool(_gpu_devices())
     cap = memory.cap_memory(memory_mb, cgroup_parent, gpu=gpu) if memory_mb else None
@@ -202,15 +202,20 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
                 *_gpu_devices()] + (["/dev/dri"] if os.path.exists("/dev/dri") else [])
         extra = ["/proc", "/sys/devices/system/cpu"] + [p for pat in (*namespaces.ETC_ALLOW, "passwd", "group", "hosts")
                                                         for p in glob.glob(os.path.join("/etc", pat))]
+        # CUDA's cuInit names its threads by writing /proc/self/task/<tid>/comm, and fails (error 304) when it
+        # cannot: with a GPU, the worker may write files that exist under /proc (never make or remove one).
+        # What it may write there is then what its unique uid may: its own processes' files
+        # (with namespaces, the only ones its /proc shows); /proc/sys and other processes' files stay closed.
+        proc_write = ["/proc"] if gpu and os.path.isdir("/proc") else []
         if gpu:
             extra.append("/sys")
         try:
             # without namespaces no moving files between folders (REFER): a tree moved under the
             # disk watch's walk could hide from it
             landlock.restrict(abi, read_roots + [workdir] + [p for p in extra if os.path.exists(p)], [scratch],
-                              devs, refer=bool(ns))
+                              devs, refer=bool(ns), write_files=proc_write)
             applied.append(f"landlock-abi{abi}" + ("-files-tcp" if abi >= 4 else "-files")
-                           + ("-signals" if abi >= 6 else ""))
+                           + ("-signals" if abi >= 6 else "") + ("-proc-writable" if proc_write else ""))
         except OSError as e:
             applied.append(f"landlock-failed({e.strerror or e})")
     else:
@@ -224,8 +229,10 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
         except OSError as e:
             applied.append(f"disk-watch-failed(fallocate: {e.strerror or e})")
     try:  # last: Landlock's own calls must be made first
-        seccomp.restrict(sockets=bool(ns))
-        applied.append("seccomp-denylist" if ns else "seccomp-denylist-no-sockets")
+        seqpacket = bool(gpu) and not ns  # CUDA's cuInit makes a unix seqpacket socket (see seccomp's doc)
+        seccomp.restrict(sockets=bool(ns), unix_seqpacket=seqpacket)
+        applied.append("seccomp-denylist" if ns else
+                       "seccomp-denylist-no-sockets" + ("-but-unix-seqpacket" if seqpacket else ""))
     except OSError as e:
         applied.append(f"seccomp-failed({e.strerror or e})")
         if not ns and was_root:  # the filter is the only wall left before the host's network and IPC

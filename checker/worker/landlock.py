@@ -5,7 +5,7 @@ What it is for: an unprivileged kernel wall that works without namespaces
 rw_roots, dev_rw)` allows reading `read_roots` (the Python trees with the
 secret trees carved out by `allowed_read_roots`), everything in `rw_roots`
 (the worker's own dir), reading and writing existing device files in
-`dev_rw`; with ABI 4 no TCP bind or connect, with ABI 6 no signals or
+`dev_rw`, and writing existing files under `write_files`; with ABI 4 no TCP bind or connect, with ABI 6 no signals or
 abstract unix sockets outside the worker's domain.
 
 What it is not: a wall for UDP or for pathname unix sockets that already
@@ -99,10 +99,13 @@ def _allow_except(path, secrets, out):
         _allow_except(child, secrets, out)
 
 
-def restrict(abi, read_roots, rw_roots, dev_rw, refer=True):
+def restrict(abi, read_roots, rw_roots, dev_rw, refer=True, write_files=()):
     """Apply the ruleset to this process (and every child it makes later); raises OSError.
 
-    `refer=False`: no renaming or linking from one folder of `rw_roots` to another (ABI 2+)."""
+    `refer=False`: no renaming or linking from one folder of `rw_roots` to another (ABI 2+).
+    `write_files`: trees whose existing files may be read and written (opened with O_TRUNC too, as
+    fopen(path, "w") does), but where nothing may be made or removed (/proc where a GPU is present: see
+    `checker.worker.isolation`)."""
     libc = _libc()
     fs = FS_BY_ABI.get(abi, FS_BY_ABI[5])
     attr = _RulesetAttr(fs, NET_BIND | NET_CONNECT if abi >= 4 else 0,
@@ -132,6 +135,8 @@ def restrict(abi, read_roots, rw_roots, dev_rw, refer=True):
             add(p, fs if refer else fs & ~REFER)
         for p in dev_rw:
             add(p, READ | WRITE_FILE | TRUNCATE | IOCTL_DEV)
+        for p in write_files:
+            add(p, READ | WRITE_FILE | TRUNCATE)  # TRUNCATE: fopen(path, "w") opens with O_TRUNC
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS)")
         if libc.syscall(_SYS_restrict, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:

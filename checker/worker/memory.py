@@ -32,7 +32,7 @@ dir is a small tmpfs, or watched: `checker.worker.diskcap`).
 import os
 import resource
 
-__all__ = ["cap_memory", "cap_tasks", "release", "remove_parent", "cgroup_parent", "HEADROOM_MB", "PIDS_MAX"]
+__all__ = ["cap_memory", "data_limit", "cap_tasks", "release", "remove_parent", "cgroup_parent", "HEADROOM_MB", "PIDS_MAX"]
 
 HEADROOM_MB = 256
 PIDS_MAX = 512
@@ -176,6 +176,13 @@ def cap_memory(memory_mb, parent=None, gpu=False):
     return f"address-space-{cap // (1024 * 1024)}MiB"
 
 
+def data_limit(memory_mb):
+    """RLIMIT_DATA's value for a budget of `memory_mb`: on top of the private memory this process already
+    holds (torch's import, which is ~200 MiB with a CPU build and far more with a CUDA build), so the
+    student's code gets the same budget whichever build the grader runs."""
+    return _vm_size_bytes("VmData") + int(memory_mb) * 1024 * 1024
+
+
 def cap_tasks(parent=None, limit=PIDS_MAX):
     """Cap the tasks (processes and threads) of this process and all it starts, by a cgroup; the wall's
     name, or None (the caller then sets RLIMIT_NPROC). Call after cap_memory (v2 uses its cgroup)."""
@@ -254,11 +261,11 @@ def remove_parent(parent):
                 pass
 
 
-def _vm_size_bytes():
+def _vm_size_bytes(field="VmSize"):
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("VmSize:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError):
         pass

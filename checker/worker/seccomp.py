@@ -16,7 +16,12 @@ impossible to remove. `restrict(sockets=...)` installs a classic-BPF deny list:
   allowed for AF_UNIX SOCK_STREAM only (multiprocessing's and asyncio's
   pipes), since a datagram pair can `sendto()` any unix socket of the host.
   The sockets the worker already holds (its line to the trusted side, a
-  connected stream) keep working.
+  connected stream) keep working. Where a GPU is present (`unix_seqpacket`),
+  `socket(AF_UNIX, SOCK_SEQPACKET)` is allowed too: CUDA's cuInit makes one
+  and fails without it. Such a socket sends nothing unconnected, connects
+  only to a seqpacket listener, to a pathname one only where the worker's own
+  uid may write the socket file, and to no abstract one outside its Landlock
+  domain (ABI 6).
 
 The program checks the architecture first: a call made through another ABI
 (i386's `int 0x80` on x86_64) kills the process, and x32 calls (numbers with
@@ -49,7 +54,7 @@ def _arg_low(i):
     return 16 + 8 * i
 
 
-_AF_UNIX, _SOCK_STREAM, _SOCK_FLAGS = 1, 1, 0o4000 | 0o2000000  # SOCK_NONBLOCK | SOCK_CLOEXEC
+_AF_UNIX, _SOCK_STREAM, _SOCK_SEQPACKET, _SOCK_FLAGS = 1, 1, 5, 0o4000 | 0o2000000  # SOCK_NONBLOCK | SOCK_CLOEXEC
 _CLONE_NEW = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
 
 # the refused calls, by name; numbers per machine below (asm/unistd_64.h, asm-generic/unistd.h)
@@ -130,7 +135,7 @@ def _when(nr, body):
     return [(_JEQ_K, 0, len(body), nr), *body]
 
 
-def _program(sockets):
+def _program(sockets, unix_seqpacket=False):
     arch = _ARCH.get(platform.machine()) if supported() else None
     if arch is None:
         raise SocketFilterError(errno.ENOSYS, f"no seccomp filter for {platform.machine()}")
@@ -154,7 +159,18 @@ def _program(sockets):
         _ret(deny),
         _ret(_ALLOW),
     ])
-    if not sockets:
+    if not sockets and unix_seqpacket:
+        prog += _when(nr["socket"], [
+            (_LD_W_ABS, 0, 0, _arg_low(0)),     # domain
+            (_JEQ_K, 1, 0, _AF_UNIX),
+            _ret(_ERRNO | errno.EACCES),
+            (_LD_W_ABS, 0, 0, _arg_low(1)),     # type, less SOCK_NONBLOCK and SOCK_CLOEXEC
+            (_AND_K, 0, 0, ~_SOCK_FLAGS & 0xFFFFFFFF),
+            (_JEQ_K, 1, 0, _SOCK_SEQPACKET),
+            _ret(_ERRNO | errno.EACCES),
+            _ret(_ALLOW),
+        ])
+    elif not sockets:
         prog += _when(nr["socket"], [_ret(_ERRNO | errno.EACCES)])
         prog += _when(nr["socketpair"], [
             (_LD_W_ABS, 0, 0, _arg_low(0)),     # domain
@@ -170,11 +186,13 @@ def _program(sockets):
     return prog
 
 
-def restrict(sockets=True):
+def restrict(sockets=True, unix_seqpacket=False):
     """Install the filter on the calling process (no_new_privs is set first, as seccomp requires).
 
-    `sockets=False`: refuse new sockets too (where the worker shares the host's network)."""
-    prog = _program(sockets)
+    `sockets=False`: refuse new sockets too (where the worker shares the host's network);
+    `unix_seqpacket=True` then lets `socket(AF_UNIX, SOCK_SEQPACKET)` through, which CUDA's cuInit makes
+    (without it cuInit fails with error 304; seen on an H200): see the module's docstring."""
+    prog = _program(sockets, unix_seqpacket)
     arr = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
     fprog = _SockFprog(len(prog), arr)
     libc = ctypes.CDLL(None, use_errno=True)

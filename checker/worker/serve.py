@@ -92,6 +92,9 @@ def serve(sock, params):
     os.environ.update(params.get("env", {}))
     scratch = scratch_of(workdir, workdir)  # the one folder the code may write, not on sys.path
     os.environ["HOME"] = os.environ["TMPDIR"] = scratch
+    # who it is, as a login says: its uid is in no passwd of the host (without namespaces it has none of its
+    # own), and getpass.getuser() (torch asks it for its caches' folders) would raise KeyError from pwd
+    os.environ["USER"] = os.environ["LOGNAME"] = "nobody"
     tempfile.tempdir = scratch  # the zygote's cached temp dir (/tmp) is one the walls forbid
     state = {"loader": None, "probes": None, "max_reply": params.get("max_reply"), "refused": refused,
              "workdir": workdir, "made": {}}
