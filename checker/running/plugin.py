@@ -55,7 +55,7 @@ class HwcheckPlugin:
     """One instance per graded submission; passed to `pytest.main(plugins=[...])`."""
 
     def __init__(self, handle, spec, *, mode="public", seed=1234, devices=("cpu", "cuda"), record=None,
-                 replay=None, ref_cache=None, spec_sha256=None):
+                 replay=None, ref_cache=None, spec_sha256=None, cuda=None):
         self._handle, self._spec, self.mode, self.run_seed = handle, spec, mode, int(seed)
         self._record, self._replay = record, replay  # see checker.platforms.kit: the student kit has no reference
         # checker.running.ref_cache: the reference's answers kept for the next submission of the batch, under the
@@ -66,7 +66,9 @@ class HwcheckPlugin:
         self.questions = {q["id"]: q for q in spec["questions"]}
         self.hidden_counts = {}
         self.problems = []
-        self._cuda = None
+        # True, False, why CUDA does not start inside the walls (checker.running.cuda_probe), or a callable
+        # asked at the first CUDA variant that returns one of those; None: ask torch
+        self._cuda = cuda
 
     # ------------------------------------------------------------ collection
     def pytest_collection_modifyitems(self, session, config, items):
@@ -198,6 +200,11 @@ class HwcheckPlugin:
         if request.param == "cuda":
             if self._cuda is None:
                 self._cuda = cuda_available()
+            elif callable(self._cuda):
+                self._cuda = self._cuda()
+            if isinstance(self._cuda, str):
+                pytest.skip(f"CUDA is present on this machine but does not start inside the grader's walls "
+                            f"({self._cuda}): the cuda variant was not run")
             if not self._cuda:
                 pytest.skip("CUDA is not available on this machine: the cuda variant was not run")
         return request.param

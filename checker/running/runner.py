@@ -27,7 +27,7 @@ from checker._version import __version__
 from checker.errors import HwcheckError
 from checker.running.freetext import find_answers
 from checker.worker.sources import list_units
-from checker.running.plugin import HwcheckPlugin
+from checker.running.plugin import HwcheckPlugin, cuda_available
 from checker.running.ref_cache import RefCache
 from checker.running.sandbox import Limits, SubmissionHandle
 from checker.running.submission_files import file_source, secret_paths, sha256_of
@@ -191,6 +191,7 @@ class Grader:
         # the reference's answers to this grader's inputs, kept from one submission to the next (checker.running.ref_cache)
         self.ref_cache = RefCache() if ref_cache else None
         self.secrets = secret_paths(extra_secrets)
+        self._cuda = None  # asked once, at the first grade (cuda_state)
         self._scratch = None  # a temp dir to remove at close(), only when the user's cache is unusable
         try:  # hypothesis would otherwise write .hypothesis/ into the user's current directory
             from hypothesis.configuration import set_hypothesis_home_dir
@@ -214,6 +215,18 @@ class Grader:
             pass
         self._scratch = tempfile.mkdtemp(prefix="hwcheck-grader-")
         return os.path.join(self._scratch, ".hypothesis")
+
+    def cuda_state(self):
+        """True where CUDA runs inside the worker's walls, False where there is no CUDA (or no CUDA variant is
+        asked for), else why a walled worker could not compute on the GPU (checker.running.cuda_probe)."""
+        if self._cuda is None:
+            if "cuda" not in self.devices or not cuda_available():
+                self._cuda = False
+            else:
+                from checker.running.cuda_probe import cuda_in_walls
+                why = cuda_in_walls(self.zygote, self.secrets)
+                self._cuda = True if why is None else why
+        return self._cuda
 
     def close(self):
         if self._own_zygote:
@@ -271,7 +284,7 @@ class Grader:
             raise HwcheckError(KIT_HAS_NO_HIDDEN)
         plugin = HwcheckPlugin(handle, spec, mode=self.mode, seed=self.seed, devices=self.devices,
                                record=self.record, replay=replay, ref_cache=self.ref_cache,
-                               spec_sha256=spec_sha256(assignment))
+                               spec_sha256=spec_sha256(assignment), cuda=self.cuda_state)
         from pytest_jsonreport.plugin import JSONReport
         report_plugin = JSONReport()
         args = [*grading_test_files(spec), *PYTEST_ARGS, "--rootdir", tests_path(spec), *self.pytest_args]
@@ -294,7 +307,8 @@ class Grader:
             load={"ok": load["ok"], "messages": messages, "skipped": skipped_in_load(handle.load_messages)},
             environment=environment(),
             grader={"version": __version__, "mode": self.mode, "spec_sha256": spec_sha256(assignment),
-                    "seed": self.seed, "isolation": load["isolation"],
+                    "seed": self.seed,
+                    "isolation": load["isolation"] + (["cuda-unavailable-in-walls"] if isinstance(self._cuda, str) else []),
                     **({"student_kit": True} if replay is not None else {})},
             duration_s=time.perf_counter() - t0, status=status,
             answers={q["id"]: getattr(handle, "answers", {}).get(q["id"])
