@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from checker.judging.compare import TOLERANCES, compare, compare_lowp, tolerance
+from checker.judging.compare import TOLERANCES, compare, compare_lowp, lowp_blind, tolerance
 from checker.errors import GradingFailure
 
 
@@ -195,3 +195,13 @@ def test_a_wrong_shape_or_count_is_told_exactly_not_in_tolerance_words():
     assert "11 of 12 entries differ" in msg and "tolerance" not in msg and "relative" not in msg
     # a fractional answer to a count is judged as before
     assert "relative difference" in fails(np.array([2.5]), np.array([2]))
+
+
+def test_lowp_blind_names_the_mistakes_a_low_precision_input_cannot_show():
+    golden = np.linspace(-1, 1, 20)
+    ref_lowp = golden + 4e-3  # the reference's own bfloat16 error: 5 x that is allowed
+    hints = [("eps on the std", golden * (1 + 1e-5)), ("unbiased variance", golden * 1.12),
+             ("not a number", None), ("another shape", golden[:5])]
+    assert lowp_blind(golden, ref_lowp, hints, dtype="bfloat16") == ["eps on the std"]
+    # in float64 nothing hides that mistake: the allowed error is the reference's own, 1e-12 here
+    assert lowp_blind(golden, golden + 1e-12, hints, dtype="float16") == []

@@ -22,7 +22,7 @@ import numpy as np
 
 from checker.errors import GradingFailure
 
-__all__ = ["TOLERANCES", "tolerance", "as_plain_array", "compare", "compare_lowp", "describe_mismatch"]
+__all__ = ["TOLERANCES", "tolerance", "as_plain_array", "compare", "compare_lowp", "lowp_blind", "describe_mismatch"]
 
 # (rtol, atol), torch.testing.assert_close's defaults
 TOLERANCES = {
@@ -302,6 +302,27 @@ def _float32_values(a):
         return (bool(v.size) and bool(np.array_equal(v.astype(np.float32).astype(np.float64), v))
                 # all round values (1, 0.5, 0): nothing says float32, and a float64 answer may be right
                 and not np.array_equal(v.astype(np.float16).astype(np.float64), v))
+
+
+def lowp_blind(golden, ref_lowp, hints, *, dtype="float16", k=5.0):
+    """The hints whose mistaken answer (float64, computed from the same rounded input) `compare_lowp` would
+    pass as right: in this precision the input cannot tell that mistake from the right answer (an eps
+    placed on the std, which moves a layer norm by ~1e-5, passes in bfloat16). Their texts, in order."""
+    gold = np.array(golden, dtype=np.float64)
+    ref = np.array(ref_lowp, dtype=np.float64)
+    _, atol = tolerance(dtype)
+    allowed = max(atol, k * (float(np.nanmax(np.abs(ref - gold))) if gold.size else 0.0))
+    blind = []
+    for text, mistaken in hints or ():
+        if mistaken is None:
+            continue
+        try:
+            m = np.array(mistaken, dtype=np.float64)
+        except (TypeError, ValueError):
+            continue
+        if m.shape == gold.shape and np.isfinite(m).all() and (not m.size or np.max(np.abs(m - gold)) <= allowed):
+            blind.append(text)
+    return blind
 
 
 def compare_lowp(got, golden, ref_lowp, *, what="the result", dtype="float16", k=5.0, hints=()):
