@@ -55,3 +55,21 @@ def test_submission_verdicts(hidden_grader, aid, path, exp):
     validate(card)
     problems = judge_example(card, exp)
     assert not problems, "\n".join(problems)
+
+
+def _card(cuda_outcome):
+    tests = [{"name": "t[cpu]", "device": "cpu", "outcome": "passed", "message": ""},
+             {"name": "t[cuda]", "device": "cuda", "outcome": cuda_outcome,
+              "message": "numpy has no bfloat16" if cuda_outcome == "error" else ""}]
+    score = 1 if cuda_outcome == "error" else 2
+    return {"questions": [{"id": "q", "manual": False, "score": score, "max_score": 2, "tests": tests}]}
+
+
+def test_with_cuda_verdicts_apply_only_where_the_cuda_variants_ran():
+    """An example right on the CPU that a real GPU shows wrong (a numpy round trip of bfloat16, seen on an
+    H200): its `with_cuda` entry is judged only where CUDA items ran, the CPU entry elsewhere."""
+    exp = {"with_cuda": {"verdicts": {"q": "lost"}, "hints": {"q": ["numpy has no bfloat16"]}}}
+    assert judge_example(_card("error"), exp) == []
+    assert judge_example(_card("skipped"), exp) == []  # no GPU: the CPU's verdict (full) holds
+    assert judge_example(_card("passed"), exp)  # CUDA ran and the example kept full marks: not as expected
+    assert judge_example(_card("error"), {})  # without with_cuda, the GPU's loss is not as expected

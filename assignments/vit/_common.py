@@ -59,6 +59,14 @@ DTYPE_HINT = ("a tensor in forward is not in the input's dtype: either weights t
 DEVICE_HINT = ("a tensor in forward is not on the input's device: either weights that did not follow "
                f"`.to(device)` ({LIST_HINT}), or a tensor made inside forward without `device=x.device`")
 
+def _devices_differ(text):
+    """PyTorch's "Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same"
+    (lowercased) is a device mismatch, not a dtype one, when one type is a CUDA tensor and the other is not
+    (seen on a real GPU, where the dtype hint sent a student to the wrong fix)."""
+    m = re.search(r"input type \((torch\.[\w.]+)\) and weight type \((torch\.[\w.]+)\)", text)
+    return bool(m) and ("cuda." in m.group(1)) != ("cuda." in m.group(2))
+
+
 # (substring of the student's error, lowercase) -> what the mistake probably is
 _ERROR_HINTS = [
     ('missing the required "forward" function',
@@ -70,6 +78,9 @@ _ERROR_HINTS = [
     ("normalized_shape",
      "an nn.LayerNorm was built with the wrong normalized shape: it normalizes the features (the last "
      "axis), so build it as nn.LayerNorm(hidden_dim)"),
+    ("unsupported scalartype bfloat16",
+     "numpy has no bfloat16: a round trip through numpy (`.numpy()`, `np.` functions) cannot carry a bfloat16 "
+     "tensor, which a GPU run passes in; stay in torch (reshape and permute, or F.unfold)"),
     ("same dtype", DTYPE_HINT),
     ("expected scalar type", DTYPE_HINT),
     ("should be the same", DTYPE_HINT),
@@ -97,7 +108,8 @@ def explained():
             # is not where torch looks (so the question is not "not started")
             e = e.retold(e.message.replace("raised NotImplementedError", "raised nn.Module's NotImplementedError"))
         text = e.message.lower()
-        extra = next((hint for key, hint in _ERROR_HINTS if key in text), None)
+        extra = DEVICE_HINT if _devices_differ(text) else next((hint for key, hint in _ERROR_HINTS if key in text),
+                                                                  None)
         owner = re.search(r"'(\w+)' object has no attribute", e.message)
         if extra is None and owner and owner.group(1) not in _NOT_MODULES:
             extra = (f"`forward` uses an attribute of `{owner.group(1)}` that `__init__` never created: the "

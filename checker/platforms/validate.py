@@ -21,8 +21,11 @@ wrong in a sentence:
              the verdicts its `expected.json` gives, and every example has an entry there.
 The expected.json format: {"<example id>": {"verdicts": {"<question>": "full" | "lost" | "zero"},
 "hints": {"<question>": ["text that must appear in its messages"]}, "not_hints": {...: [text that must
-not]}}}; an example's id is its file name without .py/.ipynb, or its folder's name; a question it does
-not name must get full marks (questions graded by hand excepted).
+not]}, "with_cuda": {"verdicts": ..., "hints": ..., "not_hints": ...}}}; an example's id is its file name
+without .py/.ipynb, or its folder's name; a question it does not name must get full marks (questions
+graded by hand excepted). `with_cuda` replaces, question by question, what it names where the CUDA
+variants ran (a real GPU: a bfloat16 input or a real device mismatch shows more than the CPU and the meta
+stand-in do).
 
 What it is not: a check of students' work, or a proof that the kit computes no answer (only float
 array answers of graded functions are looked for, on the inputs the probe can make; a graded class is
@@ -208,6 +211,9 @@ def kit_problems(aid):
 def judge_example(card, exp):
     """The problems of one example's scorecard against its expected.json entry ([] when it is as expected)."""
     problems = []
+    cuda_ran = any(t.get("device") == "cuda" and t["outcome"] != "skipped" for q in card["questions"] for t in q["tests"])
+    if cuda_ran and exp.get("with_cuda"):
+        exp = {**exp, **{k: {**exp.get(k, {}), **v} for k, v in exp["with_cuda"].items()}}
     verdicts = exp.get("verdicts", {})
     ids = {q["id"] for q in card["questions"]}
     problems += [f"expected.json names question {q!r}, which the scorecard does not have"
