@@ -36,6 +36,13 @@ What it is for: called once in a freshly forked worker. In order:
    new namespaces and mounts; where no network namespace could be made, every
    new socket too (no TCP, UDP, or unix sockets of the host).
 
+Where a GPU is present (/dev/nvidia*), two things CUDA's cuInit needs are let
+through, each failing it with error 304 otherwise (seen on an H200): writing
+existing files under /proc (its threads' names; the unique uid keeps it to
+the worker's own processes) and, without namespaces, `socket(AF_UNIX,
+SOCK_SEQPACKET)`. RLIMIT_DATA is the budget on top of what the worker already
+holds, so a CUDA torch's larger import leaves the same budget.
+
 Every layer that could not be put up is named in the returned list
 (`namespaces-unavailable(...)`, `landlock-unavailable`, ...), which the scorecard keeps
 as `grader.isolation` and `grade` prints once per batch, so a TA knows how
