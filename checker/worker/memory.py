@@ -35,6 +35,7 @@ import resource
 __all__ = ["cap_memory", "data_limit", "cap_tasks", "release", "remove_parent", "cgroup_parent", "HEADROOM_MB", "PIDS_MAX"]
 
 HEADROOM_MB = 256
+DATA_MARGIN_MB = 64  # RLIMIT_DATA stops this far under the cgroup's cap (data_limit)
 PIDS_MAX = 512
 _PARENT = {}
 
@@ -179,8 +180,11 @@ def cap_memory(memory_mb, parent=None, gpu=False):
 def data_limit(memory_mb):
     """RLIMIT_DATA's value for a budget of `memory_mb`: on top of the private memory this process already
     holds (torch's import, which is ~200 MiB with a CPU build and far more with a CUDA build), so the
-    student's code gets the same budget whichever build the grader runs."""
-    return _vm_size_bytes("VmData") + int(memory_mb) * 1024 * 1024
+    student's code gets the same budget whichever build the grader runs; DATA_MARGIN_MB under the budget,
+    so that where a cgroup caps the same budget, a plain allocation past it is a MemoryError in the
+    student's own traceback before the cgroup's OOM killer ends the worker."""
+    budget = int(memory_mb) - min(DATA_MARGIN_MB, int(memory_mb) // 4)
+    return _vm_size_bytes("VmData") + budget * 1024 * 1024
 
 
 def cap_tasks(parent=None, limit=PIDS_MAX):
