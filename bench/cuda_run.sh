@@ -16,7 +16,7 @@ step() { echo; echo "=== $1 ($(date +%T))"; }
 
 step "machine"
 nvidia-smi -L; uname -r; python3 --version; command -v capsh unshare
-step "install (a venv over the image's torch; offline)"
+step "install (into the image's own Python, which holds torch; offline)"
 # the image's python3 holding torch (a venv of its own); hwcheck is installed into it, editable
 PY=$(ls /opt/torch/.venv/bin/python3 2>/dev/null || command -v python3)
 export PATH=$(dirname "$PY"):$PATH
