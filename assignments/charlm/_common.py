@@ -446,23 +446,42 @@ def _sizes_from_arguments(test):
     return wrapper
 
 
-def _new(sub, cfg, seed, device="cpu", dtype="float32"):
+def _example(cfg):
     # the example input makes lazy layers' parameters (Probes.new); it is not used otherwise
     vocab, block = cfg[0], cfg[1]
-    example = ({"shape": [2, min(block, 4)], "vocab": vocab}
-               if isinstance(vocab, int) and isinstance(block, int) and vocab > 0 and block > 0 else None)
-    return sub.new("CharTransformer", *cfg, seed=seed, device=device, dtype=dtype, example=example)
+    return ({"shape": [2, min(block, 4)], "vocab": vocab}
+            if isinstance(vocab, int) and isinstance(block, int) and vocab > 0 and block > 0 else None)
+
+
+def _new(sub, cfg, seed, device="cpu", dtype="float32"):
+    return sub.new("CharTransformer", *cfg, seed=seed, device=device, dtype=dtype, example=_example(cfg))
+
+
+def _new_asking(sub, cfg, seed, inputs, device="cpu", dtype="float32"):
+    """`_new`, with its forward on `inputs` asked in the same round trip (checker.running.together): (the
+    module, the forward's Pending, to give `_forward(..., ask=)` or to `get()`). Raises as `_new` would."""
+    with sub.together(chain=True) as t:
+        pm = t.new("CharTransformer", *cfg, seed=seed, device=device, dtype=dtype, example=_example(cfg))
+        pr = t.forward(pm, inputs, seed=seed)
+    return pm.get(), pr
+
+
+def _new_forward(sub, cfg, seed, inputs, device="cpu", dtype="float32", short_input_hint=True):
+    """`_new` and then its forward on `inputs` in one round trip: (the module, forward's result), the forward
+    being `_forward`'s (with `short_input_hint`) or a plain one; each raises as it would alone."""
+    m, pr = _new_asking(sub, cfg, seed, inputs, device, dtype)
+    return m, (_forward(m, cfg, inputs, seed, ask=pr) if short_input_hint else pr.get())
 
 
 def _cfg_text(cfg):
     return "CharTransformer(vocab_size={}, block_size={}, d_model={}, num_heads={}, num_layers={})".format(*cfg)
 
 
-def _forward(m, cfg, inputs, seed):
-    """`m.forward(inputs)`; a model that raises on an input shorter than block_size but runs on a full
-    block is told to handle any T <= block_size."""
+def _forward(m, cfg, inputs, seed, ask=None):
+    """`m.forward(inputs)` (or `ask.get()`, that forward already asked together); a model that raises on an
+    input shorter than block_size but runs on a full block is told to handle any T <= block_size."""
     try:
-        return m.forward(inputs, seed=seed)
+        return ask.get() if ask is not None else m.forward(inputs, seed=seed)
     except StudentError as e:
         if all(x.shape[-1] >= cfg[1] for x in inputs):
             raise

@@ -7,11 +7,11 @@ from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and h
 @_sizes_from_arguments
 def test_model_output_shape(sub, rng, seed, device):
     V, bs = MODEL[0], MODEL[1]
-    m = _new(sub, MODEL, seed, device)
     shapes = [(2, bs), (3, 1), (1, 5)]
     inputs = [_ids(rng, B, T, V, device) for B, T in shapes]
+    m, ask = _new_asking(sub, MODEL, seed, inputs, device)
     try:
-        r = _forward(m, MODEL, inputs, seed)
+        r = _forward(m, MODEL, inputs, seed, ask=ask)
     except StudentError as e:
         if "Likely mistake" in e.message or isinstance(e, (StudentTimeout, WorkerCrashed)):
             raise
@@ -89,9 +89,8 @@ def test_model_uses_positions(sub, close, rng, seed, cfg):
 @_sizes_from_arguments
 def test_model_batch_independent(sub, close, rng, seed):
     V, T, B = MODEL[0], 6, 3
-    m = _new(sub, MODEL, seed)
     idx = _ids(rng, B, T, V)
-    r = _forward(m, MODEL, [idx] + [idx[b:b + 1].clone() for b in range(B)], seed)
+    m, r = _new_forward(sub, MODEL, seed, [idx] + [idx[b:b + 1].clone() for b in range(B)])
     what = f"{_cfg_text(MODEL)} on ids {_shape((B, T))}"
     batch = _logits(r.outputs[0], B, T, V, what)
     for b, out in enumerate(r.outputs[1:]):
@@ -175,8 +174,7 @@ def test_model_runs_on_another_device(sub, seed):
 @_sizes_from_arguments
 def test_model_float64(sub, rng, seed):
     V, bs = MODEL[0], MODEL[1]
-    m = _new(sub, MODEL, seed, dtype="float64")
-    r = m.forward([_ids(rng, 2, bs, V)], seed=seed)
+    _, r = _new_forward(sub, MODEL, seed, [_ids(rng, 2, bs, V)], dtype="float64", short_input_hint=False)
     what = f"{_cfg_text(MODEL)} built in float64, on ids {_shape((2, bs))}"
     _logits(r.outputs[0], 2, bs, V, what)
     if r.dtypes[0] != "float64":
@@ -189,8 +187,7 @@ def test_model_float64(sub, rng, seed):
 @_sizes_from_arguments
 def test_model_more_configs(sub, close, rng, seed, cfg):
     V, bs = cfg[0], cfg[1]
-    m = _new(sub, cfg, seed)
-    r = _forward(m, cfg, [_ids(rng, 3, bs, V), _ids(rng, 1, 1, V)], seed)
+    _, r = _new_forward(sub, cfg, seed, [_ids(rng, 3, bs, V), _ids(rng, 1, 1, V)])
     _logits(r.outputs[0], 3, bs, V, f"{_cfg_text(cfg)} on ids {_shape((3, bs))}")
     _logits(r.outputs[1], 1, 1, V, f"{_cfg_text(cfg)} on ids (1, 1)")
     _check_causal(sub, close, rng, seed, cfg, "cpu")
@@ -204,8 +201,7 @@ def test_model_sizes_come_from_its_arguments(sub, close, rng, seed, cfg):
     # sizes no notebook holds in a global: a model that reads `block_size` or `vocab_size` from the
     # notebook instead of its arguments fails here even when the other tests happen to use the same sizes
     V, bs = cfg[0], cfg[1]
-    m = _new(sub, cfg, seed)
-    r = m.forward([_ids(rng, 2, bs, V)], seed=seed)
+    _, r = _new_forward(sub, cfg, seed, [_ids(rng, 2, bs, V)], short_input_hint=False)
     _logits(r.outputs[0], 2, bs, V, f"{_cfg_text(cfg)} on ids {_shape((2, bs))}")
 
 
@@ -213,7 +209,7 @@ def test_model_sizes_come_from_its_arguments(sub, close, rng, seed, cfg):
 @_sizes_from_arguments
 def test_model_returns_the_logits_tensor(sub, rng, seed):
     V, bs = MODEL[0], MODEL[1]
-    r = _new(sub, MODEL, seed).forward([_ids(rng, 2, bs, V)], seed=seed)
+    _, r = _new_forward(sub, MODEL, seed, [_ids(rng, 2, bs, V)], short_input_hint=False)
     out = r.outputs[0]
     required = [n for n in r.filled if not n.startswith("@")]
     if "@last_position_only" in r.filled:
@@ -242,7 +238,7 @@ def test_model_returns_the_logits_tensor(sub, rng, seed):
 @_sizes_from_arguments
 def test_model_returns_logits_not_probabilities(sub, rng, seed):
     V, bs = MODEL[0], MODEL[1]
-    out = _new(sub, MODEL, seed).forward([_ids(rng, 2, bs, V)], seed=seed).outputs[0]
+    out = _new_forward(sub, MODEL, seed, [_ids(rng, 2, bs, V)], short_input_hint=False)[1].outputs[0]
     what = _cfg_text(MODEL)
     logits = _logits(out, 2, bs, V, what)
     if logits.min() >= 0 and logits.max() <= 1 and np.allclose(logits.sum(-1), 1, atol=1e-4):
