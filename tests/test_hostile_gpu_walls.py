@@ -66,6 +66,11 @@ ATTACK = textwrap.dedent('''
     make("udp", socket.AF_INET, socket.SOCK_DGRAM)
     make("tcp", socket.AF_INET, socket.SOCK_STREAM)
     make("netlink", socket.AF_NETLINK, socket.SOCK_RAW)
+    try:  # a datagram pair can sendto() any unix socket of the host: refused as without a GPU
+        socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        out["unix_dgram_pair"] = "made"
+    except OSError as e:
+        out["unix_dgram_pair"] = type(e).__name__
     try:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         s.connect({listener!r})
@@ -114,7 +119,7 @@ def test_a_worker_with_a_gpu_writes_its_own_thread_names_and_nothing_else_under_
     if not namespaces:  # the host's network: only CUDA's kind of socket may be made
         assert any(w == "seccomp-denylist-no-sockets-but-unix-seqpacket" for w in out["walls"]), out["walls"]
         assert out["unix_seqpacket"] == "made", out
-        assert all(out[k] != "made" for k in ("unix_dgram", "udp", "tcp", "netlink")), out
+        assert all(out[k] != "made" for k in ("unix_dgram", "udp", "tcp", "netlink", "unix_dgram_pair")), out
     with open(f"/proc/{os.getpid()}/oom_score_adj") as f:
         assert f.read().strip() != "-1000"
 

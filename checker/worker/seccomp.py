@@ -135,6 +135,21 @@ def _when(nr, body):
     return [(_JEQ_K, 0, len(body), nr), *body]
 
 
+def _unix_of_kind(kind):
+    """A block body: allow the call when its domain is AF_UNIX and its type (less SOCK_NONBLOCK and
+    SOCK_CLOEXEC) is `kind`; refuse it with EACCES otherwise."""
+    return [
+        (_LD_W_ABS, 0, 0, _arg_low(0)),     # domain
+        (_JEQ_K, 1, 0, _AF_UNIX),
+        _ret(_ERRNO | errno.EACCES),
+        (_LD_W_ABS, 0, 0, _arg_low(1)),     # type, less SOCK_NONBLOCK and SOCK_CLOEXEC
+        (_AND_K, 0, 0, ~_SOCK_FLAGS & 0xFFFFFFFF),
+        (_JEQ_K, 1, 0, kind),
+        _ret(_ERRNO | errno.EACCES),
+        _ret(_ALLOW),
+    ]
+
+
 def _program(sockets, unix_seqpacket=False):
     arch = _ARCH.get(platform.machine()) if supported() else None
     if arch is None:
@@ -159,29 +174,12 @@ def _program(sockets, unix_seqpacket=False):
         _ret(deny),
         _ret(_ALLOW),
     ])
-    if not sockets and unix_seqpacket:
-        prog += _when(nr["socket"], [
-            (_LD_W_ABS, 0, 0, _arg_low(0)),     # domain
-            (_JEQ_K, 1, 0, _AF_UNIX),
-            _ret(_ERRNO | errno.EACCES),
-            (_LD_W_ABS, 0, 0, _arg_low(1)),     # type, less SOCK_NONBLOCK and SOCK_CLOEXEC
-            (_AND_K, 0, 0, ~_SOCK_FLAGS & 0xFFFFFFFF),
-            (_JEQ_K, 1, 0, _SOCK_SEQPACKET),
-            _ret(_ERRNO | errno.EACCES),
-            _ret(_ALLOW),
-        ])
-    elif not sockets:
-        prog += _when(nr["socket"], [_ret(_ERRNO | errno.EACCES)])
-        prog += _when(nr["socketpair"], [
-            (_LD_W_ABS, 0, 0, _arg_low(0)),     # domain
-            (_JEQ_K, 1, 0, _AF_UNIX),
-            _ret(_ERRNO | errno.EACCES),
-            (_LD_W_ABS, 0, 0, _arg_low(1)),     # type, less SOCK_NONBLOCK and SOCK_CLOEXEC
-            (_AND_K, 0, 0, ~_SOCK_FLAGS & 0xFFFFFFFF),
-            (_JEQ_K, 1, 0, _SOCK_STREAM),
-            _ret(_ERRNO | errno.EACCES),
-            _ret(_ALLOW),
-        ])
+    if not sockets:
+        if unix_seqpacket:
+            prog += _when(nr["socket"], _unix_of_kind(_SOCK_SEQPACKET))
+        else:
+            prog += _when(nr["socket"], [_ret(_ERRNO | errno.EACCES)])
+        prog += _when(nr["socketpair"], _unix_of_kind(_SOCK_STREAM))
     prog.append(_ret(_ALLOW))
     return prog
 
