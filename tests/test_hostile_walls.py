@@ -321,7 +321,7 @@ def test_shared_memory_counts_against_the_cap(zyg, tmp_path):
         with pytest.raises(Exception) as e:
             h.call("shared", 1024)
         assert "kept" not in str(e.value)
-        assert any(w.startswith(("cgroup2-memory", "cgroup1-memory", "address-space")) for w in h.isolation), \
+        assert any(w.startswith(("cgroup2-memory", "cgroup1-memory", "address-space", "memory-watch")) for w in h.isolation), \
             h.isolation
     finally:
         h.close()

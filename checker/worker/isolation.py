@@ -4,7 +4,9 @@ What it is for: called once in a freshly forked worker. In order:
 
 1. resource limits: no core dumps, files up to 256 MiB, RLIMIT_DATA;
 2. a cap on all of the worker's memory (`checker.worker.memory`: a cgroup
-   where the grader can make one, else RLIMIT_AS), shared mappings included,
+   where the grader can make one, else RLIMIT_AS; where neither, as with a
+   GPU and no delegated cgroup, a watch from the worker's parent:
+   `checker.worker.memwatch`), shared mappings included,
    and on its tasks (processes and threads: the pids controller of cgroup v2
    or v1, else RLIMIT_NPROC of its uid once that is set, below);
 3. namespaces (`checker.worker.namespaces`): new mount, network, IPC, UTS
@@ -66,7 +68,7 @@ import resource
 import signal
 import sys
 
-from checker.worker import diskcap, landlock, memory, namespaces, seccomp
+from checker.worker import diskcap, landlock, memory, memwatch, namespaces, seccomp
 
 __all__ = ["apply_isolation", "landlock_abi", "allowed_read_roots", "WEAK_MARKS", "WallsRefused", "worker_ids",
            "scratch_of", "UID_BASE"]
@@ -154,6 +156,13 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
         applied.append(f"memory-{memory_mb}MiB")
     gpu = bool(_gpu_devices())
     cap = memory.cap_memory(memory_mb, cgroup_parent, gpu=gpu) if memory_mb else None
+    mem_watch = None
+    if memory_mb and not cap:  # no cgroup, no RLIMIT_AS (a GPU): watched from the parent (checker.worker.memwatch)
+        try:
+            mem_watch = memwatch.Watch(memory_mb)
+            cap = memwatch.watch_name(memory_mb, diskcap.INTERVAL_S)
+        except OSError as e:
+            cap = f"no-memory-cap(shared memory not counted; the watch failed: {e.strerror or e})"
     applied.append(cap or "no-memory-cap(shared memory not counted)")
     tasks = memory.cap_tasks(cgroup_parent)  # None: RLIMIT_NPROC once the worker's uid is known
     if tasks:
@@ -169,7 +178,8 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
         except OSError as e:
             applied.append(f"namespaces-unavailable({e.strerror or e})")
     if ns:
-        namespaces.fork_init()  # from here on: PID 1 of the new PID namespace
+        # from here on: PID 1 of the new PID namespace (its parent watching its memory, where nothing caps it)
+        namespaces.fork_init(**_watching(mem_watch))
         applied.append("pid-namespace")
         try:  # the worker's dir: a bounded tmpfs holding a copy, owned by the identity it ends with
             skipped = namespaces.build_root(workdir, read_roots, _link_paths(), passwd_uid=uid, passwd_gid=gid,
@@ -190,7 +200,7 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
     else:
         # no mount: the worker's dir stays the host's, watched from a parent outside every wall below
         watcher = os.getpid()
-        namespaces.fork_init(watch=diskcap.Watch(workdir).over, interval=diskcap.INTERVAL_S)
+        namespaces.fork_init(**_watching(mem_watch, diskcap.Watch(workdir)))
         applied.append(diskcap.watch_name())
         try:
             applied += _without_namespaces(workdir, was_root, uid, gid)
@@ -250,6 +260,21 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
             refused.walls = applied
             raise refused from e
     return applied
+
+
+def _watching(mem_watch, disk_watch=None):
+    """fork_init's arguments for the parent W's watches: the disk's (its reason ends the body by SIGXFSZ), the
+    memory's (by SIGKILL, as a cgroup's OOM kill would); none: W only waits."""
+    if mem_watch is None and disk_watch is None:
+        return {}
+
+    def watch(pid):
+        why = disk_watch.over(pid) if disk_watch is not None else None
+        if why:
+            return why
+        why = mem_watch.over(pid) if mem_watch is not None else None
+        return (why, signal.SIGKILL) if why else None
+    return {"watch": watch, "interval": diskcap.INTERVAL_S, "keep": mem_watch.fds() if mem_watch else ()}
 
 
 def _cap_tasks_by_uid(shared):

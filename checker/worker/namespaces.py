@@ -112,7 +112,7 @@ def unshare_all(uid=NOBODY, gid=NOBODY):
     return "userns"
 
 
-def fork_init(watch=None, interval=0.05):
+def fork_init(watch=None, interval=0.05, keep=()):
     """Fork; the child returns (PID 1 of the new PID namespace, if one was made). The parent never returns.
 
     The parent waits for the child and exits as it did, so whoever watches the worker's pid (the
@@ -120,7 +120,8 @@ def fork_init(watch=None, interval=0.05):
     If the parent is killed first, the child gets SIGKILL (PR_SET_PDEATHSIG), and with it every
     process of the namespace. With `watch` (a callable(child pid) -> reason or None), the parent is
     a child subreaper that calls it every `interval` seconds; on a reason it kills the child and all
-    below it and ends by SIGXFSZ. Every process below it is killed when the child ends."""
+    below it and ends by SIGXFSZ (a reason given as (text, signal): by that signal). Every process below
+    it is killed when the child ends. `keep`: fds the parent keeps (the watch's own), every other is closed."""
     r, w = os.pipe()
     if watch is not None:
         ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -136,7 +137,7 @@ def fork_init(watch=None, interval=0.05):
         return
     os.close(r)
     for fd in range(3, 1024):  # hold nothing of the conversation: only the child speaks
-        if fd != w:
+        if fd != w and fd not in keep:
             try:
                 os.close(fd)
             except OSError:
@@ -189,7 +190,8 @@ def _watch(pid, watch, interval):
             reason = f"the watch failed: {e}"
         if reason:
             _kill_below()
-            return signal.SIGXFSZ  # the status of a process ended by SIGXFSZ
+            # the status of a process ended by that signal (SIGXFSZ: the disk watch's)
+            return reason[1] if isinstance(reason, tuple) else signal.SIGXFSZ
         if pidfd is not None:
             select.select([pidfd], [], [], interval)
         else:
