@@ -265,6 +265,11 @@ def test_as_an_ordinary_user_the_worker_owns_nothing_of_that_user(request_cleanu
     read that user's own private file, even though the worker's uid outside is that user's."""
     import pathlib
     import tempfile
+    with open("/proc/self/status") as f:
+        if not int(next(ln.split()[1] for ln in f if ln.startswith("CapEff:")), 16) & (1 << 21):
+            pytest.skip("arranging a Python an ordinary user can reach takes mounts (CAP_SYS_ADMIN), which this "
+                        "process lacks (Gradescope's mode: there the grader runs as root, tested by every "
+                        "`walls` test)")
     uid = 54321
     work = pathlib.Path(tempfile.mkdtemp(prefix="hwcheck-user-test-", dir="/tmp"))  # /tmp/pytest-of-root is 0700
     request_cleanup.append(work)
