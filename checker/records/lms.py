@@ -520,8 +520,9 @@ def _lms_entries(layout, outdir, not_graded):
         else:
             try:
                 path = _stage(outdir, s, names)
-            except OSError as e:
-                not_graded += [(n, f"{sid}'s files could not be put into one folder ({e.strerror or e}): "
+            except (OSError, ValueError) as e:  # ValueError: an id that is no plain name (join_inside)
+                why = getattr(e, "strerror", None) or e
+                not_graded += [(n, f"{sid}'s files could not be put into one folder ({why}): "
                                    f"not graded") for n in shown]
                 continue
         entries.append((sid, path))
