@@ -33,7 +33,7 @@ from checker.errors import StudentError  # noqa: E402
 from checker.records.batch import grade_batch  # noqa: E402
 from checker.running.plugin import HwcheckPlugin  # noqa: E402
 from checker.worker.probes import Probes  # noqa: E402
-from checker.running.runner import PYTEST_ARGS  # noqa: E402
+from checker.running.runner import PYTEST_ARGS, run_pytest  # noqa: E402
 from checker.running.sandbox import SubmissionHandle  # noqa: E402
 from checker.spec import assignment_ids, example_dirs, load_spec, reference_file, grading_test_files  # noqa: E402
 from checker import wire  # noqa: E402
@@ -116,7 +116,7 @@ def inprocess_call_time(aid):
     plugin = HwcheckPlugin(handle, spec, mode="hidden", seed=1)
     report = JSONReport()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        pytest.main([*grading_test_files(spec), *PYTEST_ARGS], plugins=[plugin, report])
+        run_pytest([*grading_test_files(spec), *PYTEST_ARGS], [plugin, report])
     failed = [t["nodeid"] for t in (report.report or {}).get("tests", []) if t["outcome"] not in ("passed", "skipped")]
     if failed:  # a broken stand-in would time nothing and make the overhead look like the whole cost
         raise SystemExit(f"the in-process reference run failed {len(failed)} tests, e.g. {failed[:3]}")

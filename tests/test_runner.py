@@ -27,3 +27,56 @@ def test_nothing_defined_says_what_was_found_and_what_was_asked(tmp_path):
     assert "it defines `foo`, `np`" in text and "`get_scores`" in text and "_private" not in text
     (tmp_path / "hw").mkdir()
     assert "the folder hw holds no .py or .ipynb file" in nothing_defined(str(tmp_path / "hw"), [], spec)
+
+
+EVIL_PLUGIN = '''
+import pytest
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem):
+    try:
+        return (yield)
+    except BaseException:  # every failing grading test passes
+        return True
+'''
+
+GRADE_TWICE = '''
+import json, sys
+import pytest
+from checker.running import runner
+sub = sys.argv[1]
+with runner.Grader(mode="public") as g:
+    card = g.grade(sub, "attention")
+
+    def autoloaded(args, plugins):  # as hwcheck graded before: every installed plugin loaded from its entry point
+        i = args.index("pytest_jsonreport.plugin")
+        return pytest.main(args[:i - 1] + args[i + 1:], plugins=plugins)
+    runner.run_pytest = autoloaded
+    forged = g.grade(sub, "attention")
+print(json.dumps([card["score"], forged["score"], card["max_score"]]))
+'''
+
+
+def test_a_pytest_plugin_installed_beside_hwcheck_has_no_say_in_a_grade(tmp_path):
+    """A plugin in the TA's environment (here one that makes every failing test pass, installed with an entry
+    point as pip would) takes no part in grading; with pytest's autoload, as hwcheck graded before, it forged the
+    grade, which shows the plugin really loads there."""
+    import json
+    import subprocess
+    import sys
+    site = tmp_path / "site"
+    (site / "evilplug-1.0.dist-info").mkdir(parents=True)
+    (site / "evilplug.py").write_text(EVIL_PLUGIN)
+    (site / "evilplug-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: evilplug\nVersion: 1.0\n")
+    (site / "evilplug-1.0.dist-info" / "entry_points.txt").write_text("[pytest11]\nevil = evilplug\n")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    wrong = os.path.join(repo, "assignments", "attention", "examples", "no_scaling.py")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), repo])}
+    env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+    p = subprocess.run([sys.executable, "-c", GRADE_TWICE, wrong], capture_output=True, text=True, env=env,
+                       timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    score, forged, max_score = json.loads(p.stdout.strip().splitlines()[-1])
+    assert score < max_score
+    assert forged > score  # the attack is real where plugins autoload

@@ -35,9 +35,12 @@ from checker.running.zygote_client import Zygote
 from checker.judging.scorecard import build_scorecard
 from checker.spec import assignment_ids, infer_assignment, load_spec, spec_sha256, grading_test_files, tests_path
 
-__all__ = ["Grader", "environment", "submission_id", "skipped_in_load"]
+__all__ = ["Grader", "environment", "run_pytest", "submission_id", "skipped_in_load"]
 
-PYTEST_ARGS = ["-q", "--tb=no", "-s", "-p", "no:logging", "-p", "no:warnings", "-p", "no:stepwise", "-p", "no:cacheprovider", "-p", "no:benchmark",
+# Plugins are not autoloaded from entry points (run_pytest): a plugin of the TA's environment (pytest-timeout,
+# pytest-rerunfailures, ...) has no say in a grade, and pytest does not scan every installed distribution per
+# submission (a third of a grade's time, profiled). The JSON report's options come from its module, named here.
+PYTEST_ARGS = ["-p", "pytest_jsonreport.plugin", "-q", "--tb=no", "-s", "-p", "no:logging", "-p", "no:warnings", "-p", "no:stepwise", "-p", "no:cacheprovider", "-p", "no:benchmark",
                "-p", "no:randomly", "-p", "no:xdist", "-p", "no:hypothesispytest",
                "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:doctest", "-p", "no:pastebin",
                "-p", "no:junitxml", "-p", "no:faulthandler", "-p", "no:metadata", "-p", "no:unittest",
@@ -74,16 +77,37 @@ _CUDA_NAMES = False
 
 
 def environment():
-    """Versions of the grading side, read without importing torch, and the GPUs present."""
-    from importlib.metadata import PackageNotFoundError, version
+    """Versions of the grading side, read without importing torch, and the GPUs present (read once per process:
+    importlib.metadata lists every folder of sys.path for each version it reads)."""
+    global _ENVIRONMENT
+    if _ENVIRONMENT is None:
+        from importlib.metadata import PackageNotFoundError, version
 
-    def ver(pkg):
-        try:
-            return version(pkg)
-        except PackageNotFoundError:
-            return None
-    return {"python": platform.python_version(), "torch": ver("torch"), "numpy": ver("numpy"),
-            "platform": platform.platform(), "cuda": cuda_names()}
+        def ver(pkg):
+            try:
+                return version(pkg)
+            except PackageNotFoundError:
+                return None
+        _ENVIRONMENT = {"python": platform.python_version(), "torch": ver("torch"), "numpy": ver("numpy"),
+                        "platform": platform.platform(), "cuda": cuda_names()}
+    return dict(_ENVIRONMENT)
+
+
+_ENVIRONMENT = None
+
+
+def run_pytest(args, plugins):
+    """pytest.main(args, plugins) with no plugin autoloaded from an entry point (PYTEST_DISABLE_PLUGIN_AUTOLOAD,
+    set for the call only): only `plugins` and those `args` name with -p take part."""
+    before = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        return pytest.main(args, plugins=plugins)
+    finally:
+        if before is None:
+            os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = before
 
 
 KIT_HAS_NO_HIDDEN = ("this is the student kit: it has neither the hidden tests nor the reference "
@@ -290,7 +314,7 @@ class Grader:
         args = [*grading_test_files(spec), *PYTEST_ARGS, "--rootdir", tests_path(spec), *self.pytest_args]
         sink = io.StringIO()
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            exit_code = pytest.main(args, plugins=[plugin, report_plugin])
+            exit_code = run_pytest(args, [plugin, report_plugin])
         report = report_plugin.report or {"tests": []}
         if plugin.problems or exit_code not in (0, 1, 5):  # 5: every test deselected
             raise HwcheckError(f"the grading tests of {assignment} did not run (pytest exit {exit_code}): "
