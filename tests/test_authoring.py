@@ -267,7 +267,8 @@ def w_read(wheel, name):
 @pytest.mark.parametrize("aid", [a for a in assignment_ids()
                                  if os.path.dirname(assignment_dir(a)) == os.path.join(REPO, "assignments")])
 def test_validate_passes_for_every_built_in_assignment(aid):
-    r = _run(["validate", aid, "--skip", "examples"], dict(os.environ, PYTHONPATH=REPO))
+    # its kit check (the same two functions, a few minutes of probing) is tests/test_validate_kit.py's
+    r = _run(["validate", aid, "--skip", "examples", "--skip", "kit"], dict(os.environ, PYTHONPATH=REPO))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "every check passed" in r.stdout
 

@@ -42,7 +42,11 @@ SOFTMAX_HELPER = textwrap.dedent('''\
 @pytest.mark.slow
 @pytest.mark.parametrize("aid", BUILT_IN)
 def test_the_kit_of_every_built_in_assignment_computes_no_answer(aid):
+    """`hwcheck validate`'s kit check of every built-in assignment (test_authoring runs the others): its static
+    part (no hidden test in the kit) and its probe."""
     from checker.platforms.kit_probe import probe_kit
+    from checker.platforms.validate import kit_problems
+    assert kit_problems(aid) == []
     found = probe_kit(aid)
     graded = {n for q in load_spec(aid)["questions"] if not q["manual"] for n in q["names"]}
     probed = {c.split(" ")[0] for c in found["cases"]}
