@@ -50,8 +50,7 @@ with runner.Grader(mode="public") as g:
     card = g.grade(sub, "attention")
 
     def autoloaded(args, plugins):  # as hwcheck graded before: every installed plugin loaded from its entry point
-        i = args.index("pytest_jsonreport.plugin")
-        return pytest.main(args[:i - 1] + args[i + 1:], plugins=plugins)
+        return pytest.main(args, plugins=plugins)
     runner.run_pytest = autoloaded
     forged = g.grade(sub, "attention")
 print(json.dumps([card["score"], forged["score"], card["max_score"]]))

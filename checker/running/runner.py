@@ -39,8 +39,9 @@ __all__ = ["Grader", "environment", "run_pytest", "submission_id", "skipped_in_l
 
 # Plugins are not autoloaded from entry points (run_pytest): a plugin of the TA's environment (pytest-timeout,
 # pytest-rerunfailures, ...) has no say in a grade, and pytest does not scan every installed distribution per
-# submission (a third of a grade's time, profiled). The JSON report's options come from its module, named here.
-PYTEST_ARGS = ["-p", "pytest_jsonreport.plugin", "-q", "--tb=no", "-s", "-p", "no:logging", "-p", "no:warnings", "-p", "no:stepwise", "-p", "no:cacheprovider", "-p", "no:benchmark",
+# submission (a third of a grade's time, profiled). The JSON report's options come from its module, which
+# run_pytest passes as a plugin object (`-p module` would make pytest look for it among the entry points).
+PYTEST_ARGS = ["-q", "--tb=no", "-s", "-p", "no:logging", "-p", "no:warnings", "-p", "no:stepwise", "-p", "no:cacheprovider", "-p", "no:benchmark",
                "-p", "no:randomly", "-p", "no:xdist", "-p", "no:hypothesispytest",
                "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:doctest", "-p", "no:pastebin",
                "-p", "no:junitxml", "-p", "no:faulthandler", "-p", "no:metadata", "-p", "no:unittest",
@@ -99,10 +100,11 @@ _ENVIRONMENT = None
 def run_pytest(args, plugins):
     """pytest.main(args, plugins) with no plugin autoloaded from an entry point (PYTEST_DISABLE_PLUGIN_AUTOLOAD,
     set for the call only): only `plugins` and those `args` name with -p take part."""
+    import pytest_jsonreport.plugin as json_report_options  # its pytest_addoption: --json-report-file and -omit
     before = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     try:
-        return pytest.main(args, plugins=plugins)
+        return pytest.main(args, plugins=[json_report_options, *plugins])
     finally:
         if before is None:
             os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
