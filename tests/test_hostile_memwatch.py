@@ -31,7 +31,16 @@ SCRIPT = textwrap.dedent('''
     except isolation.WallsRefused as e:
         print(json.dumps({{"refused": str(e)}}), flush=True)
         sys.exit(0)
-    print(json.dumps({{"walls": walls}}), flush=True)
+    import stat
+    fds = os.listdir("/proc/self/fd")  # its own listing's fd is closed again once listed
+    dirs = []
+    for fd in fds:
+        try:
+            if stat.S_ISDIR(os.fstat(int(fd)).st_mode):
+                dirs.append(int(fd))
+        except OSError:
+            pass
+    print(json.dumps({{"walls": walls, "dir_fds": dirs}}), flush=True)
     MiB = 1 << 20
 
     def shared(n):
@@ -79,6 +88,7 @@ def _run(what, namespaces):
         pytest.skip("the grader refuses to run code here: " + out[0]["refused"][:120])
     walls = out[0]["walls"]
     assert any(w.startswith("memory-watch-384MiB") for w in walls), walls
+    assert out[0]["dir_fds"] == [], out[0]  # the watcher's fd on the grader's /proc is not the body's
     return proc, out[1:], walls
 
 
