@@ -85,5 +85,5 @@ PY
 step "suite: CUDA items, device portability, the GPU gate and hints, the walls with a GPU"
 timeout 130 python -m pytest -q -n 12 -p no:cacheprovider -rs tests/test_plugin.py tests/test_portability.py \
     tests/test_cuda_probe.py tests/test_lowp_gate.py tests/test_vit_hints.py tests/test_hostile_gpu_walls.py \
-    tests/test_hostile_walls.py tests/test_hostile_memwatch.py tests/test_runner.py 2>&1 | tail -25
+    tests/test_hostile_walls.py tests/test_hostile_memwatch.py tests/test_runner.py tests/test_gpumem.py 2>&1 | tail -25
 step "done"

@@ -6,7 +6,8 @@ What it is for: called once in a freshly forked worker. In order:
 2. a cap on all of the worker's memory (`checker.worker.memory`: a cgroup
    where the grader can make one, else RLIMIT_AS; where neither, as with a
    GPU and no delegated cgroup, a watch from the worker's parent:
-   `checker.worker.memwatch`), shared mappings included,
+   `checker.worker.memwatch`), shared mappings included, and with a GPU a
+   share of its memory for torch's allocator (`checker.worker.gpumem`),
    and on its tasks (processes and threads: the pids controller of cgroup v2
    or v1, else RLIMIT_NPROC of its uid once that is set, below);
 3. namespaces (`checker.worker.namespaces`): new mount, network, IPC, UTS
@@ -68,7 +69,7 @@ import resource
 import signal
 import sys
 
-from checker.worker import diskcap, landlock, memory, memwatch, namespaces, seccomp
+from checker.worker import diskcap, gpumem, landlock, memory, memwatch, namespaces, seccomp
 
 __all__ = ["apply_isolation", "landlock_abi", "allowed_read_roots", "WEAK_MARKS", "WallsRefused", "worker_ids",
            "scratch_of", "UID_BASE"]
@@ -164,6 +165,9 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
         except OSError as e:
             cap = f"no-memory-cap(shared memory not counted; the watch failed: {e.strerror or e})"
     applied.append(cap or "no-memory-cap(shared memory not counted)")
+    gpu_cap = gpumem.cap_gpu_memory(memory_mb, gpu)  # its share of the GPU, for the moment CUDA starts
+    if gpu_cap:
+        applied.append(gpu_cap)
     tasks = memory.cap_tasks(cgroup_parent)  # None: RLIMIT_NPROC once the worker's uid is known
     if tasks:
         applied.append(tasks)
