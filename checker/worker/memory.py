@@ -24,8 +24,6 @@ RLIMIT_NPROC for the worker's own uid instead.
 
 The cgroups a worker was put in are named `hwcheck-<pid>` under parents
 the zygote made; `release(pid)` removes them after the worker was reaped.
-A zygote killed before it could remove its parents leaves them empty in the
-system's cgroup tree: the next zygote sweeps them (`sweep_stale`).
 
 What it is not: a fair-share scheduler, or a disk quota (the worker's own
 dir is a small tmpfs, or watched: `checker.worker.diskcap`).
@@ -33,15 +31,12 @@ dir is a small tmpfs, or watched: `checker.worker.diskcap`).
 
 import os
 import resource
-import time
 
-__all__ = ["cap_memory", "data_limit", "cap_tasks", "release", "remove_parent", "cgroup_parent", "sweep_stale",
-           "HEADROOM_MB", "PIDS_MAX"]
+__all__ = ["cap_memory", "data_limit", "cap_tasks", "release", "remove_parent", "cgroup_parent", "HEADROOM_MB", "PIDS_MAX"]
 
 HEADROOM_MB = 256
 DATA_MARGIN_MB = 64  # RLIMIT_DATA stops this far under the cgroup's cap (data_limit)
 PIDS_MAX = 512
-STALE_AGE_S = 60  # sweep_stale leaves a dead zygote's cgroups younger than this
 _PARENT = {}
 
 
@@ -88,37 +83,10 @@ def cgroup_parent():
     Anything else: kind None, and workers fall back to RLIMIT_AS (and RLIMIT_NPROC)."""
     if "parent" in _PARENT:
         return _PARENT["parent"]
-    # what zygotes killed before they could clean up left (sweep_stale), where ours go
-    for found in {_own_cgroup_v2(), _own_cgroup_v1("memory"), _own_cgroup_v1("pids")} - {None}:
-        sweep_stale(os.path.join(found[0], found[1].lstrip("/")))
     kind, base = _memory_parent()
     pids = _v1_parent("pids", "pids.max") if kind != "cgroup2" or not _has(base, "pids") else None
     _PARENT["parent"] = (kind, base, pids) if kind or pids else None
     return _PARENT["parent"]
-
-
-def sweep_stale(folder, min_age_s=None):
-    """Remove the cgroups `hwcheck-<pid>` in `folder` (and their workers' inside) of zygotes that are gone: a
-    zygote killed by SIGKILL (an OOM kill, a TA's `kill -9`) never ran remove_parent, and its empty folders
-    stayed in the system's cgroup tree. Only what is certainly stale goes: the pid is no process, the cgroup
-    is older than `min_age_s` (another zygote's worker cgroup, in a PID namespace this one cannot see, is
-    made and filled in milliseconds) and holds no process (rmdir refuses one that does). Returns how many."""
-    removed = 0
-    now = time.time()
-    min_age_s = STALE_AGE_S if min_age_s is None else min_age_s
-    for name in _listdir(folder):
-        if not (name.startswith("hwcheck-") and name[8:].isdigit()) or os.path.exists(f"/proc/{name[8:]}"):
-            continue
-        top = os.path.join(folder, name)
-        for path in [os.path.join(top, n) for n in _listdir(top) if n.startswith("hwcheck-")] + [top]:
-            try:
-                if now - os.stat(path).st_mtime < min_age_s:
-                    break
-                os.rmdir(path)
-                removed += 1
-            except OSError:
-                break
-    return removed
 
 
 def _has(base, controller):
