@@ -237,7 +237,11 @@ def test_mhsa_queries_and_keys_differ(sub, rng, seed):
               if min(fit[a, b] for a in (i, j, k) for b in (i, j, k)) > 1e-3]  # weights read accurately
     if not cycles:
         pytest.skip("the attention weights of these tokens are too close to 0 to compare the cycles")
-    spread = float(np.max(log_a.max(axis=1) - log_a.min(axis=1)))  # how far the scores of a query differ
+    # how far the scores of a query differ, over the weights read accurately (as the cycles): a weight the
+    # fit reads as ~0 or below (log clamped at 1e-300) would make the spread, and the bar below, huge
+    accurate = fit > 1e-3
+    spread = max((float(log_a[i][accurate[i]].max() - log_a[i][accurate[i]].min())
+                  for i in range(N) if accurate[i].sum() >= 2), default=0.0)
     if spread < 1e-3:
         pytest.skip("judged by the other tests, not here: every query weighs the keys (almost) equally, so "
                     "there is no order of the scores to compare")
