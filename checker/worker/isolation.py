@@ -184,8 +184,6 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
     if ns:
         # from here on: PID 1 of the new PID namespace (its parent watching its memory, where nothing caps it)
         namespaces.fork_init(**_watching(mem_watch))
-        if mem_watch is not None:
-            mem_watch.close()  # the watcher's, not the body's
         applied.append("pid-namespace")
         try:  # the worker's dir: a bounded tmpfs holding a copy, owned by the identity it ends with
             skipped = namespaces.build_root(workdir, read_roots, _link_paths(), passwd_uid=uid, passwd_gid=gid,
@@ -207,8 +205,6 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
         # no mount: the worker's dir stays the host's, watched from a parent outside every wall below
         watcher = os.getpid()
         namespaces.fork_init(**_watching(mem_watch, diskcap.Watch(workdir)))
-        if mem_watch is not None:
-            mem_watch.close()  # the watcher's, not the body's
         applied.append(diskcap.watch_name())
         try:
             applied += _without_namespaces(workdir, was_root, uid, gid)

@@ -121,13 +121,15 @@ def fork_init(watch=None, interval=0.05, keep=()):
     process of the namespace. With `watch` (a callable(child pid) -> reason or None), the parent is
     a child subreaper that calls it every `interval` seconds; on a reason it kills the child and all
     below it and ends by SIGXFSZ (a reason given as (text, signal): by that signal). Every process below
-    it is killed when the child ends. `keep`: fds the parent keeps (the watch's own), every other is closed."""
+    it is killed when the child ends. `keep`: fds the parent keeps (the watch's own), every other is closed; the child closes them."""
     r, w = os.pipe()
     if watch is not None:
         ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     pid = os.fork()
     if pid == 0:
         os.close(w)
+        for fd in keep:  # the watcher's (a /proc of the grader's), never the body's
+            os.close(fd)
         ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         import select
         if select.select([r], [], [], 0)[0]:  # the parent died before PDEATHSIG was armed
