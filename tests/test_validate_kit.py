@@ -122,3 +122,28 @@ def test_a_probe_that_crashes_is_a_problem_with_a_message(tmp_path):
     with pytest.raises(HwcheckError, match=r"the kit probe \(checker/platforms/kit_probe.py\) failed \(exit status 1\): "
                                            r"ImportError: cannot import name .wire. from .checker."):
         run_probe(tmp_path / "kit", cases, tmp_path / "hits.jsonl", timeout=300)
+
+
+def test_a_probed_function_cannot_fork(tmp_path):
+    """A probed function that forks is refused (os.fork raises): the child would go on probing beside its parent
+    until the time limit (hwcheck's own fork_init did so, a minute per probe of a kit)."""
+    from checker.platforms.kit_probe import run_probe
+    marker = tmp_path / "forked"
+    cases = _fake_kit(tmp_path / "kit", textwrap.dedent(f'''\
+        import os
+
+
+        def spawn(a):
+            if os.fork() == 0:
+                open({str(marker)!r}, "a").close()
+                os._exit(0)
+            os.wait()
+            return a * 3
+
+
+        def twice(a):
+            return a * 2
+    '''))
+    summary, hits = run_probe(tmp_path / "kit", cases, tmp_path / "hits.jsonl", timeout=300)
+    assert [h["function"] for h in hits] == ["extra.twice"], hits  # the probe went on after the refusal
+    assert not marker.exists()

@@ -27,7 +27,7 @@ stacked too) is compared with every answer, as `checker.judging.compare` does (|
 "answer"}. EXTRA files are probed as well (a test's planted control). The last line on stdout is a JSON
 summary: {"functions", "timed_out", "not_imported"}. Each function runs in its own forked child
 (PARALLEL at a time) with a time limit (and each case a share of it), its output sent nowhere and the
-calls that remove files, end processes or start programs refused (the kit is hwcheck's own code, called
+calls that remove files, end processes, start programs or fork refused (the kit is hwcheck's own code, called
 with odd arguments: a `kill(pid, sig)` handed -1 must reach nothing).
 
 What it is not: a proof, nor a wall against hostile code; closures and lambdas inside functions are
@@ -36,6 +36,7 @@ looked for (shape answers are the handout's own formulas; a graded class is not 
 nothing of hwcheck at module level: run as a script, the `checker` it uses (checker.wire) is the kit's.
 """
 import contextlib
+import gc
 import importlib
 import importlib.util
 import inspect
@@ -231,10 +232,12 @@ def _refused(what):
 
 
 def _guard():
-    """In a probe's child: the calls that remove files, end processes or start programs raise instead."""
+    """In a probe's child: the calls that remove files, end processes or start programs or processes raise
+    instead (a forked process would go on probing beside its parent: hwcheck's own fork_init, called with odd
+    arguments, made the probe of a kit take a minute longer, each call running until the time limit)."""
     for name in ("kill", "killpg", "remove", "unlink", "rmdir", "removedirs", "rename", "renames", "replace",
                  "truncate", "system", "execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp",
-                 "execlpe", "posix_spawn", "posix_spawnp", "setsid", "setpgid", "setpgrp"):
+                 "execlpe", "posix_spawn", "posix_spawnp", "setsid", "setpgid", "setpgrp", "fork", "forkpty"):
         if hasattr(os, name):
             setattr(os, name, _refused(f"call os.{name}"))
     signal.pthread_kill = _refused("send signals")
@@ -344,6 +347,11 @@ def main():
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         functions += _functions(module, seen)
+    import gc
+    gc.collect()
+    gc.freeze()
+    gc.collect()
+    gc.freeze()  # a child's garbage collection would otherwise copy the whole heap it shares (~160 ms each)
     out_fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
     timed_out = _run_all(functions, cases, answers, out_fd, kit)
     os.close(out_fd)
