@@ -41,20 +41,22 @@ def pytest_pyfunc_call(pyfuncitem):
         return True
 '''
 
-GRADE_TWICE = '''
+GRADE_THREE_TIMES = """
 import json, sys
 import pytest
 from checker.running import runner
 sub = sys.argv[1]
-with runner.Grader(mode="public") as g:
-    card = g.grade(sub, "attention")
-
-    def autoloaded(args, plugins):  # as hwcheck graded before: every installed plugin loaded from its entry point
-        return pytest.main(args, plugins=plugins)
-    runner.run_pytest = autoloaded
-    forged = g.grade(sub, "attention")
-print(json.dumps([card["score"], forged["score"], card["max_score"]]))
-'''
+scores = []
+for reuse in (True, False):  # one pytest session per grader (checker.running.session), and a pytest.main per grade
+    with runner.Grader(mode="public", reuse_session=reuse) as g:
+        scores.append(g.grade(sub, "attention")["score"])
+# as hwcheck graded before: every installed plugin loaded from its entry point
+runner.run_pytest = lambda args, plugins: pytest.main(args, plugins=plugins)
+with runner.Grader(mode="public", reuse_session=False) as g:
+    scores.append(g.grade(sub, "attention")["score"])
+    scores.append(g.grade(sub, "attention")["max_score"])
+print(json.dumps(scores))
+"""
 
 
 def test_a_pytest_plugin_installed_beside_hwcheck_has_no_say_in_a_grade(tmp_path):
@@ -73,9 +75,9 @@ def test_a_pytest_plugin_installed_beside_hwcheck_has_no_say_in_a_grade(tmp_path
     wrong = os.path.join(repo, "assignments", "attention", "examples", "no_scaling.py")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), repo])}
     env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-    p = subprocess.run([sys.executable, "-c", GRADE_TWICE, wrong], capture_output=True, text=True, env=env,
+    p = subprocess.run([sys.executable, "-c", GRADE_THREE_TIMES, wrong], capture_output=True, text=True, env=env,
                        timeout=300, cwd=tmp_path)
     assert p.returncode == 0, p.stderr[-3000:]
-    score, forged, max_score = json.loads(p.stdout.strip().splitlines()[-1])
-    assert score < max_score
+    score, one_shot, forged, max_score = json.loads(p.stdout.strip().splitlines()[-1])
+    assert score == one_shot < max_score
     assert forged > score  # the attack is real where plugins autoload

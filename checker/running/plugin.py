@@ -52,7 +52,8 @@ def _is_flaky(exc):
 
 
 class HwcheckPlugin:
-    """One instance per graded submission; passed to `pytest.main(plugins=[...])`."""
+    """Passed to `pytest.main(plugins=[...])` for one submission, or to a `checker.running.session.GradingSession`
+    that binds it to one submission after another (`bind`)."""
 
     def __init__(self, handle, spec, *, mode="public", seed=1234, devices=("cpu", "cuda"), record=None,
                  replay=None, ref_cache=None, spec_sha256=None, cuda=None):
@@ -70,6 +71,10 @@ class HwcheckPlugin:
         # asked at the first CUDA variant that returns one of those; None: ask torch
         self._cuda = cuda
 
+    def bind(self, handle, *, record=None, replay=None):
+        """The submission (and the kit's recording or replay) the next items run on (a GradingSession's)."""
+        self._handle, self._record, self._replay = handle, record, replay
+
     # ------------------------------------------------------------ collection
     def pytest_collection_modifyitems(self, session, config, items):
         keep, dropped = [], []
@@ -86,13 +91,14 @@ class HwcheckPlugin:
             if device is not None and device not in self.devices:
                 dropped.append(item)
                 continue
-            item.stash[_META] = {
+            item.stash[_BASE] = {
                 "question": qid, "visibility": "hidden" if hidden else "visible",
                 "device": device or "cpu",
                 "dtype": (params.params.get("float_dtype") or params.params.get("dtype")) if params else None,
                 "weight": float(next((m.args[0] for m in item.iter_markers("weight")), 1.0)),
-                "outcome": None, "message": "", "missing_names": [],
+                "outcome": None, "message": "",
             }
+            item.stash[_META] = _fresh_meta(item)
             if hidden and self.mode == "public":
                 self.hidden_counts[qid] = self.hidden_counts.get(qid, 0) + 1
                 dropped.append(item)
@@ -109,6 +115,8 @@ class HwcheckPlugin:
     # ------------------------------------------------------------ results
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item):
+        if _BASE in item.stash:  # each run of an item starts from its collected labels (a GradingSession reruns it)
+            item.stash[_META] = _fresh_meta(item)
         called = getattr(self._handle, "called", None)
         if isinstance(called, list):
             called.clear()
@@ -239,7 +247,12 @@ class HwcheckPlugin:
         return _close
 
 
-_META = pytest.StashKey()
+_META = pytest.StashKey()  # an item's labels in this run: question, visibility, device, ..., outcome, message
+_BASE = pytest.StashKey()  # the labels collection gave it
+
+
+def _fresh_meta(item):
+    return {**item.stash[_BASE], "missing_names": []}
 
 
 def _forget_frames(call):

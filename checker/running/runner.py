@@ -30,6 +30,8 @@ from checker.worker.sources import list_units
 from checker.running.plugin import HwcheckPlugin, cuda_available
 from checker.running.ref_cache import RefCache
 from checker.running.sandbox import Limits, SubmissionHandle
+from checker.running import session as pytest_session
+from checker.running.session import without_autoload
 from checker.running.submission_files import file_source, secret_paths, sha256_of
 from checker.running.zygote_client import Zygote
 from checker.judging.scorecard import build_scorecard
@@ -101,15 +103,8 @@ def run_pytest(args, plugins):
     """pytest.main(args, plugins) with no plugin autoloaded from an entry point (PYTEST_DISABLE_PLUGIN_AUTOLOAD,
     set for the call only): only `plugins` and those `args` name with -p take part."""
     import pytest_jsonreport.plugin as json_report_options  # its pytest_addoption: --json-report-file and -omit
-    before = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    try:
+    with without_autoload():
         return pytest.main(args, plugins=[json_report_options, *plugins])
-    finally:
-        if before is None:
-            os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-        else:
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = before
 
 
 KIT_HAS_NO_HIDDEN = ("this is the student kit: it has neither the hidden tests nor the reference "
@@ -203,7 +198,8 @@ class Grader:
     """Grades submissions one after another with one warm zygote."""
 
     def __init__(self, *, mode="public", seed=None, devices=("cpu", "cuda"), timeout=None,
-                 extra_secrets=(), zygote=None, keep_raw=False, warm_meta=False, pytest_args=(), ref_cache=True):
+                 extra_secrets=(), zygote=None, keep_raw=False, warm_meta=False, pytest_args=(), ref_cache=True,
+                 reuse_session=True):
         # the zygote first: it imports torch in the background while this process goes on (checker.running.zygote_client)
         self._own_zygote = zygote is None
         self.zygote = zygote or Zygote(warm_meta=warm_meta)
@@ -216,6 +212,10 @@ class Grader:
         self.record = None  # a dict to record the reference's answers into (checker.platforms.kit)
         # the reference's answers to this grader's inputs, kept from one submission to the next (checker.running.ref_cache)
         self.ref_cache = RefCache() if ref_cache else None
+        # one pytest session per assignment, its tests collected once (checker.running.session); else a
+        # pytest.main per submission
+        self.reuse_session = reuse_session and pytest_session.available()
+        self._sessions = {}
         self.secrets = secret_paths(extra_secrets)
         self._cuda = None  # asked once, at the first grade (cuda_state)
         self._scratch = None  # a temp dir to remove at close(), only when the user's cache is unusable
@@ -255,6 +255,9 @@ class Grader:
         return self._cuda
 
     def close(self):
+        for held in self._sessions.values():
+            held.close()
+        self._sessions.clear()
         if self._own_zygote:
             self.zygote.close()
         if self._scratch:
@@ -303,24 +306,48 @@ class Grader:
         finally:
             handle.close()
 
+    def _plugin(self, handle, spec, replay):
+        return HwcheckPlugin(handle, spec, mode=self.mode, seed=self.seed, devices=self.devices,
+                             record=self.record, replay=replay, ref_cache=self.ref_cache,
+                             spec_sha256=spec_sha256(spec["id"]), cuda=self.cuda_state)
+
+    def _run_tests(self, handle, spec, replay):
+        """Run the grading tests on a loaded submission: (its JSON report, the plugin that labelled it)."""
+        args = [*grading_test_files(spec), *PYTEST_ARGS, "--rootdir", tests_path(spec), *self.pytest_args]
+        sink = io.StringIO()
+        if self.reuse_session:
+            key = (spec["id"], spec_sha256(spec["id"]))
+            held = self._sessions.get(key)
+            if held is None or held.broken:
+                if held is not None:
+                    held.close()
+                held = self._sessions[key] = pytest_session.GradingSession(args, self._plugin(None, spec, replay))
+            if held.plugin.problems:
+                raise HwcheckError(f"the grading tests of {spec['id']} did not run: " + "; ".join(held.plugin.problems))
+            try:
+                with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                    return held.run(handle, record=self.record, replay=replay), held.plugin
+            except HwcheckError as e:
+                raise HwcheckError(f"the grading tests of {spec['id']} did not run: {e}") from None
+            except Exception as e:  # noqa: BLE001 - pytest's own error (an internal error of a hook)
+                raise HwcheckError(f"the grading tests of {spec['id']} did not run ({type(e).__name__}: {e}): "
+                                   + held.out.getvalue()[-2000:]) from None
+        plugin = self._plugin(handle, spec, replay)
+        from pytest_jsonreport.plugin import JSONReport
+        report_plugin = JSONReport()
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            exit_code = run_pytest(args, [plugin, report_plugin])
+        if plugin.problems or exit_code not in (0, 1, 5):  # 5: every test deselected
+            raise HwcheckError(f"the grading tests of {spec['id']} did not run (pytest exit {exit_code}): "
+                               + "; ".join(plugin.problems) + sink.getvalue()[-2000:])
+        return report_plugin.report or {"tests": []}, plugin
+
     def _grade_loaded(self, handle, assignment, note, t0):
         spec = load_spec(assignment)
         replay = _replay_for(spec)
         if replay is not None and self.mode == "hidden":
             raise HwcheckError(KIT_HAS_NO_HIDDEN)
-        plugin = HwcheckPlugin(handle, spec, mode=self.mode, seed=self.seed, devices=self.devices,
-                               record=self.record, replay=replay, ref_cache=self.ref_cache,
-                               spec_sha256=spec_sha256(assignment), cuda=self.cuda_state)
-        from pytest_jsonreport.plugin import JSONReport
-        report_plugin = JSONReport()
-        args = [*grading_test_files(spec), *PYTEST_ARGS, "--rootdir", tests_path(spec), *self.pytest_args]
-        sink = io.StringIO()
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            exit_code = run_pytest(args, [plugin, report_plugin])
-        report = report_plugin.report or {"tests": []}
-        if plugin.problems or exit_code not in (0, 1, 5):  # 5: every test deselected
-            raise HwcheckError(f"the grading tests of {assignment} did not run (pytest exit {exit_code}): "
-                               + "; ".join(plugin.problems) + sink.getvalue()[-2000:])
+        report, plugin = self._run_tests(handle, spec, replay)
         load = handle.load_report()
         messages = ([note] if note else []) + load["messages"] + getattr(handle, "answer_notes", [])[:10]
         status = _status(handle, spec)
