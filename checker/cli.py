@@ -36,7 +36,7 @@ from checker.options import report_output_option, submissions_dir_option, top_pa
 from checker.options import autograder_root_option, container_python_option, online_option, torch_wheel_option
 from checker.options import canvas_title_option, roster_option
 from checker.options import cluster_option, scheduler_option, shard_option
-from checker.options import skip_checks_option
+from checker.options import seeds_option, skip_checks_option
 
 __all__ = ["main"]
 
@@ -152,8 +152,9 @@ def list_command():
 @main.command()
 @click.argument("targets", nargs=-1, metavar="[ASSIGNMENT|DIR]...")
 @skip_checks_option
+@seeds_option
 @_guarded
-def validate(targets, skip):
+def validate(targets, skip, seeds):
     """Check that assignments hold together (every one hwcheck finds, when none is named).
 
     \b
@@ -162,11 +163,12 @@ def validate(targets, skip):
     kit        the kit holds no hidden test, and no code it ships computes an answer
     reference  the reference earns full marks on the public and hidden tests
     examples   every example submission earns its expected.json verdicts
+    The last two grade in hidden mode at run seed 1234 (--seeds N: at N seeds).
     Exit status 1 when a check finds a problem. See docs/authoring.md.
     """
     from checker.running.runner import Grader
     from checker.spec import assignment_ids, discovery_problems
-    from checker.platforms.validate import CHECKS, resolve
+    from checker.platforms.validate import CHECKS, extra_seeds, resolve
     from checker.platforms.validate import validate as run_checks
     aids = [resolve(t) for t in targets] or assignment_ids()
     checks = [c for c in CHECKS if c not in skip]
@@ -177,7 +179,8 @@ def validate(targets, skip):
     graded = {"reference", "examples"} & set(checks)  # the others read files only: no zygote
     with (Grader(mode="hidden", seed=1234) if graded else contextlib.nullcontext()) as grader:
         for aid in aids:
-            problems += len(run_checks(aid, checks=checks, grader=grader, echo=_echo))
+            problems += len(run_checks(aid, checks=checks, grader=grader, echo=_echo,
+                                       seeds=extra_seeds(seeds) if graded else None))
     _echo(f"{len(aids)} assignment(s): " + (f"{problems} problem(s)" if problems else "every check passed"))
     sys.exit(EXIT_FAILED if problems else EXIT_OK)
 

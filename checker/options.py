@@ -24,7 +24,7 @@ __all__ = [
     "color_option", "force_option", "all_option", "only_option", "verbose_option",
     "report_output_option", "submissions_dir_option", "top_pairs_option",
     "torch_wheel_option", "container_python_option", "online_option", "autograder_root_option",
-    "skip_checks_option",
+    "skip_checks_option", "seeds_option",
 ]
 
 DEVICE_CHOICES = {"cpu": ("cpu",), "cuda": ("cuda",), "all": ("cpu", "cuda")}
@@ -256,3 +256,8 @@ __all__ += ["scheduler_option", "cluster_option", "shard_option"]
 skip_checks_option = click.option(
     "--skip", "skip", multiple=True, type=click.Choice(["spec", "handout", "kit", "reference", "examples"]),
     metavar="CHECK", help="Leave out a check (repeatable): spec, handout, kit, reference, examples.")
+
+seeds_option = click.option(
+    "--seeds", "seeds", type=click.IntRange(min=1, max=1000), default=1, show_default=True, metavar="N",
+    help="Grade the reference and the examples at N run seeds: 1234, then N-1 fresh ones, each named with "
+         "what it finds (hidden inputs that only some seeds draw).")

@@ -258,6 +258,42 @@ def test_a_dropped_in_assignment_is_validated_graded_kit_built_and_zipped(tmp_pa
     assert "def test_mean_random" in w_read(tmp_path / wheel[0], "assignments/toyhw/test_toyhw.py")
 
 
+@pytest.mark.slow
+def test_validate_at_more_seeds_names_the_seeds_at_which_a_test_fails_the_reference(tmp_path):
+    """An author's slip that only some hidden inputs show: test_mean_random expects a wrong value whenever its
+    seed (from the run seed and its name) has the other parity than at run seed 1234. `validate` at 1234
+    passes; `validate --seeds 24` names the seeds at which the reference and the correct example lose points
+    (each fresh seed shows it with probability 1/2), and grading at such a seed reproduces it."""
+    import hashlib
+    import re
+    root = tmp_path / "course"
+    folder = _toy(root)
+    digest = hashlib.sha256(b"1234:test_mean_random").digest()
+    parity = int.from_bytes(digest[:4], "little") % 2
+    (folder / "test_toyhw.py").write_text(TOY_TESTS.replace(
+        'close(sub.call("mean", x), ref.mean(x), what="mean of 7 numbers"',
+        f'close(sub.call("mean", x), ref.mean(x) + (seed % 2 != {parity}), what="mean of 7 numbers"').replace(
+        "def test_mean_random(sub, ref, close, rng, note):", "def test_mean_random(sub, ref, close, rng, note, seed):"))
+    env = _env(root)
+    r = _run(["validate", "toyhw", "--skip", "kit"], env)
+    assert r.returncode == 0 and "every check passed" in r.stdout, r.stdout + r.stderr
+    r = _run(["validate", "toyhw", "--skip", "kit", "--seeds", "24"], env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1 and "Traceback" not in out, out
+    assert re.search(r"toyhw: reference: \d+ problem\(s\) at 24 seeds \(1234, \d+", out), out
+    bad = sorted(set(re.findall(r"at seed (\d+): the reference loses points on Q1", out)))
+    assert bad, out
+    assert set(re.findall(r"at seed (\d+): example correct: Q1 should get full marks", out)) == set(bad), out
+    assert "example summed" not in out  # a mistake at every seed: no problem
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copy(folder / "examples" / "correct.py", subs / "alice.py")
+    for seed, want in ((bad[0], False), (1234, True)):
+        r = _run(["grade", subs, "-a", "toyhw", "-o", tmp_path / f"out{seed}", "--seed", str(seed)], env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert (json.loads((tmp_path / f"out{seed}" / "alice.json").read_text())["score"] == 10) is want
+
+
 def w_read(wheel, name):
     with zipfile.ZipFile(wheel) as w:
         return w.read(name).decode()

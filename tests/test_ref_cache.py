@@ -2,8 +2,9 @@
 
 A grader with the cache grades a sample of each assignment's example submissions (the reference, honest
 variants and named mistakes, whose hints are computed on the trusted side) one after another, so that each
-after the first is graded from the answers the earlier ones left; a grader without it grades the same
-files with the same seed. The scorecards must be the same byte for byte once the times (and the walls' per-worker uid) are left out, and
+after the first is graded from the answers the earlier ones left; a grader without it, and without the one
+pytest session of checker.running.session (a pytest.main per submission: the way both speed-ups left
+out), grades the same files with the same seed. The scorecards must be the same byte for byte once the times (and the walls' per-worker uid) are left out, and
 the cache must really have served answers (else the comparison proves nothing).
 """
 import json
@@ -48,13 +49,14 @@ def _sample(aid):
 def test_scorecards_same_with_and_without_the_cache(aid):
     sample = _sample(aid)
     assert len(sample) >= 3, sample
-    with Grader(mode="hidden", seed=SEED, ref_cache=False) as plain:
-        assert plain.ref_cache is None
+    with Grader(mode="hidden", seed=SEED, ref_cache=False, reuse_session=False) as plain:
+        assert plain.ref_cache is None and not plain._sessions
         want = [_without_times(plain.grade(p, aid)) for p in sample]
     with Grader(mode="hidden", seed=SEED) as cached:
         got = [_without_times(cached.grade(p, aid)) for p in sample]
         again = _without_times(cached.grade(sample[0], aid))  # every reference answer now from the cache
         hits, kept = cached.ref_cache.hits, len(cached.ref_cache)
+        assert len(cached._sessions) == 1  # one session graded them all (checker.running.session)
     for path, w, g in zip(sample, want, got):
         assert g == w, f"{os.path.basename(path)}: the scorecard differs with the cache"
     assert again == want[0]

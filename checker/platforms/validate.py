@@ -19,6 +19,10 @@ wrong in a sentence:
   reference  the reference earns full marks on the public and the hidden tests;
   examples   every example submission (the folder's `examples/`) earns
              the verdicts its `expected.json` gives, and every example has an entry there.
+The reference and examples checks grade in hidden mode at run seed 1234, and with `seeds` at more run
+seeds as well: a hidden test's inputs come from the seed, so a test that fails honest code (or lets a
+mistake through) on some draws only shows at some seeds; what a seed finds that 1234 did not is named with
+that seed (`hwcheck grade --seed S` grades a batch at it).
 The expected.json format: {"<example id>": {"verdicts": {"<question>": "full" | "lost" | "zero"},
 "hints": {"<question>": ["text that must appear in its messages"]}, "not_hints": {...: [text that must
 not]}, "with_cuda": {"verdicts": ..., "hints": ..., "not_hints": ...}}}; an example's id is its file name
@@ -39,7 +43,7 @@ import os
 from checker.errors import HwcheckError, SpecError
 
 __all__ = ["resolve", "validate", "spec_problems", "handout_problems", "kit_problems", "grading_problems",
-           "example_problems", "judge_example", "test_functions", "CHECKS"]
+           "example_problems", "judge_example", "test_functions", "extra_seeds", "CHECKS"]
 
 CHECKS = ("spec", "handout", "kit", "reference", "examples")
 VERDICTS = ("full", "lost", "zero")
@@ -302,8 +306,33 @@ def _kit_code_problems(aid):
     return kit_code_problems(aid)
 
 
-def validate(aid, *, checks=CHECKS, grader=None, echo=print):
-    """Run `checks` on the assignment; echo one line per check; return [(check, problem)]."""
+def _at_seeds(graded, aid, grader, seeds):
+    """graded(aid, grader) with `grader`, then with a grader at each other seed of `seeds` (sharing its zygote):
+    the problems found, those of another seed named with it (those the first seed found too are not repeated)."""
+    from checker.running.runner import Grader
+    found = list(graded(aid, grader))
+    for seed in seeds:
+        if seed == grader.seed:
+            continue
+        with Grader(mode="hidden", seed=seed, zygote=grader.zygote, timeout=grader.timeout) as other:
+            found += [f"at seed {seed}: {p}" for p in graded(aid, other) if p not in found]
+    return found
+
+
+def extra_seeds(n, first=1234):
+    """[first] and n-1 fresh run seeds, none equal."""
+    import secrets
+    seeds = [first]
+    while len(seeds) < n:
+        s = secrets.randbits(31)
+        if s not in seeds:
+            seeds.append(s)
+    return seeds
+
+
+def validate(aid, *, checks=CHECKS, grader=None, echo=print, seeds=None):
+    """Run `checks` on the assignment; echo one line per check; return [(check, problem)]. `seeds`: the run
+    seeds the reference and examples checks grade at (default: the grader's own, 1234)."""
     out = []
     own = None
     try:
@@ -311,14 +340,16 @@ def validate(aid, *, checks=CHECKS, grader=None, echo=print):
             if check in ("reference", "examples") and grader is None:
                 from checker.running.runner import Grader
                 grader = own = Grader(mode="hidden", seed=1234)
+            at = list(seeds or [grader.seed]) if check in ("reference", "examples") else []
             try:
                 found = {"spec": spec_problems, "handout": handout_problems,
                          "kit": lambda a: kit_problems(a) + _kit_code_problems(a),
-                         "reference": lambda a: grading_problems(a, grader),
-                         "examples": lambda a: example_problems(a, grader)}[check](aid)
+                         "reference": lambda a: _at_seeds(grading_problems, a, grader, at),
+                         "examples": lambda a: _at_seeds(example_problems, a, grader, at)}[check](aid)
             except (HwcheckError, OSError, ValueError) as e:
                 found = [f"could not be checked: {e}"]
-            echo(f"{aid}: {check}: " + ("ok" if not found else f"{len(found)} problem(s)"))
+            seen = f" at {len(at)} seeds ({', '.join(map(str, at))})" if len(at) > 1 else ""
+            echo(f"{aid}: {check}: " + ("ok" if not found else f"{len(found)} problem(s)") + seen)
             for p in found:
                 echo(f"  - {p}")
             out += [(check, p) for p in found]
