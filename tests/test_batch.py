@@ -98,7 +98,7 @@ def j2(subs, tmp_path_factory):
     out = tmp_path_factory.mktemp("out-j2")
     t0 = time.monotonic()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(checker.cli, "_isatty", lambda name: name == "stderr")
+        mp.setattr(checker.cli, "isatty", lambda name: name == "stderr")
         r = _grade(subs, out, "-j", "2")
     assert r.exit_code == 0, r.output
     return out, r, time.monotonic() - t0

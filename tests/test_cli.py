@@ -239,11 +239,11 @@ def test_use_color_rules():
 
 def test_no_color_on_a_fake_terminal(subs, tmp_path, monkeypatch, warm):
     """With stdout a terminal, colour appears unless NO_COLOR is set."""
-    import checker.cli as cli
+    import checker.cli_base as cli_base
 
     card = tmp_path / "c.json"
     assert run("check", subs / "broken.py", "-a", "attention", "--json", card).exit_code == 1
-    monkeypatch.setattr(cli, "_isatty", lambda name: name == "stdout")
+    monkeypatch.setattr(cli_base, "isatty", lambda name: name == "stdout")
     monkeypatch.delenv("NO_COLOR", raising=False)
     assert ESC in run("show", card).stdout
     assert ESC not in run("show", card, env={"NO_COLOR": "1"}).stdout

@@ -7,7 +7,7 @@ submissions whose file names hold a window-title sequence (OSC 0), a clipboard w
 erase (CSI 2J), C1 controls (U+009B CSI, U+0085 NEL), bidi overrides and isolates, a byte that is not
 UTF-8, and whose code raises and prints such text. What reaches the terminal is read back byte for
 byte: the only escape sequences in it are hwcheck's own colours, and no C1 or bidi character is in it.
-(`checker.render.escape.for_output` is the one pass every printed line goes through: checker.cli._echo.)
+(`checker.render.escape.for_output` is the one pass every printed line goes through: checker.cli_base.echo.)
 """
 
 import glob
