@@ -314,7 +314,8 @@ def _at_seeds(graded, aid, grader, seeds):
     for seed in seeds:
         if seed == grader.seed:
             continue
-        with Grader(mode="hidden", seed=seed, zygote=grader.zygote, timeout=grader.timeout) as other:
+        with Grader(mode="hidden", seed=seed, zygote=grader.zygote, timeout=grader.timeout,
+                    devices=grader.devices) as other:
             found += [f"at seed {seed}: {p}" for p in graded(aid, other) if p not in found]
     return found
 

@@ -316,12 +316,13 @@ class Grader:
         args = [*grading_test_files(spec), *PYTEST_ARGS, "--rootdir", tests_path(spec), *self.pytest_args]
         sink = io.StringIO()
         if self.reuse_session:
-            key = (spec["id"], spec_sha256(spec["id"]))
-            held = self._sessions.get(key)
-            if held is None or held.broken:
+            sha = spec_sha256(spec["id"])  # a spec edited since (a warm notebook kernel): a fresh session
+            held = self._sessions.get(spec["id"])
+            if held is None or held.broken or held.spec_sha256 != sha:
                 if held is not None:
                     held.close()
-                held = self._sessions[key] = pytest_session.GradingSession(args, self._plugin(None, spec, replay))
+                held = self._sessions[spec["id"]] = pytest_session.GradingSession(args, self._plugin(None, spec, replay))
+                held.spec_sha256 = sha
             if held.plugin.problems:
                 raise HwcheckError(f"the grading tests of {spec['id']} did not run: " + "; ".join(held.plugin.problems))
             try:

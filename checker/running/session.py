@@ -93,6 +93,7 @@ class GradingSession:
         self.out = _Tail()
         self.config = self.session = None
         self.broken = False
+        self.spec_sha256 = None  # the spec it was started for (the Grader's key to start afresh on an edit)
         with contextlib.redirect_stdout(self.out), contextlib.redirect_stderr(self.out), without_autoload():
             try:
                 self.config = _prepareconfig(list(args), [json_report_options, plugin, self.report])
