@@ -4,7 +4,9 @@
 # What it is for: after fixes made from a GPU run's scorecards (device hints, the low-precision gate, expected.json's
 # `with_cuda`), batches of the torch assignments' examples where CUDA runs, each scorecard judged against its
 # expected.json verdicts and hints as `hwcheck validate` judges them, one batch in the fallback mode, the suite's CUDA and GPU-wall tests, and what the machine's
-# cgroups offer and what the memory watch that fills the memory cap's gap there counts of a CUDA process.
+# cgroups offer and what the memory watch that fills the memory cap's gap there counts of a CUDA process; the
+# scorecards of one pytest session per grader against a pytest.main per submission, CUDA items included
+# (tests/test_ref_cache.py, whose graders keep the default devices, CUDA among them).
 # What it is not: a test (it asserts nothing itself; read its log), nor the full run (bench/cuda_run.sh).
 #
 # Usage: bash bench/cuda_recheck.sh   (wheels of missing pure-Python packages may lie in .whl/)
@@ -82,8 +84,8 @@ torch.cuda.synchronize()
 print("after CUDA's start and a matmul:", w._held(os.getpid()) >> 20, "| VmData", [l for l in open("/proc/self/status") if l.startswith("VmData")][0].split()[1:])
 PY
 
-step "suite: CUDA items, device portability, the GPU gate and hints, the walls with a GPU"
-timeout 130 python -m pytest -q -n 12 -p no:cacheprovider -rs tests/test_plugin.py tests/test_portability.py \
-    tests/test_cuda_probe.py tests/test_lowp_gate.py tests/test_vit_hints.py tests/test_hostile_gpu_walls.py \
+step "suite: CUDA items, device portability, the GPU gate and hints, the walls with a GPU, one pytest session per grader"
+timeout 240 python -m pytest -q -n 12 -p no:cacheprovider -rs tests/test_plugin.py tests/test_portability.py \
+    tests/test_session.py tests/test_ref_cache.py tests/test_cuda_probe.py tests/test_lowp_gate.py tests/test_vit_hints.py tests/test_hostile_gpu_walls.py \
     tests/test_hostile_walls.py tests/test_hostile_memwatch.py tests/test_runner.py tests/test_gpumem.py 2>&1 | tail -25
 step "done"
