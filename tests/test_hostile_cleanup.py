@@ -425,3 +425,62 @@ def test_a_worker_dir_too_big_to_remove_as_the_zygote_exits_is_removed_by_its_cl
     finally:
         z.close()
     assert not os.path.lexists(made) and _outside_intact(outside)
+
+
+# ------------------------------------------------------------------ a zygote killed by SIGKILL
+
+LINGER = textwrap.dedent('''\
+    import ctypes, os, time
+
+    def linger(name):
+        """A process of the body's that leaves its session and no longer dies with its parent."""
+        libc = ctypes.CDLL(None)
+        try:
+            os.setsid()
+        except OSError:
+            pass
+        if os.fork() == 0:
+            libc.prctl(1, 0, 0, 0, 0)                                # PR_SET_PDEATHSIG: none
+            libc.prctl(15, name.encode(), 0, 0, 0)                   # PR_SET_NAME
+            while True:
+                time.sleep(1)
+        return "left"
+    ''')
+
+
+def _cgroups_named(name):
+    """Every folder called `name` in the cgroup hierarchies mounted here."""
+    with open("/proc/self/mountinfo") as f:
+        mounts = {ln.split()[4] for ln in f if " - cgroup2 " in ln or " - cgroup " in ln}
+    return [root for m in mounts for root, _dirs, _files in os.walk(m) if os.path.basename(root) == name]
+
+
+@pytest.mark.slow
+@pytest.mark.walls
+def test_a_zygote_killed_by_sigkill_leaves_no_cgroup_and_nothing_running_in_one(tmp_path):
+    """A zygote removes the cgroups it made for its workers as it exits; killed by SIGKILL (as its client
+    kills one that stops answering) it cannot. Its client removes them once it has reaped it, after killing
+    what a worker left in them: here a process of the body's that left its session and cleared its
+    PR_SET_PDEATHSIG, so that neither its worker's death nor a sweep of the (dead) zygote ends it."""
+    from checker.running.sandbox import Limits, SubmissionHandle
+    from checker.running.zygote_client import Zygote
+    kid = f"hwlinger{os.getpid() % 10000}"
+    z = Zygote()
+    try:
+        h = SubmissionHandle(write(tmp_path, "linger.py", LINGER), z, Limits(call_s=10, cell_s=10, submission_s=60))
+        report = h.load()
+        if not report["ok"] and REFUSED in h.isolation:
+            pytest.skip("the grader refuses to run code here: root, no namespaces, this Python closed to others")
+        assert report["ok"], report
+        made = _cgroups_named(f"hwcheck-{z.pid}")
+        if not made:
+            pytest.skip(f"the zygote made no cgroup here (its workers' walls: {h.isolation})")
+        assert any(os.path.isdir(os.path.join(m, f"hwcheck-{h.pid}")) for m in made), (made, h.isolation)
+        assert h.call("linger", kid) == "left"
+        assert wait_until(lambda: _named(kid), timeout=5), "the body did not fork"
+        os.kill(z.pid, signal.SIGKILL)
+        h.close()
+    finally:
+        z.close()
+    assert not [m for m in made if os.path.exists(m)], "the dead zygote's cgroups are left"
+    assert wait_until(lambda: not _named(kid), timeout=3), "a process left in a worker's cgroup runs on"

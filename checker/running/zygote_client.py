@@ -21,7 +21,7 @@ import tempfile
 import time
 
 from checker.errors import SandboxError
-from checker.worker import cleanup
+from checker.worker import cleanup, memory
 from checker.worker.zygote import LEFTOVER
 
 __all__ = ["Zygote", "SAFE_ENV"]
@@ -168,6 +168,9 @@ class Zygote:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        # the cgroups it made for its workers: gone already where it exited by itself; one killed by SIGKILL
+        # (here, or by anyone) left them, with what its workers left running in them
+        memory.remove_parent_of(self.proc.pid)
         self._stderr.close()
         self._finish_leftovers()
         shutil.rmtree(self._dir, ignore_errors=True)

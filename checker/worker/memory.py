@@ -24,6 +24,8 @@ RLIMIT_NPROC for the worker's own uid instead.
 
 The cgroups a worker was put in are named `hwcheck-<pid>` under parents
 the zygote made; `release(pid)` removes them after the worker was reaped.
+A zygote removes its parents as it exits; one killed by SIGKILL cannot, and
+the process that started and reaped it removes them (`remove_parent_of`).
 
 What it is not: a fair-share scheduler, or a disk quota (the worker's own
 dir is a small tmpfs, or watched: `checker.worker.diskcap`).
@@ -31,8 +33,9 @@ dir is a small tmpfs, or watched: `checker.worker.diskcap`).
 
 import os
 import resource
+import time
 
-__all__ = ["cap_memory", "data_limit", "cap_tasks", "release", "remove_parent", "cgroup_parent", "HEADROOM_MB", "PIDS_MAX"]
+__all__ = ["cap_memory", "data_limit", "cap_tasks", "release", "remove_parent", "remove_parent_of", "cgroup_parent", "HEADROOM_MB", "PIDS_MAX"]
 
 HEADROOM_MB = 256
 DATA_MARGIN_MB = 64  # RLIMIT_DATA stops this far under the cgroup's cap (data_limit)
@@ -263,6 +266,29 @@ def remove_parent(parent):
                 os.rmdir(base)
             except OSError:
                 pass
+
+
+def remove_parent_of(zygote_pid, seconds=2.0):
+    """The cgroups of a zygote that could not remove them (killed by SIGKILL), removed by the process that
+    started it, once it has reaped it: `hwcheck-<zygote_pid>` under this process's own cgroups (the zygote
+    was forked here and never moves itself), with whatever its workers left running in them killed first
+    (within `seconds`: a killed process leaves its cgroup only as it exits). True when none is left."""
+    def mine(found):
+        return os.path.join(found[0], found[1].lstrip("/"), f"hwcheck-{int(zygote_pid)}") if found else None
+    v2, v1_memory, v1_pids = mine(_own_cgroup_v2()), mine(_own_cgroup_v1("memory")), mine(_own_cgroup_v1("pids"))
+    if v2 and os.path.isdir(v2):
+        parent = ("cgroup2", v2, v1_pids)
+    else:
+        parent = ("cgroup1", v1_memory, v1_pids)
+    left = [p for p in parent[1:] if p and os.path.isdir(p)]
+    deadline = time.monotonic() + seconds
+    while left:
+        remove_parent((parent[0], *[p if p in left else None for p in parent[1:]]))
+        left = [p for p in left if os.path.isdir(p)]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    return not left
 
 
 def _vm_size_bytes(field="VmSize"):
