@@ -32,27 +32,8 @@ from checker.worker import memory
 print("hwcheck's cgroup parent:", memory.cgroup_parent())
 PY
 
-judge() {  # every example's scorecard in $1 against its expected.json entry (checker.platforms.validate.judge_example)
-python - "$@" <<'PY'
-import json, os, sys
-from checker.platforms.validate import judge_example
-cards, aid = sys.argv[1], sys.argv[2]
-expected = json.load(open(f"assignments/{aid}/examples/expected.json"))
-bad = 0
-for sid, exp in sorted(expected.items()):
-    path = os.path.join(cards, sid + ".json")
-    if not os.path.exists(path):
-        print("  no scorecard:", sid); bad += 1; continue
-    card = json.load(open(path))
-    if "questions" not in card:
-        print("  not graded:", sid, card.get("status"), card.get("message", "")[:200]); bad += 1; continue
-    cuda = [t for q in card["questions"] for t in q["tests"] if t.get("device") == "cuda"]
-    problems = judge_example(card, exp)
-    bad += bool(problems)
-    ran = sum(t["outcome"] != "skipped" for t in cuda)
-    print(f"  {sid}: {card['score']}/{card['max_score']} cuda items run {ran}/{len(cuda)}", *problems[:3], sep="\n    " if problems else " ")
-print(f"{aid} in {cards}: {len(expected) - bad} of {len(expected)} examples as expected")
-PY
+judge() {  # every example's scorecard in $1 against its expected.json entry (bench/judge_cards.py)
+    python bench/judge_cards.py "$@"
 }
 for aid in vit charlm; do
     step "batch $aid under the namespaces (root), hidden seed 1234 as validate uses, --device all; judged as validate does"

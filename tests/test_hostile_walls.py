@@ -522,3 +522,99 @@ def test_a_link_above_a_secret_does_not_open_it(tmp_path, monkeypatch):
                           env=dict(os.environ, PYTHONPATH=REPO))
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"lib64": "refused", "link": "refused", "numpy": "read"}
+
+
+PROC_SPY = textwrap.dedent('''\
+    import os
+
+    def scan(token, grader):
+        """Every command line and status under /proc that holds `token`, what reading the grader's gave, and
+        what the worker reads of its own /proc and of the machine's."""
+        found = {}
+        for pid in os.listdir("/proc"):
+            for name in ("cmdline", "status", "environ"):
+                try:
+                    with open(f"/proc/{pid}/{name}", "rb") as f:
+                        if token.encode() in f.read():
+                            found[f"{pid}/{name}"] = True
+                except OSError:
+                    pass
+        def read(path):
+            try:
+                with open(path, "rb") as f:
+                    return len(f.read())
+            except OSError as e:
+                return type(e).__name__
+        return {"found": found, "grader": read(f"/proc/{grader}/cmdline"),
+                "own": {p: read(p) for p in ("/proc/self/status", "/proc/self/maps", "/proc/thread-self/comm",
+                                             f"/proc/{os.getpid()}/cmdline", "/proc/cpuinfo", "/proc/meminfo",
+                                             "/proc/sys/kernel/pid_max")}}
+    ''')
+
+
+@pytest.mark.walls
+def test_a_worker_reads_no_other_process_command_line(zyg, tmp_path):
+    """Anyone may read a process's command line: a grader's `--seed`, the paths of the files it grades, a
+    password a user gave a program. A worker scans /proc for a token that a process of the grading user
+    holds in its arguments (and reads the grader's own command line): with namespaces it sees no process
+    of the host; without (a container without CAP_SYS_ADMIN) Landlock lets it read only its own folder of
+    /proc and what is no process's. It still reads its own /proc files and the machine's."""
+    token = f"hw-secret-{os.getpid()}-{time.monotonic_ns()}"
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--password", token])
+    h = _handle(zyg, write(tmp_path, "proc_spy.py", PROC_SPY))
+    try:
+        with open(f"/proc/{holder.pid}/cmdline", "rb") as f:
+            assert token.encode() in f.read()  # the grading user reads it: the token is there to find
+        out = h.call("scan", token, os.getpid())
+        assert out["found"] == {}, out["found"]
+        assert out["grader"] in ("PermissionError", "FileNotFoundError"), out["grader"]
+        assert all(isinstance(n, int) and n > 0 for n in out["own"].values()), out["own"]
+        if not _namespaced(h):
+            assert any(w.startswith("landlock-") and "-proc-own" in w for w in h.isolation), h.isolation
+    finally:
+        h.close()
+        holder.kill()
+        holder.wait()
+
+
+OWN_PROC = textwrap.dedent('''\
+    import os, sys
+    sys.path.insert(0, {repo!r})
+    from checker.worker import landlock
+    landlock.restrict(landlock.landlock_abi(), landlock.allowed_read_roots([]) + landlock.own_proc(os.getpid()),
+                      [], [], list_only=["/proc"])
+    print("restricted", flush=True)
+    sys.stdin.readline()  # the test dropped the kernel's caches
+    got = []
+    for path in ("/proc/self/status", "/proc/cpuinfo", "/proc/1/cmdline"):
+        try:
+            open(path, "rb").read()
+            got.append("ok")
+        except OSError as e:
+            got.append(type(e).__name__)
+    print(" ".join(got), flush=True)
+    ''')
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="dropping the kernel's caches (what the test needs) takes root")
+def test_own_proc_stays_readable_after_the_kernel_drops_its_dentries():
+    """procfs makes a new inode for a folder whose dentry was dropped, and a Landlock rule names an inode:
+    the rules of `landlock.own_proc` keep their folders open, so a worker still reads its own /proc after
+    the kernel dropped its caches (without that it got PermissionError there)."""
+    from checker.worker import landlock
+    if landlock.landlock_abi() < 1:
+        pytest.skip("no Landlock in this kernel")
+    proc = subprocess.Popen([sys.executable, "-c", OWN_PROC.format(repo=REPO)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "restricted", proc.stderr.read()[-2000:]
+        try:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("2")
+        except OSError as e:
+            pytest.skip(f"the kernel's caches cannot be dropped here ({e.strerror})")
+        out, err = proc.communicate("go\n", timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert out.split() == ["ok", "ok", "PermissionError"], err[-2000:]

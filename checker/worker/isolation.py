@@ -33,7 +33,10 @@ What it is for: called once in a freshly forked worker. In order:
    the worker's group only; Landlock, where there is one, writes only
    `SCRATCH` too), so a module the code writes while it runs is never where
    its imports look (`tidy_sys_path` takes '' and the zygote's dir off);
-5. Landlock, on top, where the kernel has it (files, TCP, signals);
+5. Landlock, on top, where the kernel has it (files, TCP, signals); without
+   a PID namespace, of the host's /proc only the worker's own folder and the
+   entries that are no process's (`landlock.own_proc`: anyone may read a
+   process's command line, a grader's `--seed` among them);
 6. a seccomp filter (`checker.worker.seccomp`) refusing io_uring, System V
    IPC and message queues, ptrace and other processes' memory, keyrings,
    new namespaces and mounts; where no network namespace could be made, every
@@ -221,22 +224,27 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
     if abi >= 1:
         devs = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/shm",
                 *_gpu_devices()] + (["/dev/dri"] if os.path.exists("/dev/dri") else [])
-        extra = ["/proc", "/sys/devices/system/cpu"] + [p for pat in (*namespaces.ETC_ALLOW, "passwd", "group", "hosts")
-                                                        for p in glob.glob(os.path.join("/etc", pat))]
+        # /proc: with namespaces, a mount of its own that shows only the worker's processes; without, the
+        # host's, of which it may read only its own folder and what is no process's (landlock.own_proc)
+        proc = ["/proc"] if ns else landlock.own_proc(os.getpid())
+        extra = [*proc, "/sys/devices/system/cpu"] + [p for pat in (*namespaces.ETC_ALLOW, "passwd", "group", "hosts")
+                                                      for p in glob.glob(os.path.join("/etc", pat))]
         # CUDA's cuInit names its threads by writing /proc/self/task/<tid>/comm, and fails (error 304) when it
         # cannot: with a GPU, the worker may write files that exist under /proc (never make or remove one).
         # What it may write there is then what its unique uid may: its own processes' files
         # (with namespaces, the only ones its /proc shows); /proc/sys and other processes' files stay closed.
-        proc_write = ["/proc"] if gpu and os.path.isdir("/proc") else []
+        proc_write = (["/proc"] if ns else [f"/proc/{os.getpid()}"]) if gpu and os.path.isdir("/proc") else []
         if gpu:
             extra.append("/sys")
         try:
             # without namespaces no moving files between folders (REFER): a tree moved under the
             # disk watch's walk could hide from it
             landlock.restrict(abi, read_roots + [workdir] + [p for p in extra if os.path.exists(p)], [scratch],
-                              devs, refer=bool(ns), write_files=proc_write)
+                              devs, refer=bool(ns), write_files=proc_write,
+                              list_only=[] if ns or not os.path.isdir("/proc") else ["/proc"])
             applied.append(f"landlock-abi{abi}" + ("-files-tcp" if abi >= 4 else "-files")
-                           + ("-signals" if abi >= 6 else "") + ("-proc-writable" if proc_write else ""))
+                           + ("-signals" if abi >= 6 else "") + ("" if ns else "-proc-own")
+                           + ("-proc-writable" if proc_write else ""))
         except OSError as e:
             applied.append(f"landlock-failed({e.strerror or e})")
     else:

@@ -6,7 +6,9 @@ rw_roots, dev_rw)` allows reading `read_roots` (the Python trees with the
 secret trees carved out by `allowed_read_roots`), everything in `rw_roots`
 (the worker's own dir), reading and writing existing device files in
 `dev_rw`, and writing existing files under `write_files`; with ABI 4 no TCP bind or connect, with ABI 6 no signals or
-abstract unix sockets outside the worker's domain.
+abstract unix sockets outside the worker's domain. `own_proc(pid)` is /proc as
+a worker without a PID namespace of its own may read it: its own process's
+folder and what is no process's, never another process's command line.
 
 What it is not: a wall for UDP or for pathname unix sockets that already
 exist (the network namespace, or `checker.worker.seccomp`, covers those).
@@ -16,7 +18,7 @@ import ctypes
 import os
 import sys
 
-__all__ = ["landlock_abi", "allowed_read_roots", "restrict", "READ_CANDIDATES"]
+__all__ = ["landlock_abi", "allowed_read_roots", "own_proc", "restrict", "READ_CANDIDATES"]
 
 _SYS_create, _SYS_add_rule, _SYS_restrict = 444, 445, 446
 _PR_SET_NO_NEW_PRIVS = 38
@@ -99,13 +101,29 @@ def _allow_except(path, secrets, out):
         _allow_except(child, secrets, out)
 
 
-def restrict(abi, read_roots, rw_roots, dev_rw, refer=True, write_files=()):
+def own_proc(pid):
+    """What of /proc a worker that shares the host's /proc (no PID namespace of its own) may read: the folder
+    of `pid` (the process that applies the rules; its threads are inside it) and every entry that is no
+    process's folder (cpuinfo, meminfo, sys, the links self and thread-self, ...), but not the folders of
+    other processes, whose command lines and status anyone may read: a grader's `--seed`, the paths of the
+    files it grades, a password someone gave a program on its command line. Pass /proc itself to `restrict`
+    as `list_only`: its entries may be listed, not read."""
+    return [os.path.join("/proc", e) for e in _listdir("/proc") if not e.isdigit()] + [f"/proc/{int(pid)}"]
+
+
+# O_PATH descriptors of the folders under /proc that a rule names, kept open for the process's life: procfs
+# makes a new inode for a folder whose dentry the kernel dropped, and a Landlock rule names an inode
+_PINNED = []
+
+
+def restrict(abi, read_roots, rw_roots, dev_rw, refer=True, write_files=(), list_only=()):
     """Apply the ruleset to this process (and every child it makes later); raises OSError.
 
     `refer=False`: no renaming or linking from one folder of `rw_roots` to another (ABI 2+).
     `write_files`: trees whose existing files may be read and written (opened with O_TRUNC too, as
     fopen(path, "w") does), but where nothing may be made or removed (/proc where a GPU is present: see
-    `checker.worker.isolation`)."""
+    `checker.worker.isolation`). `list_only`: folders whose entries may be listed but not opened (/proc
+    beside `own_proc`)."""
     libc = _libc()
     fs = FS_BY_ABI.get(abi, FS_BY_ABI[5])
     attr = _RulesetAttr(fs, NET_BIND | NET_CONNECT if abi >= 4 else 0,
@@ -120,6 +138,7 @@ def restrict(abi, read_roots, rw_roots, dev_rw, refer=True, write_files=()):
                 pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
                 return
+            pinned = os.path.realpath(path).startswith("/proc/")
             try:
                 if not os.path.isdir(path):
                     access &= EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
@@ -127,7 +146,10 @@ def restrict(abi, read_roots, rw_roots, dev_rw, refer=True, write_files=()):
                 libc.syscall(_SYS_add_rule, ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule),
                              ctypes.c_uint32(0))
             finally:
-                os.close(pfd)
+                if pinned:
+                    _PINNED.append(pfd)
+                else:
+                    os.close(pfd)
 
         for p in read_roots:
             add(p, READ)
@@ -137,6 +159,8 @@ def restrict(abi, read_roots, rw_roots, dev_rw, refer=True, write_files=()):
             add(p, READ | WRITE_FILE | TRUNCATE | IOCTL_DEV)
         for p in write_files:
             add(p, READ | WRITE_FILE | TRUNCATE)  # TRUNCATE: fopen(path, "w") opens with O_TRUNC
+        for p in list_only:
+            add(p, READ_DIR)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS)")
         if libc.syscall(_SYS_restrict, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
