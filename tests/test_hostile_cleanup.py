@@ -427,6 +427,31 @@ def test_a_worker_dir_too_big_to_remove_as_the_zygote_exits_is_removed_by_its_cl
     assert not os.path.lexists(made) and _outside_intact(outside)
 
 
+@pytest.mark.slow
+def test_a_zygote_told_to_stop_in_the_middle_of_a_removal_leaves_nothing(tmp_path, outside):
+    """SIGTERM (what the zygote gets when its trusted process dies) arrives while it removes a worker dir too
+    big to remove in one request. It ended the zygote at once, in the middle of that step: the dir was off its
+    list of removals and on no other, so neither its exit nor its client removed it. The loop now stops at its
+    next turn: the dir is removed as it exits, or named for its client, which removes it."""
+    import threading
+
+    from checker.running.zygote_client import Zygote
+    z = Zygote()
+    try:
+        made = z.mkdir()
+        _mess(made, str(outside), depth=2100)
+        for i in range(3000):
+            open(os.path.join(made, f"f{i}"), "w").close()
+        stop = threading.Timer(0.1, os.kill, (z.pid, signal.SIGTERM))
+        stop.start()
+        z.remove(made)  # the zygote's removal runs for at most 0.5 s per request
+        stop.join()
+        assert wait_until(lambda: not z.alive(), timeout=30), "the zygote did not stop"
+    finally:
+        z.close()
+    assert not os.path.lexists(made) and _outside_intact(outside)
+
+
 # ------------------------------------------------------------------ a zygote killed by SIGKILL
 
 LINGER = textwrap.dedent('''\

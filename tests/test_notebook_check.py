@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -290,3 +291,26 @@ def test_a_recheck_uses_the_warm_grading_process(tmp_path):
                                  "again = checker.check()\n(again.score == first.score, nbk._Server.proc.pid == pid)"],
               tmp_path)
     assert _output(nb.cells[-1])[0] == "(True, True)"
+
+
+def test_a_kernel_killed_by_sigkill_leaves_no_folder_of_its_grading_process(tmp_path, monkeypatch):
+    """A kernel killed by SIGKILL (a restart that does not wait, an out-of-memory kill) never runs its exit
+    hooks: its grading process, told by the end of its input, removes its own folder (and closes its zygote,
+    which removes its own), so nothing of hwcheck's is left in the temp dir."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    path = os.path.join(ROOT, "submissions", "attention", "correct.py")
+    seen = tmp_path / "seen.txt"  # what the temp dir held after the check, before the kill
+    cells = _cells_of(path) + [f"import checker, os\nchecker.check()\nopen({str(seen)!r}, 'w').write("
+                               "' '.join(os.listdir(os.environ['TMPDIR'])))",
+                               "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"]
+    try:
+        _run(cells, tmp_path)
+    except nbclient.exceptions.DeadKernelError:
+        pass
+    assert "hwcheck-nbserver-" in seen.read_text() and "hwcheck-zygote-" in seen.read_text(), seen.read_text()
+    deadline = time.monotonic() + 30
+    while [n for n in os.listdir(tmp) if n.startswith("hwcheck-")] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [n for n in os.listdir(tmp) if n.startswith("hwcheck-")] == []

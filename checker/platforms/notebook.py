@@ -434,3 +434,9 @@ def _serve():
     finally:
         for grader in graders.values():
             grader.close()
+        # its folder (the kernel's _Server made it; a kernel killed by SIGKILL never removes it): this
+        # process's cwd, only if it is such a folder of the temp dir
+        here = os.getcwd()
+        if (os.path.basename(here).startswith("hwcheck-nbserver-")
+                and os.path.dirname(here) == os.path.realpath(tempfile.gettempdir())):
+            shutil.rmtree(here, ignore_errors=True)

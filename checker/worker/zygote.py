@@ -8,8 +8,10 @@ receives a socket end (SCM_RIGHTS), forks, and the child becomes a worker in
 its own session. The zygote is a child subreaper: any process a worker
 leaves behind (daemonised or in a new session) is re-parented here and
 killed within 0.2 s. When the control socket closes, or the trusted process
-dies (even by SIGKILL: the zygote gets SIGTERM), every worker and leftover
-dies and the workers' temp dirs are removed. The zygote makes those dirs
+dies (even by SIGKILL: the zygote gets SIGTERM, which stops the loop at its
+next turn, never in the middle of a step), every worker and leftover dies and
+the workers' temp dirs are removed (by the zygote itself, however long that
+takes up to _ORPHAN_S, where no client is left to finish them). The zygote makes those dirs
 itself (op "mkdir") before the trusted side fills them, so a trusted process
 killed between making a dir and asking for its worker leaks nothing; and it
 alone removes them (op "remove", and when a worker ends), with
@@ -40,6 +42,8 @@ _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 _TURN_S = 0.1      # removing worker dirs: at most this long per turn of the loop
 _REMOVE_S = 0.5    # ... and per "remove" request (the rest is finished in later turns)
 _EXIT_S = 2.0      # ... and when the zygote exits (its client waits 3 s before SIGKILL, then finishes)
+_ORPHAN_S = 30.0   # ... and then, when its client is gone (no one would finish them)
+_STOP = []         # the signals that asked the loop to stop (SIGTERM)
 LEFTOVER = "leftover"  # in the zygote's dir: worker dirs still to remove when it exited
 
 
@@ -154,12 +158,16 @@ def _log(what, e):
 
 
 def _terminate(signum, frame):
-    raise SystemExit(0)
+    """SIGTERM (the trusted process died: PR_SET_PDEATHSIG): the loop stops at its next turn, never in the
+    middle of a step, where a worker dir taken off one list and not yet put on the next, or made and not yet
+    remembered, would be left behind."""
+    _STOP.append(signum)
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     ctrls = [socket.socket(fileno=int(a)) for a in argv]
+    client = os.getppid()
     signal.signal(signal.SIGTERM, _terminate)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)  # the trusted process died: clean up, then go
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
@@ -250,7 +258,7 @@ def main(argv=None):
             _reply(ctrl, {"error": f"unknown op {op!r}"})
 
     try:
-        while ctrls:
+        while ctrls and not _STOP:
             ready, _, _ = select.select(ctrls, [], [], 0.2)
             for step, what in ((reap, "reaping"), (sweep, "sweeping"),
                                (lambda: removals.turn(_TURN_S), "removing worker dirs")):
@@ -280,6 +288,8 @@ def main(argv=None):
         for path in [*workdirs.values(), *made]:
             removals.add(path)
         removals.turn(_EXIT_S)
+        if removals.paths and os.getppid() != client:  # its client is gone: no one else would finish them
+            removals.turn(_ORPHAN_S)
         memory.remove_parent(cgroup)
         if removals.paths:  # not done in time: the client finishes them (checker.running.zygote_client)
             _write_leftovers(list(removals.paths))
