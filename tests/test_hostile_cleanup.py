@@ -319,14 +319,17 @@ ESCAPE = textwrap.dedent('''\
         ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0)   # PR_GET_PDEATHSIG
         return sig.value
 
-    def escape(body_name, kid_name):
-        """Leave the worker's process group (setsid), fork a child; each names itself."""
+    def escape(body_name, kid_name, outlive=False):
+        """Leave the worker's process group (setsid), fork a child; each names itself. outlive: the child
+        no longer dies with its parent."""
         libc = ctypes.CDLL(None)
         try:
             os.setsid()
         except OSError:
             pass
         if os.fork() == 0:
+            if outlive:
+                libc.prctl(1, 0, 0, 0, 0)                        # PR_SET_PDEATHSIG: none
             libc.prctl(15, kid_name.encode(), 0, 0, 0)           # PR_SET_NAME
             while True:
                 time.sleep(1)
@@ -454,25 +457,6 @@ def test_a_zygote_told_to_stop_in_the_middle_of_a_removal_leaves_nothing(tmp_pat
 
 # ------------------------------------------------------------------ a zygote killed by SIGKILL
 
-LINGER = textwrap.dedent('''\
-    import ctypes, os, time
-
-    def linger(name):
-        """A process of the body's that leaves its session and no longer dies with its parent."""
-        libc = ctypes.CDLL(None)
-        try:
-            os.setsid()
-        except OSError:
-            pass
-        if os.fork() == 0:
-            libc.prctl(1, 0, 0, 0, 0)                                # PR_SET_PDEATHSIG: none
-            libc.prctl(15, name.encode(), 0, 0, 0)                   # PR_SET_NAME
-            while True:
-                time.sleep(1)
-        return "left"
-    ''')
-
-
 def _cgroups_named(name):
     """Every folder called `name` in the cgroup hierarchies mounted here."""
     with open("/proc/self/mountinfo") as f:
@@ -489,10 +473,10 @@ def test_a_zygote_killed_by_sigkill_leaves_no_cgroup_and_nothing_running_in_one(
     PR_SET_PDEATHSIG, so that neither its worker's death nor a sweep of the (dead) zygote ends it."""
     from checker.running.sandbox import Limits, SubmissionHandle
     from checker.running.zygote_client import Zygote
-    kid = f"hwlinger{os.getpid() % 10000}"
+    body, kid = f"hwlbody{os.getpid() % 10000}", f"hwlinger{os.getpid() % 10000}"
     z = Zygote()
     try:
-        h = SubmissionHandle(write(tmp_path, "linger.py", LINGER), z, Limits(call_s=10, cell_s=10, submission_s=60))
+        h = SubmissionHandle(write(tmp_path, "linger.py", ESCAPE), z, Limits(call_s=10, cell_s=10, submission_s=60))
         report = h.load()
         if not report["ok"] and REFUSED in h.isolation:
             pytest.skip("the grader refuses to run code here: root, no namespaces, this Python closed to others")
@@ -501,7 +485,7 @@ def test_a_zygote_killed_by_sigkill_leaves_no_cgroup_and_nothing_running_in_one(
         if not made:
             pytest.skip(f"the zygote made no cgroup here (its workers' walls: {h.isolation})")
         assert any(os.path.isdir(os.path.join(m, f"hwcheck-{h.pid}")) for m in made), (made, h.isolation)
-        assert h.call("linger", kid) == "left"
+        assert h.call("escape", body, kid, True) == "escaped"
         assert wait_until(lambda: _named(kid), timeout=5), "the body did not fork"
         os.kill(z.pid, signal.SIGKILL)
         h.close()
