@@ -11,9 +11,11 @@ fallback without them (HWCHECK_NAMESPACES=0 here; the capsh re-run of `walls` ma
 """
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
@@ -26,8 +28,8 @@ ATTACK = textwrap.dedent('''
     sys.path.insert(0, {repo!r})
     from checker.worker import isolation
     isolation._gpu_devices = lambda: ["/dev/zero"]  # the GPU test says yes; /dev/zero stands in for /dev/nvidia*
-    work = tempfile.mkdtemp(prefix="gpuwalls-")
-    os.chmod(work, 0o755)
+    work = {work!r}  # made by the test, which removes it (the worker, once walled in, cannot)
+    tempfile.gettempdir()  # known before the walls, as in a zygote, which made the worker's folder there
     try:
         walls = isolation.apply_isolation(work, [], use_namespaces={namespaces})
     except isolation.WallsRefused as e:
@@ -82,8 +84,17 @@ ATTACK = textwrap.dedent('''
 ''')
 
 
+@pytest.fixture
+def work():
+    """The worker's folder, in the system's temp dir (open to the worker's identity), removed afterwards."""
+    path = tempfile.mkdtemp(prefix="gpuwalls-")
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "fallback"])
-def test_a_worker_with_a_gpu_writes_its_own_thread_names_and_nothing_else_under_proc(namespaces, tmp_path):
+def test_a_worker_with_a_gpu_writes_its_own_thread_names_and_nothing_else_under_proc(namespaces, tmp_path, work):
     """Also CUDA's unix seqpacket socket (without namespaces every other new socket stays refused), which
     cannot reach a seqpacket service of the grader's."""
     outside = tmp_path / "grader-file.txt"
@@ -95,7 +106,7 @@ def test_a_worker_with_a_gpu_writes_its_own_thread_names_and_nothing_else_under_
     listener.listen(1)
     listener.settimeout(0.1)
     code = ATTACK.format(repo=REPO, namespaces=namespaces, grader=os.getpid(), outside=str(outside),
-                         listener=str(tmp_path / "service.sock"))
+                         listener=str(tmp_path / "service.sock"), work=work)
     env = {**os.environ, **({} if namespaces else {"HWCHECK_NAMESPACES": "0"})}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
@@ -124,10 +135,10 @@ def test_a_worker_with_a_gpu_writes_its_own_thread_names_and_nothing_else_under_
         assert f.read().strip() != "-1000"
 
 
-def test_without_a_gpu_proc_stays_read_only(tmp_path):
+def test_without_a_gpu_proc_stays_read_only(tmp_path, work):
     """The rule is for GPU machines only: elsewhere the worker cannot even name its own threads."""
     code = ATTACK.format(repo=REPO, namespaces=True, grader=os.getpid(), outside=str(tmp_path / "x"),
-                         listener=str(tmp_path / "none.sock")).replace(
+                         listener=str(tmp_path / "none.sock"), work=work).replace(
         'isolation._gpu_devices = lambda: ["/dev/zero"]', 'isolation._gpu_devices = lambda: []')
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     out = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1])

@@ -9,9 +9,11 @@ SIGKILL before it reports holding the memory; honest use within the budget must 
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
@@ -24,8 +26,8 @@ SCRIPT = textwrap.dedent('''
     sys.path.insert(0, {repo!r})
     from checker.worker import isolation
     isolation._gpu_devices = lambda: ["/dev/zero"]  # a GPU here: no RLIMIT_AS
-    work = tempfile.mkdtemp(prefix="memwatch-")
-    os.chmod(work, 0o755)
+    work = {work!r}  # made by the test, which removes it (the worker, once walled in, cannot)
+    tempfile.gettempdir()  # known before the walls, as in a zygote, which made the worker's folder there
     try:
         walls = isolation.apply_isolation(work, [], memory_mb=384, cgroup_parent=None, use_namespaces={namespaces})
     except isolation.WallsRefused as e:
@@ -84,9 +86,14 @@ SCRIPT = textwrap.dedent('''
 
 
 def _run(what, namespaces):
-    code = SCRIPT.format(repo=REPO, namespaces=namespaces, what=what)
+    work = tempfile.mkdtemp(prefix="memwatch-")  # in the system's temp dir, open to the worker's identity
+    os.chmod(work, 0o755)
+    code = SCRIPT.format(repo=REPO, namespaces=namespaces, what=what, work=work)
     env = {**os.environ, **({} if namespaces else {"HWCHECK_NAMESPACES": "0"})}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     out = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert out, proc.stdout + proc.stderr[-3000:]
     if "refused" in out[0]:
