@@ -232,6 +232,12 @@ def load_spec(aid):
     return spec
 
 
+def uses_torch(aid):
+    """Whether the assignment's grading is torch's (`framework = "torch"`): its workers then meet PyTorch's
+    meta device, whose first use in a process imports about a second of PyTorch (the zygote does it once)."""
+    return load_spec(aid).get("framework") == "torch"
+
+
 def spec_sha256(aid):
     with open(os.path.join(_dir(aid), SPEC_FILE), "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()

@@ -1,8 +1,9 @@
 """checker.running.runner's pure helpers (grading itself is driven by test_submissions and test_batch)."""
 import os
+import shutil
 
-from checker.running.runner import _answer_source, nothing_defined
-from checker.spec import load_spec
+from checker.running.runner import Grader, _answer_source, nothing_defined
+from checker.spec import load_spec, reference_file
 
 
 def test_written_answers_of_a_linked_file_are_read_where_it_points_unless_that_is_secret(tmp_path):
@@ -81,3 +82,31 @@ def test_a_pytest_plugin_installed_beside_hwcheck_has_no_say_in_a_grade(tmp_path
     score, one_shot, forged, max_score = json.loads(p.stdout.strip().splitlines()[-1])
     assert score == one_shot < max_score
     assert forged > score  # the attack is real where plugins autoload
+
+
+def test_a_torch_assignments_workers_start_with_the_meta_device_warm(tmp_path):
+    """PyTorch imports some 800 modules at a process's first meta-device op (the torch assignments' device
+    tests use that device as a GPU's stand-in): the zygote does it once, before it forks a worker of a torch
+    assignment, and not for numpy's attention until then; a torch assignment inferred from the names warms
+    the zygote for the grades that follow."""
+    sub = tmp_path / "probe.py"
+    sub.write_text("import sys\nLOADED = len(sys.modules)\n\n\ndef loaded():\n    return LOADED\n")
+    with Grader(mode="public") as g:
+        h, _, _ = g.open(str(sub), "attention")
+        cold = h.call("loaded")
+        h.close()
+        assert not g.warm_meta and not h.warm_meta
+        h, _, _ = g.open(str(sub), "vit")
+        warm = h.call("loaded")
+        h.close()
+        assert h.warm_meta and warm > cold + 100, (cold, warm)
+    vit = tmp_path / "vit_hw.py"
+    shutil.copy(reference_file(load_spec("vit")), vit)
+    with Grader(mode="public") as g:
+        h, aid, note = g.open(str(vit), None)
+        h.close()
+        assert aid == "vit" and "inferred" in note and g.warm_meta
+        h, _, _ = g.open(str(sub), "attention")  # the zygote is warm by now: so is every worker it forks
+        again = h.call("loaded")
+        h.close()
+        assert h.warm_meta and again > cold + 100, (cold, again)

@@ -34,10 +34,10 @@ from checker.errors import HwcheckError
 from checker.records.outfolder import write_submission
 from checker.records.progress import isolation_gaps
 from checker.judging.scorecard import build_scorecard
-from checker.spec import load_spec, spec_sha256
+from checker.spec import load_spec, spec_sha256, uses_torch
 from checker.running.submission_files import sha256_of
 
-__all__ = ["crashed_scorecard", "summary_of", "grade_one", "one_line", "where", "uses_torch", "warm_up",
+__all__ = ["crashed_scorecard", "summary_of", "grade_one", "one_line", "where", "warm_up",
            "new_grader", "crash", "zygote_failed"]
 
 _ENV = None
@@ -132,11 +132,6 @@ def where(e):
     """file:line where an exception was raised, for an internal error's message."""
     tb = traceback.extract_tb(e.__traceback__)
     return f"{os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else "?"
-
-
-def uses_torch(assignment):
-    """Whether the assignment's grading is torch's (its zygote then imports torch ahead)."""
-    return load_spec(assignment).get("framework") == "torch"
 
 
 def warm_up(assignment):

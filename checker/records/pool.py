@@ -27,7 +27,8 @@ import os
 import signal
 import time
 
-from checker.records.grading import crash, grade_one, new_grader, one_line, uses_torch, warm_up
+from checker.records.grading import crash, grade_one, new_grader, one_line, warm_up
+from checker.spec import uses_torch
 
 __all__ = ["MAX_POOL_RESTARTS", "MAX_IDLE_DEATHS", "run_parallel"]
 

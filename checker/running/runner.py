@@ -35,7 +35,7 @@ from checker.running.session import without_autoload
 from checker.running.submission_files import file_source, secret_paths, sha256_of
 from checker.running.zygote_client import Zygote
 from checker.judging.scorecard import build_scorecard
-from checker.spec import assignment_ids, infer_assignment, load_spec, spec_sha256, grading_test_files, tests_path
+from checker.spec import assignment_ids, infer_assignment, load_spec, spec_sha256, grading_test_files, tests_path, uses_torch
 
 __all__ = ["Grader", "environment", "run_pytest", "submission_id", "skipped_in_load"]
 
@@ -203,6 +203,9 @@ class Grader:
         # the zygote first: it imports torch in the background while this process goes on (checker.running.zygote_client)
         self._own_zygote = zygote is None
         self.zygote = zygote or Zygote(warm_meta=warm_meta)
+        # the zygote warms the meta device before forking a worker of a torch assignment (checker.worker.zygote):
+        # at once where the caller knows it grades one, else from the first such grade on
+        self.warm_meta = warm_meta
         self.mode = mode
         self.seed = seed if seed is not None else (1234 if mode == "public" else secrets.randbits(31))
         self.devices = devices
@@ -273,7 +276,9 @@ class Grader:
         """Load a submission; return (handle, assignment id, note about inference or None)."""
         spec = load_spec(assignment) if assignment else None
         limits = Limits.from_spec(spec, self.timeout) if spec else _loosest_limits(self.timeout)
-        handle = SubmissionHandle(path, self.zygote, limits, secrets=self.secrets, sub_id=submission_id(path))
+        self.warm_meta = self.warm_meta or bool(assignment and uses_torch(assignment))
+        handle = SubmissionHandle(path, self.zygote, limits, secrets=self.secrets, sub_id=submission_id(path),
+                                  warm_meta=self.warm_meta)
         # written answers are read before any student code runs, so that code cannot change what is read
         manual = {q["id"]: q.get("prompt") for a in ([assignment] if assignment else assignment_ids())
                   for q in load_spec(a)["questions"] if q["manual"]}
@@ -295,6 +300,7 @@ class Grader:
                                    + "".join(f"\nLoading it said: {w}" for w in why))
             note = f"assignment inferred from the names defined: {assignment} ({share:.0%} of its names found)"
             handle.limits = Limits.from_spec(load_spec(assignment), self.timeout)
+            self.warm_meta = handle.warm_meta = self.warm_meta or uses_torch(assignment)
         return handle, assignment, note
 
     def grade(self, path, assignment=None):

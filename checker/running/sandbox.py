@@ -103,8 +103,9 @@ class Limits:
 class SubmissionHandle:
     """Everything the trusted side may do with one submission."""
 
-    def __init__(self, path, zygote, limits=None, secrets=(), sub_id=None):
+    def __init__(self, path, zygote, limits=None, secrets=(), sub_id=None, warm_meta=False):
         self.path = os.path.abspath(path)
+        self.warm_meta = warm_meta  # a torch assignment's: the zygote warms the meta device before the fork
         self.pidfd = None
         self.last_stdout, self.last_stdout_dropped, self.last_dtypes = "", 0, []
         self.id = sub_id or os.path.splitext(os.path.basename(self.path.rstrip("/")))[0]
@@ -160,7 +161,7 @@ class SubmissionHandle:
         self.pid, self.sock = self.zygote.fork({
             "workdir": self.workdir, "secrets": self.secrets + [self.path],
             "memory_mb": self.limits.memory_mb, "max_reply": self.limits.reply_bytes,
-            "env": {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}})
+            "env": {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, "warm_meta": self.warm_meta})
         try:  # a pidfd names this very process even after it exits and its pid is reused
             self.pidfd = os.pidfd_open(self.pid)
         except (AttributeError, OSError):

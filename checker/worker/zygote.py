@@ -5,7 +5,9 @@ already imported it takes milliseconds. The zygote imports numpy, torch and
 the worker-side modules of hwcheck (never `reference`, `assignments` or the
 grading plugin), then waits on its control socket. For each request it
 receives a socket end (SCM_RIGHTS), forks, and the child becomes a worker in
-its own session. The zygote is a child subreaper: any process a worker
+its own session (for a worker of a torch assignment, the request says
+`warm_meta`: the zygote first pays, once, the lazy imports behind PyTorch's
+meta device, which every such worker would otherwise pay). The zygote is a child subreaper: any process a worker
 leaves behind (daemonised or in a new session) is re-parented here and
 killed within 0.2 s. When the control socket closes, or the trusted process
 dies (even by SIGKILL: the zygote gets SIGTERM, which stops the loop at its
@@ -44,6 +46,7 @@ _REMOVE_S = 0.5    # ... and per "remove" request (the rest is finished in later
 _EXIT_S = 2.0      # ... and when the zygote exits (its client waits 3 s before SIGKILL, then finishes)
 _ORPHAN_S = 30.0   # ... and then, when its client is gone (no one would finish them)
 _STOP = []         # the signals that asked the loop to stop (SIGTERM)
+_WARMED = []       # the meta device warmed in this zygote (_warm_meta)
 LEFTOVER = "leftover"  # in the zygote's dir: worker dirs still to remove when it exited
 
 
@@ -177,10 +180,7 @@ def main(argv=None):
 
     torch.set_num_threads(int(os.environ.get("HWCHECK_THREADS", "1")))
     if os.environ.get("HWCHECK_WARM_META"):
-        # ~1 s of lazy imports behind the first meta-device op: pay it once here, not in every worker
-        with torch.device("meta"):
-            torch.nn.functional.layer_norm(torch.empty(1, 2), (2,))
-            torch.nn.functional.scaled_dot_product_attention(*[torch.empty(1, 1, 2, 2)] * 3)
+        _warm_meta()
     # namespaces can be turned off to test the fallback walls (HWCHECK_NAMESPACES=0)
     use_namespaces = os.environ.get("HWCHECK_NAMESPACES", "1") != "0"
     cgroup = memory.cgroup_parent()  # where each worker's memory cgroup goes (None: RLIMIT_AS)
@@ -232,6 +232,8 @@ def main(argv=None):
     def answer(ctrl, header, fds):
         op = header.get("op")
         if op == "fork" and fds:
+            if header.get("warm_meta"):  # a worker of a torch assignment: it will use the meta device
+                _warm_meta()
             pid = os.fork()
             if pid == 0:
                 _child(ctrls, fds[0], {**header, "cgroup_parent": cgroup, "namespaces": use_namespaces})
@@ -296,6 +298,23 @@ def main(argv=None):
         else:
             _remove_dir(os.getcwd(), "hwcheck-zygote-")
     os._exit(0)
+
+
+def _warm_meta():
+    """PyTorch imports about a second of modules (its meta kernels, decompositions) at the first meta-device
+    op of a process and at the first layer norm there: done once here, before forking, not in every worker
+    of a torch assignment (the meta device stands in for a GPU in its device tests). Once per zygote; a
+    failure is logged, never fatal."""
+    if _WARMED:
+        return
+    _WARMED.append(True)
+    try:
+        import torch
+        with torch.device("meta"):
+            torch.nn.functional.layer_norm(torch.empty(1, 2), (2,))
+            torch.nn.functional.scaled_dot_product_attention(*[torch.empty(1, 1, 2, 2)] * 3)
+    except Exception as e:  # noqa: BLE001
+        _log("warming the meta device", e)
 
 
 def _reply(ctrl, obj):
