@@ -28,6 +28,7 @@ import uuid
 
 import pytest
 
+from checker.running import zygote_client
 from checker.worker import cleanup
 from sandbox_helpers import GOOD, live_pids, wait_until, write
 
@@ -245,7 +246,7 @@ def _zygote_fails_once(marker, how):
             os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
             return real(grader, sid, path, *args, **kwargs)
-        assert grader.zygote.answers()  # it answered this process once: a request now waits 30 s, not 120
+        assert grader.zygote.answers()  # it answered this process once: a request now waits REPLY_S, not START_S
         os.kill(grader.zygote.pid, how)
         if how == signal.SIGKILL:
             assert wait_until(lambda: not grader.zygote.alive(), timeout=5)
@@ -302,6 +303,7 @@ def test_a_zygote_that_stops_answering_is_replaced_in_the_pool(tmp_path, monkeyp
     entries = _honest_class(tmp_path, 3)
     out = str(tmp_path / "out")
     monkeypatch.setattr(batch, "grade_one", _zygote_fails_once(str(tmp_path / "failed-once"), signal.SIGSTOP))
+    monkeypatch.setattr(zygote_client, "REPLY_S", 5)  # taken for hung after 5 s, not 30 (the pool's processes fork)
     result = batch.grade_batch(entries, "attention", out, jobs=2, mode="public")
     assert os.path.exists(tmp_path / "failed-once")
     cards = {sid: json.loads(open(scorecard_path(out, sid)).read()) for sid, _ in entries}

@@ -26,6 +26,9 @@ from checker.worker.zygote import LEFTOVER
 
 __all__ = ["Zygote", "SAFE_ENV"]
 
+START_S = 120  # a zygote's first reply on a channel may wait for its import of torch
+REPLY_S = 30   # a started zygote answers any request within this, or it is taken for hung (and replaced)
+
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
             "LD_LIBRARY_PATH", "HWCHECK_NAMESPACES")  # HWCHECK_NAMESPACES=0: test the fallback walls
 
@@ -75,7 +78,7 @@ class Zygote:
         fd = self.ctrl.fileno()
         if fd in self._silent:  # fail at once, not after another 30 s: this zygote is replaced
             raise SandboxError("the worker zygote stopped answering (an earlier request got no reply)")
-        deadline = time.monotonic() + (timeout or (30 if fd in self._ready else 120))
+        deadline = time.monotonic() + (timeout or (REPLY_S if fd in self._ready else START_S))
         try:
             socket.send_fds(self.ctrl, [json.dumps(obj).encode()], list(fds))
             while True:
