@@ -129,9 +129,9 @@ def check(submission, assignment, json_file, devices, timeout, ci, classroom_out
     Exit status: 0 when every test that ran passed, 1 when some failed (or,
     with --min-score, when the score is below it), 2 on usage or hwcheck errors.
     """
-    from checker.spec import load_spec
+    from checker.spec import uses_torch
     from checker.running.zygote_client import Zygote
-    warm = bool(assignment) and load_spec(assignment).get("framework") == "torch"
+    warm = bool(assignment) and uses_torch(assignment)
     # the zygote starts first: it imports torch while this process imports pytest, the grader and its tests
     zygote = Zygote(warm_meta=warm)
     try:

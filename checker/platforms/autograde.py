@@ -144,11 +144,11 @@ def _without_junk(sub, tmp):
 def _grade(root, assignment, timeout):
     from checker.errors import HwcheckError
     from checker.running.runner import Grader
-    from checker.spec import load_spec
+    from checker.spec import uses_torch
     sub = os.path.join(root, "submission")
     if not os.path.isdir(sub):
         raise HwcheckError(f"there is no submission folder ({sub})")
-    warm = load_spec(assignment).get("framework") == "torch"
+    warm = uses_torch(assignment)
     with tempfile.TemporaryDirectory(prefix="hwcheck-autograde-") as tmp:
         # /autograder (results, the zip's files, the submission's original) is kept from the worker, as a
         # batch keeps its OUTDIR and submissions folder: the worker reads its own copy of the submission

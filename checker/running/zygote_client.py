@@ -76,7 +76,7 @@ class Zygote:
         dead one cannot know whether the dead one (or `_Pool.drain`) already read it. Until this
         process has seen the zygote answer, the first reply may take as long as importing torch."""
         fd = self.ctrl.fileno()
-        if fd in self._silent:  # fail at once, not after another 30 s: this zygote is replaced
+        if fd in self._silent:  # fail at once, not after another REPLY_S: this zygote is replaced
             raise SandboxError("the worker zygote stopped answering (an earlier request got no reply)")
         deadline = time.monotonic() + (timeout or (REPLY_S if fd in self._ready else START_S))
         try:
