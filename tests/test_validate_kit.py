@@ -147,3 +147,33 @@ def test_a_probed_function_cannot_fork(tmp_path):
     summary, hits = run_probe(tmp_path / "kit", cases, tmp_path / "hits.jsonl", timeout=300)
     assert [h["function"] for h in hits] == ["extra.twice"], hits  # the probe went on after the refusal
     assert not marker.exists()
+
+
+def test_a_probed_function_that_asks_for_the_temp_dir_leaves_nothing_in_it(tmp_path, monkeypatch):
+    """In the probe's children removing files is refused, so Python's first look for the temp dir (it writes
+    a file there, then removes it) left that file behind, in every temp dir it tried, at every probed call
+    that asked: thousands of files in /tmp per `hwcheck validate`. The probe's temp dir is its own folder."""
+    from checker.platforms.kit_probe import run_probe
+    system_tmp = tmp_path / "tmp"
+    system_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(system_tmp))  # the probe's process finds its temp dir from this
+    cases = _fake_kit(tmp_path / "kit", textwrap.dedent('''\
+        import tempfile
+
+
+        def where(a):
+            return tempfile.gettempdir()
+
+
+        def scratch(a):
+            fd, path = tempfile.mkstemp()
+            return path
+
+
+        def twice(a):
+            return a * 2
+    '''))
+    summary, hits = run_probe(tmp_path / "kit", cases, tmp_path / "hits.jsonl", timeout=300)
+    assert [h["function"] for h in hits] == ["extra.twice"], hits
+    assert summary["functions"] >= 3, summary
+    assert sorted(os.listdir(system_tmp)) == []

@@ -28,7 +28,9 @@ stacked too) is compared with every answer, as `checker.judging.compare` does (|
 summary: {"functions", "timed_out", "not_imported"}. Each function runs in its own forked child
 (PARALLEL at a time) with a time limit (and each case a share of it), its output sent nowhere and the
 calls that remove files, end processes, start programs or fork refused (the kit is hwcheck's own code, called
-with odd arguments: a `kill(pid, sig)` handed -1 must reach nothing).
+with odd arguments: a `kill(pid, sig)` handed -1 must reach nothing). Its temp dir is its working folder,
+which `run_probe` makes and removes: a probed call's temp files go there (Python's own first look for the
+temp dir writes a file and removes it, which the children may not).
 
 What it is not: a proof, nor a wall against hostile code; closures and lambdas inside functions are
 reached only through the functions that return them, and only answers that are arrays of floats are
@@ -316,6 +318,7 @@ def _run_all(functions, cases, answers, out_fd, kit):
 def main():
     kit, cases_path, out_path, *extra = sys.argv[1:]
     kit = os.path.abspath(kit)
+    tempfile.tempdir = os.getcwd()  # run_probe's folder (see the module's docstring), before any child asks
     _hide_the_full_package(kit)
     import numpy as np  # noqa: F401  (before any probe: the children share it)
     import torch  # noqa: F401
