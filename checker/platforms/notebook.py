@@ -34,6 +34,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -417,6 +418,9 @@ def _serve():
     from checker.running.runner import Grader
     from checker.judging.scorecard import student_view
     graders = {}
+    # Jupyter ends a kernel that is slow to stop with SIGTERM to its process group, this process included:
+    # end as the end of the input does (its default action would skip the clean-up below)
+    signal.signal(signal.SIGTERM, _ended)
     try:
         for line in sys.stdin:
             try:
@@ -432,11 +436,17 @@ def _serve():
             sys.stdout.write("\n" + _Server.REPLY + json.dumps(out) + "\n")
             sys.stdout.flush()
     finally:
-        for grader in graders.values():
-            grader.close()
-        # its folder (the kernel's _Server made it; a kernel killed by SIGKILL never removes it): this
-        # process's cwd, only if it is such a folder of the temp dir
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        # first its folder (the kernel's _Server made it; a kernel killed by SIGKILL never removes it), as a
+        # SIGKILL may follow a SIGTERM within seconds: this process's cwd, only if it is such a folder of the
+        # temp dir; then its graders (a zygote cut short by that SIGKILL cleans up after itself)
         here = os.getcwd()
         if (os.path.basename(here).startswith("hwcheck-nbserver-")
                 and os.path.dirname(here) == os.path.realpath(tempfile.gettempdir())):
             shutil.rmtree(here, ignore_errors=True)
+        for grader in graders.values():
+            grader.close()
+
+
+def _ended(signum, frame):
+    raise SystemExit(128 + signum)
