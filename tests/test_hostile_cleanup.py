@@ -459,6 +459,25 @@ def test_a_zygote_told_to_stop_in_the_middle_of_a_removal_leaves_nothing(tmp_pat
 
 # ------------------------------------------------------------------ a zygote killed by SIGKILL
 
+def test_a_zygote_killed_by_sigkill_leaves_no_worker_dir(tmp_path):
+    """A zygote removes its workers' dirs (or names them for its client) as it exits; killed by SIGKILL it
+    does neither. Its client knows the dirs made for it and removes those still there once the zygote is gone,
+    however quickly after the kill the handle is closed."""
+    from checker.running.sandbox import Limits, SubmissionHandle
+    from checker.running.zygote_client import Zygote
+    z = Zygote()
+    try:
+        h = SubmissionHandle(write(tmp_path, "honest.py", GOOD), z, Limits(call_s=10, cell_s=10, submission_s=60))
+        h.load()
+        workdir = h.workdir
+        assert os.path.isdir(workdir)
+        os.kill(z.pid, signal.SIGKILL)
+        h.close()  # its remove request finds the zygote dead, or dying
+    finally:
+        z.close()
+    assert not os.path.lexists(workdir), "the dead zygote's worker dir is left"
+
+
 def _cgroups_named(name):
     """Every folder called `name` in the cgroup hierarchies mounted here."""
     with open("/proc/self/mountinfo") as f:
