@@ -297,14 +297,24 @@ def test_a_zygote_that_dies_under_a_submission_is_replaced_and_the_submission_re
 @pytest.mark.slow
 def test_a_zygote_that_stops_answering_is_replaced_in_the_pool(tmp_path, monkeypatch):
     """-j 2: the zygote is frozen (SIGSTOP: alive, answering no one) as a submission is graded. The
-    grading fails for the grader's reason; the pool starts a fresh zygote and grades it again."""
+    grading fails for the grader's reason; the pool starts a fresh zygote and grades it again; nothing of
+    hwcheck's is left in the batch's temp dir, though the frozen zygote, killed by SIGKILL, removed nothing."""
     import checker.records.batch as batch
     from checker.records.outfolder import scorecard_path
     entries = _honest_class(tmp_path, 3)
     out = str(tmp_path / "out")
     monkeypatch.setattr(batch, "grade_one", _zygote_fails_once(str(tmp_path / "failed-once"), signal.SIGSTOP))
     monkeypatch.setattr(zygote_client, "REPLY_S", 5)  # taken for hung after 5 s, not 30 (the pool's processes fork)
-    result = batch.grade_batch(entries, "attention", out, jobs=2, mode="public")
+    tmp = tempfile.mkdtemp(prefix="hwcheck-test-tmp-")  # this batch's temp dir, open to the workers' identities
+    os.chmod(tmp, 0o755)
+    monkeypatch.setattr(tempfile, "tempdir", tmp)
+    try:
+        result = batch.grade_batch(entries, "attention", out, jobs=2, mode="public")
+        left = sorted(n for n in os.listdir(tmp) if n.startswith("hwcheck-"))
+    finally:
+        monkeypatch.undo()
+        cleanup.remove_tree(tmp, deadline=time.monotonic() + 10)
+    assert left == []
     assert os.path.exists(tmp_path / "failed-once")
     cards = {sid: json.loads(open(scorecard_path(out, sid)).read()) for sid, _ in entries}
     assert all(_full_marks(c) for c in cards.values()), {s: c["grader"] for s, c in cards.items()}

@@ -22,7 +22,7 @@ import time
 
 from checker.errors import SandboxError
 from checker.worker import cleanup, memory
-from checker.worker.zygote import LEFTOVER
+from checker.worker.zygote import LEFTOVER, MADE
 
 __all__ = ["Zygote", "SAFE_ENV"]
 
@@ -60,7 +60,6 @@ class Zygote:
         self.ctrl = self.channels[0]
         self._ready = set()  # channels whose "ready" message was read: the zygote starts in the background
         self._silent = set()  # channels where a request got no reply: a late one would answer the next request
-        self._given = set()  # worker dirs made for this process and not yet known removed (see close)
 
     def channel(self, i):
         """A view of this zygote bound to control channel i (one per trusted process)."""
@@ -105,7 +104,6 @@ class Zygote:
         reply = self._ask({"op": "mkdir"})
         if not isinstance(reply, dict) or not isinstance(reply.get("path"), str):
             raise SandboxError(f"the worker zygote made no worker dir: {reply}")
-        self._given.add(reply["path"])
         return reply["path"]
 
     def fork(self, params):
@@ -127,17 +125,12 @@ class Zygote:
         try:
             reply = self._ask({"op": "remove", "path": path})
             if isinstance(reply, dict) and "removed" in reply:
-                if reply["removed"]:
-                    self._given.discard(path)
                 return bool(reply["removed"])
         except SandboxError:
             pass
         if self.alive() or not _is_worker_dir(path):
             return False
-        removed = cleanup.remove_tree(path, deadline=time.monotonic() + 2)
-        if removed:
-            self._given.discard(path)
-        return removed
+        return cleanup.remove_tree(path, deadline=time.monotonic() + 2)
 
     def answers(self, timeout=5.0):
         """Does the zygote answer at all (a short request)? False for a dead, hung or closed zygote."""
@@ -183,18 +176,23 @@ class Zygote:
         memory.remove_parent_of(self.proc.pid)
         self._stderr.close()
         self._finish_leftovers()
-        self._finish_given()
+        self._finish_made()
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def _finish_given(self, seconds=10):
-        """The worker dirs made for this process that are still there once the zygote is gone: a zygote killed
-        by SIGKILL (by its client, as one that stops answering, or by anyone) removed none and named none in
-        LEFTOVER. Removed here with the same bounded remover, within `seconds` at most."""
+    def _finish_made(self, seconds=10):
+        """The worker dirs the zygote made (it names each in MADE) that are still there once it is gone: a
+        zygote killed by SIGKILL (by its client, as one that stops answering, or by anyone) removed none and
+        named none in LEFTOVER; in a batch they were made for the forked grading processes, not this one.
+        Removed here with the same bounded remover, within `seconds` at most."""
+        try:
+            with open(os.path.join(self._dir, MADE)) as f:
+                paths = f.read().splitlines()
+        except OSError:
+            return
         deadline = time.monotonic() + seconds
-        for path in sorted(self._given):
+        for path in paths:
             if os.path.lexists(path) and _is_worker_dir(path):
                 cleanup.remove_tree(path, deadline=deadline)
-        self._given.clear()
 
     def _finish_leftovers(self, seconds=60):
         """Worker dirs the zygote had no time to remove as it exited (it names them in LEFTOVER): removed

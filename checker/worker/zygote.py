@@ -16,11 +16,13 @@ the workers' temp dirs are removed (by the zygote itself, however long that
 takes up to _ORPHAN_S, where no client is left to finish them). The zygote makes those dirs
 itself (op "mkdir") before the trusted side fills them, so a trusted process
 killed between making a dir and asking for its worker leaks nothing; and it
-alone removes them (op "remove", and when a worker ends), with
+removes them (op "remove", and when a worker ends), with
 `checker.worker.cleanup`: iteratively, a little at a time (what a student
 left there may be a chain of folders deeper than any recursion, or millions
 of files), and whatever is not gone yet stays on a list for the next turn of
-the loop. Nothing a worker left can raise out of the loop: a step that fails
+the loop. Killed by SIGKILL it removes nothing: it names each dir it makes in
+MADE of its own folder, and its client removes what is left, with the same
+remover. Nothing a worker left can raise out of the loop: a step that fails
 is written to the zygote's stderr and the loop goes on.
 
 What it is not: a place student code ever runs; it runs only in the children.
@@ -38,7 +40,7 @@ import time
 
 from checker.worker import cleanup, memory
 
-__all__ = ["main", "LEFTOVER"]
+__all__ = ["main", "LEFTOVER", "MADE"]
 
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 _TURN_S = 0.1      # removing worker dirs: at most this long per turn of the loop
@@ -48,6 +50,7 @@ _ORPHAN_S = 30.0   # ... and then, when its client is gone (no one would finish 
 _STOP = []         # the signals that asked the loop to stop (SIGTERM)
 _WARMED = []       # the meta device warmed in this zygote (_warm_meta)
 LEFTOVER = "leftover"  # in the zygote's dir: worker dirs still to remove when it exited
+MADE = "made"  # in the zygote's dir: every worker dir it made, a line each, for its client if it dies by SIGKILL
 
 
 def _prctl(option, value):
@@ -142,6 +145,17 @@ class _Removals:
                 return
             if _remove_dir(path, "hwcheck-w-", deadline):
                 self.paths.pop(path, None)
+
+
+def _note_made(path):
+    """Name a worker dir just made in MADE of the zygote's own dir: a zygote killed by SIGKILL removes none
+    and names none in LEFTOVER, and its client (in a batch, not the process the dir was made for) removes
+    from this list what is left."""
+    try:
+        with open(MADE, "a") as f:
+            f.write(path + "\n")
+    except OSError as e:
+        _log("naming a worker dir", e)
 
 
 def _write_leftovers(paths):
@@ -246,6 +260,7 @@ def main(argv=None):
             try:
                 path = tempfile.mkdtemp(prefix="hwcheck-w-")
                 made.add(path)
+                _note_made(path)
                 _reply(ctrl, {"path": path})
             except OSError as e:
                 _reply(ctrl, {"error": f"cannot make a worker dir: {e}"})
