@@ -144,6 +144,36 @@ def test_a_folder_travels_as_bytes_and_links_stay_links(tmp_path):
     assert not os.path.exists(os.path.join(path, ".git"))
 
 
+def test_the_folder_of_a_dask_worker_killed_before_its_teardown_is_removed_by_the_next(tmp_path):
+    """A Dask worker killed before its teardown (a nanny's restart, SIGKILL) leaves its folder, with copies
+    of the submissions it was grading; the next worker to start on the host removes it (nobody holds its
+    lock), and leaves alone the folder of a worker that is alive (its lock held) or whose lock is not made."""
+    import subprocess
+    import sys
+    from checker.platforms.cluster import own_folder
+    start = ("import os, sys, time\nfrom checker.platforms.cluster import own_folder\n"
+             "path, fd = own_folder(sys.argv[1])\nopen(os.path.join(path, 'alice.py'), 'w').write('x = 1')\n"
+             "print(path, flush=True)\ntime.sleep(60)\n")
+    procs = [subprocess.Popen([sys.executable, "-c", start, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                              cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT}) for _ in range(2)]
+    try:
+        killed, alive = [p.stdout.readline().strip() for p in procs]
+        procs[0].send_signal(signal.SIGKILL)
+        procs[0].wait()
+        (tmp_path / "w-beingmade").mkdir()  # no lock yet: a worker between making its folder and its lock
+        path, fd = own_folder(str(tmp_path))
+        try:
+            assert not os.path.exists(killed)
+            assert os.path.exists(os.path.join(alive, "alice.py")) and (tmp_path / "w-beingmade").is_dir()
+            assert os.path.isdir(path) and path not in (killed, alive)
+        finally:
+            os.close(fd)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
 def test_a_tar_cannot_write_outside_the_submission(tmp_path):
     import io
     import tarfile

@@ -30,6 +30,7 @@ is an optional extra (`pip install 'hwcheck[dask]'`); this module imports it
 only when a cluster is asked for.
 """
 
+import fcntl
 import io
 import os
 import queue
@@ -44,7 +45,7 @@ import uuid
 from checker._version import __version__
 from checker.errors import HwcheckError
 
-__all__ = ["DaskExecutor", "GradingContext", "grade_on_worker", "pack_submission", "unpack_submission",
+__all__ = ["DaskExecutor", "GradingContext", "own_folder", "grade_on_worker", "pack_submission", "unpack_submission",
            "parse_cluster", "missing_extra", "MAX_SUBMISSION_BYTES", "ALLOWED_FAILURES"]
 
 MAX_SUBMISSION_BYTES = 256 << 20   # a folder larger than this (a dataset handed in) is not sent
@@ -164,6 +165,35 @@ def _host_root():
     return root
 
 
+LOCK = ".lock"  # in each Dask worker's folder: held (flock) for the worker's life
+
+
+def own_folder(host_root):
+    """A folder of this Dask worker's in `host_root` and the descriptor that holds its lock (flock) while
+    the worker lives: (path, fd). First the folders of workers that died without their teardown (killed by
+    a nanny's restart, SIGKILL, the OOM killer) are removed: they hold copies of submissions. A worker's
+    folder is its lock's: one whose lock anybody holds, or that has none yet (being made), is left alone."""
+    for name in os.listdir(host_root):
+        path = os.path.join(host_root, name)
+        if not name.startswith("w-") or os.path.islink(path) or not os.path.isdir(path):
+            continue
+        try:
+            fd = os.open(os.path.join(path, LOCK), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        os.close(fd)
+    path = tempfile.mkdtemp(prefix="w-", dir=host_root)
+    fd = os.open(os.path.join(path, LOCK), os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return path, fd
+
+
 try:
     from distributed.diagnostics.plugin import WorkerPlugin as _PluginBase
 except ImportError:  # Dask is an optional extra: the class is defined, and used only with it
@@ -180,7 +210,7 @@ class GradingContext(_PluginBase):
 
     def setup(self, worker=None):
         self.grader, self.error = None, None
-        self.root = tempfile.mkdtemp(prefix="w-", dir=_host_root())
+        self.root, self._lock_fd = own_folder(_host_root())
         extra = [_host_root()] + ([worker.local_directory] if getattr(worker, "local_directory", None) else [])
         self.options["secrets"] = sorted({*self.options.get("secrets", ()), *extra})
         self._lock = threading.Lock()
@@ -271,6 +301,7 @@ class GradingContext(_PluginBase):
             self.grader.close()
         self._calls.put(None)
         shutil.rmtree(self.root, ignore_errors=True)
+        os.close(self._lock_fd)
 
 
 def grade_on_worker(plugin_name, sid, name, kind, blob):
