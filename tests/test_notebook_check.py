@@ -293,46 +293,28 @@ def test_a_recheck_uses_the_warm_grading_process(tmp_path):
     assert _output(nb.cells[-1])[0] == "(True, True)"
 
 
-def test_a_kernel_killed_by_sigkill_leaves_no_folder_of_its_grading_process(tmp_path, monkeypatch):
+@pytest.mark.parametrize("end", ["os.kill(os.getpid(), signal.SIGKILL)", "os.killpg(os.getpgid(0), signal.SIGTERM)"],
+                         ids=["kernel-sigkill", "group-sigterm"])
+def test_a_kernel_that_ends_abruptly_leaves_no_folder_of_its_grading_process(tmp_path, monkeypatch, end):
     """A kernel killed by SIGKILL (a restart that does not wait, an out-of-memory kill) never runs its exit
     hooks: its grading process, told by the end of its input, removes its own folder (and closes its zygote,
-    which removes its own), so nothing of hwcheck's is left in the temp dir."""
+    which removes its own). Jupyter ends a kernel that does not stop within a few seconds of being asked with
+    SIGTERM to its whole process group, the grading process included: that process removes its folder first,
+    then closes its graders (a SIGKILL that follows may cut that short: the zygote cleans up after itself).
+    Either way nothing of hwcheck's is left in the temp dir."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     monkeypatch.setenv("TMPDIR", str(tmp))
     path = os.path.join(ROOT, "submissions", "attention", "correct.py")
-    seen = tmp_path / "seen.txt"  # what the temp dir held after the check, before the kill
+    seen = tmp_path / "seen.txt"  # what the temp dir held after the check, before the end
     cells = _cells_of(path) + [f"import checker, os\nchecker.check()\nopen({str(seen)!r}, 'w').write("
                                "' '.join(os.listdir(os.environ['TMPDIR'])))",
-                               "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"]
+                               "import os, signal\n" + end]
     try:
         _run(cells, tmp_path)
     except nbclient.exceptions.DeadKernelError:
         pass
     assert "hwcheck-nbserver-" in seen.read_text() and "hwcheck-zygote-" in seen.read_text(), seen.read_text()
-    deadline = time.monotonic() + 30
-    while [n for n in os.listdir(tmp) if n.startswith("hwcheck-")] and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert [n for n in os.listdir(tmp) if n.startswith("hwcheck-")] == []
-
-
-def test_a_kernel_group_ended_by_sigterm_leaves_no_folder_of_its_grading_process(tmp_path, monkeypatch):
-    """Jupyter ends a kernel that does not stop within a few seconds of being asked with SIGTERM to its whole
-    process group, the grading process included: that process removes its folder first, then closes its
-    graders (a SIGKILL that follows may cut that short: the zygote cleans up after itself)."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    path = os.path.join(ROOT, "submissions", "attention", "correct.py")
-    seen = tmp_path / "seen.txt"
-    cells = _cells_of(path) + [f"import checker, os\nchecker.check()\nopen({str(seen)!r}, 'w').write("
-                               "' '.join(os.listdir(os.environ['TMPDIR'])))",
-                               "import os, signal\nos.killpg(os.getpgid(0), signal.SIGTERM)"]
-    try:
-        _run(cells, tmp_path)
-    except nbclient.exceptions.DeadKernelError:
-        pass
-    assert "hwcheck-nbserver-" in seen.read_text(), seen.read_text()
     deadline = time.monotonic() + 30
     while [n for n in os.listdir(tmp) if n.startswith("hwcheck-")] and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -175,36 +175,24 @@ class Zygote:
         # (here, or by anyone) left them, with what its workers left running in them
         memory.remove_parent_of(self.proc.pid)
         self._stderr.close()
-        self._finish_leftovers()
-        self._finish_made()
+        self._finish_listed(LEFTOVER, 60)
+        self._finish_listed(MADE, 10)
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def _finish_made(self, seconds=10):
-        """The worker dirs the zygote made (it names each in MADE) that are still there once it is gone: a
-        zygote killed by SIGKILL (by its client, as one that stops answering, or by anyone) removed none and
-        named none in LEFTOVER; in a batch they were made for the forked grading processes, not this one.
-        Removed here with the same bounded remover, within `seconds` at most."""
+    def _finish_listed(self, name, seconds):
+        """Remove the worker dirs the zygote named in the file `name` of its folder that are still there, with
+        the same bounded remover, within `seconds` at most: LEFTOVER, those it had no time to remove as it
+        exited; MADE, every one it made, for a zygote killed by SIGKILL (by its client, as one that stops
+        answering, or by anyone), which removed none and named none in LEFTOVER (in a batch they were made
+        for the forked grading processes, not this one)."""
         try:
-            with open(os.path.join(self._dir, MADE)) as f:
+            with open(os.path.join(self._dir, name)) as f:
                 paths = f.read().splitlines()
         except OSError:
             return
         deadline = time.monotonic() + seconds
         for path in paths:
             if os.path.lexists(path) and _is_worker_dir(path):
-                cleanup.remove_tree(path, deadline=deadline)
-
-    def _finish_leftovers(self, seconds=60):
-        """Worker dirs the zygote had no time to remove as it exited (it names them in LEFTOVER): removed
-        here, with the same bounded remover, within `seconds` at most."""
-        try:
-            with open(os.path.join(self._dir, LEFTOVER)) as f:
-                paths = f.read().splitlines()
-        except OSError:
-            return
-        deadline = time.monotonic() + seconds
-        for path in paths:
-            if _is_worker_dir(path):
                 cleanup.remove_tree(path, deadline=deadline)
 
     def __enter__(self):
