@@ -319,3 +319,35 @@ def test_a_kernel_that_ends_abruptly_leaves_no_folder_of_its_grading_process(tmp
     while [n for n in os.listdir(tmp) if n.startswith("hwcheck-")] and time.monotonic() < deadline:
         time.sleep(0.2)
     assert [n for n in os.listdir(tmp) if n.startswith("hwcheck-")] == []
+
+
+def test_the_grading_process_ends_on_sigterm_in_the_middle_of_a_grade(tmp_path, monkeypatch):
+    """SIGTERM that reaches the kernel's grading process while a grading test waits on the student's code
+    (Jupyter's end of a slow kernel) ends it then, folder and all, rather than being taken by pytest for that
+    test's failure while the grading goes on until the SIGKILL that follows cuts everything short."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    sub = tmp_path / "slow.py"
+    with open(os.path.join(ROOT, "submissions", "attention", "correct.py"), encoding="utf-8") as f:
+        sub.write_text(f.read() + "\nimport time\n_ok = get_attention_weights\n"
+                       "def get_attention_weights(*a, **k):\n    time.sleep(60)\n    return _ok(*a, **k)\n")
+    folder = tmp / "hwcheck-nbserver-test"
+    folder.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", "from checker.platforms.notebook import _serve; _serve()"],
+                            cwd=folder, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    try:
+        proc.stdin.write(json.dumps({"path": str(sub), "assignment": "attention", "timeout": None}) + "\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 60  # until a worker runs the submission (its folder is in the temp dir)
+        while not [n for n in os.listdir(tmp) if n.startswith("hwcheck-w-")] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)
+        proc.send_signal(15)
+        proc.wait(timeout=15)  # a SIGTERM taken for one test's failure: it would grade on for minutes
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not folder.exists()
+    assert [n for n in os.listdir(tmp) if n.startswith("hwcheck-")] == []

@@ -435,18 +435,29 @@ def _serve():
                 out = {"error": f"a malformed request: {e}"}
             sys.stdout.write("\n" + _Server.REPLY + json.dumps(out) + "\n")
             sys.stdout.flush()
+    except KeyboardInterrupt:  # SIGTERM (_ended), or ^C in a terminal
+        pass
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        # first its folder (the kernel's _Server made it; a kernel killed by SIGKILL never removes it), as a
-        # SIGKILL may follow a SIGTERM within seconds: this process's cwd, only if it is such a folder of the
-        # temp dir; then its graders (a zygote cut short by that SIGKILL cleans up after itself)
-        here = os.getcwd()
-        if (os.path.basename(here).startswith("hwcheck-nbserver-")
-                and os.path.dirname(here) == os.path.realpath(tempfile.gettempdir())):
-            shutil.rmtree(here, ignore_errors=True)
+        # first its folder, as a SIGKILL may follow a SIGTERM within seconds; then its graders (a zygote cut
+        # short by that SIGKILL cleans up after itself)
+        _remove_own_folder()
         for grader in graders.values():
             grader.close()
 
 
+def _remove_own_folder():
+    """The folder the kernel's _Server made for this process (a kernel killed by SIGKILL never removes it): this
+    process's cwd, only if it is such a folder of the temp dir."""
+    here = os.getcwd()
+    if (os.path.basename(here).startswith("hwcheck-nbserver-")
+            and os.path.dirname(here) == os.path.realpath(tempfile.gettempdir())):
+        shutil.rmtree(here, ignore_errors=True)
+
+
 def _ended(signum, frame):
-    raise SystemExit(128 + signum)
+    """SIGTERM: the folder goes at once, as Jupyter's SIGKILL may follow; then the process ends as the end of its
+    input does. KeyboardInterrupt, not SystemExit: pytest turns a SystemExit raised in a grading test into that
+    test's failure and goes on grading, while it lets KeyboardInterrupt through (and so does the Grader)."""
+    _remove_own_folder()
+    raise KeyboardInterrupt
