@@ -147,6 +147,104 @@ def test_folder_submission(zyg, tmp_path):
         h.close()
 
 
+def test_a_package_in_a_folder_imports_relatively_and_each_module_keeps_its_own_helpers(zyg, tmp_path):
+    """A folder holding a package (`hw/__init__.py` and its modules, importing each other relatively) loads as
+    Python imports it: each module has its own globals, so two private helpers of one name in two modules do
+    not replace each other, and `from . import util` binds the module."""
+    folder = tmp_path / "bob"
+    write(folder, "hw/__init__.py", "from .weights import get_attention_weights\nfrom .context import *\n")
+    write(folder, "hw/util.py", "import numpy as np\n\n\ndef stable_exp(s):\n    return np.exp(s - s.max(-1, keepdims=True))\n")
+    write(folder, "hw/weights.py", textwrap.dedent('''\
+        import numpy as np
+        from . import util
+
+
+        def _prep(scores):
+            return np.asarray(scores, dtype=float)
+
+
+        def get_attention_weights(scores):
+            e = util.stable_exp(_prep(scores))
+            return e / e.sum(-1, keepdims=True)
+        '''))
+    write(folder, "hw/context.py", GOOD.replace("def get_attention_weights(scores):", "def _unused(scores):") + textwrap.dedent('''
+
+        from .weights import get_attention_weights
+
+
+        def _prep(a, b, c):  # another signature than weights._prep: called by weights' own code, it would fail
+            return a
+
+
+        __all__ = ["get_scores", "scale_scores", "get_context_vector", "context_vector", "self_attention",
+                   "self_attention_token", "head_weight_shape", "get_attention_weights"]
+        '''))
+    h, report = load(zyg, folder)
+    try:
+        assert report["ok"] and not report["messages"], report["messages"]
+        assert set(NAMES) <= set(report["names"])
+        context_ok(h)
+        np.testing.assert_allclose(h.call("get_attention_weights", [0.0, 0.0]), [0.5, 0.5])
+        assert report["origins"]["get_attention_weights"].startswith("hw/weights.py, line ")
+    finally:
+        h.close()
+
+
+def test_a_file_another_imports_by_name_is_its_own_module_run_statement_by_statement(zyg, tmp_path):
+    """`import weights` in model.py makes weights.py module `weights`, as in Python: its functions use its own
+    helpers, not another file's of the same name; and it still runs one statement at a time, as every file of
+    a submission does (a failing statement costs only itself, a training loop is not run)."""
+    folder = tmp_path / "carol"
+    write(folder, "weights.py", textwrap.dedent('''\
+        import numpy as np
+
+        table = open("missing.csv").read()
+
+
+        def _prep(scores):
+            return np.asarray(scores, dtype=float)
+
+
+        def get_attention_weights(scores):
+            s = _prep(scores)
+            e = np.exp(s - s.max(-1, keepdims=True))
+            return e / e.sum(-1, keepdims=True)
+
+
+        for step in range(10 ** 9):
+            loss = get_attention_weights([1.0, 2.0]).sum()
+            loss.backward()
+        '''))
+    write(folder, "zmodel.py", "import weights\n\n\ndef _prep(a, b):\n    return a\n\n\n"
+                               "def double_weights(s):\n    return 2 * weights.get_attention_weights(s)\n")
+    h, report = load(zyg, folder)
+    try:
+        np.testing.assert_allclose(h.call("get_attention_weights", [0.0, 0.0]), [0.5, 0.5])
+        np.testing.assert_allclose(h.call("double_weights", [0.0, 0.0]), [1.0, 1.0])
+        text = "\n".join(report["messages"])
+        assert "weights.py, line 3 raised FileNotFoundError" in text, text
+        assert "weights.py, line 16: a training loop" in text, text
+        assert "differently" not in text, text  # no file's helper replaced another's
+    finally:
+        h.close()
+
+
+def test_a_module_of_the_submission_that_hangs_at_import_costs_only_its_statement(zyg, tmp_path):
+    """A statement of an imported module of the submission runs under the unit limit, inside the time of the
+    statement that imports it: the loop is stopped and named in its own file, and the rest loads."""
+    folder = tmp_path / "dan"
+    write(folder, "slow.py", "import time\n\nwhile True:\n    time.sleep(0.01)\n\nVALUE = 7\n")
+    write(folder, "main.py", GOOD + "\nimport slow\n\n\ndef value():\n    return slow.VALUE\n")
+    h, report = load(zyg, folder, cell_s=1.5)
+    try:
+        text = "\n".join(report["messages"])
+        assert "slow.py, line 3 ran longer than" in text, text
+        assert h.call("value") == 7
+        context_ok(h)
+    finally:
+        h.close()
+
+
 # --------------------------------------------------------------------------- what goes wrong
 
 BROKEN = textwrap.dedent('''\

@@ -23,14 +23,17 @@ the names it binds, whether it trains) is `checker.worker.syntax`.
 
 import __future__
 import ast
+import importlib
 import linecache
 import os
 import re
 import signal
 import sys
+import time
 import traceback
 import types
 
+from checker.worker.packages import PackageModules, module_files
 from checker.worker.roots import import_roots
 from checker.worker.sources import (ASSIGNED_MAGIC_RE, NotebookError, _archive_or_document, _cells,  # noqa: F401
                                     _chunks, _strip_magics, list_units, py_pieces, read_source)
@@ -193,6 +196,7 @@ class Loader:
         self.untrained = set()  # names only the training code the loader skipped would have bound
         self.assigned_in = {}   # notebook -> {name: [(cell, execution count)]} of the cells binding it
         self.missing_modules = {}  # top-level module an import failed to find -> index of that message
+        self._made_in = {}  # id -> (function or class, where) of those a module of the submission made
         self.counts = {}        # (notebook, cell) -> its execution count
         self.failed = {}        # name a failed statement would have bound -> index of that failure's message
         self.after = {}         # that index -> where later statements failed for want of such a name
@@ -224,17 +228,29 @@ class Loader:
         base = path if os.path.isdir(path) else os.path.dirname(path)
         # the submission's folder first, then the folders inside it whose modules its files import
         # (`hw/q1.py` imported as `q1` where an archive put the files one level down): checker.worker.roots
-        for i, root in enumerate(import_roots(path)):
+        roots = import_roots(path)
+        for i, root in enumerate(roots):
             if root not in sys.path:
                 sys.path.insert(i, root)
-        for f in list_units(path):
+        units = list_units(path)
+        # its files that are modules: imported by name, each with its own globals (checker.worker.packages)
+        packages = PackageModules(lambda ns, f, shown: self._load_py(f, shown, ns))
+        if os.path.isdir(path):
+            for name, f in module_files(path, roots, units):
+                packages.add(name, f, os.path.relpath(f, base))
+        if packages.files:  # after the %%writefile modules: what a notebook wrote last is what it imports
+            sys.meta_path.insert(sys.meta_path.index(self.written) + 1, packages)
+        for f in units:
             shown = os.path.relpath(f, base) if os.path.isdir(path) else os.path.basename(f)
             try:
                 kind = _archive_or_document(f)
                 if kind:
                     raise NotebookError(f"it is {kind}, not Python code or a notebook; hand in the .py or "
                                         f".ipynb file itself")
-                if f.endswith(".ipynb"):
+                module = next((n for n, (g, _, _) in packages.files.items() if g == f), None)
+                if module and self._add_module(module, packages):
+                    pass
+                elif f.endswith(".ipynb"):
                     self._load_notebook(f, shown)
                 else:
                     self._load_py(f, shown)
@@ -243,13 +259,34 @@ class Loader:
             except Exception as e:  # noqa: BLE001 - a malformed file costs only itself
                 self._msg("unreadable", shown, None, None,
                           f"could not read {shown}: {type(e).__name__}: {str(e)[:300]}")
+        for name in self.origins:  # a function or class imported from a module of it: where that module made it
+            made = self._made_in.get(id(self.ns.get(name)))
+            if made is not None and made[0] is self.ns.get(name):
+                self.origins[name] = made[1]
         return self
 
     # -- helpers
+    def _add_module(self, name, packages):
+        """Import module `name`, a file of the submission (checker.worker.packages), and add what it defines
+        to the namespace. False where that name is already another module's (`numpy/__init__.py` in the
+        folder, after the worker imported numpy): the file then runs into the namespace as any other."""
+        import importlib
+        module = importlib.import_module(name)
+        if getattr(getattr(module, "__spec__", None), "loader", None) is not packages:
+            return False
+        for key, value in list(vars(module).items()):
+            if not (key.startswith("__") and key.endswith("__")):
+                self.ns[key] = value
+        return True
+
     def _msg(self, kind, file, cell, line, text):
         self.messages.append({"kind": kind, "file": file, "cell": cell, "line": line, "text": text})
 
-    def _run_unit(self, code_src, filename, shown, cell, line0, cache=True):
+    def _run_unit(self, code_src, filename, shown, cell, line0, cache=True, ns=None):
+        """Run one unit (a cell, a top-level statement) into `ns`: the submission's namespace, or the module
+        of a package's file (checker.worker.packages) that another unit may be importing right now."""
+        own = ns is None
+        ns = self.ns if own else ns
         key = (shown, cell if cell is not None else line0)
         # it crashed or hung an earlier worker (the whole cell), or the cell limit stopped this very
         # statement on an earlier load (only the statement): the trusted side has said so
@@ -289,11 +326,13 @@ class Loader:
                         if feature is not None:
                             self.future[shown] = self.future.get(shown, 0) | feature.compiler_flag
             code = compile(tree, filename, "exec", flags=self.future.get(shown, 0), dont_inherit=True)
-            _alarm(self.unit_s)
+            # a unit that imports a module of a package runs that module's units inside its own time
+            left, started = _alarm_left(), time.monotonic()
+            _alarm(min(self.unit_s, left) if left else self.unit_s)
             try:
-                exec(code, self.ns)
+                exec(code, ns)
             finally:
-                _alarm(0)
+                _alarm(max(left - (time.monotonic() - started), 0.001) if left else 0)
                 restore_builtins()  # a unit that rebinds builtins.max/abs/... changes nothing of the grader's
             for name in _assigned(tree):  # defined after all: later uses are not for want of a failed one
                 self.failed.pop(name, None)
@@ -336,19 +375,22 @@ class Loader:
                     text += f"\n  in {_loc(inner['file'], inner['cell'], inner['line'])}" + _code(inner)
                 self._msg("error", shown, cell, line, text + _hint(e) + self._later_cell_note(e, shown, cell))
         for name in _assigned(tree):
-            if name in self.ns and not name.startswith("_"):
+            if name in ns and not name.startswith("_"):
                 self.origins[name] = _loc(shown, cell, None if cell is not None else line0)
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                if node.name in self.ns:
-                    self._note_other_file(node, shown, cell)
+                if node.name in ns:
+                    if own:  # a module of a package keeps its own: nothing of another file is replaced
+                        self._note_other_file(node, shown, cell)
+                    else:  # made in a module of the submission: its origin wherever it is imported
+                        self._made_in[id(ns[node.name])] = (ns[node.name], _loc(shown, cell, line0))
                     self.defs[node.name] = {"file": shown, "cell": cell, "line": node.lineno,
                                             **({"label": _cell_label(shown, cell)} if cell is not None else {})}
                 else:
                     self.unrun[node.name] = {"file": shown, "cell": cell, "line": node.lineno, "why": "stopped"}
         for node, guarded in _nested_defs(tree.body):
-            if node.name not in self.ns:
-                why = "main_guard" if guarded and self.ns.get("__name__") != "__main__" else "block"
+            if node.name not in ns:
+                why = "main_guard" if guarded and ns.get("__name__") != "__main__" else "block"
                 self.unrun[node.name] = {"file": shown, "cell": cell, "line": node.lineno, "why": why}
 
     def _skipped_binds(self, line):
@@ -467,13 +509,16 @@ class Loader:
                       f"{_loc(shown, cell_no, None)}: %%writefile could not write {names[0]}: {e.strerror or e}")
         return True
 
-    def _load_py(self, f, shown):
+    def _load_py(self, f, shown, ns=None):
+        """Run the .py file `f` one top-level statement at a time: into the submission's namespace, or into
+        `ns`, a module of one of its packages, which the import system set up (checker.worker.packages)."""
         src = read_source(f)
-        self.ns["__file__"] = f  # as `python file.py` has it (the path of the grader's copy)
-        # but imported, not run as a script: the demo code a student keeps under
-        # `if __name__ == "__main__":` (training loops, plots) does not run
-        self.ns["__name__"] = "submission"
-        sys.modules["submission"] = self.module
+        if ns is None:
+            self.ns["__file__"] = f  # as `python file.py` has it (the path of the grader's copy)
+            # but imported, not run as a script: the demo code a student keeps under
+            # `if __name__ == "__main__":` (training loops, plots) does not run
+            self.ns["__name__"] = "submission"
+            sys.modules["submission"] = self.module
         # the whole file, so tracebacks show the student's line wherever it is
         linecache.cache[f] = (len(src), None, src.splitlines(True), f)
         # the pieces the trusted side's source scan (checker.running.by_hand) reads too: one split for both
@@ -497,7 +542,7 @@ class Loader:
                       + (", ".join(lost) if lost else "the broken part") + ".")
         # one top-level statement at a time: a failing statement loses only itself
         for start, chunk in p.pieces:
-            self._run_unit(chunk, f, shown, None, start, cache=False)
+            self._run_unit(chunk, f, shown, None, start, cache=False, ns=ns)
 
 
 # (notebook, code cell number) -> how the student's notebook shows that cell: "In [7]" (its execution count)
@@ -516,6 +561,11 @@ def _cell_label(shown, cell):
 def _loc(shown, cell, line):
     s = shown + (f", {_cell_label(shown, cell)}" if cell is not None else "")
     return s + (f", line {line}" if line else "")
+
+
+def _alarm_left():
+    """The seconds left of the unit limit running now (0: none runs)."""
+    return signal.getitimer(signal.ITIMER_REAL)[0] if hasattr(signal, "setitimer") else 0
 
 
 def _alarm(seconds):

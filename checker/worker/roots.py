@@ -19,7 +19,7 @@ import re
 
 from checker.worker.sources import MAGIC_RE, NotebookError, SUFFIXES, _cells, read_source
 
-__all__ = ["import_roots"]
+__all__ = ["import_roots", "imported_names"]
 
 _MAX_FILES = 2000  # a folder with more is not walked further for imports (a submission is a handful)
 _IMPORT_LINE = re.compile(r"^\s*(?:import|from)\s+([A-Za-z_]\w*)")
@@ -45,6 +45,14 @@ def import_roots(path):
             roots.append(folder)
             provided |= here
     return roots
+
+
+def imported_names(path):
+    """The top-level module names that the files of the folder submission `path` import (absolute imports)."""
+    names = set()
+    for f in _walk(path)[0]:
+        names |= _imported_names(f)
+    return names
 
 
 def _walk(path):

@@ -1,0 +1,3 @@
+from .patches import patchify
+from .attention import MultiHeadSelfAttention
+from .model import VisionTransformer
