@@ -731,6 +731,31 @@ def test_a_linked_file_submission_is_followed_unless_it_points_at_a_secret(reque
         h.close()
 
 
+def test_a_linked_file_submission_never_reads_hwchecks_own_key_or_cache(request, zyg, tmp_path, monkeypatch):
+    """A submission that is a link to the key that signs output folders' records (or into hwcheck's cache) is
+    left out like one into reference/: its text is never copied to the worker, so no message echoes it."""
+    use(request, zyg)
+    from checker.records.owned import _key_from
+    state, entries = tmp_path / "state", tmp_path / "class"
+    monkeypatch.setenv("HWCHECK_STATE_DIR", str(state))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    key = _key_from(str(state))
+    entries.mkdir()
+    (tmp_path / "cache" / "hwcheck").mkdir(parents=True)
+    write(tmp_path / "cache" / "hwcheck", "kept.py", "cached_value = 1\n")
+    os.symlink(state / "outdir.key", entries / "mallory.py")
+    os.symlink(tmp_path / "cache" / "hwcheck" / "kept.py", entries / "eve.py")
+    for name in ("mallory.py", "eve.py"):
+        h, report = open_sub(zyg, entries / name)
+        try:
+            text = "\n".join(report["messages"])
+            assert f"{name} was not given to your code" in text, text
+            assert key.decode() not in text and "cached_value" not in text
+            assert "cached_value" not in report.get("names", [])
+        finally:
+            h.close()
+
+
 ATTACK_PARENT = GOOD + textwrap.dedent('''
     import os
     import signal

@@ -101,11 +101,8 @@ def _split(name):
 # ---------------------------------------------------------------------------
 
 def _state_dirs():
-    env = os.environ.get("HWCHECK_STATE_DIR")
-    if env:
-        return [env]
-    xdg = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return [os.path.join(xdg, "hwcheck"), os.path.join("/tmp", f"hwcheck-state-{os.getuid()}")]
+    from checker.running.submission_files import state_dirs
+    return state_dirs()
 
 
 def _key_from(folder):

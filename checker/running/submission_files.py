@@ -15,7 +15,7 @@ import importlib.util
 import os
 import shutil
 
-__all__ = ["secret_paths", "sha256_of", "file_source", "copy_submission"]
+__all__ = ["secret_paths", "state_dirs", "own_dirs", "sha256_of", "file_source", "copy_submission"]
 
 
 def secret_paths(extra=()):
@@ -30,8 +30,27 @@ def secret_paths(extra=()):
         if os.path.isdir(os.path.join(root, sub)):
             out.append(os.path.join(root, sub))
     out.extend(_assignment_secrets())
+    out.extend(os.path.realpath(p) for p in own_dirs())
     out.extend(os.path.realpath(p) for p in extra if p)
     return sorted(set(out))
+
+
+def state_dirs():
+    """Where hwcheck keeps this account's state (checker.records.owned: the key that signs an output folder's
+    records), the first that works: $HWCHECK_STATE_DIR, else $XDG_STATE_HOME/hwcheck (~/.local/state/hwcheck),
+    then /tmp/hwcheck-state-<uid>."""
+    env = os.environ.get("HWCHECK_STATE_DIR")
+    if env:
+        return [env]
+    xdg = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return [os.path.join(xdg, "hwcheck"), os.path.join("/tmp", f"hwcheck-state-{os.getuid()}")]
+
+
+def own_dirs():
+    """hwcheck's own folders of this account, its state and its cache: no submission is read from them (a
+    submission that is a link there is left out) and no worker reads them."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return state_dirs() + [os.path.join(cache, "hwcheck")]
 
 
 def _assignment_secrets():
