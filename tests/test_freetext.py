@@ -103,3 +103,17 @@ def test_labels_spacing_and_a_code_cell_between_heading_and_answer():
     # but not past the next heading
     nb = _nb(_md(STARTER_CELL), _code("x = 1"), _md("## Q4\nsomething else"))
     assert answer_in_notebook(nb, "Q3-text", PROMPT) is None
+
+
+def test_a_notebook_made_large_by_a_plots_saved_image_is_read(tmp_path):
+    """A notebook's saved outputs (a plot is a base64 image) make it far larger than its code: one of 7 MB is
+    read, its answer found; a .py file of that size is still not (safe_read's caps, by kind of file)."""
+    plot = {"output_type": "display_data", "metadata": {},
+            "data": {"image/png": "iVBORw0KGgo" + "A" * (7 << 20), "text/plain": ["<Figure>"]}}
+    cell = _code("import matplotlib.pyplot as plt\nplt.plot([1, 2])")
+    cell["outputs"] = [plot]
+    (tmp_path / "hw.ipynb").write_text(json.dumps(_nb(cell, _md("## Q3-text\nHeads attend to different things.\n"))))
+    assert os.path.getsize(tmp_path / "hw.ipynb") > 7 << 20
+    assert find_answers(tmp_path / "hw.ipynb", {"Q3-text": PROMPT}) == {"Q3-text": "Heads attend to different things."}
+    (tmp_path / "big.py").write_text("# Q3-text\n# Mine.\n" + "#" * (5 << 20) + "\n")
+    assert find_answers(tmp_path / "big.py", {"Q3-text": PROMPT}) == {"Q3-text": None}

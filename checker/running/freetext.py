@@ -40,8 +40,7 @@ import tokenize
 __all__ = ["MAX_ANSWER", "find_answers", "answer_in_notebook", "answer_in_python"]
 
 MAX_ANSWER = 4000  # characters kept of one answer
-_MAX_FILE = 4 * 1024 * 1024
-_MAX_READ = 16 * 1024 * 1024  # characters read over all the files of a folder submission
+_MAX_READ = 64 * 1024 * 1024  # characters read over all the files of a folder submission
 _MAX_FILES = 200
 _REGION_LINES = 2000  # lines read after a label (blank ones included)
 _REGION_CHARS = 4 * MAX_ANSWER  # characters read after a label
@@ -299,7 +298,7 @@ def _read(path, root):
     submission `root`, no link out of it, no FIFO or device, size capped), or None."""
     from checker.running.safe_read import Refused, read_bytes
     try:
-        return read_bytes(path, root, limit=_MAX_FILE).decode("utf-8-sig", errors="replace")
+        return read_bytes(path, root).decode("utf-8-sig", errors="replace")
     except Refused:
         return None
 

@@ -14,7 +14,8 @@ report and its similarity ranking (`checker.records.classreport.sources`), the i
 - only a regular file is opened, checked with lstat before and fstat after an open with O_NOFOLLOW,
   O_NONBLOCK and O_NOCTTY (the same file both times), so a FIFO, a device or a terminal can neither
   block the reader nor be read;
-- at most `limit` bytes (4 MiB unless told) are read; a larger file is refused, not cut.
+- at most `limit` bytes are read (unless told: 4 MiB of a .py file, 32 MiB of a notebook, whose saved
+  outputs, a plot's image, are most of it); a larger file is refused, not cut.
 
 A refusal is `Refused` (an OSError) with `why`, in words for a note.
 
@@ -27,9 +28,10 @@ import stat
 
 from checker.running.submission_files import file_source, secret_paths
 
-__all__ = ["MAX_FILE_BYTES", "SUFFIXES", "Refused", "readable", "read_bytes", "read_text"]
+__all__ = ["MAX_FILE_BYTES", "MAX_NOTEBOOK_BYTES", "SUFFIXES", "Refused", "readable", "read_bytes", "read_text"]
 
 MAX_FILE_BYTES = 4 << 20
+MAX_NOTEBOOK_BYTES = 32 << 20  # a notebook's saved outputs (plots: base64 images) weigh far more than its code
 SUFFIXES = (".py", ".ipynb")
 _FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
           | getattr(os, "O_CLOEXEC", 0))
@@ -78,9 +80,12 @@ def readable(path, root=None, secrets=()):
     return True
 
 
-def read_bytes(path, root=None, *, limit=MAX_FILE_BYTES, secrets=()):
+def read_bytes(path, root=None, *, limit=None, secrets=()):
     """The bytes of `path`, a file of the folder submission `root` (None: `path` is a single-file submission),
-    read by grading's rules (see the module's docstring); Refused when they do not read it."""
+    read by grading's rules (see the module's docstring); Refused when they do not read it. `limit`: by
+    default MAX_NOTEBOOK_BYTES for a notebook, MAX_FILE_BYTES for any other file."""
+    if limit is None:
+        limit = MAX_NOTEBOOK_BYTES if os.fspath(path).endswith(".ipynb") else MAX_FILE_BYTES
     real, st = _resolve(path, root, secrets)
     if st.st_size > limit:
         raise Refused(path, f"it is larger than {limit / 2 ** 20:g} MiB")
@@ -110,7 +115,7 @@ def read_bytes(path, root=None, *, limit=MAX_FILE_BYTES, secrets=()):
     return b"".join(chunks)
 
 
-def read_text(path, root=None, *, limit=MAX_FILE_BYTES, secrets=()):
+def read_text(path, root=None, *, limit=None, secrets=()):
     """read_bytes decoded: UTF-8 (a BOM dropped), else cp1252 (a Windows editor's), undecodable bytes replaced."""
     data = read_bytes(path, root, limit=limit, secrets=secrets)
     try:
