@@ -420,3 +420,29 @@ def test_without_a_cgroup_rlimit_nproc_caps_the_tasks(tmp_path, who):
     assert nproc, walls
     # the count of a uid that is this worker's alone (its own on the host, or in its own user namespace)
     assert nproc == [f"tasks-nproc-{TASKS}"], walls
+
+
+@pytest.mark.walls
+def test_a_folder_with_a_dataset_beside_its_code_is_graded_alike_in_both_modes(tmp_path):
+    """A correct folder submission with a 300 MB checkpoint and three 50 MB data files beside its code: the
+    worker's copy would lie twice in its tmpfs (memory) with namespaces, once on disk without them, and a
+    300 MB file crashed the worker with namespaces only ('os._exit(70)': the copy failed). The copy now leaves
+    out a file over 64 MiB and the other files past 128 MiB in all, in both modes, saying so, and the code
+    gets full marks either way."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    (subs / "carol").mkdir(parents=True)
+    (subs / "carol" / "attention.py").write_text(GOOD + "\nimport os\nDATA = sorted(os.listdir('.'))\n")
+    for name, size in [("weights.npy", 300 * MiB), ("a.bin", 50 * MiB), ("b.bin", 50 * MiB), ("c.bin", 50 * MiB)]:
+        with open(subs / "carol" / name, "wb") as f:
+            f.truncate(size)  # sparse: nothing is written, the copy would read zeros
+    r = subprocess.run([sys.executable, "-m", "checker.cli", "grade", str(subs), "-a", "attention", "-o", str(out),
+                        "--public", "-j", "1"], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-2000:]
+    carol = json.loads((out / "carol.json").read_text())
+    if any("user-unique-unavailable" in w for w in carol["grader"]["isolation"]):
+        pytest.skip("the grader refuses to run code here (root, no namespaces, this Python closed to others)")
+    assert _full_marks(carol), json.dumps(carol)[:3000]
+    said = " ".join(m if isinstance(m, str) else m.get("text", "") for m in carol["load"]["messages"])
+    assert "weights.npy was not given to your code: it is larger than 64 MiB" in said, said
+    assert "c.bin was not given to your code: the submission's other files past 128 MiB" in said, said
+    assert "a.bin" not in said and "b.bin" not in said, said

@@ -144,6 +144,7 @@ def copy_submission(src, dest, secrets=()):
             shutil.copyfile(real, os.path.join(dest, name))
         return left_out
     root = os.path.realpath(src)
+    data_bytes = 0  # of the files copied that are not code (.py, .ipynb)
     for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
         rel = os.path.relpath(dirpath, src)
         os.makedirs(os.path.normpath(os.path.join(dest, rel)), exist_ok=True)
@@ -165,12 +166,30 @@ def copy_submission(src, dest, secrets=()):
             elif not os.path.isfile(real):
                 left_out.append((name, "it is not a regular file"))
             else:
+                size = os.path.getsize(real)
+                code = n.endswith((".py", ".ipynb"))
+                if size > MAX_COPY_FILE:
+                    left_out.append((name, f"it is larger than {MAX_COPY_FILE >> 20} MiB (the grader's own "
+                                           "inputs are all a graded function gets)"))
+                    continue
+                if not code and data_bytes + size > MAX_COPY_DATA:
+                    left_out.append((name, f"the submission's other files past {MAX_COPY_DATA >> 20} MiB in all "
+                                           "are not copied (the grader's own inputs are all a graded function gets)"))
+                    continue
                 try:
                     shutil.copyfile(real, os.path.join(dest, name))
+                    data_bytes += 0 if code else size
                 except OSError as e:
                     left_out.append((name, f"it could not be read ({e.strerror or e})"))
     left_out += _leave_out_starters(dest)
     return left_out
+
+
+# What of a folder is given to the worker: its copy lies in the worker's tmpfs twice (the submission and its
+# scratch copy, both memory) with namespaces and on disk without them, so a dataset or a checkpoint beside the
+# code would cost the two modes differently (a 300 MB file crashed the worker with namespaces only)
+MAX_COPY_FILE = 64 << 20   # one file
+MAX_COPY_DATA = 128 << 20  # every file that is not code, in all
 
 
 def _leave_out_starters(dest):
