@@ -41,9 +41,12 @@ import ast
 import functools
 import importlib.machinery
 import importlib.util
+import bisect
 import os
+import struct
 import sys
 import zipfile
+import zlib
 
 from checker.running.submission_files import file_source
 from checker.worker.sources import _cells, cell_pieces, py_pieces, read_source, read_source_bytes, writefile_target
@@ -85,6 +88,8 @@ class SourceReport:
 MAX_FILES = 2000          # files of a submission read (a submission is a handful)
 MAX_BYTES = 4_000_000     # of one source file
 MAX_ZIP_MEMBERS = 2000    # members of one archive
+MAX_ZIP_BYTES = 16_000_000       # inflated from the .py members of one archive, all together
+MAX_SCAN_ZIP_BYTES = 32_000_000  # inflated from all the archives of one submission
 
 
 class _Code:
@@ -95,6 +100,7 @@ class _Code:
 
     def __init__(self):
         self.trees, self.own, self.unread, self.notes = [], set(), set(), []
+        self.inflate_left = MAX_SCAN_ZIP_BYTES  # bytes the scan may still inflate from archives
 
     def add_pieces(self, pieces):
         for _line0, code in pieces:
@@ -183,22 +189,121 @@ def _read_notebook(f, code):
 
 
 def _read_zip(f, rel, code):
-    with zipfile.ZipFile(f) as z:
-        members = z.infolist()
-        if len(members) > MAX_ZIP_MEMBERS:
-            code.notes.append(f"{rel} holds more files than the grader reads")
-        for m in members[:MAX_ZIP_MEMBERS]:
-            if m.is_dir():
-                continue
-            if m.filename.endswith(".py"):
-                if m.file_size > MAX_BYTES:
-                    code.notes.append(f"{rel}: {m.filename} is larger than the grader reads")
-                    code.add_unread(m.filename)
-                    continue
-                raw = z.read(m)
-                code.add_module(m.filename, read_source_bytes(raw))
-            elif m.filename.endswith(".pyc"):
+    """The .py members of the archive `f` as the worker's import (zipimport) reads them, bounded: one bad
+    or hostile archive (a zip bomb, a corrupt or encrypted member, entries sharing their data) costs only
+    itself, with a note, and what was not read is code the grader cannot read (`add_unread`)."""
+    try:
+        with open(f, "rb") as fp, zipfile.ZipFile(fp) as z:
+            members = z.infolist()
+            if len(members) > MAX_ZIP_MEMBERS:
+                code.notes.append(f"{rel} holds more files than the grader reads")
+            _read_members(fp, members[:MAX_ZIP_MEMBERS], rel, code)
+    except Exception as e:  # noqa: BLE001 - whatever the archive does, it costs only itself
+        code.notes.append(f"{rel} could not be read ({type(e).__name__})")
+
+
+def _read_members(fp, members, rel, code):
+    left = MAX_ZIP_BYTES  # of this archive
+    starts, ends = [], []  # the data spans read so far, sorted (they never overlap)
+    done = {}  # (start, end) -> "read", "unread" or "undecoded": an entry naming data already read reuses it
+    for m in members:
+        if m.is_dir():
+            continue
+        if m.filename.endswith(".pyc"):
+            code.add_unread(m.filename)
+            continue
+        if not m.filename.endswith(".py"):
+            continue
+        try:
+            span = _data_span(fp, m)
+        except Exception as e:  # noqa: BLE001
+            code.notes.append(f"{rel}: {m.filename} could not be read ({type(e).__name__})")
+            code.add_unread(m.filename)
+            continue
+        if span in done:  # more entries for one member's data: read once, each name is still a module
+            if done[span] == "read":
+                parts = m.filename.replace(os.sep, "/").split("/")
+                code.own.update(p for p in parts[:-1] if p.isidentifier())
+                code.own.add(parts[-1][:-3])
+            elif done[span] == "unread":
                 code.add_unread(m.filename)
+            continue
+        i = bisect.bisect_left(starts, span[0])
+        if (i > 0 and ends[i - 1] > span[0]) or (i < len(starts) and starts[i] < span[1]):
+            code.notes.append(f"{rel}: {m.filename} overlaps another member's data (not read)")
+            code.add_unread(m.filename)
+            continue
+        starts.insert(i, span[0])
+        ends.insert(i, span[1])
+        done[span] = "unread"
+        limit = max(0, min(MAX_BYTES, left, code.inflate_left))
+        try:
+            raw = _inflate(fp, m, span, limit)
+        except Exception as e:  # noqa: BLE001 - a corrupt member (zlib.error, EOFError...) costs only itself
+            code.notes.append(f"{rel}: {m.filename} could not be read ({type(e).__name__})")
+            code.add_unread(m.filename)
+            continue
+        left -= len(raw)
+        code.inflate_left -= len(raw)
+        if len(raw) > limit:
+            code.notes.append(f"{rel}: {m.filename} is larger than the grader reads" if limit == MAX_BYTES else
+                              f"{rel}: {m.filename} was not read (the archives inflate to more than the grader reads)")
+            code.add_unread(m.filename)
+            continue
+        try:
+            text = read_source_bytes(raw)
+        except Exception as e:  # noqa: BLE001 - as a .py file of the folder that does not decode: a note
+            done[span] = "undecoded"
+            code.notes.append(f"{rel}: {m.filename} could not be read ({type(e).__name__})")
+            continue
+        done[span] = "read"
+        try:
+            code.add_module(m.filename, text)
+        except Exception as e:  # noqa: BLE001
+            code.notes.append(f"{rel}: {m.filename} could not be read ({type(e).__name__})")
+
+
+def _data_span(fp, m):
+    """(start, end) of member m's data in the archive, found as zipimport finds it: after the local header
+    at the central directory's offset, `compress_size` bytes long (all of them in the file)."""
+    fp.seek(m.header_offset)
+    head = fp.read(30)
+    if len(head) != 30 or head[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile("bad local file header")
+    name_size, extra_size = struct.unpack("<HH", head[26:30])
+    start = m.header_offset + 30 + name_size + extra_size
+    if start + m.compress_size > os.fstat(fp.fileno()).st_size:  # zipimport reads all of it, or fails
+        raise EOFError("a member's data runs past the end of the archive")
+    return start, start + m.compress_size
+
+
+def _inflate(fp, m, span, limit):
+    """At most limit + 1 bytes of member m's source as zipimport reads it: stored data as is, anything else
+    inflated with zlib (zipimport inflates whatever the method field says), to the end of the deflate
+    stream, whatever size the archive declares (zipimport checks neither the size nor the CRC). The bytes
+    inflated are bounded by `limit`, never by a size the archive states."""
+    start, end = span
+    fp.seek(start)
+    if m.compress_type == zipfile.ZIP_STORED:
+        raw = fp.read(min(end - start, limit + 1))
+        if len(raw) < min(end - start, limit + 1):
+            raise EOFError("the archive ends inside a member")
+        return raw
+    d = zlib.decompressobj(-15)
+    out, n, pos = [], 0, start
+    while n <= limit and not d.eof:
+        data = d.unconsumed_tail
+        if not data:
+            if pos >= end:
+                raise zlib.error("incomplete or truncated stream")
+            data = fp.read(min(end - pos, 1 << 16))
+            if not data:
+                raise EOFError("the archive ends inside a member")
+            pos += len(data)
+        piece = d.decompress(data, limit + 1 - n)  # max_length > 0: never more than the bound
+        out.append(piece)
+        n += len(piece)
+    return b"".join(out)
 
 
 @functools.lru_cache(maxsize=4096)
