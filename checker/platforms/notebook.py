@@ -140,7 +140,7 @@ def _code_cells(nb):
     for cell in cells if isinstance(cells, list) else []:
         if isinstance(cell, dict) and cell.get("cell_type") == "code":
             src = cell.get("source", "")
-            src = "".join(src) if isinstance(src, list) else str(src)
+            src = "".join(x for x in src if isinstance(x, str)) if isinstance(src, list) else str(src)
             out.append((cell.get("execution_count"), src))
     return out
 

@@ -9,6 +9,8 @@ tokens without comments, blank lines and spacing (text that does not tokenize: i
 `identical_groups(entries)` gives each submission the others with the same code. Code of
 fewer than `MIN_TOKENS` tokens (an empty or starter-only submission) is never flagged. Files are
 read as grading reads them (`checker.running.safe_read`): a link to a classmate's file is not their code.
+A notebook is read by the loader's rules (`notebook_cells`): one that is valid JSON but no notebook
+(`{"cells": 1.5}`, `"worksheets": 5`, a source that is a number) has no code here, as grading says.
 
 What it is not: a similarity measure (the class report's `copydetect` ranking is): renamed
 variables or reordered functions are not "identical".
@@ -22,7 +24,7 @@ import json
 import os
 import tokenize
 
-__all__ = ["normalised_code", "identical_groups", "MIN_TOKENS"]
+__all__ = ["normalised_code", "identical_groups", "notebook_cells", "MIN_TOKENS"]
 
 MIN_TOKENS = 20
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENCODING, tokenize.ENDMARKER}
@@ -37,17 +39,45 @@ def _read(path, root):
         return None
 
 
-def _cells(path, root):
+def notebook_cells(text):
+    """The sources of a notebook's code cells, in order, or None when the text is no notebook.
+
+    The rules are the loader's (`checker.worker.sources._cells`, which reads a file and raises; this reads
+    text that `checker.running.safe_read` gave and never raises): nbformat 4 (`cells`, `source`) and 3
+    (`worksheets`, `input`), with or without a byte order mark. Valid JSON that is not a notebook (not an
+    object, or with no list of cells: `{"cells": 1.5}`, `{"worksheets": 5}`) is None; a cell that is not an
+    object is not a code cell; a source that is not text (a number, a list with non-strings) keeps its
+    strings only. Every trusted-side reader of a submission's notebook reads it through this (identical-code
+    detection here, the class report's `checker.records.classreport.sources`).
+    """
+    if text is None:
+        return None
     try:
-        nb = json.loads(_read(path, root) or "")
+        nb = json.loads(text[1:] if text.startswith("\ufeff") else text)
     except (ValueError, RecursionError):
-        return []
+        return None
+    if not isinstance(nb, dict):
+        return None
+    cells = nb.get("cells")
+    if cells is None and isinstance(nb.get("worksheets"), list):  # nbformat 3
+        cells = [c for ws in nb["worksheets"] if isinstance(ws, dict)
+                 for c in (ws.get("cells") if isinstance(ws.get("cells"), list) else [])]
+    if not isinstance(cells, list):
+        return None
     out = []
-    for cell in nb.get("cells") or [] if isinstance(nb, dict) else []:
-        if isinstance(cell, dict) and cell.get("cell_type") == "code":
-            src = cell.get("source")
-            out.append("".join(map(str, src)) if isinstance(src, list) else str(src or ""))
+    for cell in cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source", cell.get("input", ""))
+        if isinstance(src, list):
+            src = "".join(x for x in src if isinstance(x, str))
+        out.append(src if isinstance(src, str) else "")
     return out
+
+
+def _cells(path, root):
+    """A notebook unit's code cells, [] when it is no notebook (it is graded as such; here it has no code)."""
+    return notebook_cells(_read(path, root)) or []
 
 
 def _tokens(text):

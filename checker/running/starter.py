@@ -35,7 +35,7 @@ def _code_cells(path):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         src = cell.get("source")
-        src = "".join(src) if isinstance(src, list) else str(src or "")
+        src = "".join(x for x in src if isinstance(x, str)) if isinstance(src, list) else str(src or "")
         src = "\n".join(line.rstrip() for line in src.strip().splitlines())
         if src:
             out.append(src)

@@ -91,6 +91,10 @@ def build_page(outdir, *, submissions_dir=None, top=50, progress=False):
                      + (f"in {submissions_dir}" if submissions_dir else "where they were graded (the folder moved?)")
                      + f" and are left out of the similarity ranking: {shown}. "
                      "Run `hwcheck report` with --submissions DIR to read them from where they are now.")
+    if where.get("not_notebook"):
+        shown = ", ".join(where["not_notebook"][:10]) + (", ..." if len(where["not_notebook"]) > 10 else "")
+        notes.append(f"{len(where['not_notebook'])} submissions hold a .ipynb file that is not a notebook (not JSON, "
+                     f"or no list of cells); it is shown without code and left out of the similarity ranking: {shown}.")
     if where["changed"]:
         shown = ", ".join(where["changed"][:10]) + (", ..." if len(where["changed"]) > 10 else "")
         notes.append(f"{len(where['changed'])} submissions changed since they were graded (their sha256 differs "

@@ -8,6 +8,8 @@ says it was graded from, or, given `submissions_dir` (the folder moved), at the 
 (every file read by grading's rules, through `checker.running.safe_read`: no link out of a submission, no
 FIFO or device, size capped, so the report shows what was graded and nothing of anyone else's);
 the sha256 recorded in the scorecard tells whether it is still the code that was graded.
+A .ipynb file that is no notebook (valid JSON with no list of cells, read by the loader's rules:
+`checker.records.identical.notebook_cells`) has no code: the report names it in a note.
 `given_code(assignment)` is the code of the handout (the starter notebook's code cells and the
 README's Python blocks) that every student starts from, excluded from similarity.
 
@@ -22,7 +24,6 @@ What it is not: a loader of student code (nothing here runs it), nor a place for
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
@@ -74,29 +75,26 @@ def _read_text(path, root=None, secrets=()):
 
 
 def _notebook_code(text):
-    try:
-        nb = json.loads(text)
-    except (ValueError, RecursionError):
+    """A notebook's code cells as one text (shell and magic lines left out), or None when it is no notebook.
+
+    The cells are read by the loader's rules (`checker.records.identical.notebook_cells`): valid JSON with no
+    list of cells (`{"cells": 1.5}`, `{"worksheets": 5}`) is no notebook, a source that is not text has none."""
+    from checker.records.identical import notebook_cells
+    cells = notebook_cells(text)
+    if cells is None:
         return None
-    cells = nb.get("cells") if isinstance(nb, dict) else None
-    if cells is None and isinstance(nb, dict):  # nbformat 3
-        cells = [c for ws in nb.get("worksheets") or [] if isinstance(ws, dict) for c in ws.get("cells") or []]
-    out = []
-    for cell in cells or []:
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        source = cell.get("source", cell.get("input", ""))
-        source = "".join(source) if isinstance(source, list) else str(source or "")
-        # shell and magic lines are not Python
-        out.append("\n".join(ln for ln in source.splitlines() if not ln.lstrip().startswith(("!", "%"))))
-    return "\n\n".join(out)
+    # shell and magic lines are not Python
+    return "\n\n".join("\n".join(ln for ln in src.splitlines() if not ln.lstrip().startswith(("!", "%")))
+                       for src in cells)
 
 
-def code_of(path, secrets=()):
+def code_of(path, secrets=(), not_notebooks=None):
     """The Python code of a submission (file or folder) as one text, or None when none can be read.
 
     Its files are read as grading reads them (checker.running.safe_read): a link out of a folder, a FIFO or a
-    device is not read; a single-file submission that is a link is followed unless into `secrets`.
+    device is not read; a single-file submission that is a link is followed unless into `secrets`. A .ipynb
+    file that is no notebook (not JSON, or JSON with no list of cells) has no code; its path is appended to
+    `not_notebooks` (a list) when one is given.
     """
     path = os.fspath(path)
     if os.path.isdir(path):
@@ -105,28 +103,35 @@ def code_of(path, secrets=()):
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
             files += [os.path.join(root, n) for n in sorted(names) if n.endswith(_SUFFIXES)
                       and not n.startswith(".")]
-        texts = [_code_of_file(f, path) for f in files[:_MAX_FILES]]
+        texts = [_code_of_file(f, path, (), not_notebooks) for f in files[:_MAX_FILES]]
         texts = [t for t in texts if t]
         return "\n\n".join(texts) if texts else None
-    return _code_of_file(path, None, secrets)
+    return _code_of_file(path, None, secrets, not_notebooks)
 
 
-def _code_of_file(path, root, secrets=()):
+def _code_of_file(path, root, secrets=(), not_notebooks=None):
     text = _read_text(path, root, secrets)
     if text is None:
         return None
-    return _notebook_code(text) if path.endswith(".ipynb") else text
+    if not path.endswith(".ipynb"):
+        return text
+    code = _notebook_code(text)
+    if code is None and not_notebooks is not None:
+        not_notebooks.append(path)
+    return code
 
 
 def locate_code(scorecards, submissions_dir=None, secrets=()):
-    """({id: code}, {"missing": [ids], "changed": [ids]}) for the scorecards' submissions.
+    """({id: code}, {"missing": [ids], "changed": [ids], "not_notebook": [ids]}) for the scorecards' submissions.
 
     A submission is read where its scorecard says it was graded from, or from `submissions_dir` under
-    the same name; "changed" are those whose sha256 differs from the one the scorecard recorded.
+    the same name; "changed" are those whose sha256 differs from the one the scorecard recorded;
+    "not_notebook" those with a .ipynb file that is no notebook (`code_of`): shown without that file's code
+    (one with no other code is not in {id: code}, and not in "missing" either: it was found).
     `secrets`: folders (the output folder) a single-file submission's link may not lead into.
     """
     from checker.running.submission_files import sha256_of
-    codes, missing, changed = {}, [], []
+    codes, missing, changed, not_notebook = {}, [], [], []
     for card in scorecards:
         sub = card.get("submission") or {}
         sid, recorded = str(sub.get("id", "")), sub.get("path")
@@ -134,17 +139,21 @@ def locate_code(scorecards, submissions_dir=None, secrets=()):
         if submissions_dir and path:
             name = os.path.basename(os.path.normpath(path))
             path = os.path.join(submissions_dir, name) if name not in ("", ".", "..") else None
-        code = code_of(path, secrets) if path and os.path.exists(path) else None
-        if code is None:
+        bad = []
+        code = code_of(path, secrets, bad) if path and os.path.exists(path) else None
+        if bad:
+            not_notebook.append(sid)
+        if code is None and not bad:
             missing.append(sid)
             continue
-        codes[sid] = code
+        if code is not None:
+            codes[sid] = code
         try:
             if sub.get("sha256") and sha256_of(path) != sub["sha256"]:
                 changed.append(sid)
         except OSError:
             pass
-    return codes, {"missing": sorted(missing), "changed": sorted(changed)}
+    return codes, {"missing": sorted(missing), "changed": sorted(changed), "not_notebook": sorted(not_notebook)}
 
 
 _FENCED = re.compile(r"^```(?:python|py)\s*\n(.*?)^```", re.MULTILINE | re.DOTALL)
