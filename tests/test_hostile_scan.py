@@ -84,6 +84,19 @@ ATTACKS.update({  # a function rebuilt from bytes or text the source does not sh
     "located_by_name": {"hw.py": "import pydoc\n_w = pydoc.locate('scipy.special.softmax')\n" + BASE},
     "object_array_file": {"hw.py": "import numpy\n_w = numpy.load('w.npy', allow_pickle=True)[()]\n" + BASE, "w.npy": "npy"},
 })
+# the name's last binding decides only where it is a plain top-level def of one file, after the others
+OWN_SOFTMAX = "def softmax(s):\n    e = np.exp(s - s.max(-1, keepdims=True))\n    return e / e.sum(-1, keepdims=True)\n"
+CALLS_SOFTMAX = GOOD.replace('''    scores = np.asarray(scores)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+''', "    return softmax(np.asarray(scores))\n")
+assert CALLS_SOFTMAX != GOOD
+ATTACKS.update({
+    "scipy_after_own_def": {"hw.py": CALLS_SOFTMAX + "\n" + OWN_SOFTMAX + "\nfrom scipy.special import softmax\n"},
+    "own_def_in_a_block": {"hw.py": "from scipy.special import softmax\n" + CALLS_SOFTMAX
+                           + "\nif False:\n" + "".join("    " + line + "\n" for line in OWN_SOFTMAX.splitlines())},
+    "scipy_in_a_later_file": {"a.py": CALLS_SOFTMAX + "\n" + OWN_SOFTMAX, "b.py": "from scipy.special import softmax\n"},
+})
 # what the scan must say: a library softmax named ("used"), or code it cannot read ("unclear")
 # a module written while the code runs lands in its cwd, a scratch folder not on sys.path: never imported
 # (tests/test_hostile_identity.py), so the attack does not run at all; the scan still says unclear
@@ -130,6 +143,15 @@ HONEST = {
     "colab_notebook": {"hw.ipynb": _notebook("from google.colab import drive\ndrive.mount('/content/drive')\n%matplotlib inline",
                                              GOOD)},
     "utf8_coding_line": {"hw.py": "# -*- coding: utf-8 -*-\n# un café\n" + GOOD},
+    # scipy's softmax imported to compare against, then the student's own under its name: theirs is called
+    "scipy_then_own_def": {"hw.py": "from scipy.special import softmax  # to compare against\n" + CALLS_SOFTMAX
+                           + "\n" + OWN_SOFTMAX},
+    "scipy_then_own_def_in_a_later_cell": {"hw.ipynb": _notebook("import numpy as np\nfrom scipy.special import softmax",
+                                                                 OWN_SOFTMAX, CALLS_SOFTMAX)},
+    # the softmax of a class of the student's (a static method), written by hand
+    "own_class_method": {"hw.py": GOOD.replace("def get_attention_weights(scores):", "def _unused(scores):")
+                         + "\n\nclass Ops:\n    @staticmethod\n" + "".join("    " + line + "\n" for line in OWN_SOFTMAX.splitlines())
+                         + "\n\ndef get_attention_weights(scores):\n    return Ops.softmax(np.asarray(scores))\n"},
 }
 
 

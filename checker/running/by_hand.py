@@ -100,12 +100,15 @@ class _Code:
 
     def __init__(self):
         self.trees, self.own, self.unread, self.notes = [], set(), set(), []
+        self.files = []  # the file each of `trees` came from, in the order the loader runs them within it
+        self._file = None
         self.inflate_left = MAX_SCAN_ZIP_BYTES  # bytes the scan may still inflate from archives
 
     def add_pieces(self, pieces):
         for _line0, code in pieces:
             try:
                 self.trees.append(ast.parse(code))
+                self.files.append(self._file)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue  # the loader cannot run it either (it reports it)
 
@@ -114,6 +117,7 @@ class _Code:
         parts = relpath.replace(os.sep, "/").split("/")
         self.own.update(p for p in parts[:-1] if p.isidentifier())
         self.own.add(parts[-1][:-3])
+        self._file = relpath
         self.add_pieces(py_pieces(text).pieces)
 
     def add_unread(self, relpath):
@@ -173,6 +177,7 @@ def _read_code(path, secrets=()):
 
 
 def _read_notebook(f, code):
+    code._file = f
     for _number, src, _count in _cells(f):
         target = writefile_target(src)
         if target is not None:  # the loader writes this file: code can import it
@@ -182,6 +187,7 @@ def _read_notebook(f, code):
                 name = os.path.basename(name)
             if name and name.endswith(".py"):
                 code.add_module(name, body)
+                code._file = f
             elif name and name.endswith(_COMPILED):
                 code.add_unread(name)
             continue
@@ -375,6 +381,23 @@ def _bindings(trees):
     return out
 
 
+def _last_def_wins(binds, trees, files):
+    """`binds` where a name's last binding, in the order the loader runs one file, is a def or class of that
+    file at its top level, run whatever happened before (not in a block), and every other binding of it is a
+    top-level statement of the same file before it: the name is that def when the student's functions are
+    called (`from scipy.special import softmax  # to compare` and then a hand-written `def softmax`)."""
+    where = {id(s): (i, files[i]) for i, tree in enumerate(trees) for s in tree.body}
+    out = dict(binds)
+    for n, stmts in binds.items():
+        if len(stmts) < 2 or any(id(s) not in where for s in stmts):
+            continue
+        last = max(stmts, key=lambda s: where[id(s)][0])
+        if (isinstance(last, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and last.name == n
+                and len({where[id(s)][1] for s in stmts}) == 1 and where[id(last)][1] is not None):
+            out[n] = [last]
+    return out
+
+
 def _import_origin(stmt, name):
     """The dotted origin of `name` bound by an import statement (`F` -> torch.nn.functional), or None."""
     if isinstance(stmt, ast.Import):
@@ -458,7 +481,7 @@ def library_use(path, name, forbidden, secrets=()):
     library functions and classes the handout rules out there (softmax, scaled_dot_product_attention...)."""
     code = _read_code(path, secrets)
     trees, own_modules = code.trees, code.own
-    binds = _bindings(trees)
+    binds = _last_def_wins(_bindings(trees), trees, code.files)
     if name not in binds:
         return SourceReport([], [], missing=True)
 
@@ -499,13 +522,18 @@ def library_use(path, name, forbidden, secrets=()):
                     say(unclear, OPAQUE_NAMES[node.id])
                 work.extend((s, node.id) for s in binds.get(node.id, []))
             elif isinstance(node, ast.Attribute):
+                root = node.value
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if (isinstance(node.value, ast.Name) and node.value.id in student_defs
+                        and all(isinstance(s, ast.ClassDef) for s in binds.get(node.value.id, []))):
+                    # `Ops.softmax(x)`, a method of a class of the student's: their own code, read as such
+                    work.extend((s, node.value.id) for s in binds[node.value.id])
+                    continue
                 if node.attr in forbidden:
                     say(used, _dotted(node, binds))
                 if node.attr in OPAQUE_ATTRS:
                     say(unclear, _dotted(node, binds))
-                root = node.value
-                while isinstance(root, ast.Attribute):
-                    root = root.value
                 if isinstance(root, ast.Name) and any(own_import(s) for s in binds.get(root.id, [])):
                     # `helper.f(x)` after `import helper` (a file of the submission): read its `f`
                     work.extend((s, node.attr) for s in binds.get(node.attr, []))
