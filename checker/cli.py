@@ -218,7 +218,8 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
     Writes OUTDIR/<id>.json (scorecard), OUTDIR/gradescope/<id>/results.json
     and OUTDIR/grades.csv. Hidden tests run unless --public.
     Exit status: 0 when every submission got a scorecard from grading, 1 when
-    hwcheck could not grade some (see the summary), 2 on usage or hwcheck errors.
+    hwcheck could not grade some or refused some (look-alike names: see the
+    summary), 2 on usage or hwcheck errors.
     """
     from checker.records import batch
     from checker.records.outputs import is_own_output
@@ -297,7 +298,8 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
         echo(line)
     for line in batch.after_batch(outdir, assignment, canvas_title):  # the roster's verdicts, canvas.csv / moodle.csv
         echo(for_terminal(line, newlines=False))
-    sys.exit(EXIT_FAILED if result.internal else EXIT_OK)
+    ungraded = lms.read_students(outdir).get("ungraded")  # submissions refused (look-alike names): no scorecard
+    sys.exit(EXIT_FAILED if result.internal or ungraded else EXIT_OK)
 
 
 @main.command("export")

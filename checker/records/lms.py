@@ -453,10 +453,12 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
     layout = recognise(folder, outdir, rows)
     not_graded = list(layout.ignored)
     skipped = [(n, why) for n, why in skipped_entries(folder) if not is_ours(outdir, os.path.join(folder, n))]
+    ungraded = []  # submissions of the folder refused (look-alike names, no id left): `hwcheck grade` exits 1
     if layout.platform is None:
         entries, refused, said = scan_entries(folder, skip=lambda path: is_ours(outdir, path))
         notes.extend(said)
         not_graded += refused + skipped
+        ungraded = sorted({n for n, _ in refused})
         people = {sid: {} for sid, _ in entries}
     else:
         entries, people = _lms_entries(layout, outdir, not_graded)
@@ -471,7 +473,7 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
     data = {"platform": layout.platform, "assignment": assignment, "students": people,
             "identical": identical_groups(entries, assignment),
             "roster_file": os.path.abspath(roster) if roster else None, "roster": report,
-            "not_graded": [list(item) for item in sorted(set(not_graded))]}
+            "not_graded": [list(item) for item in sorted(set(not_graded))], "ungraded": ungraded}
     os.makedirs(outdir, exist_ok=True)
     from checker.records.owned import write_json
     write_json(outdir, STUDENTS_JSON, data, kind="students")  # hwcheck's own, beside a student's file of that name
