@@ -128,3 +128,17 @@ def test_hidden_tests_show_as_one_entry_per_question_with_counts_not_messages():
     text = json.dumps(results)
     assert "0.7316" not in text and "0.25 at" not in text
     assert sum(t["score"] for t in tests) == results["score"]
+
+
+def test_the_automatic_line_counts_the_automatic_questions_only():
+    """A card with a person's grades merged in (manual points, an adjustment) says its automatic points as they
+    are, and the total apart (it once said 'Automatic tests: 97.5/90')."""
+    card = {"score": 97.5, "max_score": 100, "status": "graded", "questions": [
+        {"id": "Q1", "manual": False, "score": 30, "max_score": 30, "tests": []},
+        {"id": "Q2", "manual": False, "score": 60, "max_score": 60, "tests": []},
+        {"id": "Q3-text", "manual": True, "score": 7.5, "max_score": 10, "pending": False, "tests": []}]}
+    out = make_results(card)["output"]
+    assert "Automatic tests: 90/90 points." in out, out
+    assert "Total, with what a person graded: 97.5/100 points." in out, out
+    plain = dict(card, score=90, questions=card["questions"][:2])
+    assert "Total" not in make_results(plain)["output"]

@@ -50,7 +50,13 @@ def make_output(scorecard):
     questions = scorecard.get("questions") or []
     manual = [q for q in questions if q.get("manual")]
     auto_max = sum(float(q.get("max_score") or 0) for q in questions if not q.get("manual"))
-    lines = [f"Automatic tests: {_fmt(scorecard.get('score', 0))}/{_fmt(auto_max)} points."]
+    # the automatic questions' own points: a card with a person's grades merged in has them in its score too
+    auto = sum(_number(q.get("score")) for q in questions if not q.get("manual")) if questions else scorecard.get("score", 0)
+    lines = [f"Automatic tests: {_fmt(_number(auto))}/{_fmt(auto_max)} points."]
+    total = _number(scorecard.get("score"))
+    if questions and abs(total - _number(auto)) > 1e-9:  # a person's grades and adjustments are in the score
+        lines.append(f"Total, with what a person graded: {_fmt(total)}/{_fmt(_number(scorecard.get('max_score')))} "
+                     "points.")
     status = scorecard.get("status", "graded")
     if status in _STATUS_TEXT:
         lines.append(_STATUS_TEXT[status])
