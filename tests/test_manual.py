@@ -194,3 +194,16 @@ def test_a_grade_typed_into_grades_csv_itself_is_not_wiped_by_resume(graded, tmp
     _grade(folder, out, "--resume")  # and again: told once, kept
     assert _gradebook(out)["alice"]["Q3-text"] == "7"
     assert _manual_rows(out).count(["alice", "Q3-text", "7", "typed into grades.csv"]) == 1
+
+
+def test_a_negative_number_as_hwchecks_own_csv_cells_write_it_is_read(tmp_path):
+    """csvfile.cell writes a cell starting with '-' as `'-2` (so a spreadsheet does not take it for a formula):
+    manual.csv rows hwcheck appends are read back as the numbers they were (an adjustment of -2)."""
+    from checker.records.manual import ensure_rows, read_manual
+    from checker.spec import load_spec
+    spec = load_spec("attention")
+    path = tmp_path / "manual.csv"
+    ensure_rows(str(path), [], spec, extra=[["alice", "adjustment", "-2", "late"]])
+    assert "'-2" in path.read_text(encoding="utf-8-sig")
+    entries, problems = read_manual(str(path), spec, {"alice"})
+    assert problems == [] and entries["alice"][0]["points"] == -2

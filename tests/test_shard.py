@@ -126,3 +126,33 @@ def test_hidden_shards_need_a_seed(subs, tmp_path):
     r = CliRunner().invoke(main, ["grade", str(subs), "-a", "attention", "-o", str(tmp_path / "o"),
                                   "--shard", "1/2"])
     assert r.exit_code == 2 and "--shard needs --seed" in r.output
+
+
+@pytest.mark.slow
+def test_merge_keeps_who_each_student_is_and_the_grades_typed_into_the_shards(tmp_path):
+    """Each shard's students.json (a roster's names, the identical-code groups) and the grades a TA typed into
+    a shard's manual.csv reach the merged folder: grades.csv there names the students and flags the copies,
+    and the typed points count in the totals (they were all lost before)."""
+    subs = tmp_path / "class"
+    subs.mkdir()
+    for sid in ("alice", "bob", "carol"):
+        shutil.copy(os.path.join(EXAMPLES, "correct.py"), subs / f"{sid}.py")  # three identical files
+    roster = tmp_path / "roster.csv"
+    roster.write_text("name,student_id\nAlice Liddell,alice\nBob Dylan,bob\nCarol King,carol\n", encoding="utf-8")
+    for i in (1, 2):
+        _grade(subs, tmp_path / f"s{i}", "--shard", f"{i}/2", "--roster", str(roster))
+    where = {c["submission"]["id"]: s for s in ("s1", "s2")
+             for c in batch.collect_scorecards(str(tmp_path / s), "attention")}
+    with open(tmp_path / where["alice"] / "manual.csv", "a", encoding="utf-8") as f:
+        f.write("alice,Q3-text,7,clear\r\nalice,adjustment,-2,late\r\n")
+    r = _merge(tmp_path / "s1", tmp_path / "s2", "-o", tmp_path / "merged")
+    assert r.exit_code == 0, r.output
+    rows = {row["id"]: row for row in _rows(tmp_path / "merged")}
+    assert rows["alice"]["student"] == "Alice Liddell" and rows["carol"]["student"] == "Carol King", rows
+    assert all("identical" in row["note"] for row in rows.values()), rows
+    assert float(rows["alice"]["total"]) == pytest.approx(90 + 7 - 2), rows["alice"]
+    manual = (tmp_path / "merged" / "manual.csv").read_text(encoding="utf-8-sig")
+    assert "alice,Q3-text,7,clear" in manual and "alice,adjustment,'-2,late" in manual, manual  # csvfile.cell's '-
+    r = _merge(tmp_path / "s1", tmp_path / "s2", "-o", tmp_path / "merged")  # again: nothing typed twice
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "merged" / "manual.csv").read_text(encoding="utf-8-sig").count("alice,Q3-text,7") == 1

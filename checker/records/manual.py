@@ -167,7 +167,8 @@ def _match_id(typed, ids, keys):
 
 
 def _number(cell, delim):
-    s = cell.strip().replace("\u2212", "-")
+    # `'-5`: a negative number as every CSV file hwcheck writes a cell starting with '-' (csvfile.cell)
+    s = _clean_id(cell).replace("\u2212", "-")
     if delim == ";" and s.count(",") == 1 and "." not in s:
         s = s.replace(",", ".")
     x = float(s)

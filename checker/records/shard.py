@@ -12,7 +12,10 @@ matrix, a SLURM array: each job grades one slice into its own OUTDIR) and
 - `write_shard_info(outdir, ...)`: OUTDIR/shard.json, which slice of which
   folder this is, so that `merge` can name missing or foreign shards.
 - `merge(sources, dest)`: copies the scorecards, Gradescope files and raw
-  reports into `dest` (atomically, the scorecard last) and writes grades.csv,
+  reports into `dest` (atomically, the scorecard last), with who each student
+  is (the folder's layout, roster and identical-code groups: every shard's
+  students.json) and the grades a person typed into a shard's manual.csv
+  (appended to `dest`'s, never replacing a row there), and writes grades.csv,
   answers.csv and manual.csv there as a batch would; it refuses folders of
   mixed assignments, seeds, modes, grading tests or hwcheck versions, and a
   submission graded in two of them. It reads of each folder only what
@@ -87,6 +90,55 @@ def _grading_of(card):
     g = card.get("grader") or {}
     return {"hwcheck version": g.get("version"), "mode": g.get("mode"), "seed": g.get("seed"),
             "grading tests (spec_sha256)": g.get("spec_sha256")}
+
+
+def _merge_students(sources, dest):
+    """dest's students.json from the shards' (each shard's lists the whole folder it was cut from): who each
+    student is (an LMS export's names, ids and LATE marks; the roster), the identical-code groups, what was
+    not graded. The first shard's, with the students and entries of the others added."""
+    from checker.records.lms import STUDENTS_JSON, read_students
+    merged = {}
+    for src in sources:
+        data = read_students(src)
+        if not data:
+            continue
+        if not merged:
+            merged = dict(data)
+            continue
+        people = dict(data.get("students") or {}) if isinstance(data.get("students"), dict) else {}
+        people.update(merged.get("students") or {})
+        merged["students"] = people
+        for key in ("not_graded", "ungraded", "identical"):
+            mine, theirs = merged.get(key) or [], data.get(key) or []
+            if isinstance(mine, list) and isinstance(theirs, list):
+                merged[key] = mine + [x for x in theirs if x not in mine]
+    if merged:
+        owned.write_json(dest, STUDENTS_JSON, merged, kind="students")
+
+
+def _merge_manual(sources, dest, spec, found):
+    """Append to dest's manual.csv the grades a person typed into a shard's manual.csv for a submission that
+    shard graded, unless dest already has a row of that submission and question (an adjustment: that very
+    row). Returns notes for the TA."""
+    from checker.records.manual import ensure_rows, manual_path, read_manual
+    have, _ = read_manual(manual_path(dest), spec)
+    rows, notes = [], []
+    for src in sources:
+        ids = {sid for sid, (where, _) in found.items() if where == src}
+        entries, problems = read_manual(manual_path(src), spec, ids)
+        notes += [f"{src}: {p}" for p in problems]
+        for sid, typed in sorted(entries.items()):
+            for row in typed:
+                there = have.get(sid, [])
+                if any(r["question"] == row["question"] and (row["kind"] != "adjustment" or (
+                        r["points"] == row["points"] and r["comment"] == row["comment"])) for r in there):
+                    continue
+                rows.append([sid, row["question"], f"{row['points']:g}", row["comment"]])
+    if rows:
+        ensure_rows(manual_path(dest), [], spec, extra=rows)
+        notes.append(f"manual.csv: {len(rows)} grade{'s' if len(rows) > 1 else ''} typed into the shards' "
+                     f"manual.csv added to {os.path.join(dest, 'manual.csv')}")
+    return notes
 
 
 def merge(sources, dest):
@@ -179,6 +231,8 @@ def merge(sources, dest):
                 result.notes.append(f"shards {', '.join(f'{i}/{count}' for i in missing)} are missing: their "
                                     f"submissions are not in {dest}")
         spec = load_spec(assignment)
+        _merge_students(sources, dest)
+        result.notes += _merge_manual(sources, dest, spec, found)
         book = Gradebook(dest, spec, outfolder.collect_scorecards(dest, assignment), list(found))
         book.ensure_manual()
         result.gradebook = book.write(final=True)
