@@ -539,7 +539,8 @@ def test_vit_blocks_are_pre_norm_residual(sub, close, rng, seed, note):
 def _block_names(sub, seed, img, patch, D, h, out):
     """[[names of block 0], [block 1], [block 2]] of a three-block model, found from the models with 1, 2
     and 3 blocks: the parameters the third block adds, and the same names with their block number (a
-    whole dotted part, `blocks.2.attn.qkv.weight`) counted down. None when they do not line up so."""
+    whole dotted part, `blocks.2.attn.qkv.weight`, or the number a part ends with, torchvision's
+    `encoder.layers.encoder_layer_2.ln_1.weight`) counted down. None when they do not line up so."""
     shapes = [{p["name"]: tuple(p["shape"]) for p in _vit(sub, seed, img, patch, D, h, out, n).params}
               for n in (1, 2, 3)]
     last = sorted(set(shapes[2]) - set(shapes[1]))
@@ -547,9 +548,9 @@ def _block_names(sub, seed, img, patch, D, h, out):
     for name in last:
         parts = name.split(".")
         for i, part in enumerate(parts):
-            if part != "2":
+            if not part.endswith("2") or part[:-1][-1:].isdigit():  # `2`, `layer_2`, `h2`; never `12`
                 continue
-            lower = [".".join(parts[:i] + [str(k)] + parts[i + 1:]) for k in (0, 1)]
+            lower = [".".join(parts[:i] + [part[:-1] + str(k)] + parts[i + 1:]) for k in (0, 1)]
             if shapes[0].get(lower[0]) == shapes[2][name] and shapes[1].get(lower[1]) == shapes[2][name] \
                     and lower[1] not in shapes[0]:
                 blocks[0].append(lower[0])
