@@ -110,3 +110,17 @@ def test_a_torch_assignments_workers_start_with_the_meta_device_warm(tmp_path):
         again = h.call("loaded")
         h.close()
         assert h.warm_meta and again > cold + 100, (cold, again)
+
+
+def test_a_notebook_saved_under_a_py_name_is_told_so(tmp_path):
+    """A notebook renamed to .py runs as Python (a dict of JSON) and defines nothing: the message names what it
+    is and what to do, not 'it is empty or holds no code. Did you save your work'."""
+    from checker.running.runner import nothing_defined
+    from checker.spec import load_spec
+    path = tmp_path / "homework.py"
+    path.write_text(open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "submissions",
+                                      "attention", "correct_notebook.ipynb"), encoding="utf-8").read())
+    text = nothing_defined(str(path), [], load_spec("attention"))
+    assert "is a Jupyter notebook" in text and "rename it to homework.ipynb" in text, text
+    (tmp_path / "empty.py").write_text("# nothing yet\n")
+    assert "defines nothing: it is empty" in nothing_defined(str(tmp_path / "empty.py"), [], load_spec("attention"))

@@ -12,6 +12,7 @@ What it is not: a batch scheduler (`batch`) or a CLI (`cli`).
 import contextlib
 import importlib.util
 import io
+import json
 import os
 import platform
 import secrets
@@ -164,6 +165,11 @@ def nothing_defined(path, names, spec):
     if os.path.isdir(path) and not list_units(path):
         return (f"the folder {shown} holds no .py or .ipynb file (a submission is such a file, or a folder "
                 f"of them); {spec['id']} asks for {asked}.")
+    if not own and _notebook_json(path):
+        return (f"{shown} is a Jupyter notebook (its text is a notebook's JSON) under a .py name, so it ran as "
+                f"Python and defined nothing: rename it to {os.path.splitext(shown)[0]}.ipynb, or hand in the "
+                f"notebook's code as Python (Jupyter: File > Download as > Python (.py)). "
+                f"{spec['id']} asks for {asked}.")
     if not own:
         return (f"{shown} defines nothing: it is empty or holds no code. Did you save your work before "
                 f"handing it in (Jupyter: File > Save; Colab: File > Download > .ipynb)? "
@@ -171,6 +177,18 @@ def nothing_defined(path, names, spec):
     mine = ", ".join(f"`{n}`" for n in own[:6]) + (", ..." if len(own) > 6 else "")
     return (f"{shown} defines none of the names {spec['id']} asks for ({asked}); it defines {mine}. "
             f"Is this the right file, and the right assignment?")
+
+
+def _notebook_json(path):
+    """Whether the .py file `path` holds a notebook's JSON (a notebook renamed, or saved under a .py name)."""
+    if os.path.isdir(path) or not str(path).endswith(".py"):
+        return False
+    from checker.running.safe_read import MAX_NOTEBOOK_BYTES, Refused, read_bytes
+    try:
+        data = json.loads(read_bytes(path, limit=MAX_NOTEBOOK_BYTES).decode("utf-8-sig", errors="replace"))
+    except (Refused, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and ("cells" in data or "worksheets" in data)
 
 
 _SKIPPING = ("syntax_error", "exit", "timeout", "training", "crash")  # the loader's kinds that leave code out
