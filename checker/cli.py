@@ -270,6 +270,13 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
         state["kept"], state["total"] = event["done"], event["total"]  # with --only, of those asked for
         on_progress(event)
 
+    import signal
+    import threading
+
+    def terminated(signum, frame):  # a scheduler's end of the job (SLURM's time limit, `timeout`): as Ctrl-C
+        raise KeyboardInterrupt
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, terminated) if main_thread else None
     try:
         result = batch.grade_batch(entries, assignment, outdir, jobs=jobs, resume=resume, timeout=timeout,
                                    mode="public" if public else "hidden", keep_raw=keep_raw,
@@ -287,6 +294,8 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
                                                  shard=shard), newlines=False), err=True)
         raise
     finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
         if on_tty and state["width"]:
             echo("", err=True)
     if shard:

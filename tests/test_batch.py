@@ -571,3 +571,35 @@ def test_scorecards_of_submissions_gone_from_the_folder_are_marked_in_the_gradeb
         notes = {row["id"]: row["note"] for row in csv.DictReader(f)}
     assert notes.pop("alice") == "" and len(notes) == len(IDS) - 1
     assert all(n.startswith("not in the folder graded last: an older scorecard") for n in notes.values())
+
+
+def test_sigterm_midway_says_how_to_resume_and_leaves_nothing(subs, tmp_path):
+    """A scheduler ends a job with SIGTERM (SLURM's time limit, `timeout`, `docker stop`): the batch stops as on
+    Ctrl-C, says what it kept and the command that goes on, and leaves no grading process or temp dir."""
+    folder = tmp_path / "class"
+    shutil.copytree(subs, folder, ignore=shutil.ignore_patterns("hostile.py", "grace.py"))
+    out, tmp = tmp_path / "out", tmp_path / "tmp"
+    tmp.mkdir()
+    cmd = [sys.executable, "-m", "checker.cli", "grade", str(folder), "-a", "attention", "-o", str(out),
+           "--timeout", TIMEOUT, "-j", "2"]
+    env = {**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(tmp), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.is_dir() and _scorecard_names(out):
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, proc.stdout.read().decode()
+        proc.send_signal(signal.SIGTERM)
+        said = proc.communicate(timeout=60)[0].decode()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "hwcheck: interrupted:" in said and "--resume" in said, said
+    assert "Traceback" not in said, said
+    assert not _processes_mentioning(str(out)), "grading processes outlived the batch"
+    deadline = time.monotonic() + 10
+    while os.listdir(tmp) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not os.listdir(tmp), "the batch left temp dirs behind"
