@@ -207,3 +207,21 @@ def test_a_negative_number_as_hwchecks_own_csv_cells_write_it_is_read(tmp_path):
     assert "'-2" in path.read_text(encoding="utf-8-sig")
     entries, problems = read_manual(str(path), spec, {"alice"})
     assert problems == [] and entries["alice"][0]["points"] == -2
+
+
+def test_columns_moved_in_a_spreadsheet_are_read_by_their_names(tmp_path):
+    """A TA who moved manual.csv's columns (comment first, an extra column of names) keeps their grades: the
+    header's names say where each column is, and the rows hwcheck appends follow that order."""
+    from checker.records.manual import ensure_rows, read_manual
+    from checker.spec import load_spec
+    spec = load_spec("attention")
+    path = tmp_path / "manual.csv"
+    path.write_text("comment,points,name,question,id\r\nclear answer,7,Alice L.,Q3-text,alice\r\n", encoding="utf-8")
+    entries, problems = read_manual(str(path), spec, {"alice", "bob"})
+    assert problems == [], problems
+    assert entries["alice"] == [{"question": "Q3-text", "points": 7.0, "comment": "clear answer", "line": 2,
+                                 "kind": "manual"}]
+    assert ensure_rows(str(path), ["alice", "bob"], spec) == 1  # bob's placeholder, under the TA's header
+    assert path.read_text(encoding="utf-8").splitlines()[-1] == ",,,Q3-text,bob"
+    entries, problems = read_manual(str(path), spec, {"alice", "bob"})
+    assert problems == [] and list(entries) == ["alice"]

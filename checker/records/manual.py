@@ -2,7 +2,9 @@
 
 What it is for: the TA's own file of points and comments, which hwcheck
 creates once and afterwards only appends to (never rewrites a row the TA
-may have edited). Columns: `id, question, points, comment`. The rule for
+may have edited). Columns: `id, question, points, comment` (a header naming
+them in another order, with other columns beside them, is read by the names,
+and rows are appended in its order). The rule for
 `question`:
 
 - a question graded by a person (`Q3-text`): `points` (0..its points) fill
@@ -82,18 +84,41 @@ def _delimiter(text):
     return ";" if first.count(";") > first.count(",") else ","
 
 
+def _header_order(row):
+    """Where each of HEADER's columns is in a first row naming them all, in any order (a TA who moved the
+    columns in a spreadsheet); None when the row is no such header."""
+    names = [c.strip().lower() for c in row]
+    if not set(HEADER) <= set(names) and names[:2] != ["id", "question"]:
+        return None
+    return [names.index(h) if h in names else i for i, h in enumerate(HEADER)]
+
+
 def _rows(text):
-    """[(line number, [cells])] of the data rows, and the delimiter."""
+    """[(line number, [cells])] of the data rows, their cells in HEADER's order (id, question, points, then the
+    comment and whatever an unquoted separator split off it), and the delimiter."""
     delim = _delimiter(text)
-    out = []
+    out, order, width = [], None, 0
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
     for row in reader:
-        if reader.line_num == 1 and [c.strip().lower() for c in row[:2]] == ["id", "question"]:
-            continue
+        if reader.line_num == 1:
+            order, width = _header_order(row), len(row)
+            if order is not None:
+                continue
         if not any(c.strip() for c in row):
             continue
+        if order is not None and order != list(range(len(HEADER))):
+            cells = row + [""] * (max(order) + 1 - len(row))
+            # past the header's columns: what an unquoted separator split off the comment, when it is the last
+            rest = cells[width:] if order[3] == width - 1 else []
+            row = [cells[i] for i in order] + rest
         out.append((reader.line_num, row))
     return out, delim
+
+
+def _file_order(text):
+    """HEADER's columns as the file's first row orders them (to append rows as the TA laid the file out)."""
+    first = next(csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text)), [])
+    return _header_order(first) or list(range(len(HEADER)))
 
 
 def _manual_ids(spec):
@@ -126,7 +151,17 @@ def ensure_rows(path, ids, spec, extra=()):
     if text is None or not text.strip():
         new.append(HEADER)
         text, bom = "", True
-    new += [[sid, qid, *(rest or ["", ""])] for sid, qid, *rest in [*missing, *extra]]
+    rows = [[sid, qid, *(rest or ["", ""])] for sid, qid, *rest in [*missing, *extra]]
+    order = _file_order(text) if text.strip() else list(range(len(HEADER)))
+    if order != list(range(len(HEADER))):  # in the TA's order of columns
+        width = max(order) + 1
+        for row in rows:
+            laid = [""] * width
+            for value, i in zip(row, order):
+                laid[i] = value
+            new.append(laid)
+    else:
+        new += rows
     if text and not text.endswith(("\n", "\r")):
         text += "\r\n"
     # every cell through checker.records.csvfile.cell, as in every CSV file hwcheck writes
