@@ -318,11 +318,16 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
 def export_command(outdir, canvas_title):
     """Write OUTDIR/canvas.csv / moodle.csv again (manual.csv's grades merged), for the LMS to import.
 
+    grades.csv, answers.csv and the Gradescope results.json files are written
+    again too, with the same grades.
+
     `grade` writes them when the folder graded is a Canvas or Moodle export; run
     this after grading by hand, or to give Canvas's column title (--canvas, kept
     for later runs). It names the submissions whose manual grades are pending.
     """
     from checker.records import batch
+    for problem in batch.refresh_gradebook(outdir):  # grades.csv and results.json with manual.csv's grades too
+        echo(f"hwcheck: {for_terminal(problem, newlines=False)}", err=True)
     lines = batch.after_batch(outdir, None, canvas_title, roster=False)
     if not lines:
         raise Fail(f"{outdir} holds no Canvas or Moodle students (grade a Canvas or Moodle export, or give --roster "

@@ -230,3 +230,16 @@ def test_the_canvas_column_rule_never_guesses(tmp_path):
     assert canvas_column(twice, spec)[0] is None  # two named after it: no guess either
     (tmp_path / "plain.csv").write_text("name,student_id,email\nAnn Lee,s4,al@uni.example\n", encoding="utf-8")
     assert canvas_columns(tmp_path / "plain.csv") is None  # not Canvas's export: no title from it
+
+
+def test_export_writes_grades_csv_and_results_json_with_the_grades_typed_since(canvas, tmp_path):
+    """After grading by hand, `hwcheck export` brings grades.csv and the student's results.json up to the same
+    totals as canvas.csv (they stayed at the automatic grading until the next `grade`)."""
+    folder = _copy(canvas, tmp_path)
+    _fill(folder, ALICE, MANUAL["points"])
+    _ok(_hwcheck("export", folder))
+    with open(folder / "grades.csv", encoding="utf-8-sig", newline="") as f:
+        rows = {r["id"]: r for r in csv.DictReader(f)}
+    assert float(rows[ALICE]["total"]) == pytest.approx(TOTAL), rows[ALICE]
+    with open(folder / "gradescope" / ALICE / "results.json", encoding="utf-8") as f:
+        assert json.load(f)["score"] == pytest.approx(TOTAL)
