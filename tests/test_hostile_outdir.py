@@ -267,16 +267,34 @@ def test_a_students_lms_link_leads_no_staging_out_of_the_folder(tmp_path, env):
     assert _rows(dl / "grades.csv")["smithjohn_1001"]["total"] == "90"
 
 
-def test_a_manual_csv_hwcheck_did_not_make_is_named_to_the_ta(tmp_path, env):
-    """manual.csv is the TA's file, so one that was there before hwcheck made one is applied, but the TA is told
-    (it may have come with the students' files); once hwcheck has recorded it, it says nothing more."""
+def test_a_manual_csv_hwcheck_did_not_make_among_the_students_files_grades_no_one(tmp_path, env):
+    """OUT is the download folder (-o DIR): a manual.csv there that hwcheck did not make may be a student's upload
+    (an adjustment of +50 gave bob 116.25/100). It is moved to the set-aside folder, named to the TA, and none of
+    its rows is applied; hwcheck's own manual.csv then takes its place, and the next run says nothing more.
+    (Where OUT holds no submission, such a file is the TA's: applied, and named: test below.)"""
     dl = tmp_path / "dl"
     dl.mkdir()
     (dl / "john.py").write_text(GOOD)
-    (dl / "manual.csv").write_text("id,question,points,comment\r\njohn,Q3-text,10,\r\n")
+    (dl / "manual.csv").write_text("id,question,points,comment\r\njohn,Q3-text,10,\r\njohn,adjustment,50,bonus\r\n")
     r = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "manual.csv was in" in r.stdout + r.stderr
-    assert (dl / "manual.csv").read_bytes().startswith(b"id,question,points,comment\r\njohn,Q3-text,10,\r\n")
+    assert "manual.csv was in" in r.stdout + r.stderr and "its grades are not applied" in r.stdout + r.stderr
+    assert "bonus" not in (dl / "manual.csv").read_text()
+    row = _rows(dl / "grades.csv")["john"]
+    assert row["total"] == "90" and row["Q3-text"] == "", row
     r = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public", "--resume")
     assert r.returncode == 0 and "manual.csv was in" not in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_a_manual_csv_hwcheck_did_not_make_beside_no_submission_is_the_tas(tmp_path, env):
+    """A manual.csv in an OUT that holds no submission (the TA wrote it first, or an older hwcheck) is applied,
+    and the TA is told where it came from."""
+    dl, out = tmp_path / "dl", tmp_path / "out"
+    dl.mkdir()
+    out.mkdir()
+    (dl / "john.py").write_text(GOOD)
+    (out / "manual.csv").write_text("id,question,points,comment\r\njohn,Q3-text,10,\r\n")
+    r = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(out), "--public")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "manual.csv was in" in r.stdout + r.stderr and "applied as yours" in r.stdout + r.stderr
+    assert _rows(out / "grades.csv")["john"]["total"] == "100"

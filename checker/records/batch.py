@@ -162,7 +162,10 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
                  on_progress, seed, devices, only=None, executor=None):
     remove_stale_temps(outdir)
     batch = BatchResult(assignment, outdir, len(entries), jobs)
-    book = Gradebook(outdir, spec, collect_scorecards(outdir, assignment), [sid for sid, _ in entries])
+    real = os.path.realpath(outdir)
+    holds = any(os.path.realpath(path).startswith(real + os.sep) for _, path in entries)  # OUT is the download folder
+    book = Gradebook(outdir, spec, collect_scorecards(outdir, assignment), [sid for sid, _ in entries],
+                     holds_submissions=holds)
     book.ensure_manual()  # the TA's file exists, with a row per submission, before the first scorecard
 
     def report(result, quiet=False):

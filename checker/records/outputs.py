@@ -74,9 +74,11 @@ def _people_notes(sid, person, same):
 class Gradebook:
     """grades.csv, answers.csv and the merge of manual.csv, kept current as scorecards land."""
 
-    def __init__(self, outdir, spec, cards, ids):
-        """cards: OUTDIR's scorecards of this assignment; ids: the submissions of this batch."""
+    def __init__(self, outdir, spec, cards, ids, holds_submissions=False):
+        """cards: OUTDIR's scorecards of this assignment; ids: the submissions of this batch; holds_submissions:
+        OUTDIR is (or holds) the folder of the students' files, so a file there may have come with them."""
         self.outdir, self.spec = outdir, spec
+        self.holds_submissions = holds_submissions
         self.cards = {str(c["submission"].get("id")): c for c in cards}
         self.ids = set(ids)
         self.problems = []
@@ -114,9 +116,16 @@ class Gradebook:
         try:
             typed = self._typed()
             if not owned.has_record(self.outdir, MANUAL_CSV) and os.path.isfile(self.manual):
-                self.problems.append(f"{MANUAL_CSV} was in {self.outdir} before hwcheck made one there: its grades "
-                                     f"are applied as yours (an older hwcheck's, or one you wrote); if it came "
-                                     f"with the students' files, move it away and grade again")
+                if self.holds_submissions:  # a student's upload named manual.csv must never grade anyone
+                    moved = owned.set_aside_file(self.outdir, MANUAL_CSV)
+                    self.problems.append(f"{MANUAL_CSV} was in {self.outdir}, which holds the students' files, "
+                                         f"before hwcheck made one there: it may have come with them, so its "
+                                         f"grades are not applied; it was moved to {moved} (if it is yours, copy "
+                                         f"its rows into the new {MANUAL_CSV})")
+                else:
+                    self.problems.append(f"{MANUAL_CSV} was in {self.outdir} before hwcheck made one there: its "
+                                         f"grades are applied as yours (an older hwcheck's, or one you wrote); if it "
+                                         f"came with the students' files, move it away and grade again")
             self.manual = owned.place_kept(self.outdir, MANUAL_CSV, record=True) or self.manual
             self.added = ensure_rows(self.manual, self.ids | set(self.cards), self.spec, typed)
         except OSError as e:

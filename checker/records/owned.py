@@ -54,7 +54,7 @@ import secrets
 
 from checker.records.atomic import dumps_json, is_temp_name, write_text_atomic
 
-__all__ = ["join_inside", "state_dir", "write_text", "write_json", "read_bytes", "read_json", "path_of",
+__all__ = ["join_inside", "state_dir", "set_aside_file", "write_text", "write_json", "read_bytes", "read_json", "path_of",
            "records", "has_record", "place_kept", "folder_of", "changed_bytes", "alternates", "ensure_folder",
            "remove", "is_ours", "set_aside", "sha256_bytes"]
 
@@ -302,6 +302,7 @@ def _set_aside(outdir, rel):
         n += 1
         dest = f"{base}.{n}"
     os.rename(src, dest)
+    return dest
 
 
 def folder_of(outdir, name):
@@ -429,6 +430,11 @@ def remove(outdir, name):
         os.unlink(_record_path(outdir, name))
     except OSError:
         pass
+
+
+def set_aside_file(outdir, name):
+    """Move the regular file `name` of OUT (not hwcheck's) into the state folder's set-aside/; its new path."""
+    return _set_aside(outdir, name)
 
 
 def has_record(outdir, name):
