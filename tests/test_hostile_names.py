@@ -92,7 +92,21 @@ def test_unicode_normal_forms_of_one_name_collide(tmp_path):
         pytest.skip("this file system normalises names itself")
     entries = lms.prepare(str(folder), str(tmp_path / "out"), [])
     assert entries == []
-    assert len(_not_graded(tmp_path / "out")) == 2
+    refused = _not_graded(tmp_path / "out")
+    assert len(refused) == 2
+    # they look alike on screen: the reason shows the code points that differ, so the TA can tell which is which
+    assert all("'jos\\xe9.py'" in why and "'jose\\u0301.py'" in why for why in refused.values()), refused
+
+
+def test_a_fifo_named_like_a_submission_is_said_to_be_no_regular_file(tmp_path):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    _copy("correct.py", folder / "amy.py")
+    os.mkfifo(folder / "pipe.py")
+    os.mkfifo(folder / "PIPE.PY")
+    lms.prepare(str(folder), str(tmp_path / "out"), [])
+    refused = _not_graded(tmp_path / "out")
+    assert refused == {"pipe.py": "not a regular file (a broken link?)", "PIPE.PY": "not a regular file (a broken link?)"}
 
 
 def test_ids_are_canonical_and_distinct_on_a_case_insensitive_file_system(tmp_path):

@@ -13,6 +13,7 @@ GitHub Classroom: `checker.records.lms` groups their files over this), or gradin
 
 import hashlib
 import os
+import unicodedata
 
 from checker.errors import HwcheckError
 from checker.records.ids import canonical, collisions, key
@@ -111,7 +112,11 @@ def scan_entries(folder, skip=None):
 def _refuse(paths):
     """[(name, why)] for entries whose ids would be one: each reason names every one of them."""
     names = [_shown(os.path.basename(p)) for p in paths]
-    both = ", ".join(f"'{n}'" for n in names[:-1]) + f" and '{names[-1]}'"
+    shown = names
+    if len({unicodedata.normalize("NFC", n) for n in names}) < len(names):
+        # the same letters in two Unicode forms look alike on screen: show the code points that differ
+        shown = [n.encode("ascii", "backslashreplace").decode("ascii") for n in names]
+    both = ", ".join(f"'{n}'" for n in shown[:-1]) + f" and '{shown[-1]}'"
     why = (f"{both} would have one id (names that differ only by letter case, Unicode form, or spaces, quotes or "
            f"invisible characters at their ends are one name to a person and to a case-insensitive disk): none "
            f"of them is graded; rename or remove all but one")
@@ -154,12 +159,12 @@ def skipped_entries(folder):
                 out.append((name, "its name starts with '.' (hidden)"))
         elif os.path.isdir(path) or (os.path.isfile(path) and name.endswith(SUBMISSION_SUFFIXES)):
             continue
+        elif not os.path.isfile(path) and not os.path.isdir(path):  # a FIFO, a device, a broken link
+            out.append((name, "not a regular file (a broken link?)"))
         elif low.endswith((".zip", ".tar", ".tar.gz", ".tgz", ".rar", ".7z")):
             out.append((name, "an archive: unpack it into a folder of that name to grade it"))
         elif low.endswith((".py", ".ipynb")):
             out.append((name, "rename it to end in lower-case .py or .ipynb"))
-        elif not os.path.isfile(path) and not os.path.isdir(path):
-            out.append((name, "not a regular file (a broken link?)"))
         else:
             out.append((name, "not a .py or .ipynb file, nor a folder"))
     return out
