@@ -229,9 +229,26 @@ def test_a_file_another_imports_by_name_is_its_own_module_run_statement_by_state
         h.close()
 
 
+def test_a_module_of_the_submission_sees_what_the_files_before_it_defined(zyg, tmp_path):
+    """As in the one namespace a folder's files run into, a module imported by name may use a name another
+    file defined before it (`np`, a helper) without importing it; its own definitions stay its own."""
+    folder = tmp_path / "erin"
+    write(folder, "a_setup.py", "import numpy as np\n\n\ndef _prep(s):\n    return np.asarray(s, dtype=float)\n")
+    write(folder, "b_weights.py", "def get_attention_weights(scores):\n    s = _prep(scores)\n"
+                                  "    e = np.exp(s - s.max(-1, keepdims=True))\n    return e / e.sum(-1, keepdims=True)\n")
+    write(folder, "c_model.py", "import b_weights\n\n\ndef _prep(a, b):\n    return a\n")
+    h, report = load(zyg, folder)
+    try:
+        assert report["ok"], report["messages"]
+        np.testing.assert_allclose(h.call("get_attention_weights", [0.0, 0.0]), [0.5, 0.5])
+    finally:
+        h.close()
+
+
 def test_a_module_of_the_submission_that_hangs_at_import_costs_only_its_statement(zyg, tmp_path):
-    """A statement of an imported module of the submission runs under the unit limit, inside the time of the
-    statement that imports it: the loop is stopped and named in its own file, and the rest loads."""
+    """A statement of an imported module of the submission runs under the unit limit of its own, and the
+    statement that imports it gets back the time it had left: the loop is stopped and named in its own file,
+    the rest of that module and of the submission loads."""
     folder = tmp_path / "dan"
     write(folder, "slow.py", "import time\n\nwhile True:\n    time.sleep(0.01)\n\nVALUE = 7\n")
     write(folder, "main.py", GOOD + "\nimport slow\n\n\ndef value():\n    return slow.VALUE\n")

@@ -29,7 +29,6 @@ import os
 import re
 import signal
 import sys
-import time
 import traceback
 import types
 
@@ -326,13 +325,15 @@ class Loader:
                         if feature is not None:
                             self.future[shown] = self.future.get(shown, 0) | feature.compiler_flag
             code = compile(tree, filename, "exec", flags=self.future.get(shown, 0), dont_inherit=True)
-            # a unit that imports a module of a package runs that module's units inside its own time
-            left, started = _alarm_left(), time.monotonic()
-            _alarm(min(self.unit_s, left) if left else self.unit_s)
+            # a unit met while another runs (a statement of a module of the submission that a statement imports)
+            # has its own limit, and the importing statement gets back what it had left when it resumes: each
+            # unit is stopped by its own limit alone, as the trusted side, told of each unit, expects
+            left = _alarm_left()
+            _alarm(self.unit_s)
             try:
                 exec(code, ns)
             finally:
-                _alarm(max(left - (time.monotonic() - started), 0.001) if left else 0)
+                _alarm(left)
                 restore_builtins()  # a unit that rebinds builtins.max/abs/... changes nothing of the grader's
             for name in _assigned(tree):  # defined after all: later uses are not for want of a failed one
                 self.failed.pop(name, None)
@@ -513,6 +514,10 @@ class Loader:
         """Run the .py file `f` one top-level statement at a time: into the submission's namespace, or into
         `ns`, a module of one of its packages, which the import system set up (checker.worker.packages)."""
         src = read_source(f)
+        if ns is not None:  # a module of the submission sees what the files before it defined, as they ran into
+            for key, value in list(self.ns.items()):  # the one namespace (its own statements replace them)
+                if not (key.startswith("__") and key.endswith("__")):
+                    ns.setdefault(key, value)
         if ns is None:
             self.ns["__file__"] = f  # as `python file.py` has it (the path of the grader's copy)
             # but imported, not run as a script: the demo code a student keeps under

@@ -11,7 +11,9 @@ added to the submission's namespace, so the graded names are found wherever the 
 So is a file directly in one of the folders its imports look in (checker.worker.roots) that a file of
 the submission imports by its name (`from attention import MultiHeadSelfAttention` in model.py): it is
 module `attention`, as in Python, not a file run into the one namespace whose helpers a later file's
-helpers of the same name would replace.
+helpers of the same name would replace. A module starts with what the files run before it defined (as
+the one namespace had it: a file that uses another's `np` without importing it still runs), and its own
+statements replace those names in it alone.
 
 What it is not: an import system for anything but the submission's own files, by the names their
 folders give them (the submission's own folder is never a package: in a batch its name is the
