@@ -726,14 +726,15 @@ def test_a_linked_file_submission_is_followed_unless_it_points_at_a_secret(reque
     h, report = open_sub(zyg, entries / "mallory.py")
     try:
         assert "mallory.py was not given to your code" in "\n".join(report["messages"])
-        assert "a folder the grader keeps from submissions" in "\n".join(report["messages"])
+        assert "a folder it keeps from submissions" in "\n".join(report["messages"])
     finally:
         h.close()
 
 
 def test_a_linked_file_submission_never_reads_hwchecks_own_key_or_cache(request, zyg, tmp_path, monkeypatch):
-    """A submission that is a link to the key that signs output folders' records (or into hwcheck's cache) is
-    left out like one into reference/: its text is never copied to the worker, so no message echoes it."""
+    """A submission that is a link to the key that signs output folders' records (or into hwcheck's cache), or
+    to any file of the machine that is no .py or .ipynb (/etc/shadow), is left out like one into reference/: its
+    text is never copied to the worker, so no message echoes it."""
     use(request, zyg)
     from checker.records.owned import _key_from
     state, entries = tmp_path / "state", tmp_path / "class"
@@ -745,12 +746,15 @@ def test_a_linked_file_submission_never_reads_hwchecks_own_key_or_cache(request,
     write(tmp_path / "cache" / "hwcheck", "kept.py", "cached_value = 1\n")
     os.symlink(state / "outdir.key", entries / "mallory.py")
     os.symlink(tmp_path / "cache" / "hwcheck" / "kept.py", entries / "eve.py")
-    for name in ("mallory.py", "eve.py"):
+    shadow = tmp_path / "etc" / "shadow"  # any file of the machine that is no .py or .ipynb
+    write(tmp_path / "etc", "shadow", "root:$6$secret-hash:19000:0:99999:7:::\n")
+    os.symlink(shadow, entries / "trudy.py")
+    for name in ("mallory.py", "eve.py", "trudy.py"):
         h, report = open_sub(zyg, entries / name)
         try:
             text = "\n".join(report["messages"])
             assert f"{name} was not given to your code" in text, text
-            assert key.decode() not in text and "cached_value" not in text
+            assert key.decode() not in text and "cached_value" not in text and "secret-hash" not in text
             assert "cached_value" not in report.get("names", [])
         finally:
             h.close()

@@ -104,10 +104,16 @@ def test_a_single_file_submission_is_followed_as_grading_follows_it(tmp_path):
     os.symlink(ROOT / "reference" / "attention.py", tmp_path / "bob.py")  # into the reference solutions
     with pytest.raises(safe_read.Refused, match="keeps from submissions"):
         safe_read.read_bytes(tmp_path / "bob.py")
-    os.symlink("/dev/tty", tmp_path / "carol.py")
+    os.symlink("/dev/tty", tmp_path / "carol.py")  # a link out of the folder to what is no .py or .ipynb
+    os.symlink("/etc/shadow", tmp_path / "erin.py")
     os.mkfifo(tmp_path / "dave.ipynb")
+    os.mkfifo(store / "fifo.py")
+    os.symlink(store / "fifo.py", tmp_path / "frank.py")
     with _deadline(10):
-        for name in ("carol.py", "dave.ipynb"):
+        for name in ("carol.py", "erin.py"):
+            with pytest.raises(safe_read.Refused, match="not a .py or .ipynb file"):
+                safe_read.read_bytes(tmp_path / name)
+        for name in ("dave.ipynb", "frank.py"):
             with pytest.raises(safe_read.Refused, match="not a regular file"):
                 safe_read.read_bytes(tmp_path / name)
     (tmp_path / "notes.txt").write_text("z")                         # a scorecard edited to point at any file

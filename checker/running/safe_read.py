@@ -26,7 +26,7 @@ running code (the worker's namespaces and Landlock), nor a parser: callers decod
 import os
 import stat
 
-from checker.running.submission_files import file_source, secret_paths
+from checker.running.submission_files import LINK_REFUSED, file_source, secret_paths
 
 __all__ = ["MAX_FILE_BYTES", "MAX_NOTEBOOK_BYTES", "SUFFIXES", "Refused", "readable", "read_bytes", "read_text"]
 
@@ -57,7 +57,7 @@ def _resolve(path, root, secrets):
             raise Refused(path, "a submission file is a .py file or a notebook")
         real = file_source(path, secret_paths(secrets))
         if real is None:
-            raise Refused(path, "it is a link to a file in a folder the grader keeps from submissions")
+            raise Refused(path, LINK_REFUSED)
     else:
         real = os.path.realpath(path)
         if not _inside(real, os.path.realpath(os.fspath(root))):

@@ -15,7 +15,7 @@ import importlib.util
 import os
 import shutil
 
-__all__ = ["secret_paths", "state_dirs", "own_dirs", "sha256_of", "file_source", "copy_submission"]
+__all__ = ["secret_paths", "state_dirs", "own_dirs", "sha256_of", "file_source", "copy_submission", "LINK_REFUSED"]
 
 
 def secret_paths(extra=()):
@@ -110,12 +110,19 @@ def _inside(path, root):
 def file_source(path, secrets=()):
     """Where a single-file submission is read from: the file, or where it links to; None when it is a link
     to a file outside its own folder that lies in one of `secrets` (the reference, the grading tests, the
-    output folder, ...). The code's copy and the written answers (checker.running.runner) follow this one rule."""
+    output folder, ...) or is no .py or .ipynb file (a store of submissions keeps their names; /etc/shadow,
+    a key or ~/.ssh/id_rsa is none). The code's copy and the written answers (checker.running.runner) follow
+    this one rule."""
     real = os.path.realpath(path)
     if (os.path.islink(path) and not _inside(real, os.path.realpath(os.path.dirname(path)))
-            and any(_inside(real, os.path.realpath(s)) for s in secrets)):
+            and (any(_inside(real, os.path.realpath(s)) for s in secrets) or not real.endswith(LINKED_SUFFIXES))):
         return None
     return real
+
+
+LINKED_SUFFIXES = (".py", ".ipynb")  # what a link out of a submission's folder may lead to
+LINK_REFUSED = ("it is a link to a file the grader does not read as a submission (in a folder it keeps from "
+                "submissions, or not a .py or .ipynb file)")
 
 
 def copy_submission(src, dest, secrets=()):
@@ -128,7 +135,8 @@ def copy_submission(src, dest, secrets=()):
     devices are left out. A single-file submission that is itself a link was
     put there by whoever runs hwcheck (a TA's export that links to a store,
     say), so it is followed, unless it points into one of `secrets` (the
-    reference, the grading tests, the output folder, ...). Returns
+    reference, the grading tests, the output folder, ...) or at a file that is
+    no .py or .ipynb (`file_source`). Returns
     [(name, why)] of what was left out.
     """
     left_out = []
@@ -137,7 +145,7 @@ def copy_submission(src, dest, secrets=()):
         name = os.path.basename(src)
         real = file_source(src, secrets)
         if real is None:
-            left_out.append((name, "it is a link to a file in a folder the grader keeps from submissions"))
+            left_out.append((name, LINK_REFUSED))
         elif not os.path.isfile(real):
             left_out.append((name, "it is not a regular file"))
         else:
