@@ -24,6 +24,8 @@ import json
 import os
 import tokenize
 
+from checker.worker.sources import code_cells
+
 __all__ = ["normalised_code", "identical_groups", "notebook_cells", "MIN_TOKENS"]
 
 MIN_TOKENS = 20
@@ -42,8 +44,8 @@ def _read(path, root):
 def notebook_cells(text):
     """The sources of a notebook's code cells, in order, or None when the text is no notebook.
 
-    The rules are the loader's (`checker.worker.sources._cells`, which reads a file and raises; this reads
-    text that `checker.running.safe_read` gave and never raises): nbformat 4 (`cells`, `source`) and 3
+    The rules are the loader's (`checker.worker.sources.code_cells`; this reads text that
+    `checker.running.safe_read` gave and never raises): nbformat 4 (`cells`, `source`) and 3
     (`worksheets`, `input`), with or without a byte order mark. Valid JSON that is not a notebook (not an
     object, or with no list of cells: `{"cells": 1.5}`, `{"worksheets": 5}`) is None; a cell that is not an
     object is not a code cell; a source that is not text (a number, a list with non-strings) keeps its
@@ -58,21 +60,8 @@ def notebook_cells(text):
         return None
     if not isinstance(nb, dict):
         return None
-    cells = nb.get("cells")
-    if cells is None and isinstance(nb.get("worksheets"), list):  # nbformat 3
-        cells = [c for ws in nb["worksheets"] if isinstance(ws, dict)
-                 for c in (ws.get("cells") if isinstance(ws.get("cells"), list) else [])]
-    if not isinstance(cells, list):
-        return None
-    out = []
-    for cell in cells:
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        src = cell.get("source", cell.get("input", ""))
-        if isinstance(src, list):
-            src = "".join(x for x in src if isinstance(x, str))
-        out.append(src if isinstance(src, str) else "")
-    return out
+    cells = code_cells(nb)
+    return None if cells is None else [src for _, src, _ in cells]
 
 
 def _cells(path, root):

@@ -246,7 +246,7 @@ class Loader:
                 if kind:
                     raise NotebookError(f"it is {kind}, not Python code or a notebook; hand in the .py or "
                                         f".ipynb file itself")
-                module = next((n for n, (g, _, _) in packages.files.items() if g == f), None)
+                module = packages.name_of.get(f)
                 if module and self._add_module(module, packages):
                     pass
                 elif f.endswith(".ipynb"):

@@ -64,11 +64,14 @@ class PackageModules:
 
     def __init__(self, run_file):
         self.files = {}  # dotted name -> (path, shown path, is a package's __init__)
+        self.name_of = {}  # path -> its dotted name
         self.run_file = run_file
 
     def add(self, name, f, shown):
         """`f` is module `name` (the first file met of a name keeps it: the walk goes shallow first)."""
-        self.files.setdefault(name, (f, shown, os.path.basename(f) == "__init__.py"))
+        if name not in self.files:
+            self.files[name] = (f, shown, os.path.basename(f) == "__init__.py")
+            self.name_of[f] = name
 
     def find_spec(self, name, path=None, target=None):
         entry = self.files.get(name)

@@ -24,7 +24,8 @@ import tokenize
 
 from checker.worker.syntax import parse as _parse_unit, statements as _statements
 
-__all__ = ["read_source", "read_source_bytes", "list_units", "py_pieces", "cell_pieces", "writefile_target", "NotebookError", "SUFFIXES"]
+__all__ = ["read_source", "read_source_bytes", "list_units", "py_pieces", "cell_pieces", "writefile_target", "code_cells", "NotebookError",
+           "SUFFIXES"]
 
 MAGIC_RE = re.compile(r"^\s*[%!]")
 HELP_RE = re.compile(r"^\s*\??[\w.]+\?\??\s*$")  # `np.mean?`, `??f`: IPython help
@@ -118,14 +119,25 @@ def _cells(nb_path):
                             f"{getattr(e, 'lineno', '?')}, column {getattr(e, 'colno', '?')}; {_RESAVE}") from None
     if not isinstance(nb, dict):
         raise NotebookError(f"its JSON is a {type(nb).__name__}, not a notebook; {_RESAVE}")
+    out = code_cells(nb)
+    if out is None:
+        raise NotebookError(f"it has no list of cells; {_RESAVE}")
+    return out
+
+
+def code_cells(nb):
+    """[(code cell number, source, execution count)] of a notebook's parsed JSON object (nbformat 4 or 3), or
+    None when it has no list of cells. A cell that is no object is no code cell; a source that is not text
+    keeps its strings only; a count that is no int is None. Pure: the loader's rule, and the trusted side's
+    (checker.records.identical.notebook_cells) for the same files."""
     cells = nb.get("cells")
     if cells is None and isinstance(nb.get("worksheets"), list):  # nbformat 3
         cells = [c for ws in nb["worksheets"] if isinstance(ws, dict)
                  for c in (ws.get("cells") if isinstance(ws.get("cells"), list) else [])]
     if not isinstance(cells, list):
-        raise NotebookError(f"it has no list of cells; {_RESAVE}")
+        return None
     out = []
-    for i, cell in enumerate(cells):
+    for cell in cells:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         src = cell.get("source", cell.get("input", ""))
