@@ -377,7 +377,10 @@ def resume_command(directory, assignment, outdir, jobs, timeout, public, seed, k
 @color_option
 @guarded
 def show(scorecard_file, show_all, verbose, color):
-    """Print a scorecard as `check` would (the student's view unless --all; -v as `check -v`)."""
+    """Print a scorecard as `check` would (the student's view unless --all; -v as `check -v`).
+
+    A file in an output folder that hwcheck did not write there (a student's upload, or a scorecard edited since)
+    is printed with a warning, and the exit status is 1."""
     from checker.render.report import format_scorecard
     from checker.judging.scorecard import student_view
 
@@ -398,6 +401,13 @@ def show(scorecard_file, show_all, verbose, color):
     colored = color_wanted(color)
     view = card if show_all else student_view(card)
     echo(format_scorecard(view, color=colored, verbose=show_all or verbose), color=colored)
+    from checker.records.owned import written_by_hwcheck
+    outdir, ours = written_by_hwcheck(scorecard_file)
+    if outdir is not None and not ours:  # in an output folder, yet not the file hwcheck wrote there
+        echo(f"hwcheck: warning: hwcheck did not write {for_terminal(scorecard_file, newlines=False)} (or it changed "
+             f"since): the output folder {for_terminal(outdir, newlines=False)} has no record of it, so what it "
+             "says is no grade. The grades are in grades.csv and the scorecards hwcheck lists there.", err=True)
+        sys.exit(EXIT_FAILED)
 
 
 # ---------------------------------------------------------------------------

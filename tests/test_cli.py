@@ -497,3 +497,29 @@ def test_a_wrong_answer_is_located_at_the_students_def(warm, tmp_path, monkeypat
     assert "(your `get_scores` is in q3.ipynb, the 1st code cell, line 4)" in r.stdout
     missing = [ln for ln in r.stdout.splitlines() if ln.startswith("::error ") and "test_context_vector" in ln]
     assert missing and not any("file=" in ln for ln in missing)  # a missing function has no place
+
+
+def test_show_warns_of_a_scorecard_hwcheck_did_not_write(warm, subs, tmp_path):
+    """The folder of the students' files may be OUT itself (`-o` the download folder): a student's upload named
+    like a scorecard, or a scorecard edited after grading, sits in OUT beside hwcheck's. `show` still prints it,
+    then says hwcheck did not write it and exits 1; hwcheck's own scorecard shows as before."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    shutil.copy(subs / "broken.py", folder / "alice.py")
+    r = run("grade", folder, "-a", "attention", "-o", folder)
+    assert r.exit_code == 0, r.output
+    card = folder / "alice.json"
+    assert run("show", card).exit_code == 0
+    forged = json.loads(card.read_text())
+    forged["score"] = forged["max_score"]
+    (folder / "mallory.json").write_text(json.dumps(forged))  # uploaded by a student, never written by hwcheck
+    for path in (folder / "mallory.json", card):
+        if path == card:
+            card.write_text(json.dumps(forged))  # edited after grading
+        r = run("show", path)
+        assert r.exit_code == 1, r.output
+        assert "hwcheck did not write" in r.stderr and "no grade" in r.stderr, r.stderr
+    elsewhere = tmp_path / "saved.json"  # a scorecard saved outside any output folder: nothing to tell
+    elsewhere.write_text(json.dumps(forged))
+    r = run("show", elsewhere)
+    assert r.exit_code == 0 and "hwcheck did not write" not in r.stderr

@@ -618,3 +618,39 @@ def test_own_proc_stays_readable_after_the_kernel_drops_its_dentries():
         proc.kill()
         proc.wait()
     assert out.split() == ["ok", "ok", "PermissionError"], err[-2000:]
+
+
+ZYGOTE_SPY = textwrap.dedent('''\
+    import glob, os, sys
+
+    def look(zygote_dir):
+        """What the worker sees of the zygote's own folder: on its sys.path, listed, its files read."""
+        out = {"on_path": [p for p in sys.path if p and os.path.realpath(p) == zygote_dir],
+               "globbed": glob.glob("/tmp/hwcheck-zygote-*")}
+        for name in ("", "stderr", "made"):
+            path = os.path.join(zygote_dir, name)
+            try:
+                out[name or "dir"] = "read: " + (repr(os.listdir(path)) if not name else open(path).read()[:200])
+            except OSError as e:
+                out[name or "dir"] = type(e).__name__
+        return out
+    ''')
+
+
+@pytest.mark.walls
+def test_a_worker_sees_nothing_of_the_zygotes_own_folder(zyg, tmp_path):
+    """The zygote keeps its log (stderr: what failed, with the paths of other workers' dirs) and the list of
+    every worker dir it made in a folder of its own. That folder was the zygote's cwd, so `python -m` put
+    it first on the zygote's sys.path, which every worker inherits and whose folders the walls let it read:
+    a worker found the folder on sys.path and read the log and the list. It must see none of it."""
+    zdir = os.path.realpath(zyg._dir)
+    h = _handle(zyg, write(tmp_path, "zygote_spy.py", ZYGOTE_SPY))
+    try:
+        assert os.path.exists(os.path.join(zdir, "made"))  # this worker's dir is named there: there to find
+        out = h.call("look", zdir)
+        assert out["on_path"] == [], out
+        assert out["globbed"] == [], out
+        for key in ("dir", "stderr", "made"):
+            assert out[key] in ("PermissionError", "FileNotFoundError"), (key, out)
+    finally:
+        h.close()

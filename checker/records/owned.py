@@ -55,6 +55,7 @@ import secrets
 from checker.records.atomic import dumps_json, is_temp_name, write_text_atomic
 
 __all__ = ["join_inside", "state_dir", "set_aside_file", "write_text", "write_json", "read_bytes", "read_json", "path_of",
+           "written_by_hwcheck",
            "records", "has_record", "place_kept", "folder_of", "changed_bytes", "alternates", "ensure_folder",
            "remove", "is_ours", "set_aside", "sha256_bytes"]
 
@@ -503,6 +504,33 @@ def _all_records(outdir):
         _index_cache.clear()
         _index_cache.update(stamp=stamp, records=recs)
     return _index_cache["records"]
+
+
+def written_by_hwcheck(path, levels=3):
+    """Whether the file at `path` is one hwcheck wrote into an output folder and left unchanged: (OUT, True) when
+    a verified record of the nearest output folder above it (at most `levels` folders up: OUT/alice.json,
+    OUT/gradescope/alice/results.json) names this very file with these very bytes; (OUT, False) when that folder
+    records no such file (a student's upload, or one edited since); (None, None) when no output folder of this
+    key holds it (a scorecard saved elsewhere: nothing to tell)."""
+    real = os.path.realpath(path)
+    folder = os.path.dirname(real)
+    for _ in range(levels):
+        if os.path.isdir(state_dir(folder)):
+            rel = os.path.relpath(real, folder).replace(os.sep, "/")
+            for rec in _all_records(folder):
+                if rec["path"] == rel and rec["sha256"] is not None:
+                    try:
+                        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
+                    except OSError:
+                        return folder, False
+                    with os.fdopen(fd, "rb") as f:
+                        return folder, sha256_bytes(f.read()) == rec["sha256"]
+            return folder, False
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return None, None
 
 
 def ensure_folder(outdir, name, stage=False):
