@@ -109,6 +109,30 @@ def test_a_fifo_named_like_a_submission_is_said_to_be_no_regular_file(tmp_path):
     assert refused == {"pipe.py": "not a regular file (a broken link?)", "PIPE.PY": "not a regular file (a broken link?)"}
 
 
+@pytest.mark.slow
+def test_a_file_name_that_is_not_utf8_inside_a_folder_costs_nothing_more(tmp_path):
+    """A folder submission holding `no\xfftes.py` (a name in Latin-1, from a Windows zip): hashing the folder
+    for the scorecard stopped the batch with a UnicodeEncodeError before anyone after it was graded, and the
+    class report could not be written once its SyntaxError named the file. Every student is graded, the name
+    is shown escaped, and report and export are written."""
+    folder = tmp_path / "class"
+    (folder / "alice").mkdir(parents=True)
+    _copy("correct.py", folder / "alice" / "main.py")
+    with open(os.path.join(os.fsencode(folder / "alice"), b"no\xfftes.py"), "w") as f:
+        f.write("def oops(:\n")
+    _copy("correct.py", folder / "zoe.py")  # graded after alice
+    out = tmp_path / "out"
+    r = _hwcheck("grade", str(folder), "-a", "attention", "-o", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    book = _book(out)
+    assert set(book) == {"alice", "zoe"}, book
+    card = json.loads((out / "alice.json").read_text(encoding="utf-8"))
+    assert any("no\udcfftes.py" in m for m in card["load"]["messages"]), card["load"]["messages"]
+    r = _hwcheck("report", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no\\udcfftes.py" in (out / "report.html").read_text(encoding="utf-8")
+
+
 def test_ids_are_canonical_and_distinct_on_a_case_insensitive_file_system(tmp_path):
     """Alone, a name with a stray edge gets the canonical id (NFC, no edge spaces, quotes or invisible marks),
     and no two ids of a batch differ only in case or normal form (their output files would be one file on

@@ -20,7 +20,7 @@ import os
 import re
 import tempfile
 
-__all__ = ["write_text_atomic", "write_json_atomic", "dumps_json", "read_json", "temp_affixes", "is_temp_name"]
+__all__ = ["write_text_atomic", "write_json_atomic", "dumps_json", "encode_text", "read_json", "temp_affixes", "is_temp_name"]
 
 _DEFAULT_MODE = 0o644
 _TEMP_SUFFIX = ".tmp"
@@ -36,6 +36,18 @@ def temp_affixes(path):
 def is_temp_name(name):
     """Whether `name` is the name of a temporary file of this module (whatever the file it was written for)."""
     return bool(_TEMP_NAME.match(name))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encode_text(text, encoding="utf-8"):
+    """The bytes of `text` in `encoding`, a lone surrogate written as its escape (`\\udcff`): it stands for a
+    byte of a file name that is not UTF-8 (Python's surrogateescape), which no encoding can write; any other
+    character the encoding lacks still raises UnicodeEncodeError."""
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text.encode(encoding)
 
 
 def write_text_atomic(path, text, *, encoding="utf-8", mode=None):
@@ -55,7 +67,7 @@ def write_text_atomic(path, text, *, encoding="utf-8", mode=None):
             mode = os.stat(path).st_mode & 0o7777
         except FileNotFoundError:
             mode = _DEFAULT_MODE
-    data = text.encode(encoding)
+    data = encode_text(text, encoding)
     prefix, suffix = temp_affixes(path)
     fd, tmp = tempfile.mkstemp(dir=parent, prefix=prefix, suffix=suffix)
     try:

@@ -52,7 +52,7 @@ import json
 import os
 import secrets
 
-from checker.records.atomic import dumps_json, is_temp_name, write_text_atomic
+from checker.records.atomic import dumps_json, encode_text, is_temp_name, write_text_atomic
 
 __all__ = ["join_inside", "state_dir", "set_aside_file", "write_text", "write_json", "read_bytes", "read_json", "path_of",
            "written_by_hwcheck",
@@ -372,7 +372,7 @@ def path_of(outdir, name):
 
 def write_text(outdir, name, text, *, kind, sid=None, encoding="utf-8"):
     """Write hwcheck's file `name` into OUT (record first, then the file, atomically); returns its path."""
-    data = text.encode(encoding)
+    data = encode_text(text, encoding)
     rel, old = _file(outdir, name, True)
     full = os.path.join(outdir, *rel.split("/"))
     if os.path.lexists(full) and not (old is not None and old["path"] == rel and _matches(full, old["sha256"])):

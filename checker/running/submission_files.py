@@ -92,7 +92,7 @@ def sha256_of(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for n in sorted(files):
             p = os.path.join(root, n)
-            h.update(os.path.relpath(p, path).encode() + b"\0")
+            h.update(os.fsencode(os.path.relpath(p, path)) + b"\0")  # a name need not be UTF-8
             mode = os.lstat(p).st_mode
             if stat.S_ISLNK(mode):
                 h.update(b"\0link\0" + os.fsencode(os.readlink(p)))
