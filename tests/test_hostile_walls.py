@@ -654,3 +654,46 @@ def test_a_worker_sees_nothing_of_the_zygotes_own_folder(zyg, tmp_path):
             assert out[key] in ("PermissionError", "FileNotFoundError"), (key, out)
     finally:
         h.close()
+
+
+CHECKOUT_SPY = textwrap.dedent('''\
+    import os
+
+    def look(root, planted):
+        """What the worker sees of the checkout hwcheck runs from: its own package, and nothing else of it."""
+        out = {}
+        for name, path in (("listing", root), ("readme", os.path.join(root, "README.md")),
+                           ("pyproject", os.path.join(root, "pyproject.toml")), ("planted", planted),
+                           ("package", os.path.join(root, "checker", "wire.py"))):
+            try:
+                out[name] = "read: " + (repr(sorted(os.listdir(path)))[:300] if name == "listing"
+                                        else open(path).read()[:80])
+            except OSError as e:
+                out[name] = type(e).__name__
+        return out
+    ''')
+
+
+@pytest.mark.walls
+def test_a_worker_reads_nothing_of_the_checkout_but_hwcheck_itself(zyg, tmp_path):
+    """A course runs hwcheck from its checkout (`pip install -e .`, as the README says) and grades into folders
+    beside it: `hwcheck grade submissions/ -o grades/` leaves earlier batches' scorecards (with their seeds),
+    grades.csv and the students' files in the checkout. The checkout is hwcheck's import root, so a worker
+    could list it and read all of that but the few trees named secret. It may read hwcheck's own package (the
+    worker imports from it), nothing else of the checkout: a folder planted there stands for an earlier batch."""
+    planted_dir = os.path.join(REPO, f"grades-test-{os.getpid()}-{time.monotonic_ns()}")
+    os.mkdir(planted_dir)
+    planted = os.path.join(planted_dir, "grades.csv")
+    with open(planted, "w") as f:
+        f.write("id,score\nalice,97\n")
+    try:
+        h = _handle(zyg, write(tmp_path, "checkout_spy.py", CHECKOUT_SPY))
+        try:
+            out = h.call("look", REPO, planted)
+        finally:
+            h.close()
+    finally:
+        shutil.rmtree(planted_dir)
+    assert out["package"].startswith("read: "), out  # the worker's own code stays readable
+    for key in ("listing", "readme", "pyproject", "planted"):
+        assert out[key] in ("PermissionError", "FileNotFoundError"), (key, out)

@@ -63,9 +63,17 @@ READ_CANDIDATES = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/opt", 
 
 
 def allowed_read_roots(secrets):
-    """Directories the worker may read: system and Python trees, minus every secret tree."""
+    """Directories the worker may read: system and Python trees, minus every secret tree.
+
+    hwcheck's own import root, where it is a checkout (`pip install -e .`: the folder holding `checker/`, on
+    sys.path), gives only that package: a course keeps its grades, downloads and notes beside it."""
     secrets = {os.path.realpath(s) for s in secrets if s}
-    candidates = [*READ_CANDIDATES, sys.prefix, sys.base_prefix, sys.exec_prefix, *[p for p in sys.path if p]]
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    candidates = [*READ_CANDIDATES, *prefixes, *[p for p in sys.path if p]]
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # .../checker
+    checkout = os.path.dirname(package)
+    if not any(checkout == p or checkout.startswith(p.rstrip("/") + "/") for p in prefixes):
+        candidates = [package if os.path.realpath(c) == checkout else c for c in candidates]
     roots = []
     for c in candidates:
         c = os.path.realpath(c)
