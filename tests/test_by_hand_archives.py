@@ -23,11 +23,12 @@ import struct
 import subprocess
 import sys
 import textwrap
+import time
 import zlib
 
 import pytest
 
-from checker.running.by_hand import MAX_BYTES, MAX_SCAN_ZIP_BYTES, _read_code, library_use
+from checker.running.by_hand import MAX_BYTES, MAX_SCAN_BYTES, MAX_SCAN_ZIP_BYTES, _read_code, library_use
 from sandbox_helpers import GOOD
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -298,3 +299,45 @@ def test_honest_archives_read_as_before(tmp_path):
     dumped = [n for t in code.trees for n in __import__("ast").walk(t)]
     assert any(getattr(n, "module", None) == "scipy.special" for n in dumped)
     assert any(getattr(n, "value", None) == "caf\xe9" for n in dumped)
+
+
+# ------------------------------------------------------------------ the source one scan parses
+
+def _padding(n):
+    """n characters of valid, dense Python (what costs `ast` most per byte: ~250 MB a megabyte)."""
+    line = "x{i}=[{i},({i},{{{i}:{i}}})]\n"
+    out, i, size = [], 0, 0
+    while size < n:
+        out.append(line.format(i=i))
+        size += len(out[-1])
+        i += 1
+    return "".join(out)[:n - 1].rsplit("\n", 1)[0] + "\n"
+
+
+def test_a_scan_parses_a_bounded_amount_of_source_once_per_submission(tmp_path):
+    """A correct file beside three padding modules just under the per-file bound (12 MB of dense code took the
+    trusted side minutes and 2 GB, parsed again for each by-hand test): the scan parses at most
+    MAX_SCAN_BYTES, says what it left, and the by-hand tests of a grade share it."""
+    pad = _padding(MAX_BYTES - 10)
+    path = _submission(tmp_path, {"hw.py": GOOD, **{f"pad{i}.py": pad for i in range(3)}})
+    t0 = time.monotonic()
+    code = _read_code(path)
+    assert time.monotonic() - t0 < 60
+    assert {"pad2"} <= code.unread and "hw" in code.own, (code.own, code.unread)
+    assert any("more code than the grader reads" in n for n in code.notes), code.notes
+    assert sum(len(pad) for i in range(3) if f"pad{i}" in code.own) <= MAX_SCAN_BYTES
+    assert _read_code(path) is code  # read once while the files stay as they are
+    report = library_use(path, "get_attention_weights", SOFTMAX)
+    assert report.clean, (report.used, report.unclear, report.unread)
+    os.utime(os.path.join(path, "hw.py"), ns=(1, 1))
+    assert _read_code(path) is not code  # a file changed: read again
+
+
+def test_a_def_in_what_the_scan_left_unread_is_said_to_be_unread(tmp_path):
+    """Where the function's file lies past the bound, the by-hand test says the grader could not read all of
+    the code, not that there is no def."""
+    pad = _padding(MAX_BYTES - 10)
+    path = _submission(tmp_path, {"a_pad.py": pad, "b_pad.py": pad, "z_hw.py": GOOD})
+    report = library_use(path, "get_attention_weights", SOFTMAX)
+    assert not report.missing and not report.clean
+    assert any("z_hw.py" in n for n in report.unread), report.unread

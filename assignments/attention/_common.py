@@ -597,6 +597,9 @@ def _check_by_hand(sub, close, expected, forbidden, what, name, *args, own=None,
     if used:
         raise GradingFailure(f"{name} calls {' and '.join(used)}: its values are right, but the handout asks you "
                              "to write it by hand with numpy (np.exp, np.max, np.sum, @)")
+    if source.unread:
+        raise GradingFailure(f"the grader could not read all of your files ({'; '.join(source.unread)}) and found no "
+                             f"`def {name}` in what it read, so it could not check that {name} is written by hand")
     if source.missing:
         raise GradingFailure(f"the grader found no `def {name}` in your files, so it could not check that {name} is "
                              "written by hand")

@@ -589,6 +589,9 @@ def _check_by_hand(sub, close, expected, name, *args, hints=()):
     if used:
         _fail(f"{name} calls {' and '.join(used)}: its values are right, but the handout asks you to write it "
               "by hand (matmul, masked_fill, softmax, mean, var and sqrt are fine)")
+    if source.unread:
+        _fail(f"the grader could not read all of your files ({'; '.join(source.unread)}) and found no "
+              f"`def {name}` in what it read, so it could not check that {name} is written by hand")
     if source.missing:
         _fail(f"the grader found no `def {name}` in your files, so it could not check that {name} is "
               "written by hand")

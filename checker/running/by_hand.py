@@ -75,21 +75,25 @@ OPAQUE_ATTRS = {"_getframe", "f_back", "f_locals", "f_globals", "f_code", "tb_fr
 
 
 class SourceReport:
-    """What `library_use` found: `used` [dotted names], `unclear` [reasons]; `clean` when both are empty."""
+    """What `library_use` found: `used` [dotted names], `unclear` [reasons], `missing` (no def found), `unread`
+    [what of the submission was not read, where no def was found: it may be there]; `clean` when all are empty."""
 
-    def __init__(self, used, unclear, missing=False):
-        self.used, self.unclear, self.missing = used, unclear, missing
+    def __init__(self, used, unclear, missing=False, unread=()):
+        self.used, self.unclear, self.missing, self.unread = used, unclear, missing, list(unread)
 
     @property
     def clean(self):
-        return not self.used and not self.unclear and not self.missing
+        return not self.used and not self.unclear and not self.missing and not self.unread
 
 
 MAX_FILES = 2000          # files of a submission read (a submission is a handful)
-MAX_BYTES = 4_000_000     # of one source file
+MAX_BYTES = 1_000_000     # of one source file (a long homework notebook holds some 50 kB of code)
+# of all the source one scan parses (files, notebook cells, archive members): parsing costs the trusted side
+# about 250 MB and a second or two a megabyte of dense code, and the by-hand tests of a submission share one scan
+MAX_SCAN_BYTES = 2_000_000
 MAX_ZIP_MEMBERS = 2000    # members of one archive
-MAX_ZIP_BYTES = 16_000_000       # inflated from the .py members of one archive, all together
-MAX_SCAN_ZIP_BYTES = 32_000_000  # inflated from all the archives of one submission
+MAX_ZIP_BYTES = 4_000_000        # inflated from the .py members of one archive, all together
+MAX_SCAN_ZIP_BYTES = 8_000_000   # inflated from all the archives of one submission
 
 
 class _Code:
@@ -103,6 +107,19 @@ class _Code:
         self.files = []  # the file each of `trees` came from, in the order the loader runs them within it
         self._file = None
         self.inflate_left = MAX_SCAN_ZIP_BYTES  # bytes the scan may still inflate from archives
+        self.source_left = MAX_SCAN_BYTES  # characters of source the scan may still parse
+
+    def take(self, relpath, text, module=True):
+        """Whether the scan may still parse `text` (of `relpath`); if not, say so: its names are code the grader
+        cannot read, and no by-hand point is earned where the scan cannot tell."""
+        if len(text) > self.source_left:
+            self.notes.append(f"{relpath} was not read: the submission holds more code than the grader reads "
+                              f"({MAX_SCAN_BYTES / 1e6:g} MB)")
+            if module:
+                self.add_unread(relpath)
+            return False
+        self.source_left -= len(text)
+        return True
 
     def add_pieces(self, pieces):
         for _line0, code in pieces:
@@ -114,6 +131,8 @@ class _Code:
 
     def add_module(self, relpath, text):
         """A .py file the worker can import (or runs): its module name and packages, and its pieces."""
+        if not self.take(relpath, text):
+            return
         parts = relpath.replace(os.sep, "/").split("/")
         self.own.update(p for p in parts[:-1] if p.isidentifier())
         self.own.add(parts[-1][:-3])
@@ -130,26 +149,49 @@ class _Code:
 _COMPILED = tuple(s for s in importlib.machinery.all_suffixes() if s != ".py")  # .pyc, .cpython-311-...so, .so
 
 
+_SCANS = {}  # the last scans: {(path, secrets, what each file is now): _Code}; a submission's by-hand tests share one
+
+
 def _read_code(path, secrets=()):
     """The submission's code as the worker runs and imports it (see _Code): every .py file under the
     folder (`__hidden/` too: the worker can import it), decoded as Python decodes it (a `coding:` line);
     notebook cells and the files their `%%writefile` cells write; the .py members of every zip archive
-    (whatever its name: `sys.path` takes any), each cut into the pieces the loader runs."""
-    code = _Code()
+    (whatever its name: `sys.path` takes any), each cut into the pieces the loader runs. Read once while
+    the files stay as they are (their sizes, times and inodes): the by-hand tests of one grade ask in turn."""
     real = path if os.path.isdir(path) else file_source(path, secrets)
     if real is None:
-        return code
+        return _Code()
+    notes = []
     if os.path.isdir(real):
         files = []
         for root, dirs, names in os.walk(real):
             dirs[:] = sorted(d for d in dirs if d not in (".git", "__pycache__"))  # the worker's copy has neither
             files += [os.path.join(root, n) for n in sorted(names)]
             if len(files) > MAX_FILES:
-                code.notes.append(f"more than {MAX_FILES} files in the submission")
+                notes.append(f"more than {MAX_FILES} files in the submission")
                 break
         base = real
     else:
         files, base = [real], os.path.dirname(real)
+    key = (path, real, tuple(secrets), tuple(_stamp(f) for f in files[:MAX_FILES]))
+    if key not in _SCANS:
+        code = _Code()
+        code.notes += notes
+        _scan(files, base, code)
+        _SCANS.clear()  # one submission's scan at a time: a batch holds no more than the one it grades
+        _SCANS[key] = code
+    return _SCANS[key]
+
+
+def _stamp(f):
+    try:
+        st = os.lstat(f)
+    except OSError:
+        return (f, None)
+    return (f, st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
+
+
+def _scan(files, base, code):
     for f in files[:MAX_FILES]:
         rel = os.path.relpath(f, base)
         try:
@@ -173,7 +215,6 @@ def _read_code(path, secrets=()):
                 _read_zip(f, rel, code)
         except (OSError, ValueError, UnicodeError, zipfile.BadZipFile, RuntimeError) as e:
             code.notes.append(f"{rel} could not be read ({type(e).__name__})")
-    return code
 
 
 def _read_notebook(f, code):
@@ -191,7 +232,8 @@ def _read_notebook(f, code):
             elif name and name.endswith(_COMPILED):
                 code.add_unread(name)
             continue
-        code.add_pieces(cell_pieces(src)[2])
+        if code.take(os.path.basename(f), src, module=False):
+            code.add_pieces(cell_pieces(src)[2])
 
 
 def _read_zip(f, rel, code):
@@ -483,6 +525,8 @@ def library_use(path, name, forbidden, secrets=()):
     trees, own_modules = code.trees, code.own
     binds = _last_def_wins(_bindings(trees), trees, code.files)
     if name not in binds:
+        if code.notes:  # its def may be in what the grader did not read
+            return SourceReport([], [], unread=code.notes[:3])
         return SourceReport([], [], missing=True)
 
     def own(s):  # a def or class of the student's, or an import of one from the submission's own files
