@@ -182,7 +182,7 @@ def test_a_zip_bomb_in_process_with_tracemalloc(tmp_path, bomb_member):
 def test_members_that_inflate_past_the_bounds_are_not_read(tmp_path):
     """Three archives of eight members just under the per-file bound (each a valid module): the scan stops
     inflating at its per-submission bound, and the members it left are code it could not read."""
-    text = b"x = 0\n#" + b"." * (MAX_BYTES - 100) + b"\n"
+    text = b"x = 0\ns = '" + b"." * (MAX_BYTES - 100) + b"'\n"  # pasted data: inflated, not parsed
     files = {}
     for a in range(3):
         files[f"data{a}.bin"] = _archive([_honest(f"m{a}_{i}.py", text) for i in range(8)])
@@ -290,7 +290,7 @@ def test_honest_archives_read_as_before(tmp_path):
         z.writestr("pkg/", b"")
         z.writestr("pkg/__init__.py", b"", compress_type=zipfile.ZIP_STORED)
         z.writestr("pkg/ops.py", SCIPY, compress_type=zipfile.ZIP_DEFLATED)
-        z.writestr("plain.py", b"# -*- coding: latin-1 -*-\nname = 'caf\xe9'\n", compress_type=zipfile.ZIP_STORED)
+        z.writestr("plain.py", b"# -*- coding: latin-1 -*-\nname = 'caf\xe9'.upper()\n", compress_type=zipfile.ZIP_STORED)
         z.writestr("mod.pyc", b"\0" * 16)
         z.writestr("README.txt", b"hello")
     code = _read_code(_submission(tmp_path, {"hw.py": GOOD, "lib.zip": buf.getvalue()}))
@@ -304,8 +304,8 @@ def test_honest_archives_read_as_before(tmp_path):
 # ------------------------------------------------------------------ the source one scan parses
 
 def _padding(n):
-    """n characters of valid, dense Python (what costs `ast` most per byte: ~250 MB a megabyte)."""
-    line = "x{i}=[{i},({i},{{{i}:{i}}})]\n"
+    """n characters of valid, dense Python that is no pasted data (what costs `ast` most: ~200 MB a megabyte)."""
+    line = "x{i}=y{i}+z{i}*(w{i}-v{i})\n"
     out, i, size = [], 0, 0
     while size < n:
         out.append(line.format(i=i))
@@ -315,10 +315,10 @@ def _padding(n):
 
 
 def test_a_scan_parses_a_bounded_amount_of_source_once_per_submission(tmp_path):
-    """A correct file beside three padding modules just under the per-file bound (12 MB of dense code took the
-    trusted side minutes and 2 GB, parsed again for each by-hand test): the scan parses at most
-    MAX_SCAN_BYTES, says what it left, and the by-hand tests of a grade share it."""
-    pad = _padding(MAX_BYTES - 10)
+    """A correct file beside three padding modules of dense code (12 MB of it took the trusted side minutes and
+    2 GB, parsed again for each by-hand test): the scan parses at most MAX_SCAN_BYTES, says what it left, and
+    the by-hand tests of a grade share it."""
+    pad = _padding(MAX_SCAN_BYTES * 3 // 4)
     path = _submission(tmp_path, {"hw.py": GOOD, **{f"pad{i}.py": pad for i in range(3)}})
     t0 = time.monotonic()
     code = _read_code(path)
@@ -336,8 +336,19 @@ def test_a_scan_parses_a_bounded_amount_of_source_once_per_submission(tmp_path):
 def test_a_def_in_what_the_scan_left_unread_is_said_to_be_unread(tmp_path):
     """Where the function's file lies past the bound, the by-hand test says the grader could not read all of
     the code, not that there is no def."""
-    pad = _padding(MAX_BYTES - 10)
-    path = _submission(tmp_path, {"a_pad.py": pad, "b_pad.py": pad, "z_hw.py": GOOD})
+    path = _submission(tmp_path, {"a_pad.py": _padding(MAX_SCAN_BYTES - 1000), "z_hw.py": GOOD})
     report = library_use(path, "get_attention_weights", SOFTMAX)
     assert not report.missing and not report.clean
     assert any("z_hw.py" in n for n in report.unread), report.unread
+
+
+def test_a_data_literal_pasted_into_the_file_is_read_as_a_stub(tmp_path):
+    """A correct file with 2.4 MB of data pasted in after its functions (a weight table, a dataset): the scan
+    reads it (a by-hand test found no def when the file passed a 1 MB bound) and keeps no node per number."""
+    rows = ",\n".join("[" + ", ".join(f"{(i * 37 + j) % 1000 / 7:.6f}" for j in range(16)) + "]" for i in range(20000))
+    path = _submission(tmp_path, {"hw.py": GOOD + "\nWEIGHTS = [\n" + rows + "]\n"})
+    assert os.path.getsize(os.path.join(path, "hw.py")) > 2_000_000
+    code = _read_code(path)
+    assert not code.notes, code.notes
+    assert sum(1 for t in code.trees for _ in __import__("ast").walk(t)) < 10_000
+    assert library_use(path, "get_attention_weights", SOFTMAX).clean

@@ -199,3 +199,46 @@ def test_honest_classmates_keep_the_by_hand_points(scan_grader, tmp_path):
         card = scan_grader.grade(_build(tmp_path / case, HONEST[case]), "attention")
         tests = {t["name"]: t for q in card["questions"] for t in q["tests"]}
         assert tests["test_attention_weights_by_hand"]["outcome"] == "passed", (case, tests)
+
+
+# torch's other names for the same work (an attacker's probe: right values, the worker's trace forged or not
+# followed): each is named by the assignment's own list of what the handout rules out
+OTHER_NAMES = {
+    "softmin": ("attention", "get_attention_weights", "import torch\n\ndef _w(s, axis=-1):\n"
+                "    return torch.softmin(-torch.as_tensor(s), dim=axis).numpy()\n" + BASE),
+    "aten_softmax": ("attention", "get_attention_weights", "import torch\n\ndef _w(s, axis=-1):\n"
+                     "    return torch.ops.aten._softmax(torch.as_tensor(s), axis, False).numpy()\n" + BASE),
+    "sdpa_math": ("charlm", "masked_attention", "import torch\n\ndef masked_attention(Q, K, V):\n"
+                  "    return torch._scaled_dot_product_attention_math(Q, K, V, None, 0.0, True)[0]\n"),
+    "native_layer_norm": ("charlm", "layer_norm", "import torch\n\ndef layer_norm(x, eps=1e-5):\n"
+                          "    return torch.native_layer_norm(x, x.shape[-1:], None, None, eps)[0]\n"),
+    "group_norm": ("charlm", "layer_norm", "import torch.nn.functional as F\n\ndef layer_norm(x, eps=1e-5):\n"
+                   "    return F.group_norm(x.reshape(-1, 1, x.shape[-1]), 1, eps=eps).reshape(x.shape)\n"),
+}
+
+
+@pytest.mark.parametrize("case", list(OTHER_NAMES))
+def test_torchs_other_names_for_the_same_work_are_named(tmp_path, case):
+    from assignments.attention._common import SOFTMAX_NAMES
+    from assignments.charlm._common import NOT_BY_HAND_NAMES
+    aid, name, source = OTHER_NAMES[case]
+    forbidden = SOFTMAX_NAMES if aid == "attention" else NOT_BY_HAND_NAMES[name]
+    report = library_use(_build(tmp_path, {"hw.py": source}), name, forbidden)
+    assert report.used, (case, report.used, report.unclear)
+
+
+OWN_HELPER = "import numpy as np\n\n" + OWN_SOFTMAX
+
+
+def test_a_helper_module_of_ones_own_may_name_its_function_softmax(tmp_path):
+    """`import utils` and `utils.softmax(s)`, a file of the submission with a hand-written `def softmax`: the
+    student's own code, read as such (it was taken for a library softmax); the same call of a helper file
+    that only imports scipy's softmax is still named."""
+    hw = "import utils\n" + CALLS_SOFTMAX.replace("return softmax(", "return utils.softmax(")
+    assert hw != "import utils\n" + CALLS_SOFTMAX
+    honest = library_use(_build(tmp_path / "a", {"hw.py": hw, "utils.py": OWN_HELPER}), "get_attention_weights",
+                         SOFTMAX)
+    assert honest.clean, (honest.used, honest.unclear, honest.missing)
+    forwarded = library_use(_build(tmp_path / "b", {"hw.py": hw, "utils.py": "from scipy.special import softmax\n"}),
+                            "get_attention_weights", SOFTMAX)
+    assert "scipy.special.softmax" in forwarded.used, (forwarded.used, forwarded.unclear)

@@ -99,8 +99,13 @@ KNOWN_ERRORS = [
 ]
 # torch functions the handout forbids inside the functions written by hand
 NOT_BY_HAND = {"masked_attention": {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
-                                    "multi_head_attention_forward": "nn.MultiheadAttention"},
-               "layer_norm": {"layer_norm": "F.layer_norm / nn.LayerNorm"}}
+                                    "multi_head_attention_forward": "nn.MultiheadAttention",
+                                    "_scaled_dot_product_attention_math": "torch._scaled_dot_product_attention_math",
+                                    "_native_multi_head_attention": "torch._native_multi_head_attention"},
+               "layer_norm": {"layer_norm": "F.layer_norm / nn.LayerNorm",
+                              "native_layer_norm": "torch.native_layer_norm", "group_norm": "F.group_norm",
+                              "instance_norm": "F.instance_norm", "batch_norm": "F.batch_norm",
+                              "rms_norm": "F.rms_norm", "normalize": "F.normalize"}}
 
 
 # the answer models (the known mistakes, torch's layer norm): computed in the full package, replayed in the kit
@@ -569,9 +574,26 @@ def _check_causal_of(m, close, rng, seed, cfg, device, B, T, sub=None):
 
 
 # the same, as bare names read in the source (checker.running.by_hand): F.layer_norm, nn.LayerNorm, ...
+# torch's own names for the same work count as well: the private ops behind the public functions
+# (torch._scaled_dot_product_attention_math, torch.native_layer_norm, torch.ops.aten...), and the other norms,
+# which normalize the last axis exactly as layer_norm does once the input is viewed so (group_norm with one
+# group, instance_norm, batch_norm of the transpose, rms_norm or normalize of x - mean)
 NOT_BY_HAND_NAMES = {"masked_attention": {"scaled_dot_product_attention", "multi_head_attention_forward",
-                                          "MultiheadAttention"},
-                     "layer_norm": {"layer_norm", "LayerNorm"}}
+                                          "MultiheadAttention", "_scaled_dot_product_attention_math",
+                                          "_scaled_dot_product_attention_math_for_mps",
+                                          "_scaled_dot_product_flash_attention",
+                                          "_scaled_dot_product_flash_attention_for_cpu",
+                                          "_scaled_dot_product_efficient_attention",
+                                          "_scaled_dot_product_cudnn_attention", "_flash_attention_forward",
+                                          "_efficient_attention_forward", "_native_multi_head_attention",
+                                          "_triton_multi_head_attention", "_triton_scaled_dot_attention",
+                                          "TransformerEncoderLayer", "TransformerDecoderLayer"},
+                     "layer_norm": {"layer_norm", "LayerNorm", "native_layer_norm", "group_norm",
+                                    "native_group_norm", "GroupNorm", "instance_norm", "InstanceNorm1d",
+                                    "InstanceNorm2d", "InstanceNorm3d", "batch_norm", "native_batch_norm",
+                                    "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
+                                    "_batch_norm_impl_index", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+                                    "rms_norm", "_fused_rms_norm", "RMSNorm", "normalize"}}
 
 
 def _check_by_hand(sub, close, expected, name, *args, hints=()):

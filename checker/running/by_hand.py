@@ -43,6 +43,7 @@ import importlib.machinery
 import importlib.util
 import bisect
 import os
+import re
 import struct
 import sys
 import zipfile
@@ -87,13 +88,14 @@ class SourceReport:
 
 
 MAX_FILES = 2000          # files of a submission read (a submission is a handful)
-MAX_BYTES = 1_000_000     # of one source file (a long homework notebook holds some 50 kB of code)
-# of all the source one scan parses (files, notebook cells, archive members): parsing costs the trusted side
-# about 250 MB and a second or two a megabyte of dense code, and the by-hand tests of a submission share one scan
+MAX_BYTES = 8_000_000     # of one source file (a homework notebook holds some 50 kB of code; pasted data more)
+# of all the source one scan parses (files, notebook cells, archive members; a file's pasted data is not parsed,
+# `_without_numeric_data`), once per grade (the by-hand tests share it): parsing dense code costs the trusted side
+# about a second and 200 MB a megabyte
 MAX_SCAN_BYTES = 2_000_000
 MAX_ZIP_MEMBERS = 2000    # members of one archive
-MAX_ZIP_BYTES = 4_000_000        # inflated from the .py members of one archive, all together
-MAX_SCAN_ZIP_BYTES = 8_000_000   # inflated from all the archives of one submission
+MAX_ZIP_BYTES = 16_000_000       # inflated from the .py members of one archive, all together
+MAX_SCAN_ZIP_BYTES = 32_000_000  # inflated from all the archives of one submission
 
 
 class _Code:
@@ -124,26 +126,109 @@ class _Code:
     def add_pieces(self, pieces):
         for _line0, code in pieces:
             try:
-                self.trees.append(ast.parse(code))
+                self.trees.append(_stub_data(ast.parse(code)))
                 self.files.append(self._file)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue  # the loader cannot run it either (it reports it)
 
     def add_module(self, relpath, text):
-        """A .py file the worker can import (or runs): its module name and packages, and its pieces."""
-        if not self.take(relpath, text):
+        """A .py file the worker can import (or runs): its module name and packages, and its statements (one
+        tree where the file parses, as the loader's pieces are then its statements; else those pieces)."""
+        lean = _without_numeric_data(text)
+        if not self.take(relpath, lean):
             return
         parts = relpath.replace(os.sep, "/").split("/")
         self.own.update(p for p in parts[:-1] if p.isidentifier())
         self.own.add(parts[-1][:-3])
         self._file = relpath
-        self.add_pieces(py_pieces(text).pieces)
+        try:
+            tree = ast.parse(lean)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            # as the loader runs it: the parts that parse (the file as written, whatever was blanked)
+            if lean is text or self.take(relpath, text):
+                self.add_pieces(py_pieces(text).pieces)
+            return
+        for i, stmt in enumerate(tree.body):
+            tree.body[i] = _stub_data(ast.Module(body=[stmt], type_ignores=[])).body[0]
+        self.trees.append(tree)
+        self.files.append(relpath)
 
     def add_unread(self, relpath):
         """A file the worker can import but whose source is not there to read (.pyc, .so)."""
         parts = relpath.replace(os.sep, "/").split("/")
         self.unread.update(p for p in parts[:-1] if p.isidentifier())
         self.unread.add(parts[-1].split(".")[0])
+
+
+_DATA = (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp, ast.USub, ast.UAdd, ast.Load,
+         ast.keyword)
+
+
+def _stub_data(tree):
+    """`tree`, a piece that only binds names to literal data (`W = [[0.1, ...], ...]`, a weight table pasted
+    into the file) with that data replaced by None: it calls nothing and names nothing, so the scan loses
+    nothing, and the trusted side does not keep a node for every number."""
+    if (len(tree.body) == 1 and isinstance(tree.body[0], (ast.Assign, ast.AnnAssign))
+            and tree.body[0].value is not None
+            and all(isinstance(n, _DATA) for n in ast.walk(tree.body[0].value))):
+        tree.body[0].value = ast.Constant(None)
+    return tree
+
+
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][-+]?\d[\d_]*)?[jJ]?(?![\w.])")
+_DATA_START = re.compile(r"[A-Za-z_]\w*[ \t]*=[ \t]*(?!=)")
+_DATA_CHARS = set(" \t\r\n,:[](){}")
+
+
+_STRING = re.compile(r"""(?<![\w"'])(?:"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')""")  # one line, no prefix
+
+
+def _numeric_only(s):
+    """Whether `s` holds only numbers, plain one-line strings (no f-string), brackets, commas, colons and blanks
+    (no name, comment or operator but a sign)."""
+    if "'" in s or '"' in s:
+        s = _STRING.sub(" ", s)
+    return set(_NUMBER.sub("", s)) <= _DATA_CHARS
+
+
+def _without_numeric_data(text):
+    """`text` with each top-level statement `NAME = <numbers, strings and brackets only>` (a table of weights or data pasted
+    into the file, over one line or many) blanked, its lines kept as empty lines. Such a statement calls and names
+    nothing, so the scan loses nothing by not parsing it, and parsing pure numbers costs the trusted side most (a
+    node per number: 2.4 MB of `x = 1` lines took 8 s and 1 GB). Anything else on its lines keeps it as it is."""
+    if "=" not in text:
+        return text
+    lines = text.split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        m = _DATA_START.match(lines[i])
+        if not m or not _numeric_only(lines[i][m.end():]):
+            out.append(lines[i])
+            i += 1
+            continue
+        depth, j, ok = 0, i, True
+        while True:
+            part = lines[j][m.end():] if j == i else lines[j]
+            if j > i and not _numeric_only(part):
+                ok = False
+                break
+            depth += sum(part.count(c) for c in "([{") - sum(part.count(c) for c in ")]}")
+            if depth < 0:
+                ok = False
+                break
+            if depth == 0:
+                break
+            j += 1
+            if j == len(lines):
+                ok = False
+                break
+        if ok:
+            out.extend([""] * (j - i + 1))
+            i = j + 1
+        else:
+            out.append(lines[i])
+            i += 1
+    return "\n".join(out)
 
 
 _COMPILED = tuple(s for s in importlib.machinery.all_suffixes() if s != ".py")  # .pyc, .cpython-311-...so, .so
@@ -428,7 +513,7 @@ def _last_def_wins(binds, trees, files):
     file at its top level, run whatever happened before (not in a block), and every other binding of it is a
     top-level statement of the same file before it: the name is that def when the student's functions are
     called (`from scipy.special import softmax  # to compare` and then a hand-written `def softmax`)."""
-    where = {id(s): (i, files[i]) for i, tree in enumerate(trees) for s in tree.body}
+    where = {id(s): ((i, j), files[i]) for i, tree in enumerate(trees) for j, s in enumerate(tree.body)}
     out = dict(binds)
     for n, stmts in binds.items():
         if len(stmts) < 2 or any(id(s) not in where for s in stmts):
@@ -574,7 +659,11 @@ def library_use(path, name, forbidden, secrets=()):
                     # `Ops.softmax(x)`, a method of a class of the student's: their own code, read as such
                     work.extend((s, node.value.id) for s in binds[node.value.id])
                     continue
-                if node.attr in forbidden:
+                own_module = (isinstance(node.value, ast.Name) and binds.get(node.value.id)
+                              and all(own_import(s) for s in binds[node.value.id]))
+                if node.attr in forbidden and not (own_module and node.attr in binds):
+                    # (`utils.softmax(x)` after `import utils`, a file of the submission that binds `softmax`:
+                    # what that binding is, is read below by name, a library's import of it included)
                     say(used, _dotted(node, binds))
                 if node.attr in OPAQUE_ATTRS:
                     say(unclear, _dotted(node, binds))
