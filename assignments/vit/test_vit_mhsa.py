@@ -345,3 +345,94 @@ def test_mhsa_to_cuda(sub, rng, seed, device):
     check_shape(r.outputs[0], (B, N, D), "MultiHeadSelfAttention moved to cuda: the output")
     if not str(r.devices[0]).startswith(device):
         raise GradingFailure(f"MultiHeadSelfAttention moved to cuda returned its output on {r.devices[0]}")
+
+
+def _identity_weights(m, D, h):
+    """{name: value} that make the module's projections the identity and its biases zero, for the layouts it
+    can read from the names and shapes alone: square (D, D) projections, a fused (3D, D) one (any order of Q, K,
+    V: all are the identity), a (h, D, D/h) tensor of the heads' projections, and one (D/h, D) projection of Q,
+    K and V per head (`heads.2.query`: the head's number in the name gives its slice). None for any other parameter (a norm's weight, a per-head layout it
+    cannot number): the temperature is then not checked here."""
+    dh, eye = D // h, np.eye(D, dtype=np.float32)
+    values, per_head = {}, {}
+    for p in m.params:
+        name, shape = p.get("name"), tuple(p.get("shape", ()))
+        if not isinstance(name, str):
+            return None
+        if shape == (D, D):
+            values[name] = eye
+        elif shape == (3 * D, D):
+            values[name] = np.concatenate([eye, eye, eye])
+        elif shape in ((D,), (3 * D,), (dh,)):
+            values[name] = np.zeros(shape, dtype=np.float32)
+        elif shape == (h, D, dh):  # one (D, D/h) matrix a head, used as x @ W[i]
+            values[name] = np.stack([eye[:, i * dh:(i + 1) * dh] for i in range(h)])
+        elif shape == (h, dh, D) and dh != D:  # ... used as x @ W[i].T
+            values[name] = np.stack([eye[i * dh:(i + 1) * dh] for i in range(h)])
+        elif shape == (dh, D) and h > 1:
+            head = re.findall(r"\d+", name)
+            if not head or not 0 <= int(head[0]) < h:
+                return None
+            per_head.setdefault(int(head[0]), []).append(name)
+            values[name] = eye[int(head[0]) * dh:(int(head[0]) + 1) * dh]
+        else:
+            return None
+    if per_head and sorted(per_head) != list(range(h)):
+        return None
+    return values
+
+
+def _attention_with_identity_weights(x, h, tau):
+    """MHSA of x (N, D) with the identity for W^Q, W^K, W^V and W^O, no biases, scores divided by `tau`."""
+    N, D = x.shape
+    dh, out = D // h, np.zeros_like(x)
+    for i in range(h):
+        xi = x[:, i * dh:(i + 1) * dh]                                               # (N, dh): q = k = v
+        s = xi @ xi.T / tau                                                           # (N, N)
+        a = np.exp(s - s.max(axis=-1, keepdims=True))
+        out[:, i * dh:(i + 1) * dh] = (a / a.sum(axis=-1, keepdims=True)) @ xi       # (N, dh)
+    return out
+
+
+SCALING_HINTS = (("no scaling: the scores Q K^T are not divided at all", lambda D, dh: 1.0),
+                 ("the scores are divided by sqrt(D), the model's width, not by sqrt(D/num_heads), the width "
+                  "of a head (a single-head formula such as `* C**-0.5` with C the input's last size)",
+                  lambda D, dh: np.sqrt(D)),
+                 ("the scores are divided by D/num_heads, not by its square root", lambda D, dh: float(dh)),
+                 ("the scores are divided by D, not by sqrt(D/num_heads)", lambda D, dh: float(D)),
+                 ("the scores are multiplied by sqrt(D/num_heads) instead of divided by it",
+                  lambda D, dh: 1.0 / np.sqrt(dh)))
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.weight(4)  # the temperature: softmax(Q K^T / sqrt(D/num_heads)), step 3 of the handout
+def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
+    # Every other test holds at any temperature. With its projections set to the identity and its biases to
+    # zero (what the layout allows: _identity_weights), the module is a fixed function of its input whose only
+    # free choice is the temperature: it must match sqrt(D/num_heads). An answer that matches a known wrong
+    # scale fails, naming it; one that matches none (another head split, a norm inside) is judged by the
+    # other tests alone.
+    N, D, h = 5, 8, 2
+    dh = D // h
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
+    values = _identity_weights(m, D, h)
+    if not values:
+        return
+    m.set_params({n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in values.items()})
+    x = randn(rng, (1, N, D))
+    got = check_shape(forward(m, [x]).outputs[0], (1, N, D), f"MultiHeadSelfAttention({D}, {h}) output")[0]
+    xs = as_np(x[0])                                                                   # (N, D)
+
+    def matches(tau):
+        want = _attention_with_identity_weights(xs, h, tau)
+        return float(np.max(np.abs(got - want))) <= 1e-4 * max(float(np.max(np.abs(want))), 1.0)
+
+    if matches(np.sqrt(dh)):
+        return
+    for hint, tau in SCALING_HINTS:
+        if matches(tau(D, dh)):
+            raise GradingFailure(
+                f"MultiHeadSelfAttention({D}, {h}), with its projections set to the identity and its biases to "
+                f"zero, answers as attention whose scores are divided by {tau(D, dh):.4g}, not by "
+                f"sqrt(D/num_heads) = sqrt({dh}) = {np.sqrt(dh):.4g}: the softmax is too sharp or too flat, "
+                f"so each token averages the values with the wrong weights.\nLikely mistake: {hint}.")
