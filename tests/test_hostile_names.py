@@ -18,7 +18,7 @@ import unicodedata
 import pytest
 
 from checker.records import batch, lms
-from checker.render.escape import for_terminal
+from checker.render.escape import for_csv_cell, for_terminal
 from checker.records.manual import read_manual
 from checker.records.roster import match_roster, read_roster
 from checker.spec import load_spec
@@ -131,6 +131,34 @@ def test_a_file_name_that_is_not_utf8_inside_a_folder_costs_nothing_more(tmp_pat
     r = _hwcheck("report", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "no\\udcfftes.py" in (out / "report.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_an_id_with_an_invisible_character_takes_its_typed_grade_as_hwcheck_wrote_it(tmp_path):
+    """A file name holding a zero-width space, a right-to-left mark or a carriage return: grades.csv and
+    manual.csv show the id with the character escaped (`zw\\u200bspace`), and a grade typed on that row of
+    manual.csv was refused as no one's ("no submission 'zw\\\\u200bspace'"), the total short of it;
+    `--only` refused the id as the messages show it. Both take the id as hwcheck writes it."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    names = ["zw\u200bspace", "rtl\u200fmark", "cr\rname"]
+    for n in names:
+        _copy("correct.py", folder / f"{n}.py")
+    out = tmp_path / "out"
+    assert _hwcheck("grade", str(folder), "-a", "attention", "-o", str(out), "--public").returncode == 0
+    rows = _csv(out / "manual.csv")
+    shown = {r[0] for r in rows[1:]}
+    assert shown == {for_csv_cell(n) for n in names} and not shown & set(names), shown  # escaped, as written
+    for r in rows[1:]:
+        r[2] = "10"
+    with open(out / "manual.csv", "w", newline="", encoding="utf-8-sig") as f:
+        csv.writer(f).writerows(rows)
+    r = _hwcheck("grade", str(folder), "-a", "attention", "-o", str(out), "--public", "--resume")
+    assert r.returncode == 0 and "ignored" not in r.stdout + r.stderr, r.stdout + r.stderr
+    book = _book(out)
+    assert {sid: row["Q3-text"] for sid, row in book.items()} == {for_csv_cell(n): "10" for n in names}, book
+    r = _hwcheck("grade", str(folder), "-a", "attention", "-o", str(out), "--public", "--only", for_csv_cell(names[0]))
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_ids_are_canonical_and_distinct_on_a_case_insensitive_file_system(tmp_path):

@@ -142,7 +142,10 @@ def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=No
             f"in one grades.csv and could overwrite their scorecards: choose another output folder")
     entries = [(sid, path) for sid, path in entries if not is_own_output(outdir, path)]
     if only is not None:
-        only = set(only)
+        from checker.render.escape import for_csv_cell
+        # an id as grades.csv and the messages show it (`zw\u200bspace` for an invisible character) names it too
+        shown = {for_csv_cell(sid): sid for sid, _ in entries if for_csv_cell(sid) != sid}
+        only = {o if o in {sid for sid, _ in entries} else shown.get(o, shown.get("'" + o, o)) for o in only}
         unknown = sorted(only - {sid for sid, _ in entries})
         if unknown:
             raise HwcheckError(f"--only: no submission {', '.join(map(repr, unknown))} in the folder graded "

@@ -189,11 +189,21 @@ def _match_id(typed, ids, keys):
     quotes or invisible characters at its ends); else (None, why). Exact or else nothing: a row that matches
     an id only in another letter case or Unicode form (`JDOE` beside `jdoe`) gives no one its grade."""
     from checker.records.ids import canonical, key
+    from checker.render.escape import for_csv_cell
     if canonical(typed) in ids:
         return canonical(typed), None
     if not keys:
         for sid in ids:
             keys.setdefault(key(sid), []).append(sid)
+            # as every CSV file hwcheck writes shows it (grades.csv, this file's own rows): an invisible or control
+            # character of the file name as its escape (`zw\u200bspace`), a formula's start defused
+            written = for_csv_cell(sid)
+            if written != sid:
+                keys.setdefault(("written", written), []).append(sid)
+                keys.setdefault(("written", written[1:] if written.startswith("'") else "'" + written), []).append(sid)
+    shown = keys.get(("written", typed.strip()), [])
+    if len(shown) == 1:
+        return shown[0], None
     alike = sorted(keys.get(key(typed), []))
     if alike:
         return None, (f"{typed!r} is not the id {alike[0]!r} as written (letter case, Unicode form or an invisible "
