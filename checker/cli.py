@@ -264,6 +264,12 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
                           assignment, "public" if public else "hidden", seed)
         if note:
             echo(f"hwcheck: {note}", err=True)
+    elif resume and not only:  # scorecards of another mode or seed: said before they are replaced or joined
+        from checker.records.progress import resume_note
+        note = resume_note(batch.collect_scorecards(outdir, assignment), [sid for sid, _ in entries], outdir,
+                           assignment, "public" if public else "hidden", seed)
+        if note:
+            echo(f"hwcheck: warning: {note}", err=True)
     state["kept"] = 0
 
     def counted(event):  # what is kept, for the words on Ctrl-C

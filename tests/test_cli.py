@@ -523,3 +523,23 @@ def test_show_warns_of_a_scorecard_hwcheck_did_not_write(warm, subs, tmp_path):
     elsewhere.write_text(json.dumps(forged))
     r = run("show", elsewhere)
     assert r.exit_code == 0 and "hwcheck did not write" not in r.stderr
+
+
+def test_resume_says_so_before_it_regrades_another_modes_scorecards(warm, subs, tmp_path):
+    """`--resume --public` on a folder graded with the hidden tests regraded every student with the public tests
+    alone, silently; `--resume --seed` other than the batch's gave the new students other inputs. Both are
+    said first, with the command that keeps the grades."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    shutil.copy(subs / "good.py", folder / "alice.py")
+    out = tmp_path / "out"
+    assert run("grade", folder, "-a", "attention", "-o", out, "--seed", 42).exit_code == 0
+    shutil.copy(subs / "broken.py", folder / "bob.py")
+    r = run("grade", folder, "-a", "attention", "-o", out, "--resume", "--seed", 43)
+    assert r.exit_code == 0, r.output
+    assert "graded with seed 42" in r.stderr and "--seed 42" in r.stderr, r.stderr
+    r = run("grade", folder, "-a", "attention", "-o", out, "--resume", "--public")
+    assert r.exit_code == 0, r.output
+    assert "graded with the hidden tests" in r.stderr and "without --public" in r.stderr, r.stderr
+    r = run("grade", folder, "-a", "attention", "-o", out, "--resume", "--public")
+    assert "warning" not in r.stderr, r.stderr  # now all public: nothing differs

@@ -21,7 +21,8 @@ from checker.render.escape import for_terminal
 from checker.render.report import format_points
 from checker.judging.scorecard import STATUSES
 
-__all__ = ["progress_line", "progress_bar", "summary_lines", "isolation_gaps", "not_graded_lines", "rerun_note"]
+__all__ = ["progress_line", "progress_bar", "summary_lines", "isolation_gaps", "not_graded_lines", "rerun_note",
+           "resume_note"]
 
 def _pts(x):
     return format_points(x)  # as `check` and `show` print points: 84.34, not 84.3396
@@ -165,3 +166,28 @@ def rerun_note(cards, ids, outdir, assignment, mode, seed):
         note += (f", with a new seed: the hidden tests' inputs change for everyone; to keep the seed they were "
                  f"graded with, stop (Ctrl-C) and rerun with --seed {old} (or --resume)")
     return note
+
+
+def resume_note(cards, ids, outdir, assignment, mode, seed):
+    """What `grade --resume` says before it grades, where OUT's scorecards of these submissions were graded
+    otherwise ('' when nothing differs): in another mode (every one of them is graded again, in this mode), or
+    in hidden mode with another seed than the --seed given (the new ones get other inputs than the rest)."""
+    ids = set(ids)
+    graders = [c.get("grader") or {} for c in cards if str((c.get("submission") or {}).get("id")) in ids]
+    graders = [g for g in graders if not g.get("internal_error")]
+    other = [g for g in graders if g.get("mode") in ("public", "hidden") and g.get("mode") != mode]
+    if other:
+        was = collections.Counter(g["mode"] for g in other).most_common(1)[0][0]
+        return (f"{_line(outdir)} holds {len(other)} scorecards of {assignment} graded with the {was} tests: "
+                f"--resume grades them all again with the {mode} tests"
+                + (" (their hidden tests are dropped)" if mode == "public" else "")
+                + f"; to keep them, stop (Ctrl-C) and rerun {'with' if was == 'public' else 'without'} --public")
+    seeds = [g.get("seed") for g in graders if g.get("mode") == mode == "hidden"]
+    seeds = [x for x in seeds if isinstance(x, int) and not isinstance(x, bool)]
+    if seed is not None and seeds and any(x != seed for x in seeds):
+        old = collections.Counter(seeds).most_common(1)[0][0]
+        return (f"{_line(outdir)} holds scorecards graded with seed {old}; --seed {seed} gives the submissions "
+                f"graded now other hidden inputs than theirs; to grade everyone alike, stop (Ctrl-C) and rerun "
+                f"with --seed {old} (or without --seed)")
+    return ""
+
