@@ -189,6 +189,21 @@ def test_moodle_worksheet_has_moodle_columns_and_manual_grades(moodle):
     assert jane[0][4] == f"{float(AUTO) + 8 - 5:g}"  # automatic + 8 by hand - 5
 
 
+def test_moodle_grades_its_import_would_skip_are_named(moodle, tmp_path):
+    """Moodle's worksheet import skips a grade above the maximum or below 0, telling only how many: a bonus that
+    takes a total past 100, a penalty below 0. export writes the grades as they are and names those students."""
+    out = str(tmp_path / "graded")
+    shutil.copytree(moodle[0], out)
+    with open(os.path.join(out, "manual.csv"), "a", encoding="utf-8", newline="") as f:
+        f.write(f"{NFC('Jürgen Müller_201')},adjustment,15,bonus\r\nBob Smith_203,adjustment,-200,copied\r\n")
+    r = _hwcheck("export", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    said = r.stdout + r.stderr
+    assert "skips a grade above the assignment's maximum" in said, said
+    assert f"{NFC('Jürgen Müller_201')} ({float(AUTO) + 15:g})" in said and "Bob Smith_203 (" in said, said
+    assert "Jane Doe_202" not in said.split("skips a grade")[1].split("\n")[0], said
+
+
 # ---------------------------------------------------------------------------
 # Gradescope and GitHub Classroom
 # ---------------------------------------------------------------------------

@@ -29,7 +29,8 @@ totals are grades.csv's). The formats:
   "Download all submissions" names carry), `Grade` and `Last modified (grade)`; the other
   columns of the worksheet it downloads (`Full name`, `Email address`, `Status`, `Maximum
   Grade`, `Grade can be changed`, `Last modified (submission)`) are for the reader. It skips a
-  row whose grade is empty, above the assignment's maximum grade, unchanged, or older than
+  row whose grade is empty, below 0 or above the assignment's maximum grade (said to the TA, by student:
+  hwcheck writes the grade as it is), unchanged, or older than
   the grade Moodle holds (`Last modified (grade)` more than a minute before the grade's own
   time, unless the TA ticks "Allow updating records that have been modified more recently in
   Moodle than in the spreadsheet"): hwcheck writes the time of the export there (ISO 8601,
@@ -113,6 +114,20 @@ def moodle_text(cards, people, modified):
                      person.get("email", ""), "", _grade(card), _points(card.get("max_score")),
                      "Yes", "", modified])
     return _text(rows)
+
+
+def _moodle_out_of_range(cards, maximum):
+    """The TA's line about grades Moodle's worksheet import skips, telling only how many it skipped: above the
+    assignment's maximum grade (a bonus typed into manual.csv) or below 0 (a penalty): those students keep
+    the grade Moodle holds. hwcheck writes the grade as it is; the TA decides."""
+    out = [(_sid(c), g) for c in cards for g in [_grade(c)]
+           if g != "" and (g < 0 or (maximum is not None and g > _points(maximum)))]
+    if not out:
+        return []
+    shown = ", ".join(f"{sid} ({g})" for sid, g in out[:10]) + (f" and {len(out) - 10} more" if len(out) > 10 else "")
+    return [f"warning: Moodle's worksheet import skips a grade above the assignment's maximum ({_points(maximum)}) "
+            f"or below 0, saying only how many it skipped: {shown} would keep the grade Moodle holds. Enter those "
+            f"in Moodle by hand, or raise the assignment's maximum grade there first"]
 
 
 def _kept_title(outdir):
@@ -216,6 +231,7 @@ def write_exports(outdir, assignment, canvas_title=None, now=None, roster_file=N
             text = canvas_text(cards, people, title, maximum)
         else:
             text = moodle_text(cards, people, modified)
+            notes.extend(_moodle_out_of_range(having, maximum))
         path = owned.write_text(outdir, name, text, kind="export")  # beside a student's file of that name
         written.append((path, len(having), len(cards) - len(having)))
     if written and pending:
