@@ -28,7 +28,7 @@ __all__ = ["TORCH_ERROR_NOTES", "describe_status", "load_unit", "cell_words", "w
            "defs_from", "unrun_text", "failure_from"]
 
 
-# torch errors whose words do not say their usual cause in student code
+# torch (and numpy) errors whose words do not say their usual cause in student code
 TORCH_ERROR_NOTES = [
     (re.compile(r"element 0 of tensors does not require grad"),
      "the output is not connected to the parameters: forward runs under torch.no_grad() or @torch.no_grad(), "
@@ -44,6 +44,10 @@ TORCH_ERROR_NOTES = [
     (re.compile(r"Dimension out of range"),
      "an axis that only inputs with more axes have: count axes from the end (dim=-1, .transpose(-2, -1)), "
      "so that any number of leading batch or head axes works"),
+    # numpy's words for the same (a softmax written for a 2-D batch, `axis=1`, given the scores of one query)
+    (re.compile(r"axis -?\d+ is out of bounds for array of dimension \d+"),
+     "an axis that only inputs with more axes have: count axes from the end (axis=-1 is the last axis of a 1-D "
+     "and of a 2-D array alike), so that the function works on every shape the handout gives it"),
 ]
 
 
