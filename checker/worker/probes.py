@@ -284,6 +284,8 @@ class Probes:
         try:
             with torch.device("meta"):
                 m = klass(*args, **(kwargs or {}))
+                if not vocab:  # in the input's dtype, as every module the tests build (`new`): a model made
+                    m = m.to(dtype=_dtype(input_dtype)) or m  # under torch.set_default_dtype(float64) too
                 m.eval()
                 x = (torch.randint(0, vocab, input_shape) if vocab
                      else torch.empty(input_shape, dtype=_dtype(input_dtype)))
