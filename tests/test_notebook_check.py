@@ -351,3 +351,22 @@ def test_the_grading_process_ends_on_sigterm_in_the_middle_of_a_grade(tmp_path, 
         proc.wait()
     assert not folder.exists()
     assert [n for n in os.listdir(tmp) if n.startswith("hwcheck-")] == []
+
+
+def test_a_saved_notebook_that_calls_check_is_graded_without_a_word_about_it(tmp_path):
+    """The handout's `import checker; checker.check()` cell, left in the notebook a TA grades: in the worker it
+    does nothing (the worker's own copy of hwcheck is out of the student's way, so the package the cell imports
+    could not tell it was being graded and said to run `hwcheck check` from a terminal, as a failed cell)."""
+    from checker.running.runner import Grader
+    from checker.spec import load_spec, reference_file
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(open(reference_file(load_spec("attention")), encoding="utf-8").read()),
+                nbformat.v4.new_code_cell("import checker\nchecker.check()"),
+                nbformat.v4.new_code_cell("checker.check('Q1')")]
+    path = tmp_path / "hw.ipynb"
+    nbformat.write(nb, str(path))
+    with Grader(mode="public") as g:
+        card = g.grade(str(path), "attention")
+    assert card["load"]["ok"], card["load"]
+    assert not any("HwcheckError" in m or "checker.check" in m for m in card["load"]["messages"]), card["load"]
+    assert card["score"] == 90, card["score"]

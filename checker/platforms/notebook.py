@@ -335,7 +335,7 @@ def check(question=None, *, assignment=None, timeout=None):
     Returns a NotebookCheck (HTML in the notebook, text elsewhere), or a NotebookProblem saying in one
     line why it could not check; None inside a hwcheck worker.
     """
-    if getattr(sys.modules.get("checker.worker.serve"), "SERVING", False):
+    if os.environ.get("HWCHECK_WORKER") == "1" or getattr(sys.modules.get("checker.worker.serve"), "SERVING", False):
         return None  # a saved notebook that calls check() is being graded: nothing to do there
     try:
         from IPython import get_ipython

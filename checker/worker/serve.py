@@ -95,6 +95,9 @@ def serve(sock, params):
     # who it is, as a login says: its uid is in no passwd of the host (without namespaces it has none of its
     # own), and getpass.getuser() (torch asks it for its caches' folders) would raise KeyError from pwd
     os.environ["USER"] = os.environ["LOGNAME"] = "nobody"
+    # `checker.check()` in a notebook being graded does nothing (checker.platforms.notebook): the student's
+    # `import checker` gets a fresh copy of the package (_forget_grader_modules), which cannot see SERVING
+    os.environ["HWCHECK_WORKER"] = "1"
     tempfile.tempdir = scratch  # the zygote's cached temp dir (/tmp) is one the walls forbid
     state = {"loader": None, "probes": None, "max_reply": params.get("max_reply"), "refused": refused,
              "workdir": workdir, "made": {}}
