@@ -204,6 +204,24 @@ def test_the_roster_gives_a_row_to_an_exact_match_or_else_to_no_one():
     assert people["John Doe"]["roster"] == people["ASMITH"]["roster"] == "matched"
 
 
+def test_a_group_submission_gives_each_member_their_roster_row():
+    """A Gradescope group submission (two `:submitters:`, their fields joined with "; "): with a roster, only the
+    first member was matched and the other was listed as having no submission (and no grade). Each member
+    claims their own row; a member the roster lacks leaves the others matched."""
+    rows = [{"name": "Ann Lee", "student_id": "1002", "email": "al@uni.example"},
+            {"name": "Group Mate", "student_id": "1003", "email": "gm@uni.example"},
+            {"name": "Pat Roe", "student_id": "1004", "email": "pr@uni.example"}]
+    group = {"student": "Ann Lee; Group Mate", "student_id": "1002; 1003", "email": "al@uni.example; gm@uni.example",
+             "platform": "gradescope"}
+    people, report = match_roster({"submission_222": group, "submission_333": {"student": "Pat Roe",
+                                                                              "student_id": "1004"}}, rows)
+    assert report["missing"] == [] and report["matched"] == 3, report
+    assert people["submission_222"]["student_id"] == "1002; 1003"
+    assert people["submission_222"]["student"] == "Ann Lee; Group Mate"
+    people, report = match_roster({"submission_222": group}, rows[:1])  # the mate is not on this roster
+    assert people["submission_222"]["roster"] == "matched" and report["missing"] == []
+
+
 def test_manual_rows_match_an_id_exactly_or_are_listed(tmp_path):
     path = tmp_path / "manual.csv"
     path.write_text("id,question,points,comment\r\n"

@@ -159,6 +159,16 @@ def _row_keys(row):
     return keys
 
 
+def _members(person):
+    """The submitters of one submission, each as a person of their own: a group's name, student_id and email
+    fields hold one value per member, joined with "; " (Gradescope's `:submitters:`); one person otherwise."""
+    fields = {f: str(person.get(f, "")).split("; ") for f in ("student", "student_id", "email") if person.get(f)}
+    n = max((len(v) for v in fields.values()), default=1)
+    if n < 2 or any(len(v) != n for v in fields.values()):
+        return [person]
+    return [{**person, **{f: v[k] for f, v in fields.items()}} for k in range(n)]
+
+
 def _person_keys(sid, person):
     """The keys to look a submission up by, most trusted first: the LMS's own ids, student ids, e-mails, names.
 
@@ -207,18 +217,20 @@ def match_roster(people, rows):
             index.setdefault(k, set()).add(i)
     claims = {}
     for sid in sorted(people):
-        for k in _person_keys(sid, people[sid]):
-            found = index.get(k, set())
-            if len(found) == 1:
-                i = next(iter(found))
-                claims.setdefault(i, []).append((sid, _exact(sid, people[sid], rows[i], k[0])))
-                break
+        for member in _members(people[sid]):  # a group submission: each submitter claims their own row
+            for k in _person_keys(sid, member):
+                found = index.get(k, set())
+                if len(found) == 1:
+                    i = next(iter(found))
+                    if all(s != sid for s, _ in claims.get(i, [])):
+                        claims.setdefault(i, []).append((sid, _exact(sid, member, rows[i], k[0])))
+                    break
     owner, ambiguous = {}, []
     for i, claimants in sorted(claims.items()):
         exact = [sid for sid, is_exact in claimants if is_exact]
         winner = claimants[0][0] if len(claimants) == 1 else exact[0] if len(exact) == 1 else None
         if winner is not None:
-            owner[winner] = i
+            owner.setdefault(winner, []).append(i)
         for sid, _ in claimants:
             if sid != winner:
                 ambiguous.append({"id": sid, "row": rows[i].get("name") or rows[i].get("student_id") or "",
@@ -230,12 +242,15 @@ def match_roster(people, rows):
             unmatched.append(sid)
             person["roster"] = "unmatched"
         else:
-            row = rows[owner[sid]]
-            person.update({k: v for k, v in row.items() if v and k not in ("name",)})
-            person["student"] = row.get("name") or person.get("student", "")
+            mine = [rows[i] for i in owner[sid]]
+            person.update({k: v for k, v in mine[0].items() if v and k not in ("name",)})
+            person["student"] = mine[0].get("name") or person.get("student", "")
+            if len(mine) > 1:  # a group's members, each as the roster has them
+                for field, key in (("student", "name"), ("student_id", "student_id"), ("email", "email")):
+                    person[field] = "; ".join(str(r.get(key) or "") for r in mine)
             person["roster"] = "matched"
         merged[sid] = person
-    used = set(owner.values())
+    used = {i for rows_of in owner.values() for i in rows_of}
     missing = [rows[i] for i in range(len(rows)) if i not in used]
     return merged, {"matched": len(used), "students": len(rows), "missing": missing, "unmatched": unmatched,
                     "ambiguous": ambiguous}
@@ -255,8 +270,8 @@ def roster_lines(report, people):
         given = (f"it went to {a['given_to']}, whose id is the roster's exactly" if a.get("given_to") else
                  "it went to none of them, as none is the roster's exactly")
         lines.append(f"roster: submission {sid} matches the roster's {a.get('row')} as "
-                     f"{', '.join(map(str, a.get('with') or []))} does: {given}; {sid} gets no row (and no grade in "
-                     f"an LMS export)")
+                     f"{', '.join(map(str, a.get('with') or []))} does: {given}; {sid} gets none of the roster's "
+                     f"data (and no grade in an LMS export)")
     for sid in report["unmatched"]:
         if sid in ambiguous:
             continue
