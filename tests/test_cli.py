@@ -543,3 +543,29 @@ def test_resume_says_so_before_it_regrades_another_modes_scorecards(warm, subs, 
     assert "graded with the hidden tests" in r.stderr and "without --public" in r.stderr, r.stderr
     r = run("grade", folder, "-a", "attention", "-o", out, "--resume", "--public")
     assert "warning" not in r.stderr, r.stderr  # now all public: nothing differs
+
+
+def test_a_new_written_answer_under_a_grade_typed_for_the_old_one_is_told(warm, subs, tmp_path):
+    """A late resubmission with another written answer: `--resume` regrades it and manual.csv's points for the
+    old answer (the TA's, never changed by hwcheck) went on counting for the new one without a word. They still
+    count, and the summary and grades.csv's note say the answer changed since it was graded by hand."""
+    import csv as _csv
+    folder = tmp_path / "class"
+    folder.mkdir()
+    src = (subs / "good.py").read_text() + "\n# Q3-text\n# Several heads look at different things at once.\n"
+    (folder / "alice.py").write_text(src)
+    out = tmp_path / "out"
+    assert run("grade", folder, "-a", "attention", "-o", out, "--seed", 5).exit_code == 0
+    manual = (out / "manual.csv").read_text(encoding="utf-8-sig").replace("alice,Q3-text,,", "alice,Q3-text,8,v1")
+    (out / "manual.csv").write_text(manual, encoding="utf-8-sig")
+    r = run("grade", folder, "-a", "attention", "-o", out, "--resume")
+    assert "changed since it was graded by hand" not in r.output + r.stderr  # nothing changed yet
+    (folder / "alice.py").write_text(src.replace("Several heads", "LATE: several heads"))
+    r = run("grade", folder, "-a", "attention", "-o", out, "--resume")
+    assert r.exit_code == 0, r.output
+    said = r.output + r.stderr
+    assert "alice: the written answer to Q3-text changed since it was graded by hand (8 points" in said, said
+    with open(out / "grades.csv", encoding="utf-8-sig", newline="") as f:
+        row = next(row for row in _csv.DictReader(f) if row["id"] == "alice")
+    assert row["Q3-text"] == "8" and "changed since it was graded by hand" in row["note"], row
+    assert "alice,Q3-text,8,v1" in (out / "manual.csv").read_text(encoding="utf-8-sig")  # the TA's, as typed

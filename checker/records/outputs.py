@@ -82,6 +82,7 @@ class Gradebook:
         self.cards = {str(c["submission"].get("id")): c for c in cards}
         self.ids = set(ids)
         self.problems = []
+        self.changed_answers = {}  # {id: [question]}: written answers a regrade of this batch found changed
         self.gradebook = self.answers = None
         self.manual = manual_path(outdir)
         self.added = 0
@@ -138,6 +139,11 @@ class Gradebook:
         from checker.records.outfolder import read_scorecard
         card = read_scorecard(self.outdir, sid)
         if card is not None:
+            old = self.cards.get(sid)
+            changed = [q for q in _written_answers(card) if old is not None
+                       and _written_answers(old).get(q, _written_answers(card)[q]) != _written_answers(card)[q]]
+            if changed:  # a new submission's written answer: a grade typed for the old one is told, not dropped
+                self.changed_answers[sid] = sorted(set(self.changed_answers.get(sid, [])) | set(changed))
             self.cards[sid] = card
 
     def merged(self):
@@ -148,6 +154,15 @@ class Gradebook:
         for sid, card in sorted(self.cards.items()):
             merged = apply_manual(card, entries.get(sid))
             note = [STALE_NOTE] if sid not in self.ids else []
+            typed = {r["question"]: r for r in entries.get(sid, []) if r.get("points") is not None}
+            for qid in self.changed_answers.get(sid, []):
+                if qid in typed:
+                    text = (f"the written answer to {qid} changed since it was graded by hand ({_pts(typed[qid])} "
+                            f"points in {MANUAL_CSV} line {typed[qid].get('line')}): check that grade")
+                    note.append(text)
+                    line = f"{MANUAL_CSV}: {sid}: {text}"
+                    if line not in self.problems:
+                        self.problems.append(line)
             note += [t for t in (load_note(card), describe(merged)) if t]
             note += _people_notes(sid, self.people.get(sid) or {}, self.identical.get(sid))
             if note:
@@ -197,3 +212,15 @@ class Gradebook:
             results["output"] += f"\nGraded by a person: {said}"
         if read_results(self.outdir, sid) != results:
             write_results(self.outdir, sid, results)
+
+
+def _written_answers(card):
+    """{question: the written answer the scorecard found} of the questions graded by a person."""
+    return {str(q.get("id")): q.get("answer") for q in card.get("questions") or []
+            if isinstance(q, dict) and "answer" in q}
+
+
+def _pts(row):
+    p = row.get("points")
+    return f"{p:g}" if isinstance(p, float) else str(p)
+
