@@ -121,6 +121,33 @@ def test_a_grade_typed_into_grades_csv_is_kept_by_the_next_resume_via_manual_csv
     assert "yours to edit" in r.output
 
 
+def test_an_appeal_typed_into_an_automatic_questions_cell_moves_to_manual_csv(graded, tmp_path):
+    """The TA regrades an appeal in grades.csv itself (bob's Q1 made 30), adds a note and a column of comments:
+    --resume dropped all of it into the set-aside copy with one line about the file. The Q1 cell, which differs
+    from what hwcheck wrote, is an override moved to manual.csv (applied); the note and the column are named."""
+    folder, out0, _ = graded
+    out = tmp_path / "out"
+    shutil.copytree(out0, out)
+    bob_q1 = float(_gradebook(out)["bob"]["Q1"])
+    assert bob_q1 < 30
+    with open(out / "grades.csv", newline="", encoding="utf-8-sig") as f:
+        rows = list(csv.reader(f))
+    head = rows[0]
+    head.append("TA comment")
+    for r in rows[1:]:
+        r.append("")
+        if r[head.index("id")] == "bob":
+            r[head.index("Q1")], r[head.index("note")], r[-1] = "30", "appeal upheld", "Q1 full marks"
+    with open(out / "grades.csv", "w", newline="", encoding="utf-8-sig") as f:
+        csv.writer(f).writerows(rows)
+    r = _grade(folder, out, "--resume")
+    assert "bob,Q1,30,typed into grades.csv" in (out / "manual.csv").read_text(encoding="utf-8-sig")
+    assert _gradebook(out)["bob"]["Q1"] == "30"
+    assert "grades.csv: bob Q1 = 30 was typed into grades.csv" in r.output, r.output
+    assert "'TA comment'" in r.output and "bob's note 'appeal upheld'" in r.output, r.output
+    assert not [row for row in _manual_rows(out) if row[0] == "alice" and row[1] == "Q1"]  # untouched rows: none
+
+
 def test_a_new_submission_gets_its_row_appended_and_edited_rows_stay(graded, tmp_path):
     folder, out0, _ = graded
     out = tmp_path / "out"

@@ -169,10 +169,16 @@ def ensure_rows(path, ids, spec, extra=()):
     return len(missing) + len(extra)
 
 
-def typed_into_gradebook(gradebook_text, spec, entries):
-    """[[id, question, points, comment]] of grades typed by hand into grades.csv's manual question cells
-    (which hwcheck writes empty while pending) that manual.csv does not hold: to be appended there."""
+def typed_into_gradebook(gradebook_text, spec, entries, written=None):
+    """[[id, question, points, comment]] of grades typed by hand into grades.csv that manual.csv does not hold:
+    to be appended there. A manual question's cell (hwcheck writes it empty while pending) is a grade; with
+    `written`, the grades.csv hwcheck would write now (what the TA edited), an automatic question's cell that
+    differs from it is an override (an appeal: `Q1` 22.78 made 30)."""
     qids = _manual_ids(spec)
+    auto = [str(q["id"]) for q in spec.get("questions") or [] if not q.get("manual")]
+    ours = {}
+    if written is not None:
+        ours = {_clean_id(r.get("id") or ""): r for r in csv.DictReader(io.StringIO(written, newline=""))}
     out = []
     for row in csv.DictReader(io.StringIO(gradebook_text, newline="")):
         sid = _clean_id(row.get("id") or "")
@@ -180,6 +186,11 @@ def typed_into_gradebook(gradebook_text, spec, entries):
         for qid in qids:
             cell = (row.get(qid) or "").strip()
             if sid and cell and qid not in graded:
+                out.append([sid, qid, cell, "typed into grades.csv"])
+        mine = ours.get(sid)
+        for qid in auto if mine is not None else ():
+            cell = (row.get(qid) or "").strip()
+            if cell and cell != (mine.get(qid) or "").strip() and qid not in graded and _number(cell, ",") is not None:
                 out.append([sid, qid, cell, "typed into grades.csv"])
     return out
 

@@ -106,10 +106,13 @@ class Gradebook:
         if raw is None:
             return []
         entries, _ = read_manual(self.manual, self.spec)
-        rows = typed_into_gradebook(raw.decode("utf-8-sig", "replace"), self.spec, entries)
+        cards, notes = self.merged()  # the grades.csv hwcheck wrote last (what the TA edited), as it would now
+        written = gradebook_text(cards, self.spec, notes, self.people)
+        rows = typed_into_gradebook(raw.decode("utf-8-sig", "replace"), self.spec, entries, written)
         for sid, qid, points, _ in rows:
             self.problems.append(f"grades.csv: {sid} {qid} = {points} was typed into grades.csv, which hwcheck "
                                  f"rewrites: moved to {MANUAL_CSV}, where grades are kept")
+        self.problems += _typed_elsewhere(raw.decode("utf-8-sig", "replace"), written)
         return rows
 
     def ensure_manual(self):
@@ -223,4 +226,31 @@ def _written_answers(card):
 def _pts(row):
     p = row.get("points")
     return f"{p:g}" if isinstance(p, float) else str(p)
+
+
+def _typed_elsewhere(typed, written):
+    """The TA's lines about what was typed into grades.csv that no grade holds: a note changed, a column added
+    (grades.csv is set aside, not lost: `Gradebook._tell_set_aside` says where)."""
+    import csv
+    import io
+    mine = list(csv.reader(io.StringIO(written, newline="")))
+    theirs = list(csv.reader(io.StringIO(typed, newline="")))
+    if not mine or not theirs:
+        return []
+    out = []
+    added = [c for c in theirs[0] if c and c not in mine[0]]
+    if added:
+        out.append(f"grades.csv: the column{'s' if len(added) > 1 else ''} {', '.join(repr(c) for c in added[:5])} "
+                   f"typed there {'are' if len(added) > 1 else 'is'} not kept in the new grades.csv (hwcheck rewrites "
+                   f"it): put comments in {MANUAL_CSV}'s comment column")
+    if "note" in theirs[0] and "note" in mine[0] and "id" in theirs[0] and "id" in mine[0]:
+        ours = {r[mine[0].index("id")]: r[mine[0].index("note")] for r in mine[1:] if len(r) == len(mine[0])}
+        for r in theirs[1:]:
+            if len(r) != len(theirs[0]):
+                continue
+            sid, note = r[theirs[0].index("id")], r[theirs[0].index("note")]
+            if sid in ours and note.strip() and note != ours[sid]:
+                out.append(f"grades.csv: {sid}'s note {note[:60]!r} typed there is not kept in the new grades.csv: "
+                           f"put comments in {MANUAL_CSV}'s comment column")
+    return out
 
