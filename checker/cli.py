@@ -332,12 +332,16 @@ def export_command(outdir, canvas_title):
     for later runs). It names the submissions whose manual grades are pending.
     """
     from checker.records import batch
-    for problem in batch.refresh_gradebook(outdir):  # grades.csv and results.json with manual.csv's grades too
+    wrote, problems = batch.refresh_gradebook(outdir)  # grades.csv and results.json with manual.csv's grades too
+    for problem in problems:
         echo(f"hwcheck: {for_terminal(problem, newlines=False)}", err=True)
     lines = batch.after_batch(outdir, None, canvas_title, roster=False)
+    if not lines and not wrote:
+        raise Fail(f"{outdir} holds no scorecards of hwcheck's: grade into it first (hwcheck grade ... -o {outdir})")
     if not lines:
-        raise Fail(f"{outdir} holds no Canvas or Moodle students (grade a Canvas or Moodle export, or give --roster "
-                   f"a roster exported from one)")
+        lines = [f"wrote {os.path.join(outdir, 'grades.csv')} and the Gradescope results.json files again, manual.csv's "
+                 f"grades merged; no canvas.csv or moodle.csv: {outdir} holds no Canvas or Moodle students (grade a "
+                 f"Canvas or Moodle export, or give grade --roster a roster exported from one)"]
     for line in lines:
         echo(for_terminal(line, newlines=False))
 

@@ -569,3 +569,23 @@ def test_a_new_written_answer_under_a_grade_typed_for_the_old_one_is_told(warm, 
         row = next(row for row in _csv.DictReader(f) if row["id"] == "alice")
     assert row["Q3-text"] == "8" and "changed since it was graded by hand" in row["note"], row
     assert "alice,Q3-text,8,v1" in (out / "manual.csv").read_text(encoding="utf-8-sig")  # the TA's, as typed
+
+
+def test_export_of_a_plain_folder_writes_the_gradebook_and_says_there_is_no_lms_file(warm, subs, tmp_path):
+    """`hwcheck export OUT` after grading by hand, OUT from a plain folder: it rewrote grades.csv with the grades
+    typed into manual.csv, then said "error: ... holds no Canvas or Moodle students" and exited 2."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    shutil.copy(subs / "good.py", folder / "alice.py")
+    out = tmp_path / "out"
+    assert run("grade", folder, "-a", "attention", "-o", out).exit_code == 0
+    manual = (out / "manual.csv").read_text(encoding="utf-8-sig").replace("alice,Q3-text,,", "alice,Q3-text,7,")
+    (out / "manual.csv").write_text(manual, encoding="utf-8-sig")
+    r = run("export", out)
+    assert r.exit_code == 0, r.output
+    assert "no canvas.csv or moodle.csv" in r.stdout and "error" not in r.output, r.output
+    assert ",7," in (out / "grades.csv").read_text(encoding="utf-8-sig")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = run("export", empty)
+    assert r.exit_code == 2 and "holds no scorecards" in r.stderr, r.output

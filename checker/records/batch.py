@@ -236,17 +236,17 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
 def refresh_gradebook(outdir):
     """grades.csv, answers.csv and each results.json of OUTDIR written again from its scorecards and manual.csv
     (after grading by hand: `hwcheck export`), under OUTDIR's lock (while a batch writes there, HwcheckError
-    says so). Returns the gradebook's problems; nothing when OUTDIR holds no scorecards."""
+    says so). Returns (the gradebook written: True, or False when OUTDIR holds no scorecards, its problems)."""
     known = read_students(outdir)
     assignment = known.get("assignment")
     cards = list(collect_scorecards(outdir, assignment)) if assignment else []
     if not cards:
-        return []
+        return False, []
     lock = lock_outdir(outdir)
     try:
         book = Gradebook(outdir, load_spec(assignment), cards, [str(c["submission"].get("id")) for c in cards])
         book.write(final=True)
-        return book.problems
+        return True, book.problems
     finally:
         os.close(lock)
 
