@@ -288,17 +288,26 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
                                    mode="public" if public else "hidden", keep_raw=keep_raw,
                                    on_progress=counted, seed=seed, devices=devices,
                                    only=only or None, executor=executor)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, OSError) as e:
+        import errno
+        if isinstance(e, OSError) and e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
         if on_tty and state["width"]:
             echo("", err=True)
             state["width"] = 0
-        echo(f"hwcheck: interrupted: {state['kept']} of {state.get('total', len(entries))} submissions are graded "
+        why = ("interrupted" if isinstance(e, KeyboardInterrupt) else
+               f"stopped: the disk holding {for_terminal(outdir, newlines=False)} is full ({e.strerror or e})")
+        echo(f"hwcheck: {why}: {state['kept']} of {state.get('total', len(entries))} submissions are graded "
               f"and kept in "
-                   f"{for_terminal(outdir, newlines=False)} (grades.csv holds them); go on with:\n  "
+                   f"{for_terminal(outdir, newlines=False)} (grades.csv holds them); "
+                   + ("" if isinstance(e, KeyboardInterrupt) else "free some space, then ")
+                   + "go on with:\n  "
                    + for_terminal(resume_command(directory, assignment, outdir, jobs, timeout, public, seed,
                                                  keep_raw, devices, scheduler=scheduler, cluster=cluster,
                                                  shard=shard), newlines=False), err=True)
-        raise
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        sys.exit(2)
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)

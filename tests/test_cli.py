@@ -589,3 +589,25 @@ def test_export_of_a_plain_folder_writes_the_gradebook_and_says_there_is_no_lms_
     empty.mkdir()
     r = run("export", empty)
     assert r.exit_code == 2 and "holds no scorecards" in r.stderr, r.output
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mount"), reason="mounting a small tmpfs takes root")
+def test_a_full_disk_stops_the_batch_naming_the_resume_command(warm, subs, tmp_path):
+    """OUT on a disk that fills midway (a 2 MB tmpfs, nearly full): the batch ended with the bare
+    "[Errno 28] No space left on device"; it says what is kept and the command that goes on, as Ctrl-C does."""
+    import subprocess
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(small)], check=True)
+    try:
+        (small / "filler").write_bytes(b"\0" * (2 * 2**20 - 96 * 1024))
+        folder = tmp_path / "class"
+        folder.mkdir()
+        for i in range(6):
+            shutil.copy(subs / "good.py", folder / f"s{i}.py")
+        r = run("grade", folder, "-a", "attention", "-o", small / "out", "--seed", 3)
+        assert r.exit_code == 2, r.output
+        assert "is full" in r.stderr and "--resume --seed 3" in r.stderr and "Errno" not in r.stderr, r.stderr
+        assert "crashed" not in r.output, r.output  # no 0/100 card for each submission left
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)

@@ -450,6 +450,8 @@ class DaskExecutor:
         try:
             write_submission(options["outdir"], sid, card, keep_raw=options["keep_raw"], raw=raw)
         except (OSError, ValueError) as e:
+            if grading.disk_full(e):
+                raise  # OUT's disk is full: the batch stops there (the TA frees space and resumes)
             return grading.crash(sid, path, options, f"writing its files failed: {type(e).__name__}: "
                                                      f"{grading.one_line(e)}", seconds)
         return grading.summary_of(sid, card, float(out.get("seconds") or seconds))

@@ -46,7 +46,7 @@ import time
 from checker.records.entries import MAX_ID_BYTES, SUBMISSION_SUFFIXES, list_entries, skipped_entries  # noqa: F401
 from checker.errors import HwcheckError
 from checker.records.exports import export_lines
-from checker.records.grading import crash, grade_one, new_grader, one_line, summary_of, warm_up
+from checker.records.grading import crash, disk_full, grade_one, new_grader, one_line, summary_of, warm_up
 from checker.records.lms import read_students
 from checker.records.outfolder import (collect_scorecards, is_current, lock_outdir, other_assignments, remove_stale_temps,
                                read_scorecard, restore_results, results_path, scorecard_path)
@@ -292,6 +292,8 @@ def _run_in_process(todo, options, report):
                     result = grade_one(grader, sid, path, options["assignment"], options["outdir"],
                                        keep_raw=options["keep_raw"])
                 except Exception as e:  # noqa: BLE001 - writing its files failed: the batch goes on
+                    if disk_full(e):
+                        raise  # ... unless OUT's disk is full: every one left would fail so (the TA resumes)
                     result = crash(sid, path, options, f"writing its files failed: {type(e).__name__}: "
                                                        f"{one_line(e)}")
                 if not result.get("grader_failure"):

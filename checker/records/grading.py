@@ -38,7 +38,7 @@ from checker.spec import load_spec, spec_sha256, uses_torch
 from checker.running.submission_files import sha256_of
 
 __all__ = ["crashed_scorecard", "summary_of", "grade_one", "one_line", "where", "warm_up",
-           "new_grader", "crash", "zygote_failed"]
+           "new_grader", "crash", "disk_full", "zygote_failed"]
 
 _ENV = None
 
@@ -167,6 +167,14 @@ def new_grader(options, zygote=None):
     return Grader(mode=options["mode"], seed=options["seed"], devices=options["devices"],
                   timeout=options["timeout"], keep_raw=options["keep_raw"], zygote=zygote,
                   extra_secrets=options.get("secrets", ()), warm_meta=uses_torch(options["assignment"]))
+
+
+def disk_full(e):
+    """Whether `e` (an exception, or the errno a grading process sent) says OUT's disk or quota is full: the
+    batch stops there (the TA frees space and resumes), rather than give every submission left a crashed card."""
+    import errno
+    codes = {errno.ENOSPC, getattr(errno, "EDQUOT", 122)}
+    return (e in codes) if isinstance(e, int) else (isinstance(e, OSError) and e.errno in codes)
 
 
 def crash(sid, path, options, message, seconds=0.0, grader_failure=False):

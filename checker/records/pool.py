@@ -27,7 +27,7 @@ import os
 import signal
 import time
 
-from checker.records.grading import crash, grade_one, new_grader, one_line, warm_up
+from checker.records.grading import crash, disk_full, grade_one, new_grader, one_line, warm_up
 from checker.spec import uses_torch
 
 __all__ = ["MAX_POOL_RESTARTS", "MAX_IDLE_DEATHS", "run_parallel"]
@@ -73,7 +73,8 @@ def _worker_main(index, zygote, conn, options, parent_pid, grade):
             result = grade(grader, sid, path, options["assignment"], options["outdir"],
                            keep_raw=options["keep_raw"])
         except Exception as e:  # noqa: BLE001 - even writing failed: say so to the parent
-            result = {"id": sid, "error": f"{type(e).__name__}: {one_line(e)}"}
+            result = {"id": sid, "error": f"{type(e).__name__}: {one_line(e)}",
+                      "errno": e.errno if isinstance(e, OSError) else None}
         try:
             conn.send(result)
         except (OSError, ValueError):
@@ -208,6 +209,9 @@ def run_parallel(todo, n, options, report, grade=grade_one):
                             retried.add(sid)  # the zygote's failure, not this submission: once more
                             pending.appendleft((sid, path))
                             continue
+                        if "error" in result and disk_full(result.get("errno")):
+                            pending.appendleft((sid, path))  # not graded: --resume grades it
+                            raise OSError(result["errno"], f"writing the files of {sid} failed: {result['error']}")
                         if "error" in result:
                             result = crash(sid, path, options, f"writing its files failed: {result['error']}",
                                             time.monotonic() - slot.started)
