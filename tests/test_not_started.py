@@ -205,3 +205,19 @@ def test_show_v_and_check_v_show_each_variant_the_grouped_output_points_to(warm,
         assert re.search(r"(FAILED|ERROR) test_\w+" + re.escape(grouped), verbose.output), (args, verbose.output)
         assert "passed test_" in verbose.output
     assert "hidden]" not in run("show", card_file, "-v").output  # -v is still the student's view
+
+
+def test_a_folder_holding_only_an_archive_is_told_to_hand_in_the_files(tmp_path):
+    """A Gradescope upload of hw.zip: the folder holds no .py or .ipynb file, and the message said only that;
+    it names the archive, which the grader does not unpack."""
+    import zipfile
+    from checker.running.runner import nothing_defined
+    from checker.spec import load_spec
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    with zipfile.ZipFile(folder / "hw.zip", "w") as z:
+        z.writestr("hw.py", "def get_scores(m, v):\n    return m @ v\n")
+    text = nothing_defined(str(folder), [], load_spec("attention"))
+    assert "only the archive hw.zip" in text and "not an archive" in text, text
+    (folder / "hw.zip").unlink()
+    assert "archive" not in nothing_defined(str(folder), [], load_spec("attention"))

@@ -156,6 +156,23 @@ def _answer_source(path, secrets):
     return path
 
 
+ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".rar", ".7z")
+
+
+def _archives_in(path):
+    """", only the archive hw.zip: hand in (or unpack) the files themselves" where a folder with no .py or .ipynb
+    file holds archives (a student who zipped the homework for an upload: the grader does not unpack them)."""
+    try:
+        found = sorted(n for n in os.listdir(path) if n.lower().endswith(ARCHIVES) and not n.startswith("."))
+    except OSError:
+        return ""
+    if not found:
+        return ""
+    shown = ", ".join(n for n in found[:3]) + (", ..." if len(found) > 3 else "")
+    return (f", only the archive{'s' if len(found) > 1 else ''} {shown}, which the grader does not unpack: hand in "
+            f"the .py or .ipynb files themselves (unpacked), not an archive of them")
+
+
 def nothing_defined(path, names, spec):
     """The load message of a submission that ran cleanly but defines none of the assignment's names."""
     wanted = [n for q in spec["questions"] for n in q["names"]]
@@ -164,7 +181,7 @@ def nothing_defined(path, names, spec):
     asked = ", ".join(f"`{n}`" for n in wanted[:5]) + (", ..." if len(wanted) > 5 else "")
     if os.path.isdir(path) and not list_units(path):
         return (f"the folder {shown} holds no .py or .ipynb file (a submission is such a file, or a folder "
-                f"of them); {spec['id']} asks for {asked}.")
+                f"of them){_archives_in(path)}; {spec['id']} asks for {asked}.")
     if not own and _notebook_json(path):
         return (f"{shown} is a Jupyter notebook (its text is a notebook's JSON) under a .py name, so it ran as "
                 f"Python and defined nothing: rename it to {os.path.splitext(shown)[0]}.ipynb, or hand in the "
@@ -311,7 +328,8 @@ class Grader:
                 why = [m["text"] for m in handle.load_messages if m.get("kind") in ("unreadable", "crash")][:3]
                 empty = os.path.isdir(path) and not list_units(path)
                 raise HwcheckError(
-                    (f"{os.path.basename(os.path.normpath(path))} holds no .py or .ipynb file: give hwcheck your "
+                    (f"{os.path.basename(os.path.normpath(path))} holds no .py or .ipynb file"
+                     f"{_archives_in(path)}: give hwcheck your "
                      f"homework file, or the folder that holds it." if empty else
                      "could not tell which assignment this is: it defines none of the names of any assignment. "
                      f"Name it with -a ({', '.join(assignment_ids())}).")
