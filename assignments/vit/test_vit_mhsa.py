@@ -410,14 +410,15 @@ def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
     # Every other test holds at any temperature. With its projections set to the identity and its biases to
     # zero (what the layout allows: _identity_weights), the module is a fixed function of its input whose only
     # free choice is the temperature: it must match sqrt(D/num_heads). An answer that matches a known wrong
-    # scale fails, naming it; one that matches none (another head split, a norm inside) is judged by the
-    # other tests alone.
+    # scale fails, naming it; one that matches none (another head split, a norm inside), or a layout it cannot
+    # set, skips: the other tests alone judge it (a skip earns nothing, and costs a right module nothing).
     N, D, h = 5, 8, 2
     dh = D // h
     m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
     values = _identity_weights(m, D, h)
-    if not values:
-        return
+    if not values:  # no parameters, or a layout the names and shapes do not tell: the other tests judge it
+        pytest.skip("the temperature was not checked: the grader cannot set this module's projections to the "
+                    "identity from their names and shapes (the other tests judge it)")
     m.set_params({n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in values.items()})
     x = randn(rng, (1, N, D))
     got = check_shape(forward(m, [x]).outputs[0], (1, N, D), f"MultiHeadSelfAttention({D}, {h}) output")[0]
@@ -436,3 +437,6 @@ def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
                 f"zero, answers as attention whose scores are divided by {tau(D, dh):.4g}, not by "
                 f"sqrt(D/num_heads) = sqrt({dh}) = {np.sqrt(dh):.4g}: the softmax is too sharp or too flat, "
                 f"so each token averages the values with the wrong weights.\nLikely mistake: {hint}.")
+    pytest.skip("the temperature was not checked: with its projections set to the identity the module answers "
+                "as no scaled attention the grader knows (another head split, a mask or a norm inside); the other "
+                "tests judge it")
