@@ -482,6 +482,9 @@ def merge(sources, outdir):
         echo(f"hwcheck: {for_terminal(note, newlines=False)}", err=True)
     echo(f"merged {result.cards} scorecards of {result.assignment} from {len(sources)} folders into "
                f"{for_terminal(outdir, newlines=False)}; wrote {for_terminal(result.gradebook, newlines=False)}")
+    from checker.records import batch
+    for line in batch.after_batch(outdir, result.assignment, roster=False):  # canvas.csv / moodle.csv, as grade
+        echo(for_terminal(line, newlines=False))
     sys.exit(EXIT_FAILED if result.missing else EXIT_OK)
 
 

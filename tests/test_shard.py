@@ -156,3 +156,20 @@ def test_merge_keeps_who_each_student_is_and_the_grades_typed_into_the_shards(tm
     r = _merge(tmp_path / "s1", tmp_path / "s2", "-o", tmp_path / "merged")  # again: nothing typed twice
     assert r.exit_code == 0, r.output
     assert (tmp_path / "merged" / "manual.csv").read_text(encoding="utf-8-sig").count("alice,Q3-text,7") == 1
+
+
+def test_merged_canvas_shards_keep_the_column_title_and_write_canvas_csv(tmp_path):
+    """A Canvas download graded in two shards with `--canvas "Homework 1 (4567)"`: the merged folder had no
+    canvas.csv, and `export` then titled the column with the assignment's id, a new column in Canvas."""
+    subs = tmp_path / "download"
+    subs.mkdir()
+    shutil.copy(os.path.join(EXAMPLES, "correct.py"), subs / "doejane_102_9002_attention.py")
+    shutil.copy(os.path.join(EXAMPLES, "correct.py"), subs / "smithbob_103_9003_attention.py")
+    title = "Homework 1 (4567)"
+    for i in (1, 2):
+        _grade(subs, tmp_path / f"s{i}", "--shard", f"{i}/2", "--canvas", title)
+    r = _merge(tmp_path / "s1", tmp_path / "s2", "-o", tmp_path / "merged")
+    assert r.exit_code == 0, r.output
+    with open(tmp_path / "merged" / "canvas.csv", newline="", encoding="utf-8-sig") as f:
+        rows = list(csv.reader(f))
+    assert rows[0][-1] == title and {r[1] for r in rows[2:]} == {"102", "103"}, rows

@@ -141,6 +141,23 @@ def _merge_manual(sources, dest, spec, found):
     return notes
 
 
+def _merge_exports(sources, dest):
+    """Canvas's column title the shards kept (`--canvas`, or a roster's), kept in `dest` too where they agree:
+    without it the merged canvas.csv was titled with the assignment's id, a new column in Canvas."""
+    from checker.records.exports import EXPORTS_JSON
+    kept = {}
+    for src in sources:
+        data = owned.read_json(src, EXPORTS_JSON, "exports")
+        if isinstance(data, dict) and isinstance(data.get("canvas_title"), str) and data["canvas_title"].strip():
+            kept.setdefault(data["canvas_title"], data)
+    if len(kept) > 1:
+        return [f"the shards name Canvas's column differently ({', '.join(repr(t) for t in sorted(kept))}): give the "
+                f"one to use with `hwcheck export {dest} --canvas TITLE`"]
+    if kept:
+        owned.write_json(dest, EXPORTS_JSON, next(iter(kept.values())), kind="exports")
+    return []
+
+
 def merge(sources, dest):
     """Merge the output folders `sources` into `dest`; return a MergeResult. Raises HwcheckError on a mix."""
     from checker.records import outfolder
@@ -232,6 +249,7 @@ def merge(sources, dest):
                                     f"submissions are not in {dest}")
         spec = load_spec(assignment)
         _merge_students(sources, dest)
+        result.notes += _merge_exports(sources, dest)
         result.notes += _merge_manual(sources, dest, spec, found)
         book = Gradebook(dest, spec, outfolder.collect_scorecards(dest, assignment), list(found))
         book.ensure_manual()
