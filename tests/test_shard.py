@@ -147,6 +147,7 @@ def test_merge_keeps_who_each_student_is_and_the_grades_typed_into_the_shards(tm
         f.write("alice,Q3-text,7,clear\r\nalice,adjustment,-2,late\r\n")
     r = _merge(tmp_path / "s1", tmp_path / "s2", "-o", tmp_path / "merged")
     assert r.exit_code == 0, r.output
+    assert "before hwcheck made one there" not in r.output + r.stderr, r.output  # the merge's own manual.csv
     rows = {row["id"]: row for row in _rows(tmp_path / "merged")}
     assert rows["alice"]["student"] == "Alice Liddell" and rows["carol"]["student"] == "Carol King", rows
     assert all("identical" in row["note"] for row in rows.values()), rows

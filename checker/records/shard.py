@@ -120,8 +120,12 @@ def _merge_manual(sources, dest, spec, found):
     """Append to dest's manual.csv the grades a person typed into a shard's manual.csv for a submission that
     shard graded, unless dest already has a row of that submission and question (an adjustment: that very
     row). Returns notes for the TA."""
-    from checker.records.manual import ensure_rows, manual_path, read_manual
-    have, _ = read_manual(manual_path(dest), spec)
+    from checker.records.manual import MANUAL_CSV, ensure_rows, manual_path, read_manual
+    path = manual_path(dest)
+    if not os.path.lexists(path) and not owned.has_record(dest, MANUAL_CSV):
+        # made here by hwcheck, for the TA: recorded so, as `grade` records its own (else taken for a stranger's)
+        path = owned.place_kept(dest, MANUAL_CSV, record=True) or path
+    have, _ = read_manual(path, spec)
     rows, notes = [], []
     for src in sources:
         ids = {sid for sid, (where, _) in found.items() if where == src}
@@ -135,7 +139,7 @@ def _merge_manual(sources, dest, spec, found):
                     continue
                 rows.append([sid, row["question"], f"{row['points']:g}", row["comment"]])
     if rows:
-        ensure_rows(manual_path(dest), [], spec, extra=rows)
+        ensure_rows(path, [], spec, extra=rows)
         notes.append(f"manual.csv: {len(rows)} grade{'s' if len(rows) > 1 else ''} typed into the shards' "
                      f"manual.csv added to {os.path.join(dest, 'manual.csv')}")
     return notes
