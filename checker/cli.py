@@ -23,7 +23,7 @@ import sys
 import click
 
 from checker._version import __version__
-from checker.cli_base import EXIT_FAILED, EXIT_OK, FAILING, Fail, color_wanted, echo, guarded, isatty
+from checker.cli_base import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, FAILING, Fail, color_wanted, echo, guarded, isatty
 from checker.cli_course import COMMANDS as COURSE_COMMANDS
 from checker.render.escape import for_json_text, for_terminal
 from checker.options import (DEVICE_CHOICES, all_option, assignment_option, ci_option, color_option, device_option,
@@ -305,9 +305,7 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
                    + for_terminal(resume_command(directory, assignment, outdir, jobs, timeout, public, seed,
                                                  keep_raw, devices, scheduler=scheduler, cluster=cluster,
                                                  shard=shard), newlines=False), err=True)
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        sys.exit(2)
+        sys.exit(EXIT_INTERRUPTED if isinstance(e, KeyboardInterrupt) else 2)  # said once (not again by guarded)
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)

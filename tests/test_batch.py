@@ -597,6 +597,7 @@ def test_sigterm_midway_says_how_to_resume_and_leaves_nothing(subs, tmp_path):
         proc.kill()
         proc.wait()
     assert "hwcheck: interrupted:" in said and "--resume" in said, said
+    assert said.count("hwcheck: interrupted") == 1, said  # said once (it was said twice with -j)
     assert "Traceback" not in said, said
     assert not _processes_mentioning(str(out)), "grading processes outlived the batch"
     deadline = time.monotonic() + 10

@@ -235,3 +235,28 @@ def test_cluster_options_are_checked(subs, tmp_path):
     r = CliRunner().invoke(main, ["grade", str(subs), "-a", "attention", "-o", str(tmp_path / "o"),
                                   "--cluster", "local:2", "-j", "2"])
     assert r.exit_code == 2 and "-j counts processes" in r.output
+
+
+def test_ctrl_c_stops_a_local_cluster_batch_in_a_few_lines(subs, tmp_path):
+    """Ctrl-C in a terminal reaches the whole process group: each Dask worker of `--cluster local:2` printed its
+    own traceback (some 60 lines) around the one line that says what is kept and how to go on."""
+    import subprocess
+    import sys
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "checker.cli", "grade", str(subs), "-a", "attention", "-o", str(out),
+           "--cluster", "local:2", "--seed", "9"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": ROOT})
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and not _cards(out):
+            time.sleep(0.1)
+        assert proc.poll() is None, proc.stdout.read().decode()
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal sends it: to every process of the group
+        said = proc.communicate(timeout=120)[0].decode()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert "hwcheck: interrupted:" in said and "--resume" in said, said
+    assert "Traceback" not in said and said.count("hwcheck: interrupted") == 1, said

@@ -345,9 +345,18 @@ class DaskExecutor:
         import dask
         from distributed import Client, LocalCluster
         if self.local_workers:
-            with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
-                self.cluster = LocalCluster(n_workers=self.local_workers, threads_per_worker=1, processes=True,
-                                            dashboard_address=None, silence_logs=logging.ERROR)
+            import signal
+            # the workers start with Ctrl-C ignored (a disposition a new process keeps): the terminal's SIGINT
+            # reaches the whole process group, and each worker printed its own traceback; this process stops them
+            main_thread = threading.current_thread() is threading.main_thread()
+            before = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+            try:
+                with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
+                    self.cluster = LocalCluster(n_workers=self.local_workers, threads_per_worker=1,
+                                                processes=True, dashboard_address=None, silence_logs=logging.ERROR)
+            finally:
+                if main_thread:
+                    signal.signal(signal.SIGINT, before)
             self.client = Client(self.cluster)
         else:
             try:
