@@ -114,3 +114,15 @@ def test_the_vit_constructors_argument_order_is_checked_too():
                       "MultiHeadSelfAttention")
     assert "your `num_heads` received hidden_dim=12" in hint
     assert order_hint(["self", "dim", "heads"], {"hidden_dim": 12, "num_heads": 3}, "MultiHeadSelfAttention") is None
+
+
+def test_the_graders_own_arguments_in_a_message_name_no_global():
+    """`CharTransformer(..., num_layers=4) has ... parameters`: the 4 is the grader's own argument, and the hint
+    named the student's `n_head = 4` as the global the model reads."""
+    from checker.judging.notebook_globals import globals_hint
+    message = ("CharTransformer(vocab_size=11, block_size=9, d_model=20, num_heads=2, num_layers=4) has 101707 "
+               "parameters, no more than 101707 with num_layers=2")
+    assert globals_hint({"n_head": 4, "n_embd": 64}, message, {"num_layers": 2, "d_model": 20}) is None
+    # a number of the student's own in the error still names the global
+    assert "n_embd = 64" in globals_hint({"n_embd": 64}, "mat1 and mat2 shapes cannot be multiplied (2x64 and 20x20)",
+                                         {"d_model": 20})

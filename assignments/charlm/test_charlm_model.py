@@ -118,8 +118,9 @@ def test_model_parameters_registered(sub, seed):
     m2 = _new(sub, deeper, seed)
     if m2.n_params <= m.n_params:
         _fail(f"{_cfg_text(deeper)} has {m2.n_params} parameters, no more than {m.n_params} with "
-              f"num_layers={MODEL[4]}: the blocks' parameters are not registered (a plain Python list?) or "
-              "num_layers is ignored. Keep the blocks in nn.ModuleList / nn.Sequential.")
+              f"num_layers={MODEL[4]}: num_layers is ignored (the number of blocks read from the notebook, such as "
+              "`n_layer`, or fixed in the code?), or the blocks' parameters are not registered (a plain Python "
+              "list: keep the blocks in nn.ModuleList / nn.Sequential).")
     moved = m.to("meta")
     stuck = [p["name"] for p in moved.get("params", []) + moved.get("buffers", []) if p.get("device") != "meta"]
     if stuck:
@@ -191,6 +192,22 @@ def test_model_more_configs(sub, close, rng, seed, cfg):
     _logits(r.outputs[0], 3, bs, V, f"{_cfg_text(cfg)} on ids {_shape((3, bs))}")
     _logits(r.outputs[1], 1, 1, V, f"{_cfg_text(cfg)} on ids (1, 1)")
     _check_causal(sub, close, rng, seed, cfg, "cpu")
+
+
+@pytest.mark.question("model")
+@pytest.mark.weight(2)  # the contract: every size comes from the constructor (HOMEWORK: no notebook globals)
+@_sizes_from_arguments
+def test_model_width_comes_from_d_model(sub, seed):
+    # The logits' shape shows vocab_size and block_size only: a model that takes its width from the notebook
+    # (`n_embd = 64`, as Karpathy's gpt.py has it) answers in the right shape whatever d_model is. Twice the
+    # width is more parameters in every layout (embeddings, projections, the MLP): it must show in the count.
+    m = _new(sub, MODEL, seed)
+    wider = MODEL[:2] + (2 * MODEL[2],) + MODEL[3:]
+    m2 = _new(sub, wider, seed)
+    if m2.n_params <= m.n_params:
+        _fail(f"{_cfg_text(wider)} has {m2.n_params} parameters, no more than {m.n_params} with d_model={MODEL[2]}: "
+              "the model's width does not come from its d_model argument (a size read from the notebook, such as "
+              "`n_embd`, or fixed in the code?). Build every layer from the constructor's arguments.")
 
 
 @pytest.mark.question("model")

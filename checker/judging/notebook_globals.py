@@ -35,6 +35,8 @@ def globals_hint(top_level, message, sizes):
     """The hint for `message`, or None. `top_level` {name: int} are the submission's globals, `sizes`
     {argument: value} what the grader built the class with."""
     used = {v for v in _ints(sizes.values())}
+    # the grader's own arguments as the message names them (`num_layers=4`) are not the student's numbers
+    message = re.sub(r"\b[A-Za-z_]\w*=-?\d+", " ", message)
     seen = {int(x) for x in _NUMBER.findall(_SHAPES.sub(r"\1 x ", message))}  # "(64x10 and 20x60)"
     # the value itself, or its square (a (block_size, block_size) mask shows up as "input of size 1024"),
     # or its square times a few channels (a patch of side `PATCH = 4` flattens to 3 * 4 * 4 = 48 numbers)
