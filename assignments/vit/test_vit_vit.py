@@ -197,6 +197,24 @@ def _geometry_it_takes(sub, rng, seed, img, patch, D, h, out, note):
 
 
 @pytest.mark.question("vit")
+@pytest.mark.weight(2)  # the contract: every size comes from the constructor (HOMEWORK: no notebook globals)
+def test_vit_width_comes_from_hidden_dim(sub, rng, seed):
+    # The logits' shape (B, out_dim) does not show the width: a model that takes it from the notebook (`dim =
+    # 64`) answers in the right shape whatever hidden_dim is. Twice the width is more parameters in every
+    # layout (the patch embedding, the class token, the projections, the classifier).
+    img, patch, h, out, blocks = (3, 8, 8), 4, 2, 10, 2
+    m = _vit(sub, seed, img, patch, 16, h, out, blocks)
+    m2 = _vit(sub, seed, img, patch, 32, h, out, blocks)
+    if m2.n_params <= m.n_params:
+        raise GradingFailure(
+            f"{_vit_name(img, patch, 32, h, out, blocks)} has {m2.n_params} parameters, no more than "
+            f"{m.n_params} with hidden_dim=16: the model's width does not come from its hidden_dim argument (a "
+            "size read from the notebook, or fixed in the code?). Build every layer from the constructor's "
+            "arguments.")
+    _vit_structure_earns_if_it_runs(sub, rng, seed)
+
+
+@pytest.mark.question("vit")
 def test_vit_parameters_registered(sub, rng, seed):
     img, patch, D, h, out, blocks = (3, 8, 8), 4, 16, 2, 10, 2
     m = _vit(sub, seed, img, patch, D, h, out, blocks)
