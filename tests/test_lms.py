@@ -310,3 +310,18 @@ def test_a_plain_folder_is_no_lms_layout(tmp_path):
     _copy("correct.py", tmp_path / "alice.py")
     _copy("no_scaling.py", tmp_path / "bob.py")
     assert lms.recognise(str(tmp_path)).platform is None
+
+
+def test_a_roster_saved_with_semicolons_and_canvas_rows_under_its_header_are_read(tmp_path):
+    """A roster saved by a spreadsheet whose locale separates with `;` was refused as having no name column; a
+    Canvas gradebook export's "Manual Posting" row and its test student ("Student, Test") were counted as
+    students with no submission."""
+    from checker.records.roster import read_roster
+    semi = tmp_path / "semi.csv"
+    semi.write_bytes("\ufeffname;student_id;email\r\nJane Doe;12345;jd@uni.example\r\n".encode("utf-8"))
+    assert read_roster(str(semi)) == [{"name": "Jane Doe", "student_id": "12345", "email": "jd@uni.example"}]
+    canvas = tmp_path / "canvas.csv"
+    canvas.write_text("Student,ID,SIS User ID,SIS Login ID,Section,Homework 1 (4567)\n"
+                      "    Manual Posting,,,,,Manual Posting\n    Points Possible,,,,,100\n"
+                      '"Doe, Jane",102,S102,jdoe,Sec A,\n"Student, Test",999,,,Sec A,\n', encoding="utf-8")
+    assert [r["name"] for r in read_roster(str(canvas))] == ["Doe, Jane"]

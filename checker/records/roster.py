@@ -24,6 +24,7 @@ What it is not: a reader of the LMS's folder layout (`checker.records.lms`) or a
 from __future__ import annotations
 
 import csv
+import io
 import re
 import unicodedata
 
@@ -60,9 +61,13 @@ def read_roster(path):
     """The roster's rows (see the module docstring); a file with no name, id or e-mail column is an error."""
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
-            table = list(csv.reader(f))
+            text = f.read()
     except (OSError, UnicodeDecodeError) as e:
         raise HwcheckError(f"the roster {path} could not be read: {e}") from None
+    first = text.split("\n", 1)[0]
+    # a roster saved by a spreadsheet in a locale whose decimal comma makes `;` the separator (as manual.csv)
+    table = list(csv.reader(io.StringIO(text, newline=""), delimiter=";" if first.count(";") > first.count(",")
+                            else ","))
     if not table:
         raise HwcheckError(f"the roster {path} is empty")
     header = [_FIELDS.get(_key(h)) for h in table[0]]
@@ -77,8 +82,8 @@ def read_roster(path):
             if field and field not in raw:
                 raw[field] = _norm(value)
         name = raw.get("name") or " ".join(x for x in (raw.get("first"), raw.get("last")) if x)
-        if not any(raw.values()) or _key(name) in ("points possible", "test student"):
-            continue  # Canvas's second row, and its test student
+        if not any(raw.values()) or _key(name) in ("points possible", "test student", "student, test", "manual posting"):
+            continue  # Canvas's rows under the header (points, the posting policy), and its test student
         row = {"name": name, "student_id": raw.get("student_id", ""), "email": raw.get("email", "")}
         if canvas:
             row.update(canvas_user_id=raw.get("id", ""), sis_user_id=raw.get("sis_user_id", ""),
