@@ -352,3 +352,18 @@ def test_a_data_literal_pasted_into_the_file_is_read_as_a_stub(tmp_path):
     assert not code.notes, code.notes
     assert sum(1 for t in code.trees for _ in __import__("ast").walk(t)) < 10_000
     assert library_use(path, "get_attention_weights", SOFTMAX).clean
+
+
+def test_only_pasted_data_is_blanked_before_parsing():
+    """What the scan leaves unparsed names nothing: numbers, plain strings and brackets bound to a name at the top
+    level, over one line or many; a name, an f-string, a call, a comment or an unbalanced bracket keeps the line."""
+    from checker.running.by_hand import _without_numeric_data as lean
+    for data in ("x = 1", "x = -.5e-3", "W = [\n[1, 2.5],\n[-3, 4e3]]", 'x = ["a)", 1]', "t = ('(', 2)",
+                 "x = 1_000"):
+        assert lean(data).strip() == "", data
+    for code in ("x = e", "x = F.softmax", "x = f'{F.softmax(y)}'", "x = 1  # note", "x = (1,\nsoftmax)",
+                 "    y = 1", "x = 1; y = f", "x == 1", "x = [1, 2", "x = b'\\x00'"):
+        assert lean(code) == code, code
+    # a keyword of pure data on a line of its own inside a call may go too: what is left keeps every name
+    assert "F.softmax" in lean("y = g(\nk = 1,\nF.softmax)")
+    assert lean("W = [\n1,\n2]\ny = F.softmax(x)") == "\n\n\ny = F.softmax(x)"  # line numbers kept

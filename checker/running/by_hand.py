@@ -212,7 +212,8 @@ def _without_numeric_data(text):
             if j > i and not _numeric_only(part):
                 ok = False
                 break
-            depth += sum(part.count(c) for c in "([{") - sum(part.count(c) for c in ")]}")
+            bare = _STRING.sub(" ", part) if ("'" in part or '"' in part) else part  # a "(" in a string is none
+            depth += sum(bare.count(c) for c in "([{") - sum(bare.count(c) for c in ")]}")
             if depth < 0:
                 ok = False
                 break
