@@ -142,3 +142,16 @@ def test_the_automatic_line_counts_the_automatic_questions_only():
     assert "Total, with what a person graded: 97.5/100 points." in out, out
     plain = dict(card, score=90, questions=card["questions"][:2])
     assert "Total" not in make_results(plain)["output"]
+
+
+def test_a_question_a_person_regraded_is_not_counted_as_automatic():
+    """After an override in manual.csv (Q1's 22.78 made 30), results.json said "Automatic tests: 90/90" while
+    the tests it lists sum to 82.78: the automatic line keeps the tests' own points, the total says the rest."""
+    card = {"score": 97.2222, "max_score": 100, "status": "graded", "questions": [
+        {"id": "Q1", "manual": False, "score": 30, "max_score": 30, "tests": []},
+        {"id": "Q2", "manual": False, "score": 60, "max_score": 60, "tests": []},
+        {"id": "Q3-text", "manual": True, "score": 7.2222, "max_score": 10, "pending": False, "tests": []}],
+        "manual_grades": [{"question": "Q1", "kind": "override", "points": 30.0, "was": 22.7778, "comment": ""}]}
+    out = make_results(card)["output"]
+    assert "Automatic tests: 82.7778/90 points." in out, out
+    assert "Total, with what a person graded: 97.2222/100 points." in out, out

@@ -50,8 +50,12 @@ def make_output(scorecard):
     questions = scorecard.get("questions") or []
     manual = [q for q in questions if q.get("manual")]
     auto_max = sum(float(q.get("max_score") or 0) for q in questions if not q.get("manual"))
-    # the automatic questions' own points: a card with a person's grades merged in has them in its score too
-    auto = sum(_number(q.get("score")) for q in questions if not q.get("manual")) if questions else scorecard.get("score", 0)
+    # the automatic questions' own points: a card with a person's grades merged in has them in its score too,
+    # and a question a person regraded (an override in manual.csv) holds their points: its tests' are `was`
+    was = {str(r.get("question")): r.get("was") for r in scorecard.get("manual_grades") or []
+           if isinstance(r, dict) and r.get("kind") == "override"}
+    auto = (sum(_number(was[str(q.get("id"))] if str(q.get("id")) in was else q.get("score"))
+                for q in questions if not q.get("manual")) if questions else scorecard.get("score", 0))
     lines = [f"Automatic tests: {_fmt(_number(auto))}/{_fmt(auto_max)} points."]
     total = _number(scorecard.get("score"))
     if questions and abs(total - _number(auto)) > 1e-9:  # a person's grades and adjustments are in the score
