@@ -325,3 +325,18 @@ def test_a_roster_saved_with_semicolons_and_canvas_rows_under_its_header_are_rea
                       "    Manual Posting,,,,,Manual Posting\n    Points Possible,,,,,100\n"
                       '"Doe, Jane",102,S102,jdoe,Sec A,\n"Student, Test",999,,,Sec A,\n', encoding="utf-8")
     assert [r["name"] for r in read_roster(str(canvas))] == ["Doe, Jane"]
+
+
+def test_of_a_file_uploaded_twice_to_canvas_the_later_is_graded(tmp_path):
+    """Canvas names a file uploaded again under the same name `attention-1.py`: with both in the download, the
+    older `attention.py` loaded last (it sorts after) and its functions were graded (82.78 for a fixed file).
+    The later upload is graded; the earlier is listed as left out, with why."""
+    folder = tmp_path / "download"
+    folder.mkdir()
+    _copy("feature_axis.py", folder / "smithjohn_1002_5002_attention.py")  # the first upload, wrong
+    _copy("correct.py", folder / "smithjohn_1002_5003_attention-1.py")     # the re-upload, fixed
+    out = str(tmp_path / "out")
+    r = _hwcheck("grade", str(folder), "-a", "attention", "-o", out, "--public")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _book(out)["smithjohn_1002"]["total"] == AUTO
+    assert "earlier upload of attention-1.py" in r.stdout + r.stderr, r.stdout + r.stderr
