@@ -93,7 +93,27 @@ def _mhsa_equivariant(sub, close, rng, seed, B, N, D, h):
     except GradingFailure as e:
         if "Likely mistake" in e.message:
             raise
-        raise GradingFailure(f"{e.message}\nLikely mistake: {HEAD_SPLIT_HINT}.") from None
+        hint = CAUSAL_HINT if N > 1 and _causal(m, x, out) else HEAD_SPLIT_HINT
+        raise GradingFailure(f"{e.message}\nLikely mistake: {hint}.") from None
+
+
+CAUSAL_HINT = ("a causal mask: each token attends only to the tokens before it (changing the last token changed "
+               "no other token's output), as in a GPT (`torch.tril`, `masked_fill`, is_causal=True); a ViT's "
+               "self-attention sees every patch and the class token: no mask")
+
+
+def _causal(m, x, out):
+    """Whether the module's output for every token but the last ignores the last token (a GPT's mask)."""
+    x2 = x.clone()
+    x2[:, -1] = -x2[:, -1] + 1.0                                                      # (B, D): the last token
+    try:
+        out2 = as_plain_array(forward(m, [x2]).outputs[0])
+    except GradingFailure:
+        return False
+    if out2 is None or out2.shape != out.shape:
+        return False
+    scale = max(float(np.max(np.abs(out))), 1e-6)
+    return not changed(out2[:, :-1], out[:, :-1], scale) and changed(out2[:, -1], out[:, -1], scale)
 
 
 @pytest.mark.question("mhsa")

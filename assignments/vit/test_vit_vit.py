@@ -138,8 +138,9 @@ def _vit_every_patch(sub, rng, seed, img, patch, D, h, out, blocks):
             "not depend on the image at all.\nLikely mistake: the class token never attends to the patches: "
             "nn.MultiheadAttention without batch_first=True reads (B, N+1, D) as (sequence, batch, D), so each "
             "token attends across the images of the batch instead of across its own tokens (build it with "
-            "batch_first=True); or the logits are read from the class token before the encoder blocks, or the "
-            "patch embeddings never join the sequence.")
+            "batch_first=True); or a causal mask copied from a GPT (`torch.tril`, is_causal=True) lets the class "
+            "token, first in the sequence, attend only to itself; or the logits are read from the class token "
+            "before the encoder blocks, or the patch embeddings never join the sequence.")
     for k, ok in enumerate(outs):
         if not changed(ok, base, scale):
             r_, c_ = divmod(k, gw)
