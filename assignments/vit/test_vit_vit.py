@@ -91,8 +91,17 @@ def _vit_embeddings(sub, rng, seed, img, patch, D, h, out):
             info = m.attr_shape(attr)
         shape = info.get("shape") if isinstance(info, dict) else info
         if shape is None:
+            # what the module has of that shape instead, as timm names it (cls_token, pos_embed) or otherwise
+            fits = [p.get("name") for p in m.params if isinstance(p, dict) and isinstance(p.get("name"), str)
+                    and list(p.get("shape") or []) in [list(s) for s in shapes]]
+            found = ""
+            if fits:
+                shown = ", ".join(f"`{n}`" for n in fits[:3])
+                found = (f". It has {shown} of that shape: if {'that is' if len(fits) == 1 else 'one of them is'} "
+                         f"the handout's {attr}, rename it `{attr}` (or add a line `self.{attr} = self.{fits[0]}` "
+                         "after it, where it is a direct attribute)")
             raise GradingFailure(f"{name} has no tensor attribute `{attr}` (the handout names it; it must be "
-                                 f"an nn.Parameter of shape {tuple(shapes[0])} or {tuple(shapes[1])})")
+                                 f"an nn.Parameter of shape {tuple(shapes[0])} or {tuple(shapes[1])}){found}")
         if list(shape) not in [list(s) for s in shapes]:
             mistake = _patch_count_mistake(int(shape[-2]) - 1, img, patch) if (
                 attr == "positional_embedding" and len(shape) >= 2) else None
@@ -396,13 +405,14 @@ def test_vit_classifies_from_the_class_token(sub, close, rng, seed, note):
     shape = shape.get("shape") if isinstance(shape, dict) else None
     if not shape or len(shape) < 2 or shape[-2] != 5:
         # test_vit_embedding_shapes charges the embedding; the readout is judged here only as far as it can be
+        has = f"shape {tuple(shape)}" if shape else "no such attribute at all"
         if zero_blocks_checked:
             note("the readout was checked with no encoder block (the logits are the same for every image); "
                  "the check that swaps rows of `positional_embedding` was not made: the model has no such "
-                 f"attribute with N+1 = 5 rows (shape {shape}), which test_vit_embedding_shapes charges")
+                 f"attribute with N+1 = 5 rows ({has}), which test_vit_embedding_shapes charges")
             return
         pytest.skip("judged by test_vit_embedding_shapes, not here: the model has no `positional_embedding` with "
-                    f"N+1 = 5 rows (shape {shape}), whose rows this test swaps")
+                    f"N+1 = 5 rows ({has}), whose rows this test swaps")
     x = torch.full((1, *img), 0.7)
     before = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
     with explained():
