@@ -117,3 +117,14 @@ def test_a_notebook_made_large_by_a_plots_saved_image_is_read(tmp_path):
     assert find_answers(tmp_path / "hw.ipynb", {"Q3-text": PROMPT}) == {"Q3-text": "Heads attend to different things."}
     (tmp_path / "big.py").write_text("# Q3-text\n# Mine.\n" + "#" * (5 << 20) + "\n")
     assert find_answers(tmp_path / "big.py", {"Q3-text": PROMPT}) == {"Q3-text": None}
+
+
+def test_an_answer_written_as_a_string_of_its_own_is_found():
+    """A student who writes the written answer as a docstring-like string (a triple-quoted `Q3-text: ...` at the
+    end of the file) was told no answer was found; a docstring that does not name the question is no answer."""
+    from checker.running.freetext import answer_in_python
+    src = ('import numpy as np\n\ndef f(x):\n    """Q3-text: not this one: it is a function\'s docstring."""\n'
+           '    return x\n\n"""\nQ3-text: Several heads attend to different positions\nat the same cost.\n"""\n')
+    assert answer_in_python(src, "Q3-text") == "Several heads attend to different positions\nat the same cost."
+    assert answer_in_python('"""My homework, by Ann."""\nx = 1\n', "Q3-text") is None
+    assert answer_in_python("'''Q3 text: one line.'''\n", "Q3-text") == "one line."

@@ -290,6 +290,27 @@ def answer_in_python(source, qid, prompt=None, notes=None, where="the file"):
                 i += 1  # the rest of a comment block too long to read is not read for another label
         if answer:
             return answer
+    return _answer_in_a_string(source, name, prompt)
+
+
+_BARE_STRING = re.compile(r'^[rRuU]?("""|\'\'\')(.*?)\1', re.DOTALL | re.MULTILINE)
+
+
+def _answer_in_a_string(source, name, prompt):
+    '''The answer in a string of its own at the start of a line that begins by naming the question
+    (a triple-quoted `Q3-text: my answer ...`, the answer written as a docstring), or None.'''
+    for k, m in enumerate(_BARE_STRING.finditer(source)):
+        if k >= _MAX_STRINGS:
+            break
+        body = m.group(2).strip()
+        if not body or not name.match(body):
+            continue
+        first, _, rest = body.partition("\n")
+        head = _label(first, name)
+        text = ((head or "").strip() + "\n" + rest).strip() if head is not None else rest.strip()
+        answer = _clean(text[:MAX_ANSWER * 2], prompt)
+        if answer:
+            return answer
     return None
 
 
