@@ -164,12 +164,14 @@ def _tests(scorecards, qorder):
         for q in card.get("questions") or []:
             for t in q.get("tests") or []:
                 key = (str(q.get("id")), str(t.get("name")))
-                item = items.setdefault(key, {"pass": [], "earned": [], "totals": [], "points": 0.0,
+                item = items.setdefault(key, {"pass": [], "earned": [], "totals": [], "weights": [],
                                               "visibility": t.get("visibility") or "visible",
                                               "order": len(items)})
-                item["points"] = max(item["points"], float(t.get("max_points") or 0))
                 if t.get("outcome") == "skipped":
                     continue
+                # a test's points vary a little from card to card (a skip elsewhere in its question shares out
+                # that test's points): the report shows what most students' cards give it
+                item["weights"].append(float(t.get("max_points") or 0))
                 item["pass"].append(1 if t.get("outcome") == "passed" else 0)
                 item["earned"].append(float(t.get("points") or 0))
                 item["totals"].append(total)
@@ -178,13 +180,22 @@ def _tests(scorecards, qorder):
         runs = len(item["pass"])
         rest = [tot - e for tot, e in zip(item["totals"], item["earned"])]
         out.append({
-            "name": name, "question": qid, "visibility": item["visibility"], "points": _round(item["points"]),
+            "name": name, "question": qid, "visibility": item["visibility"],
+            "points": _round(_usual(item["weights"])),
             "runs": runs, "passed": sum(item["pass"]),
             "pass_rate": _round(sum(item["pass"]) / runs) if runs else None,
             "point_biserial": _round(_point_biserial(item["pass"], rest), 3),
             "upper_lower": _round(_upper_lower(item["pass"], item["totals"]), 3),
         })
     return out
+
+
+def _usual(weights):
+    """The value most of `weights` hold (rounded as shown; the largest of equally common ones), 0 for none."""
+    if not weights:
+        return 0.0
+    counts = collections.Counter(round(w, 4) for w in weights)
+    return max(counts, key=lambda w: (counts[w], w))
 
 
 _AMBIGUOUS = "(this input cannot tell these apart)"
