@@ -24,6 +24,9 @@ def patchify_mistakes(images, patch):
     N = (H // P_h) * (W // P_w)
     images = images.cpu()
     tiles = images.unfold(2, P_h, P_h).unfold(3, P_w, P_w)                                   # (B, C, gh, gw, P_h, P_w)
+    unfolded = torch.nn.functional.unfold(images, (P_h, P_w), stride=(P_h, P_w))             # (B, C*P_h*P_w, N)
     return {"reshape": _np(images.reshape(B, N, C * P_h * P_w)),
             "channel_last": _np(tiles.permute(0, 2, 3, 4, 5, 1).reshape(B, N, -1)),     # each patch (P_h, P_w, C)
-            "column_major": _np(tiles.permute(0, 3, 2, 1, 4, 5).reshape(B, N, -1))}     # grid read column by column
+            "column_major": _np(tiles.permute(0, 3, 2, 1, 4, 5).reshape(B, N, -1)),     # grid read column by column
+            "tiles_unpermuted": _np(tiles.reshape(B, N, -1)),                           # (B, C, gh, gw, ...) as is
+            "unfold_reshaped": _np(unfolded.reshape(B, N, -1))}                         # F.unfold not transposed

@@ -51,6 +51,11 @@ CHANNEL_LAST_HINT = ("the tiles are right but each patch is flattened channel-la
                      "channel-first (C, P_h, P_w), as F.unfold does")
 COLUMN_MAJOR_HINT = ("the tiles are right but in column-major order: number the patches row by row over the "
                      "grid (left to right, then top to bottom)")
+TILES_UNPERMUTED_HINT = ("the tiles are cut (Tensor.unfold twice gives (B, C, H/P_h, W/P_w, P_h, P_w)) but reshaped to "
+                         "(B, N, C*P_h*P_w) without moving the channel axis: permute to (B, H/P_h, W/P_w, C, P_h, "
+                         "P_w) first (`.permute(0, 2, 3, 1, 4, 5)`), then reshape")
+UNFOLD_RESHAPED_HINT = ("F.unfold gives (B, C*P_h*P_w, N), the patches as columns: transpose it (`.transpose(1, 2)`); "
+                        "a reshape to (B, N, C*P_h*P_w) cuts across the patches")
 SWAPPED_PATCH_HINT = ("patch_dims read in the wrong order: it is (P_h, P_w), the patch height first, as the "
                       "image is (C, H, W); `ph, pw = patch_dims`, and H // P_h patches down, W // P_w across")
 DTYPE_HINT = ("a tensor in forward is not in the input's dtype: either weights that did not follow `.to(dtype)` "
@@ -245,7 +250,8 @@ def _check_patchify(sub, ref, close, images, patch, dtype="float64", got=None, g
             with explained():
                 got = sub.call("patchify", images, patch)
         close(got, expected, what=f"patchify(images of shape {tuple(images.shape)}, {patch!r})", dtype=dtype,
-              hints=[(RESHAPE_HINT, reshaped), (CHANNEL_LAST_HINT, channel_last), (COLUMN_MAJOR_HINT, column_major)])
+              hints=[(RESHAPE_HINT, reshaped), (CHANNEL_LAST_HINT, channel_last), (COLUMN_MAJOR_HINT, column_major),
+                     (TILES_UNPERMUTED_HINT, m.get("tiles_unpermuted")), (UNFOLD_RESHAPED_HINT, m.get("unfold_reshaped"))])
     except GradingFailure as e:  # an error, a wrong shape or wrong values: all three when (P_w, P_h) is read
         if "Likely mistake" not in e.message and _reads_patch_swapped(sub, images, patch, expected):
             raise e.retold(f"{e.message}\nLikely mistake: {SWAPPED_PATCH_HINT}.") from None
