@@ -106,7 +106,8 @@ def pe_mistakes(T, d):
     return {"swapped": build(torch.cos(a), torch.sin(a[:, :n_cos])),
             "exponent_i": build(torch.sin(freq(i)), torch.cos(freq(i)[:, :n_cos])),
             "cos_own_index": build(torch.sin(a), torch.cos(freq(two_i[:n_cos] + 1))),
-            "halves": torch.cat([torch.sin(a), torch.cos(a[:, :n_cos])], dim=1).numpy()}
+            "halves": torch.cat([torch.sin(a), torch.cos(a[:, :n_cos])], dim=1).numpy(),
+            "column_doubled": build(torch.sin(freq(2 * two_i)), torch.cos(freq(2 * (two_i[:n_cos] + 1))))}
 
 
 def vocab(text):

@@ -384,6 +384,9 @@ def _pe_variants(T, d):
          m["cos_own_index"]),
         ("all the sines first and then all the cosines (torch.cat of two halves); they are interleaved: sin in "
          "the even columns 2i, cos in the odd columns 2i+1", m["halves"]),
+        ("the exponent doubles the column index j (10000^(2j/d_model) for column j): the pair index i of columns "
+         "2i and 2i+1 goes there, 10000^(2i/d_model), so column j = 2i uses j itself and column 2i+1 uses j - 1",
+         m.get("column_doubled")),
     ]
 
 
