@@ -592,10 +592,11 @@ def _hint(e):
         return "\n  (it ran out of the memory the grader allows)"
     if isinstance(e, ModuleNotFoundError):
         name = getattr(e, "name", None)
-        what = f"`{name.split('.')[0]}` is" if isinstance(name, str) else "that package is"
-        return (f"\n  ({what} not installed where the grader runs, and the grader cannot install packages: "
-                "`!pip install` lines are skipped. The graded functions and classes must not need it: import it "
-                "only in the cells that use it, such as plots or data loading)")
+        what = f"`{name.split('.')[0]}` is" if isinstance(name, str) else "that module is"
+        return (f"\n  ({what} neither a file of your submission nor a package installed where the grader runs. A "
+                "file of yours: hand it in with the rest (in the same folder). A package: the grader cannot "
+                "install packages (`!pip install` lines are skipped), so the graded functions and classes must "
+                "not need it: import it only in the cells that use it, such as plots or data loading)")
     if isinstance(e, EOFError):
         return "\n  (input() waits for someone to type: nobody does in the grader, so it gets end-of-file)"
     return ""
