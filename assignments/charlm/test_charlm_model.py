@@ -197,7 +197,7 @@ def test_model_more_configs(sub, close, rng, seed, cfg):
 @pytest.mark.question("model")
 @pytest.mark.weight(2)  # the contract: every size comes from the constructor (HOMEWORK: no notebook globals)
 @_sizes_from_arguments
-def test_model_width_comes_from_d_model(sub, seed):
+def test_model_parameters_grow_with_d_model(sub, seed):
     # The logits' shape shows vocab_size and block_size only: a model that takes its width from the notebook
     # (`n_embd = 64`, as Karpathy's gpt.py has it) answers in the right shape whatever d_model is. Twice the
     # width is more parameters in every layout (embeddings, projections, the MLP): it must show in the count.

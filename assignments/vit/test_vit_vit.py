@@ -208,7 +208,7 @@ def _geometry_it_takes(sub, rng, seed, img, patch, D, h, out, note):
 
 @pytest.mark.question("vit")
 @pytest.mark.weight(2)  # the contract: every size comes from the constructor (HOMEWORK: no notebook globals)
-def test_vit_width_comes_from_hidden_dim(sub, rng, seed):
+def test_vit_parameters_grow_with_hidden_dim(sub, rng, seed):
     # The logits' shape (B, out_dim) does not show the width: a model that takes it from the notebook (`dim =
     # 64`) answers in the right shape whatever hidden_dim is. Twice the width is more parameters in every
     # layout (the patch embedding, the class token, the projections, the classifier).
