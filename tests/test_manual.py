@@ -144,7 +144,7 @@ def test_an_appeal_typed_into_an_automatic_questions_cell_moves_to_manual_csv(gr
     assert "bob,Q1,30,typed into grades.csv" in (out / "manual.csv").read_text(encoding="utf-8-sig")
     assert _gradebook(out)["bob"]["Q1"] == "30"
     assert "grades.csv: bob Q1 = 30 was typed into grades.csv" in r.output, r.output
-    assert "'TA comment'" in r.output and "bob's note 'appeal upheld'" in r.output, r.output
+    assert "'TA comment'" in r.output and "bob's 'appeal upheld'" in r.output, r.output
     assert not [row for row in _manual_rows(out) if row[0] == "alice" and row[1] == "Q1"]  # untouched rows: none
 
 

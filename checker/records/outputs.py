@@ -245,12 +245,17 @@ def _typed_elsewhere(typed, written):
                    f"it): put comments in {MANUAL_CSV}'s comment column")
     if "note" in theirs[0] and "note" in mine[0] and "id" in theirs[0] and "id" in mine[0]:
         ours = {r[mine[0].index("id")]: r[mine[0].index("note")] for r in mine[1:] if len(r) == len(mine[0])}
+        changed = []
         for r in theirs[1:]:
             if len(r) != len(theirs[0]):
                 continue
             sid, note = r[theirs[0].index("id")], r[theirs[0].index("note")]
             if sid in ours and note.strip() and note != ours[sid]:
-                out.append(f"grades.csv: {sid}'s note {note[:60]!r} typed there is not kept in the new grades.csv: "
-                           f"put comments in {MANUAL_CSV}'s comment column")
+                changed.append(f"{sid}'s {note[:60]!r}")
+        if changed:
+            more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+            out.append(f"grades.csv: the note{'s' if len(changed) > 1 else ''} typed there ({'; '.join(changed[:5])}"
+                       f"{more}) {'are' if len(changed) > 1 else 'is'} not kept in the new grades.csv: put comments "
+                       f"in {MANUAL_CSV}'s comment column")
     return out
 
