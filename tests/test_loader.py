@@ -561,7 +561,9 @@ def test_worker_cwd_and_environment(zyg, tmp_path):
         assert w["listing"] == ["world.py"]
         assert oct(os.stat(h.workdir).st_mode & 0o777) == "0o700"
         env = w["env"]
-        assert set(env) <= {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "USER", "LOGNAME"}, env
+        # HWCHECK_WORKER=1: what tells a notebook's `checker.check()` cell it is being graded (a constant)
+        assert set(env) <= {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "USER", "LOGNAME", "HWCHECK_WORKER"}, env
+        assert env.get("HWCHECK_WORKER") == "1", env
         assert env["USER"] == env["LOGNAME"] == "nobody", env  # never the grader's own name
         # its scratch folder, the one it may write: a copy of the submission, not on sys.path
         assert env["HOME"] == env["TMPDIR"] == os.path.join(h.workdir, "scratch")
