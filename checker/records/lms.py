@@ -396,21 +396,19 @@ def _own_names(files):
     # a file uploaded again under the same name (Canvas's `-N`, N counting up): only the latest is the student's
     # submission; loading both ran the older one last (`attention.py` sorts after `attention-1.py`), so its
     # functions were graded
-    latest = {}
-    for path, name in usable:
+    def upload(name):  # (the name's key without Canvas's `-N`, N; 0 for the first upload)
         m = _RESUBMITTED.match(name)
-        plain, n = (f"{m['stem']}{m['ext']}", int(name[len(m['stem']) + 1:-len(m['ext'])])) if m else (name, 0)
-        if key(plain) not in latest or n > latest[key(plain)][2]:
-            latest[key(plain)] = (path, name, n)
+        return (key(f"{m['stem']}{m['ext']}"), int(name[len(m['stem']) + 1:-len(m['ext'])])) if m else (key(name), 0)
+    latest = {}  # plain name's key -> (path, name, N) of its latest upload
+    for path, name in usable:
+        plain, n = upload(name)
+        if plain not in latest or n > latest[plain][2]:
+            latest[plain] = (path, name, n)
     keep = {path for path, _, _ in latest.values()}
-    later = {key(f"{_RESUBMITTED.match(nm)['stem']}{_RESUBMITTED.match(nm)['ext']}") if _RESUBMITTED.match(nm)
-             else key(nm): nm for _, nm, _ in latest.values()}
     for path, name in usable:
         if path not in keep:
-            m = _RESUBMITTED.match(name)
-            plain = f"{m['stem']}{m['ext']}" if m else name
-            odd.append((path, f"{name} is an earlier upload of {later[key(plain)]} (Canvas numbers a file uploaded "
-                              f"again under the same name): the later one is graded"))
+            odd.append((path, f"{name} is an earlier upload of {latest[upload(name)[0]][1]} (Canvas numbers a file "
+                              f"uploaded again under the same name): the later one is graded"))
     usable = [(path, name) for path, name in usable if path in keep]
     wanted = {key(name) for _, name in usable}
     for path, name in usable:

@@ -142,9 +142,8 @@ class Gradebook:
         from checker.records.outfolder import read_scorecard
         card = read_scorecard(self.outdir, sid)
         if card is not None:
-            old = self.cards.get(sid)
-            changed = [q for q in _written_answers(card) if old is not None
-                       and _written_answers(old).get(q, _written_answers(card)[q]) != _written_answers(card)[q]]
+            old = _written_answers(self.cards[sid]) if sid in self.cards else {}
+            changed = [q for q, answer in _written_answers(card).items() if q in old and old[q] != answer]
             if changed:  # a new submission's written answer: a grade typed for the old one is told, not dropped
                 self.changed_answers[sid] = sorted(set(self.changed_answers.get(sid, [])) | set(changed))
             self.cards[sid] = card
