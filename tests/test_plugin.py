@@ -101,3 +101,69 @@ def test_tolerances_can_be_overridden_per_question_and_per_test(tmp_path):
                      plugins=[HwcheckPlugin(None, spec), report])
     outcomes = {t["nodeid"].split("::")[-1]: t["outcome"] for t in report.report["tests"]}
     assert outcomes == {"test_loose": "passed", "test_strict": "failed", "test_question_wide": "passed"}
+
+
+def test_parametrized_values_given_before_pytest_looks_for_them_are_pytests_own(tmp_path):
+    """The plugin hands a directly parametrized argument its value before pytest runs its fixture for it
+    (checker.running.plugin._direct_params): the value is the one pytest would give, an indirect parameter
+    still goes through its fixture, and a fixture that asks for a parameter gets the same value."""
+    import contextlib
+    import io
+
+    import pytest as _pytest
+    from pytest_jsonreport.plugin import JSONReport
+
+    from checker.running import plugin as plugin_module
+    from checker.running.runner import PYTEST_ARGS
+
+    tests = tmp_path / "test_params.py"
+    tests.write_text(
+        "import pytest\n"
+        "@pytest.fixture\n"
+        "def doubled(request):\n    return request.param * 2\n"
+        "@pytest.fixture\n"
+        "def shape_of(n):\n    return ('shape', n)\n"
+        "@pytest.mark.question('Q')\n"
+        "@pytest.mark.parametrize('n', [0, 3, None], ids=['zero', 'three', 'none'])\n"
+        "@pytest.mark.parametrize('doubled', [5], indirect=True)\n"
+        "@pytest.mark.parametrize('dtype', ['float32'])\n"
+        "def test_values(n, doubled, dtype, shape_of):\n"
+        "    assert doubled == 10 and dtype == 'float32' and shape_of == ('shape', n)\n"
+        "    assert n in (0, 3, None)\n")
+    spec = {"id": "params", "reference": "math",
+            "questions": [{"id": "Q", "title": "q", "points": 10, "names": [], "tolerances": {}}]}
+    given = []
+    real = plugin_module._direct_params
+
+    def spy(item):
+        names = real(item)
+        given.append((item.name, names))
+        return names
+
+    report = JSONReport()
+    with contextlib.redirect_stdout(io.StringIO()), _pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plugin_module, "_direct_params", spy)
+        _pytest.main([str(tests), *PYTEST_ARGS, "--rootdir", str(tmp_path)],
+                     plugins=[plugin_module.HwcheckPlugin(None, spec), report])
+    outcomes = {t["nodeid"].split("::")[-1]: t["outcome"] for t in report.report["tests"]}
+    assert outcomes == {f"test_values[float32-5-{i}]": "passed" for i in ("zero", "three", "none")}
+    assert len(given) == 3 and all(sorted(names) == ["dtype", "n"] for _, names in given), given
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("aid", assignment_ids())
+def test_scorecards_same_when_pytest_gives_every_parametrized_value(monkeypatch, aid):
+    """Graded with the plugin's parametrized values given up front, and with pytest's fixtures giving each
+    (`_direct_params` finding none), a sample of the examples gets the same scorecards byte for byte."""
+    from checker.running import plugin as plugin_module
+    from checker.running.runner import Grader
+    from test_ref_cache import SEED, _sample, _without_times
+
+    sample = _sample(aid)
+    with Grader(mode="hidden", seed=SEED) as fast:
+        got = [_without_times(fast.grade(p, aid)) for p in sample]
+    monkeypatch.setattr(plugin_module, "_direct_params", lambda item: ())
+    with Grader(mode="hidden", seed=SEED) as plain:
+        want = [_without_times(plain.grade(p, aid)) for p in sample]
+    for path, w, g in zip(sample, want, got):
+        assert g == w, path

@@ -121,6 +121,13 @@ class HwcheckPlugin:
         # the item whose fixtures are set up next: they read it here rather than from pytest's `request`, which
         # pytest 9 makes anew (with an inspect.signature) each time a fixture asks for it (~10% of a grade)
         self._item = item
+        # a parametrized argument's value, given before pytest looks for it: pytest runs a fixture for each one
+        # (`request.param`), building a `request` for it each time (~5% of an attention grade); the value is the
+        # same (tests/test_plugin.py)
+        funcargs = getattr(item, "funcargs", None)
+        if isinstance(funcargs, dict):
+            for name in _direct_params(item):
+                funcargs.setdefault(name, item.callspec.params[name])
         called = getattr(self._handle, "called", None)
         if isinstance(called, list):
             called.clear()
@@ -256,8 +263,28 @@ class HwcheckPlugin:
         return _close
 
 
+_DIRECT = pytest.StashKey()  # an item's directly parametrized argument names (`_direct_params`)
 _META = pytest.StashKey()  # an item's labels in this run: question, visibility, device, ..., outcome, message
 _BASE = pytest.StashKey()  # the labels collection gave it
+
+
+def _direct_params(item):
+    """The names of `item`'s arguments given by @pytest.mark.parametrize itself (not through a fixture), whose
+    value is `item.callspec.params[name]`; none where this pytest has no `DirectParamFixtureDef`."""
+    names = item.stash.get(_DIRECT, None)
+    if names is None:
+        try:
+            from _pytest.python import DirectParamFixtureDef
+        except ImportError:
+            DirectParamFixtureDef = ()
+        callspec = getattr(item, "callspec", None)
+        info = getattr(item, "_fixtureinfo", None)
+        names = ()
+        if callspec is not None and info is not None and DirectParamFixtureDef:
+            names = tuple(name for name, defs in info.name2fixturedefs.items()
+                          if name in callspec.params and defs and isinstance(defs[-1], DirectParamFixtureDef))
+        item.stash[_DIRECT] = names
+    return names
 
 
 def _fresh_meta(item):
