@@ -1,4 +1,5 @@
-"""One student regraded (--only), -o inside the submissions folder, the gradebook kept current, notes of skipped loads.
+"""One student regraded (--only), -o inside the submissions folder, the gradebook kept current, notes of skipped loads
+(a statement that raised, exited or did not parse).
 
 Real example submissions graded through the command line (`hwcheck grade`).
 """
@@ -22,7 +23,7 @@ def _class(tmp_path):
     for sid, example in (("alice", "correct.py"), ("bob", "no_scaling.py"), ("erin", "main_guard.py")):
         shutil.copyfile(os.path.join(EXAMPLES, example), d / f"{sid}.py")
     (d / "sam.py").write_text(open(os.path.join(EXAMPLES, "correct.py")).read()
-                              + "\nimport sys\nsys.exit(0)\n\ndef oops(:\n    pass\n")
+                              + "\nweights = open('weights.txt').read()\nimport sys\nsys.exit(0)\n\ndef oops(:\n    pass\n")
     return d
 
 
@@ -101,8 +102,10 @@ def test_an_outdir_equal_to_the_submissions_folder_never_grades_its_own_files(tm
 def test_a_load_that_skipped_something_is_noted_in_grades_csv(graded):
     _, out, _ = graded
     book = _gradebook(out)
-    assert "load skipped 2" in book["sam"]["note"]
+    assert "load skipped 3" in book["sam"]["note"]
     assert "sys.exit" in book["sam"]["note"] and "SyntaxError" in book["sam"]["note"]
+    # a statement that raised is said too (a data file the grader's private folder does not hold)
+    assert "raised FileNotFoundError" in book["sam"]["note"] and "weights.txt" in book["sam"]["note"]
     assert book["alice"]["note"] == "" and book["bob"]["note"] == ""
 
 

@@ -23,7 +23,7 @@ What it is for:
   since. Files of OUTDIR that were not hwcheck's and sat where it writes
   (moved into its state folder's set-aside/) are named in `problems`.
 - `load_note(card)`: the grades.csv note of a submission whose load skipped
-  something (a sys.exit, a training loop, a statement that does not parse,
+  something (a statement that raised, a sys.exit, a training loop, a statement that does not parse,
   a statement stopped by the time limit).
 
 What it is not: grading, or the batch's processes (`checker.records.batch`).

@@ -208,11 +208,12 @@ def _notebook_json(path):
     return isinstance(data, dict) and ("cells" in data or "worksheets" in data)
 
 
-_SKIPPING = ("syntax_error", "exit", "timeout", "training", "crash")  # the loader's kinds that leave code out
+_SKIPPING = ("syntax_error", "error", "exit", "timeout", "training", "crash")  # the loader's kinds that leave code out
 
 
 def skipped_in_load(messages):
-    """The first line of each load message that left some of the student's code out (for grades.csv's note)."""
+    """The first line of each load message that left some of the student's code out (for grades.csv's note): a
+    statement that raised, did not parse, exited, ran past its time or crashed the worker, a training loop."""
     out = []
     for m in messages:
         if m.get("kind") in _SKIPPING:
