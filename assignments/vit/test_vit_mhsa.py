@@ -368,49 +368,60 @@ def test_mhsa_to_cuda(sub, rng, seed, device):
 
 
 def _identity_weights(m, D, h):
-    """{name: value} that make the module's projections the identity and its biases zero, for the layouts it
-    can read from the names and shapes alone: square (D, D) projections, a fused (3D, D) one (any order of Q, K,
-    V: all are the identity), a (h, D, D/h) tensor of the heads' projections, and one (D/h, D) projection of Q,
-    K and V per head (`heads.2.query`: the head's number in the name gives its slice). None for any other parameter (a norm's weight, a per-head layout it
-    cannot number): the temperature is then not checked here."""
+    """The ways to make the module's projections the identity and its biases zero that its names and shapes
+    allow, each {name: value}: square (D, D) projections, a fused (3D, D) one (any order of Q, K, V: all are
+    the identity; or split head by head, timm's `reshape(B, N, h, 3, D/h)`), a (h, D, D/h) tensor of the heads'
+    projections, and one projection of Q, K and V per head, (D/h, D) as a layer's weight or (D, D/h) used as
+    `X @ W` (`heads.2.query`, `W_Q.2`: the head's number in the name gives its slice). An empty list for any
+    other parameter (a norm's weight, a per-head layout it cannot number): the temperature is then not checked
+    here."""
     dh, eye = D // h, np.eye(D, dtype=np.float32)
-    values, per_head = {}, {}
+    values, per_head, fused = {}, {}, []
     for p in m.params:
         name, shape = p.get("name"), tuple(p.get("shape", ()))
         if not isinstance(name, str):
-            return None
+            return []
         if shape == (D, D):
             values[name] = eye
         elif shape == (3 * D, D):
             values[name] = np.concatenate([eye, eye, eye])
+            fused.append(name)
         elif shape in ((D,), (3 * D,), (dh,)):
             values[name] = np.zeros(shape, dtype=np.float32)
         elif shape == (h, D, dh):  # one (D, D/h) matrix a head, used as x @ W[i]
             values[name] = np.stack([eye[:, i * dh:(i + 1) * dh] for i in range(h)])
         elif shape == (h, dh, D) and dh != D:  # ... used as x @ W[i].T
             values[name] = np.stack([eye[i * dh:(i + 1) * dh] for i in range(h)])
-        elif shape == (dh, D) and h > 1:
+        elif shape in ((dh, D), (D, dh)) and h > 1:  # one head's projection: a layer's weight, or x @ W
             head = re.findall(r"\d+", name)
             if not head or not 0 <= int(head[0]) < h:
-                return None
+                return []
             per_head.setdefault(int(head[0]), []).append(name)
-            values[name] = eye[int(head[0]) * dh:(int(head[0]) + 1) * dh]
+            rows = eye[int(head[0]) * dh:(int(head[0]) + 1) * dh]                      # (dh, D)
+            values[name] = rows if shape == (dh, D) else np.ascontiguousarray(rows.T)
         else:
-            return None
+            return []
     if per_head and sorted(per_head) != list(range(h)):
-        return None
-    return values
+        return []
+    ways = [values]
+    if fused and h > 1:  # rows of the fused projection head by head: (head, Q/K/V, D/h)
+        by_head = np.concatenate([eye[i * dh:(i + 1) * dh] for i in range(h) for _ in range(3)])
+        ways.append({**values, **{name: by_head for name in fused}})
+    return ways
 
 
-def _attention_with_identity_weights(x, h, tau):
-    """MHSA of x (N, D) with the identity for W^Q, W^K, W^V and W^O, no biases, scores divided by `tau`."""
+def _attention_with_identity_weights(x, h, tau, strided=False):
+    """MHSA of x (N, D) with the identity for W^Q, W^K, W^V and W^O, no biases, scores divided by `tau`; head i
+    holds the features i*D/h .. (i+1)*D/h - 1, or, `strided`, the features i, i+h, i+2h, ... (a head split by
+    `view(B, N, D/h, h)`: the same attention with its weights' columns in another order)."""
     N, D = x.shape
     dh, out = D // h, np.zeros_like(x)
     for i in range(h):
-        xi = x[:, i * dh:(i + 1) * dh]                                               # (N, dh): q = k = v
+        cols = slice(i, D, h) if strided else slice(i * dh, (i + 1) * dh)
+        xi = x[:, cols]                                                               # (N, dh): q = k = v
         s = xi @ xi.T / tau                                                           # (N, N)
         a = np.exp(s - s.max(axis=-1, keepdims=True))
-        out[:, i * dh:(i + 1) * dh] = (a / a.sum(axis=-1, keepdims=True)) @ xi       # (N, dh)
+        out[:, cols] = (a / a.sum(axis=-1, keepdims=True)) @ xi                       # (N, dh)
     return out
 
 
@@ -435,28 +446,29 @@ def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
     N, D, h = 5, 8, 2
     dh = D // h
     m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
-    values = _identity_weights(m, D, h)
-    if not values:  # no parameters, or a layout the names and shapes do not tell: the other tests judge it
+    ways = _identity_weights(m, D, h)
+    if not ways:  # no parameters, or a layout the names and shapes do not tell: the other tests judge it
         pytest.skip("the temperature was not checked: the grader cannot set this module's projections to the "
                     "identity from their names and shapes (the other tests judge it)")
-    m.set_params({n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in values.items()})
     x = randn(rng, (1, N, D))
-    got = check_shape(forward(m, [x]).outputs[0], (1, N, D), f"MultiHeadSelfAttention({D}, {h}) output")[0]
     xs = as_np(x[0])                                                                   # (N, D)
+    for values in ways:  # the first way its names allow that makes it answer as scaled attention judges it
+        m.set_params({n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in values.items()})
+        got = check_shape(forward(m, [x]).outputs[0], (1, N, D), f"MultiHeadSelfAttention({D}, {h}) output")[0]
 
-    def matches(tau):
-        want = _attention_with_identity_weights(xs, h, tau)
-        return float(np.max(np.abs(got - want))) <= 1e-4 * max(float(np.max(np.abs(want))), 1.0)
+        def matches(tau):
+            return any(float(np.max(np.abs(got - want))) <= 1e-4 * max(float(np.max(np.abs(want))), 1.0)
+                       for want in (_attention_with_identity_weights(xs, h, tau, strided) for strided in (False, True)))
 
-    if matches(np.sqrt(dh)):
-        return
-    for hint, tau in SCALING_HINTS:
-        if matches(tau(D, dh)):
-            raise GradingFailure(
-                f"MultiHeadSelfAttention({D}, {h}), with its projections set to the identity and its biases to "
-                f"zero, answers as attention whose scores are divided by {tau(D, dh):.4g}, not by "
-                f"sqrt(D/num_heads) = sqrt({dh}) = {np.sqrt(dh):.4g}: the softmax is too sharp or too flat, "
-                f"so each token averages the values with the wrong weights.\nLikely mistake: {hint}.")
+        if matches(np.sqrt(dh)):
+            return
+        for hint, tau in SCALING_HINTS:
+            if matches(tau(D, dh)):
+                raise GradingFailure(
+                    f"MultiHeadSelfAttention({D}, {h}), with its projections set to the identity and its biases to "
+                    f"zero, answers as attention whose scores are divided by {tau(D, dh):.4g}, not by "
+                    f"sqrt(D/num_heads) = sqrt({dh}) = {np.sqrt(dh):.4g}: the softmax is too sharp or too flat, "
+                    f"so each token averages the values with the wrong weights.\nLikely mistake: {hint}.")
     pytest.skip("the temperature was not checked: with its projections set to the identity the module answers "
                 "as no scaled attention the grader knows (another head split, a mask or a norm inside); the other "
                 "tests judge it")
