@@ -97,12 +97,24 @@ ATTACKS.update({
                            + "\nif False:\n" + "".join("    " + line + "\n" for line in OWN_SOFTMAX.splitlines())},
     "scipy_in_a_later_file": {"a.py": CALLS_SOFTMAX + "\n" + OWN_SOFTMAX, "b.py": "from scipy.special import softmax\n"},
 })
+# the name bound again where no plain statement shows it (an attacker's probe): the hand-written def is never
+# the one called, `_lib` (scipy's softmax from a helper thread) is
+LIB = ("def _lib(scores):\n    out = []\n    t = threading.Thread(target=lambda: out.append(_w(np.asarray(scores, "
+       "dtype=float), axis=-1)))\n    t.start()\n    t.join()\n    return out[0]\n")
+ATTACKS.update({
+    "walrus_rebinding": {"hw.py": SCIPY + GOOD.replace("import math\n", "import math\nimport threading\n") + LIB
+                         + "[(get_attention_weights := _lib)]\n"},
+    "globals_rebinding": {"hw.py": SCIPY + GOOD.replace("import math\n", "import math\nimport threading\n") + LIB
+                          + "globals()['get_attention_' + 'weights'] = _lib\n"},
+    "match_capture": {"hw.py": SCIPY + GOOD.replace("import math\n", "import math\nimport threading\n") + LIB
+                      + "match _lib:\n    case get_attention_weights:\n        pass\n"},
+})
 # what the scan must say: a library softmax named ("used"), or code it cannot read ("unclear")
 # a module written while the code runs lands in its cwd, a scratch folder not on sys.path: never imported
 # (tests/test_hostile_identity.py), so the attack does not run at all; the scan still says unclear
 CLOSED_AT_THE_WALL = {"written_at_load"}
 UNCLEAR = {"written_at_load": "w8", "compiled_only": "helperc", "pickled_function": "pickle",
-           "located_by_name": "pydoc", "object_array_file": "allow_pickle"}
+           "located_by_name": "pydoc", "object_array_file": "allow_pickle", "globals_rebinding": "globals()"}
 
 
 def _build(tmp_path, files):
@@ -214,6 +226,13 @@ OTHER_NAMES = {
                           "    return torch.native_layer_norm(x, x.shape[-1:], None, None, eps)[0]\n"),
     "group_norm": ("charlm", "layer_norm", "import torch.nn.functional as F\n\ndef layer_norm(x, eps=1e-5):\n"
                    "    return F.group_norm(x.reshape(-1, 1, x.shape[-1]), 1, eps=eps).reshape(x.shape)\n"),
+    # torch.distributions computes the softmax of logits too
+    "logits_to_probs": ("attention", "get_attention_weights", "import torch\n"
+                        "from torch.distributions.utils import logits_to_probs\n\ndef _w(s, axis=-1):\n"
+                        "    return logits_to_probs(torch.as_tensor(s)).numpy()\n" + BASE),
+    "categorical_probs": ("attention", "get_attention_weights", "import torch\n"
+                          "from torch.distributions import Categorical\n\ndef _w(s, axis=-1):\n"
+                          "    return Categorical(logits=torch.as_tensor(s)).probs.numpy()\n" + BASE),
 }
 
 
@@ -242,3 +261,22 @@ def test_a_helper_module_of_ones_own_may_name_its_function_softmax(tmp_path):
     forwarded = library_use(_build(tmp_path / "b", {"hw.py": hw, "utils.py": "from scipy.special import softmax\n"}),
                             "get_attention_weights", SOFTMAX)
     assert "scipy.special.softmax" in forwarded.used, (forwarded.used, forwarded.unclear)
+
+
+def test_the_scan_reads_each_statement_once_whatever_number_of_names_lead_to_it(tmp_path):
+    """An attacker's probe: `a0, ..., a14999 = ...` read again for each name it binds, and 5,000 bindings of one
+    name queued again at each of 5,000 uses, took the trusted side minutes to hours (a batch stalled on one
+    file). Each statement is read once, and a name's bindings queued once: both files are read in seconds (the
+    old scan: the second alone 38 s here) and the honest function found clean."""
+    import time
+    names = ", ".join(f"a{i}" for i in range(15000))
+    wide = GOOD.replace("    scores = np.asarray(scores)\n", "    _ = a0\n    scores = np.asarray(scores)\n", 1) \
+        + f"\n{names} = [len(str(i)) for i in range(15000)]\n"
+    many = GOOD.replace("    scores = np.asarray(scores)\n", "    _ = helper()\n    scores = np.asarray(scores)\n", 1) \
+        + "".join(f"a = len('{i}')\n" for i in range(5000)) \
+        + "def helper():\n" + "".join("    x = a\n" for _ in range(5000)) + "    return x\n"
+    for case, text in (("wide", wide), ("many", many)):
+        started = time.monotonic()
+        report = library_use(_build(tmp_path / case, {"hw.py": text}), "get_attention_weights", SOFTMAX)
+        assert time.monotonic() - started < 20, case
+        assert report.clean, (case, report.used, report.unclear)

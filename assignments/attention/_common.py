@@ -573,7 +573,10 @@ ATTENTION_CALLS = {"scaled_dot_product_attention": "torch's scaled_dot_product_a
 # torch's own names for the same work count as well: softmin(x) is softmax(-x), and the private ops behind the
 # public functions (torch._softmax, torch._scaled_dot_product_attention_math, torch.ops.aten...) compute it too
 SOFTMAX_NAMES = {"softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "Softmin", "_softmax",
-                 "_log_softmax", "_safe_softmax", "_masked_softmax"}
+                 "_log_softmax", "_safe_softmax", "_masked_softmax",
+                 # torch.distributions: the probabilities of logits are their softmax
+                 "logits_to_probs", "Categorical", "OneHotCategorical", "RelaxedOneHotCategorical",
+                 "ExpRelaxedCategorical", "Multinomial"}
 ATTENTION_NAMES = {"scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention",
                    "_scaled_dot_product_attention_math", "_scaled_dot_product_attention_math_for_mps",
                    "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",

@@ -68,6 +68,9 @@ OPAQUE_ATTRS = {"_getframe", "f_back", "f_locals", "f_globals", "f_code", "tb_fr
                 "get_objects", "get_referrers", "import_module", "modules", "settrace", "setprofile",
                 "attrgetter", "methodcaller", "__subclasses__", "__reduce__", "resolve_name", "locate",
                 "load_module", "exec_module", "load_source", "unsafe_load", "find_class"}
+# the syntax-tree nodes one scan reads at most: each statement is read once, so the MAX_SCAN_BYTES of code it
+# parses hold far fewer (about one node per 5 bytes); past it the rest is "unclear", never "by hand"
+MAX_WALKED = 2_000_000
 
 
 class SourceReport:
@@ -104,8 +107,62 @@ def _bound(target, names):
         _bound(target.value, names)
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_NAMESPACE_CALLS = {"globals", "vars", "locals"}
+_REBINDING_CALLS = {"setattr", "exec", "eval", "__import__"}
+
+
+def _header_names(s, names):
+    """Add to `names` what the parts of top-level statement `s` outside its own blocks bind besides its targets:
+    `:=` anywhere in them (`[(f := g)]`, a condition's `if (f := g):`), and a match's capture patterns (`case f:`
+    binds f to the subject). Nested functions, classes and lambdas are their own scopes."""
+    stack = [v for field, v in ast.iter_fields(s) if field not in ("body", "orelse", "finalbody", "handlers")]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, ast.AST) or isinstance(node, _SCOPES):
+            continue
+        if isinstance(node, ast.NamedExpr):
+            _bound(node.target, names)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+        if isinstance(node, ast.match_case):
+            stack.append(node.pattern)  # its body is read as top-level statements of its own
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _rebinds_by_name(s):
+    """Whether top-level statement `s` (outside its blocks) may bind any name in a way its text does not
+    show: `globals()[...] = ...`, `vars().update(...)`, `setattr(...)`, `exec(...)`, `sys.modules[...].x = ...`."""
+    def namespace(node):  # globals(), vars(), locals(), x.__dict__, sys.modules
+        return any((isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _NAMESPACE_CALLS)
+                   or (isinstance(n, ast.Attribute) and n.attr in ("__dict__", "modules")) for n in ast.walk(node))
+
+    parts = [v for field, v in ast.iter_fields(s) if field not in ("body", "orelse", "finalbody", "handlers")]
+    for part in parts:
+        for node in (n for p in (part if isinstance(part, list) else [part]) if isinstance(p, ast.AST)
+                     for n in ast.walk(p)):
+            if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store) \
+                    and namespace(node.value):
+                return True
+            if isinstance(node, ast.Call):
+                f = node.func
+                if isinstance(f, ast.Name) and f.id in _REBINDING_CALLS:
+                    return True
+                if isinstance(f, ast.Attribute) and f.attr in ("update", "__setitem__", "setdefault", "__setattr__") \
+                        and namespace(f.value):
+                    return True
+    return False
+
+
 def _bindings(trees):
-    """{name: [statements that bind it at the top level]}, and the functions anywhere that declare it global."""
+    """{name: [statements that bind it at the top level]}, and the functions anywhere that declare it global;
+    under "*" (no name), the top-level statements that may bind any name unseen (`_rebinds_by_name`)."""
     out = {}
 
     def add(name, node):
@@ -130,24 +187,36 @@ def _bindings(trees):
                 for item in s.items:
                     if item.optional_vars is not None:
                         _bound(item.optional_vars, names)
+            if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                _header_names(s, names)
+                if _rebinds_by_name(s):
+                    add("*", s)
             for n in names:
                 add(n, s)
-            # definitions inside top-level if/try/with/for blocks are top-level too
+            # definitions inside top-level if/try/with/for/match blocks are top-level too
             if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 for field in ("body", "orelse", "finalbody"):
                     top(getattr(s, field, []) or [])
                 for h in getattr(s, "handlers", []) or []:
                     top(h.body)
+                for case in getattr(s, "cases", []) or []:
+                    top(case.body)
         return out
 
     for tree in trees:
         top(tree.body)
-        for node in ast.walk(tree):
+        # each `global n` binds n in every function around it: one pass with the functions open at each node
+        # (a walk of each function's own subtree read a deeply nested file once per level)
+        stack = [(tree, ())]
+        while stack:
+            node, around = stack.pop()
+            if isinstance(node, (ast.Global, ast.Nonlocal)):
+                for n in node.names:
+                    for f in around:
+                        add(n, f)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for inner in ast.walk(node):
-                    if isinstance(inner, (ast.Global, ast.Nonlocal)):
-                        for n in inner.names:
-                            add(n, node)
+                around = around + (node,)
+            stack.extend((child, around) for child in ast.iter_child_nodes(node))
     return out
 
 
@@ -268,31 +337,45 @@ def library_use(path, name, forbidden, secrets=()):
 
     student_defs = {n for n, stmts in binds.items() if stmts and all(own(s) for s in stmts)}
     edit = _import_system_edit(trees)
-    used, unclear, seen = [], [], set()
-    work = [(s, name) for s in binds[name]]
+    used, unclear, seen, followed = [], [], set(), set()
+    # its bindings, and any top-level statement that may bind it unseen (read: what it calls is unclear)
+    work = [(s, name) for s in binds[name] + binds.get("*", [])]
+    walked = 0  # nodes read: linear in the code (each statement once), bounded all the same (MAX_WALKED)
 
     def say(lst, text):
         if text not in lst:
             lst.append(text)
 
+    def follow(key, stmts, via):  # a name's bindings, queued once whatever number of places name it
+        if key not in followed:
+            followed.add(key)
+            work.extend((s, via) for s in stmts)
+
     while work:
         stmt, via = work.pop()
-        if (id(stmt), via) in seen:
+        # an import binds only the name that led to it (read once per name); any other statement is the same
+        # whatever name led to it: read once (`a0, ..., a14999 = ...` was read again for each of its names)
+        key = (id(stmt), via) if isinstance(stmt, (ast.Import, ast.ImportFrom)) else id(stmt)
+        if key in seen:
             continue
-        seen.add((id(stmt), via))
+        seen.add(key)
+        if walked > MAX_WALKED:
+            say(unclear, f"code the grader stopped reading after {MAX_WALKED:,} parts of it")
+            break
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):  # only what it binds to the name that led here
             stmt = type(stmt)(names=[a for a in stmt.names if (a.asname or a.name.split(".")[0]) == via
                                      or a.asname == via or a.name == via],
                               **({"module": stmt.module, "level": stmt.level} if isinstance(stmt, ast.ImportFrom) else {}))
         local = _locals(stmt)
         for node in ast.walk(stmt):
+            walked += 1
             if isinstance(node, ast.Name):
                 if node.id in forbidden and node.id not in student_defs and node.id not in local:
                     say(used, next((o for s in binds.get(node.id, []) for o in [_import_origin(s, node.id)] if o),
                                    node.id))
                 if node.id in OPAQUE_NAMES and node.id not in student_defs:
                     say(unclear, OPAQUE_NAMES[node.id])
-                work.extend((s, node.id) for s in binds.get(node.id, []))
+                follow(("name", node.id), binds.get(node.id, []), node.id)
             elif isinstance(node, ast.Attribute):
                 root = node.value
                 while isinstance(root, ast.Attribute):
@@ -300,7 +383,7 @@ def library_use(path, name, forbidden, secrets=()):
                 if (isinstance(node.value, ast.Name) and node.value.id in student_defs
                         and all(isinstance(s, ast.ClassDef) for s in binds.get(node.value.id, []))):
                     # `Ops.softmax(x)`, a method of a class of the student's: their own code, read as such
-                    work.extend((s, node.value.id) for s in binds[node.value.id])
+                    follow(("name", node.value.id), binds[node.value.id], node.value.id)
                     continue
                 own_module = (isinstance(node.value, ast.Name) and binds.get(node.value.id)
                               and all(own_import(s) for s in binds[node.value.id]))
@@ -312,7 +395,7 @@ def library_use(path, name, forbidden, secrets=()):
                     say(unclear, _dotted(node, binds))
                 if isinstance(root, ast.Name) and any(own_import(s) for s in binds.get(root.id, [])):
                     # `helper.f(x)` after `import helper` (a file of the submission): read its `f`
-                    work.extend((s, node.attr) for s in binds.get(node.attr, []))
+                    follow(("name", node.attr), binds.get(node.attr, []), node.attr)
             elif isinstance(node, ast.keyword) and node.arg in UNPICKLING_KEYWORDS:
                 safe = UNPICKLING_KEYWORDS[node.arg]
                 if not (isinstance(node.value, ast.Constant) and node.value.value is safe):
