@@ -23,6 +23,27 @@ __all__ = ["Probes", "ProbeError"]
 BY_HAND_LIBRARIES = ("scipy", "sklearn", "jax", "tensorflow", "keras")
 
 
+
+def _unclone(m, seed):
+    """Give each parameter that starts as an exact copy of another (a module built from copies of one layer:
+    The Annotated Transformer's `clones(nn.Linear(d, d), 4)`, nn.TransformerEncoder's deep-copied layers) its
+    own values: the same values in another order, so their spread and scale are kept. Training would make the
+    copies differ; at their start, keys made by a copy of the query layer look like keys made by the query
+    layer itself (the tests read symmetric scores as that mistake). Parameters tied on purpose are one tensor
+    (m.parameters() gives it once); a constant one (a norm's ones) is the same in any order."""
+    import torch
+    first = {}
+    g = torch.Generator().manual_seed(int(seed) & 0x7FFFFFFF)
+    for p in m.parameters():
+        if not (p.numel() > 1 and p.is_floating_point()):
+            continue
+        key = (tuple(p.shape), p.dtype, p.detach().cpu().float().numpy().tobytes())
+        if key not in first:
+            first[key] = p
+            continue
+        order = torch.randperm(p.numel(), generator=g).to(p.device)
+        p.copy_(p.detach().flatten()[order].view_as(p))
+
 class ProbeError(Exception):
     """A probe could not run for a reason that is not the student's exception."""
 
@@ -157,6 +178,7 @@ class Probes:
                 for p in m.parameters():
                     if p.numel() and p.is_floating_point() and not bool(p.any()):
                         p.normal_(0.0, 0.02)
+                _unclone(m, seed)
         handle = len(self.modules) + 1
         self.modules[handle] = m
         return {"handle": handle, "params": self._params(m), "n_params": sum(p.numel() for p in m.parameters())}
