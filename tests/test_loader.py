@@ -632,6 +632,36 @@ def test_missing_display_packages_are_stood_in_for(zyg, tmp_path):
         h.close()
 
 
+def test_a_stand_in_can_be_subclassed_indexed_and_called(zyg, tmp_path):
+    """A missing display package's names stand in as a class: tqdm.notebook subclasses ipywidgets' HBox
+    (`_Dummy() takes no arguments` was shown as the cell's error), a logger subclasses wandb's, plots set
+    rcParams; every one of these lines does nothing and none fails."""
+    import importlib.util
+    if importlib.util.find_spec("wandb") is not None:
+        pytest.skip("wandb is installed here: nothing to stand in for")
+    cells = ["import numpy as np\nimport math\nimport wandb\n"
+             "class Logger(wandb.Run):\n    def __init__(self, name):\n        super().__init__(name)\n"
+             "logger = Logger('run')\nwandb.config['lr'] = 3e-4\nrun = wandb.init(project='hw', config={'a': 1})\n"
+             "run.log({'loss': 1.0}); wandb.finish()\nfor part in wandb.Table:\n    pass\nsteps = 2"]
+    bars = importlib.util.find_spec("ipywidgets") is None and importlib.util.find_spec("tqdm") is not None
+    if bars:  # tqdm.notebook without ipywidgets: tqdm's text bars (its widgets bar failed in its first use)
+        cells.append("from tqdm.notebook import tqdm, trange\nfrom tqdm.auto import tqdm as auto\n"
+                     "steps = sum(1 for _ in tqdm(range(3))) + sum(1 for _ in trange(2)) + sum(1 for _ in auto([1]))")
+    path = write(tmp_path, "hw.ipynb", notebook(cells + [body_of_good()]))
+    h, report = load(zyg, path)
+    try:
+        context_ok(h)
+        text = "\n".join(report["messages"])
+        assert "`wandb` is not installed where the grader runs" in text
+        assert "raised" not in text, text  # no cell failed
+        assert {"logger", "run", "steps"} <= set(report["names"])
+        if bars:
+            assert h.call("get_scores", np.eye(2), np.ones(2)).tolist() == [1.0, 1.0]
+            assert "`ipywidgets` is not installed where the grader runs" in text
+    finally:
+        h.close()
+
+
 def test_a_class_under_another_name_is_pointed_out(zyg, tmp_path):
     path = write(tmp_path, "vit.py", "import torch.nn as nn\nfrom torch import Tensor\n\n\n"
                                      "class ViT(nn.Module):\n    pass\n\n\nclass Block(nn.Module):\n    pass\n")

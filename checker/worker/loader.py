@@ -60,12 +60,35 @@ __all__ = ["Loader", "UnitTimeout", "student_where", "format_student_tb", "list_
 # notebook's plotting lines cost nothing. Only used after the real import has failed.
 # packages a notebook uses only around the graded work -> what they do there (none of it is graded)
 DISPLAY_ONLY = {"matplotlib": "plots", "seaborn": "plots", "plotly": "plots", "tqdm": "progress bars",
-                "IPython": "notebook display", "ipywidgets": "notebook widgets", "wandb": "experiment logging",
+                "IPython": "notebook display", "ipywidgets": "notebook widgets (tqdm.notebook's bars are text bars)",
+                "wandb": "experiment logging",
                 "google": "Colab's own tools, such as mounting Google Drive"}
 
 
-class _Dummy:
+class _DummyType(type):
+    """The stand-in's class is a stand-in too: a stub module's names are the class itself, so code can subclass
+    one (`class TqdmHBox(HBox)` in tqdm.notebook, with ipywidgets missing), call, index or iterate it."""
+
+    def __getattr__(cls, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Dummy
+
+    def __getitem__(cls, key):
+        return _Dummy()
+
+    def __setitem__(cls, key, value):
+        pass
+
+    def __iter__(cls):
+        return iter((_Dummy(), _Dummy()))
+
+
+class _Dummy(metaclass=_DummyType):
     """Accepts any call, attribute, index, iteration (two items: `fig, ax = plt.subplots()`) or `with`."""
+
+    def __init__(self, *args, **kwargs):
+        pass
 
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -95,7 +118,7 @@ class _StubModule(type(sys)):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        return _Dummy()
+        return _Dummy
 
 
 def _tqdm(iterable=None, *args, **kwargs):
@@ -120,6 +143,40 @@ class _DisplayStubs:
         if spec.name.split(".")[0] == "tqdm":
             module.tqdm, module.trange = _tqdm, (lambda *a, **k: range(*a))
         self.used.add(spec.name.split(".")[0])
+        return module
+
+    def exec_module(self, module):
+        pass
+
+
+class _TextBars:
+    """A meta path finder, first in line, for tqdm's notebook bars where ipywidgets is missing: `tqdm.notebook`
+    (and `tqdm.auto`'s `tqdm.autonotebook`) are tqdm's plain text bars, as tqdm.auto gives outside a notebook
+    (tqdm.notebook itself would import the widgets' stand-ins and fail in its first bar)."""
+
+    NAMES = ("tqdm.notebook", "tqdm.autonotebook")
+
+    def __init__(self, stubs):
+        self.stubs = stubs
+
+    def find_spec(self, fullname, path=None, target=None):
+        import importlib.machinery
+        if fullname not in self.NAMES:
+            return None
+        try:  # installed on sys.path (importlib.util.find_spec would find the display stand-in's)
+            if importlib.machinery.PathFinder.find_spec("ipywidgets") is not None \
+                    or importlib.machinery.PathFinder.find_spec("tqdm") is None:
+                return None
+        except (ImportError, ValueError):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec):
+        import tqdm.std
+        module = type(sys)(spec.name)
+        module.tqdm, module.trange = tqdm.std.tqdm, tqdm.std.trange
+        module.tqdm_notebook, module.tnrange = tqdm.std.tqdm, tqdm.std.trange
+        self.stubs.used.add("ipywidgets")
         return module
 
     def exec_module(self, module):
@@ -207,6 +264,7 @@ class Loader:
     def load(self, path):
         stubs = _DisplayStubs()
         sys.meta_path.append(stubs)
+        sys.meta_path.insert(0, _TextBars(stubs))
         sys.meta_path.insert(0, self.written)  # as Jupyter's '' would: before the installed modules
         try:
             self._load_all(path)
