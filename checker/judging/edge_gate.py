@@ -27,9 +27,11 @@ EDGE_SKIP = ("judged by the other tests, not here: on this input ({edge}) some l
              "answer, so it earns points only for a {name} that is also right on an input where they show, "
              "and on {other} it was not ({why})")
 
-STALE_ANSWER = ("this is the answer it gave earlier for other inputs: the function seems to keep its first "
-                "answer (a result cached in a global variable, or `if result is None: result = ...`) and return "
-                "it for later inputs; compute the answer from the arguments on every call")
+STALE_ANSWER = ("this is the answer it gave earlier for other inputs: the answer did not follow the inputs that "
+                "changed. Either the function keeps its first answer (a result cached in a global variable, or "
+                "`if result is None: result = ...`) and returns it for later inputs, or what changed is lost on "
+                "the way (an argument unused, or a softmax over an axis of size 1, whose weights are all 1: "
+                "scores of shape (T, 1) rather than (T,)); compute the answer from every argument on every call")
 
 
 def only_if_right_elsewhere(name, edge, other, check):
