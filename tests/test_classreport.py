@@ -229,3 +229,19 @@ def test_item_analysis_shows_a_tests_usual_points():
             {"name": "t", "outcome": outcome, "points": points if outcome == "passed" else 0, "max_points": points}]}]}
     items = _tests([card(0.5085), card(0.5085), card(0.5556), card(0.5085, "failed")], [("Q1",)])
     assert items[0]["points"] == 0.5085 and items[0]["runs"] == 4 and items[0]["passed"] == 3, items
+
+
+def test_a_submission_there_without_code_to_read_is_not_called_moved(tmp_path):
+    """A TA's probe: a submission the report could not read was said to be "not found where it was graded
+    (the folder moved?)". One that is there but holds no code it may read (no .py or .ipynb, a link out of its
+    folder) is told apart from one that is gone."""
+    from checker.records.classreport.sources import locate_code
+    there = tmp_path / "ana"
+    there.mkdir()
+    (there / "notes.txt").write_text("no code")
+    (there / "hw.py").symlink_to("/etc/hostname")  # out of its folder: not read
+    gone = tmp_path / "ben.py"
+    cards = [{"submission": {"id": "ana", "path": str(there)}}, {"submission": {"id": "ben", "path": str(gone)}}]
+    codes, where = locate_code(cards)
+    assert codes == {}
+    assert where["unreadable"] == ["ana"] and where["missing"] == ["ben"]

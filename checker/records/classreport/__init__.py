@@ -91,6 +91,11 @@ def build_page(outdir, *, submissions_dir=None, top=50, progress=False):
                      + (f"in {submissions_dir}" if submissions_dir else "where they were graded (the folder moved?)")
                      + f" and are left out of the similarity ranking: {shown}. "
                      "Run `hwcheck report` with --submissions DIR to read them from where they are now.")
+    if where.get("unreadable"):
+        shown = ", ".join(where["unreadable"][:10]) + (", ..." if len(where["unreadable"]) > 10 else "")
+        notes.append(f"{len(where['unreadable'])} of {len(cards)} submissions are where they were graded, but hold no "
+                     "code the report may read (files it may not open, links out of their folder, no .py or .ipynb "
+                     f"file) and are left out of the similarity ranking: {shown}.")
     if where.get("not_notebook"):
         shown = ", ".join(where["not_notebook"][:10]) + (", ..." if len(where["not_notebook"]) > 10 else "")
         notes.append(f"{len(where['not_notebook'])} submissions hold a .ipynb file that is not a notebook (not JSON, "

@@ -122,7 +122,8 @@ def _code_of_file(path, root, secrets=(), not_notebooks=None):
 
 
 def locate_code(scorecards, submissions_dir=None, secrets=()):
-    """({id: code}, {"missing": [ids], "changed": [ids], "not_notebook": [ids]}) for the scorecards' submissions.
+    """({id: code}, {"missing": [ids], "changed": [ids], "not_notebook": [ids], "unreadable": [ids]}) for the
+    scorecards' submissions ("unreadable": there, but with no code the report may read).
 
     A submission is read where its scorecard says it was graded from, or from `submissions_dir` under
     the same name; "changed" are those whose sha256 differs from the one the scorecard recorded;
@@ -131,7 +132,7 @@ def locate_code(scorecards, submissions_dir=None, secrets=()):
     `secrets`: folders (the output folder) a single-file submission's link may not lead into.
     """
     from checker.running.submission_files import sha256_of
-    codes, missing, changed, not_notebook = {}, [], [], []
+    codes, missing, changed, not_notebook, unreadable = {}, [], [], [], []
     for card in scorecards:
         sub = card.get("submission") or {}
         sid, recorded = str(sub.get("id", "")), sub.get("path")
@@ -144,7 +145,9 @@ def locate_code(scorecards, submissions_dir=None, secrets=()):
         if bad:
             not_notebook.append(sid)
         if code is None and not bad:
-            missing.append(sid)
+            # not there at all, or there with no code the report may read (unreadable files, a link out of the
+            # folder, no .py / .ipynb): two different things for the TA to do
+            (unreadable if path and os.path.lexists(path) else missing).append(sid)
             continue
         if code is not None:
             codes[sid] = code
@@ -153,7 +156,8 @@ def locate_code(scorecards, submissions_dir=None, secrets=()):
                 changed.append(sid)
         except OSError:
             pass
-    return codes, {"missing": sorted(missing), "changed": sorted(changed), "not_notebook": sorted(not_notebook)}
+    return codes, {"missing": sorted(missing), "changed": sorted(changed), "not_notebook": sorted(not_notebook),
+                   "unreadable": sorted(unreadable)}
 
 
 _FENCED = re.compile(r"^```(?:python|py)\s*\n(.*?)^```", re.MULTILINE | re.DOTALL)
