@@ -264,10 +264,20 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
                           assignment, "public" if public else "hidden", seed)
         if note:
             echo(f"hwcheck: {note}", err=True)
-    elif resume and not only:  # scorecards of another mode or seed: said before they are replaced or joined
+    elif resume and not only:  # scorecards of another mode, seed or spec: said before they are replaced or joined
         from checker.records.progress import resume_note
+        from checker.spec import spec_sha256
         note = resume_note(batch.collect_scorecards(outdir, assignment), [sid for sid, _ in entries], outdir,
-                           assignment, "public" if public else "hidden", seed)
+                           assignment, "public" if public else "hidden", seed, spec_sha=spec_sha256(assignment))
+        if note:
+            echo(f"hwcheck: warning: {note}", err=True)
+    else:  # --only: scorecards it keeps graded with another spec.toml would be mixed with the regraded ones
+        from checker.records.progress import only_note
+        from checker.spec import spec_sha256
+        everyone = resume_command(directory, assignment, outdir, jobs, timeout, public, seed, keep_raw, devices,
+                                  scheduler=scheduler, cluster=cluster, shard=shard)
+        note = only_note(batch.collect_scorecards(outdir, assignment), only, outdir, assignment,
+                         spec_sha256(assignment), everyone)
         if note:
             echo(f"hwcheck: warning: {note}", err=True)
     state["kept"] = 0

@@ -252,3 +252,148 @@ def test_columns_moved_in_a_spreadsheet_are_read_by_their_names(tmp_path):
     assert path.read_text(encoding="utf-8").splitlines()[-1] == ",,,Q3-text,bob"
     entries, problems = read_manual(str(path), spec, {"alice", "bob"})
     assert problems == [] and list(entries) == ["alice"]
+
+
+def _retype_grades_csv(out, edit, *, delimiter=",", encoding="utf-8-sig", decimal_comma=False):
+    """grades.csv as a spreadsheet saves it after the TA typed into it: `edit(header, row)` per row, then saved
+    with `delimiter`, `encoding` and, with decimal_comma, every number's point made a comma (Excel in a `;` locale)."""
+    with open(out / "grades.csv", newline="", encoding="utf-8-sig") as f:
+        rows = list(csv.reader(f))
+    for row in rows[1:]:
+        edit(rows[0], row)
+        if decimal_comma:
+            for i, c in enumerate(row):
+                try:
+                    float(c)
+                except ValueError:
+                    continue
+                row[i] = c.replace(".", ",")
+    with open(out / "grades.csv", "w", newline="", encoding=encoding) as f:
+        csv.writer(f, delimiter=delimiter).writerows(rows)
+
+
+def _typed(sid, qid, value):
+    def edit(head, row):
+        if row[head.index("id")] == sid:
+            row[head.index(qid)] = value
+    return edit
+
+
+def test_a_grade_typed_into_grades_csv_saved_by_excel_with_semicolons_reaches_manual_csv(graded, tmp_path):
+    """r1: Excel in a `;` locale saved grades.csv with `;` and `8,5`: it was read as one column ("the column
+    'id;student;...' typed there is not kept"), set aside, and the grade lost. It is read as manual.csv is: its
+    separator found, `8,5` moved as 8.5, the other numbers (`26,25`) not taken for overrides."""
+    folder, out0, _ = graded
+    out = tmp_path / "out"
+    shutil.copytree(out0, out)
+    _retype_grades_csv(out, _typed("alice", "Q3-text", "8,5"), delimiter=";", decimal_comma=True)
+    r = _grade(folder, out, "--resume")
+    assert ["alice", "Q3-text", "8.5", "typed into grades.csv"] in _manual_rows(out), _manual_rows(out)
+    assert _gradebook(out)["alice"]["Q3-text"] == "8.5"
+    assert "is not kept" not in r.output and "are not kept" not in r.output, r.output
+    assert [row for row in _manual_rows(out) if "typed into grades.csv" in row] == \
+        [["alice", "Q3-text", "8.5", "typed into grades.csv"]]  # no automatic cell taken for an override
+    assert "grades.csv in" in r.output and "was edited since hwcheck wrote it" in r.output, r.output
+
+
+@pytest.fixture(scope="module")
+def accented(tmp_path_factory):
+    """A class with an accented id, as Canvas names a student Müller: `müllerj_1002`."""
+    tmp = tmp_path_factory.mktemp("accented")
+    folder = _class(tmp, names=(("müllerj_1002", "correct.py"),))
+    out = tmp / "out"
+    _grade(folder, out)
+    return folder, out
+
+
+def test_a_grade_typed_into_grades_csv_saved_as_windows_1252_keeps_its_accented_id(accented, tmp_path):
+    """r3: Excel's "CSV (Comma delimited)" saves Windows-1252: the id was read as `m�llerj_1002`, its grade
+    appended to manual.csv under that id and then ignored as no one's, and every note with an accent was said
+    to be typed there. It is decoded as manual.csv is (UTF-8, else Windows-1252)."""
+    folder, out0 = accented
+    out = tmp_path / "out"
+    shutil.copytree(out0, out)
+
+    def edit(head, row):
+        _typed("müllerj_1002", "Q3-text", "8")(head, row)
+        row[head.index("note")] = "née"  # an accented note left as it was is no note typed there
+    _retype_grades_csv(out, edit, encoding="utf-8-sig")
+    _grade(folder, out, "--resume")  # written with the note above, by hwcheck: now Excel's save of it
+    _retype_grades_csv(out, _typed("müllerj_1002", "Q3-text", "8"), encoding="cp1252")
+    r = _grade(folder, out, "--resume")
+    assert "\ufffd" not in (out / "manual.csv").read_text(encoding="utf-8-sig") and "\ufffd" not in r.output
+    assert _gradebook(out)["müllerj_1002"]["Q3-text"] == "8", r.output
+    assert "ignored" not in r.output and "not kept" not in r.output, r.output
+
+
+def test_export_moves_a_grade_typed_into_grades_csv_to_manual_csv(graded, tmp_path):
+    """r2: `hwcheck export OUT` set an edited grades.csv aside as "not written by hwcheck (a student's file...)"
+    and exported without the grade typed there; it now moves the grade to manual.csv as `grade --resume` does."""
+    _, out0, _ = graded
+    out = tmp_path / "out"
+    shutil.copytree(out0, out)
+    _retype_grades_csv(out, _typed("bob", "Q3-text", "9"))
+    r = CliRunner().invoke(main, ["export", str(out)])
+    assert r.exit_code == 0, r.output
+    assert ["bob", "Q3-text", "9", "typed into grades.csv"] in _manual_rows(out), r.output
+    assert _gradebook(out)["bob"]["Q3-text"] == "9"
+    assert "moved to manual.csv" in r.output and "a student's file" not in r.output, r.output
+
+
+def test_an_appeal_given_before_a_resubmission_is_flagged_when_the_new_code_is_regraded(graded, tmp_path):
+    """r5: an override typed for bob's old code (Q1 25, an appeal) kept lowering his resubmission's automatic
+    30, unsaid. The override still applies (the TA's grade), but grades.csv's note and the summary say it was
+    given for an earlier submission and what the new one scores, until the TA edits or deletes the row."""
+    folder0, out0, _ = graded
+    folder, out = tmp_path / "class", tmp_path / "out"
+    shutil.copytree(folder0, folder)
+    shutil.copytree(out0, out)
+    with open(out / "manual.csv", "a", newline="", encoding="utf-8") as f:
+        f.write("bob,Q1,25,appeal: partial credit\r\n")
+    r = _grade(folder, out, "--resume")  # merged for the code it was given for: nothing to flag
+    assert "earlier submission" not in r.output
+    shutil.copyfile(os.path.join(EXAMPLES, "correct.py"), folder / "bob.py")  # bob resubmits, correct
+    r = _grade(folder, out, "--resume")
+    note = _gradebook(out)["bob"]["note"]
+    assert "Q1 25 from manual.csv line 4 was given for an earlier submission" in note, note
+    assert "scores 30 there automatically" in note and "check that grade" in note
+    assert "bob: Q1 25 from manual.csv line 4 was given for an earlier submission" in r.output, r.output
+    r = CliRunner().invoke(main, ["export", str(out)])  # said again later: kept in OUT, not only by this batch
+    assert "earlier submission" in _gradebook(out)["bob"]["note"]
+    text = (out / "manual.csv").read_text(encoding="utf-8").replace("partial credit", "partial credit, checked")
+    (out / "manual.csv").write_text(text, encoding="utf-8")
+    CliRunner().invoke(main, ["export", str(out)])  # the TA checked it (edited the row): no longer flagged
+    assert "earlier submission" not in _gradebook(out)["bob"]["note"]
+    assert float(_gradebook(out)["bob"]["Q1"]) == 25
+
+
+def test_an_absurd_adjustment_is_reported_with_the_limit_not_exported_or_crashing(graded, tmp_path):
+    """r6: two `adjustment` rows of 1e308 crashed export (OverflowError: infinity); one was exported as a number
+    of 309 digits. An adjustment is bounded by 10 times the assignment's total, said with the row's line."""
+    _, out0, _ = graded
+    out = tmp_path / "out"
+    shutil.copytree(out0, out)
+    with open(out / "manual.csv", "a", newline="", encoding="utf-8") as f:
+        f.write("alice,adjustment,1e308,x\r\nalice,adjustment,1e308,y\r\nbob,adjustment,-5,late\r\n")
+    r = CliRunner().invoke(main, ["export", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "manual.csv line 4: an adjustment is at most 1000 points either way (10 times" in r.output, r.output
+    assert "manual.csv line 5" in r.output and "internal error" not in r.output
+    book = _gradebook(out)
+    assert float(book["alice"]["total"]) == _auto(out, "alice")
+    assert float(book["bob"]["total"]) == pytest.approx(_auto(out, "bob") - 5)
+
+
+def test_a_header_with_the_comment_column_deleted_and_columns_moved_is_read_by_its_names(tmp_path):
+    """r6: `id,points,question` (comment deleted, columns moved) was read as data: the header rejected as the id
+    'id', every row as question '8'. The header is known by its names in any order, with a column missing."""
+    path = tmp_path / "manual.csv"
+    path.write_text("id,points,question\r\nalice,8,Q3-text\r\n", encoding="utf-8")
+    entries, problems = read_manual(str(path), SPEC, {"alice", "bob"})
+    assert problems == [], problems
+    assert entries["alice"] == [{"question": "Q3-text", "points": 8.0, "comment": "", "line": 2, "kind": "manual"}]
+    assert ensure_rows(str(path), ["alice", "bob"], SPEC) == 1
+    assert path.read_text(encoding="utf-8").splitlines()[-1] == "bob,,Q3-text"
+    path.write_text("question,id,comment\r\nQ3-text,alice,good\r\n", encoding="utf-8")
+    _, problems = read_manual(str(path), SPEC, {"alice"})
+    assert problems and "names no 'points' column" in problems[0], problems

@@ -163,3 +163,48 @@ def test_a_stateful_function_is_told_so_and_regraded_alike_with_the_same_seed(tm
     # told as what it is (Hypothesis found an input that failed once and passed when asked again)
     assert any(o == "failed" and "different answers to the same inputs" in m for _, o, m in first)
     assert outcomes(7) == first
+
+
+def _course_copy(tmp_path, monkeypatch):
+    """A course's own copy of attention, `hw1`, found through HWCHECK_ASSIGNMENTS (its spec.toml to edit)."""
+    course = tmp_path / "course"
+    shutil.copytree(os.path.join(ROOT, "assignments", "attention"), course / "hw1",
+                    ignore=shutil.ignore_patterns("examples", "__pycache__"))
+    spec = course / "hw1" / "spec.toml"
+    spec.write_text(spec.read_text().replace('id = "attention"', 'id = "hw1"', 1))
+    monkeypatch.setenv("HWCHECK_ASSIGNMENTS", str(course))
+    return spec
+
+
+def _grade_hw1(folder, out, *extra):
+    r = CliRunner().invoke(main, ["grade", str(folder), "-a", "hw1", "-o", str(out), "--timeout", "5", *extra])
+    assert r.exit_code == 0, r.output
+    return r
+
+
+def test_resume_after_the_spec_changed_keeps_the_batchs_seed_and_only_says_the_spec_differs(tmp_path, monkeypatch):
+    """r4: after spec.toml changed (a question's points edited), --resume regraded everyone with a NEW random
+    seed and said nothing; --only then graded one student out of the new points and the rest out of the old,
+    unsaid. --resume keeps the seed of the scorecards it replaces and says why it regrades; --only warns and
+    names the command that regrades everyone."""
+    spec = _course_copy(tmp_path, monkeypatch)
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for sid, example in (("alice", "correct.py"), ("bob", "no_scaling.py")):
+        shutil.copyfile(os.path.join(EXAMPLES, example), folder / f"{sid}.py")
+    out = tmp_path / "out"
+    _grade_hw1(folder, out)
+    seed = _card(out, "alice")["grader"]["seed"]
+    spec.write_text(spec.read_text().replace("points = 30", "points = 25", 1))  # Q1: 30 -> 25
+
+    r = _grade_hw1(folder, out, "--resume")
+    assert [_card(out, sid)["grader"]["seed"] for sid in ("alice", "bob")] == [seed, seed], r.output
+    assert _card(out, "alice")["max_score"] == 95
+    assert "spec.toml changed" in r.output and f"the batch's seed {seed}" in r.output, r.output
+
+    spec.write_text(spec.read_text().replace("points = 25", "points = 30", 1))  # and back: --only one student
+    r = _grade_hw1(folder, out, "--only", "bob")
+    assert _card(out, "bob")["grader"]["seed"] == seed
+    warning = next(line for line in r.output.splitlines() if "spec.toml changed since the batch" in line)
+    assert "graded with the old one (out of 95 points)" in warning and "--resume" in warning, warning
+    assert "out of 95 for 1, 100 for 1" in r.output or "out of 100 for 1, 95 for 1" in r.output, r.output

@@ -52,7 +52,8 @@ from checker.records.outfolder import (collect_scorecards, is_current, lock_outd
                                read_scorecard, restore_results, results_path, scorecard_path)
 from checker.records.outputs import Gradebook, is_own_output
 from checker.records.pool import run_parallel
-from checker.records.progress import not_graded_lines, progress_bar, progress_line, summary_lines  # noqa: F401
+from checker.records.progress import (batch_seeds, not_graded_lines, progress_bar, progress_line,  # noqa: F401
+                                      summary_lines)
 from checker.records.roster import roster_lines
 from checker.spec import load_spec, spec_sha256
 
@@ -185,8 +186,7 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
 
     todo, seeds = [], []
     if only is not None and seed is None and mode == "hidden":  # a regrade uses the batch's own seed
-        seeds = [(c.get("grader") or {}).get("seed") for c in book.cards.values()
-                 if (c.get("grader") or {}).get("mode") == mode and not (c.get("grader") or {}).get("internal_error")]
+        seeds = batch_seeds(book.cards.values(), mode)
     for sid, path in entries:
         if only is not None and sid not in only:
             card = read_scorecard(outdir, sid)  # only a scorecard hwcheck wrote (checker.records.owned)
@@ -205,8 +205,11 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         else:
             todo.append((sid, path))
     if seed is None and mode == "hidden":
-        # A resumed batch goes on with the seed of its scorecards: one seed for the whole class.
+        # A resumed batch goes on with the seed of its scorecards: one seed for the whole class. Where none is
+        # current (the spec changed, so every one is graded again), the seed of the scorecards it replaces.
         known = [x for x in seeds if isinstance(x, int) and not isinstance(x, bool)]
+        if not known and resume:
+            known = batch_seeds(book.cards.values(), mode)
         seed = collections.Counter(known).most_common(1)[0][0] if known else secrets.randbits(31)
     batch.seed = seed
 
@@ -235,7 +238,8 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
 
 def refresh_gradebook(outdir):
     """grades.csv, answers.csv and each results.json of OUTDIR written again from its scorecards and manual.csv
-    (after grading by hand: `hwcheck export`), under OUTDIR's lock (while a batch writes there, HwcheckError
+    (after grading by hand: `hwcheck export`; grades typed into grades.csv are moved to manual.csv first, as a
+    batch moves them), under OUTDIR's lock (while a batch writes there, HwcheckError
     says so). Returns (the gradebook written: True, or False when OUTDIR holds no scorecards, its problems)."""
     known = read_students(outdir)
     assignment = known.get("assignment")
@@ -244,7 +248,12 @@ def refresh_gradebook(outdir):
         return False, []
     lock = lock_outdir(outdir)
     try:
-        book = Gradebook(outdir, load_spec(assignment), cards, [str(c["submission"].get("id")) for c in cards])
+        real = os.path.realpath(outdir)
+        holds = any(os.path.realpath(str((c.get("submission") or {}).get("path") or "")).startswith(real + os.sep)
+                    for c in cards)  # OUT is (or holds) the students' folder, as the batch judged it
+        book = Gradebook(outdir, load_spec(assignment), cards, [str(c["submission"].get("id")) for c in cards],
+                         holds_submissions=holds)
+        book.ensure_manual()  # grades typed into grades.csv move to manual.csv, as `grade --resume` moves them
         book.write(final=True)
         return True, book.problems
     finally:

@@ -12,7 +12,8 @@ and rows are appended in its order). The rule for
 - an automatic question (`Q1`): `points` (0..its points) replace the
   automatic score of that question (a regrade, an appeal);
 - `adjustment`: `points` (any sign: `-5` for a late penalty) are added to
-  the total; several adjustment rows of one id add up; the comment says why.
+  the total; several adjustment rows of one id add up; the comment says why. One row adds or takes off
+  at most ADJUSTMENT_TIMES (10) times the assignment's total (`adjustment_limit`): `1e308` is reported.
 
 One row per (id, question) except adjustments; a later duplicate is
 reported and ignored. A row's id matches a graded id exactly (its canonical
@@ -50,7 +51,8 @@ from checker.records.atomic import write_text_atomic
 from checker.records.csvfile import cell, csv_text
 
 __all__ = ["MANUAL_CSV", "HEADER", "ADJUSTMENT", "manual_path", "ensure_rows", "read_manual", "apply_manual",
-           "describe", "typed_into_gradebook", "pending_questions", "pending_line"]
+           "decode_csv", "csv_delimiter", "missing_columns", "adjustment_limit", "describe", "typed_into_gradebook",
+           "pending_questions", "pending_line"]
 
 MANUAL_CSV = "manual.csv"
 HEADER = ["id", "question", "points", "comment"]
@@ -64,40 +66,68 @@ def manual_path(outdir):
     return owned.place_kept(outdir, MANUAL_CSV) or os.path.join(outdir, MANUAL_CSV)
 
 
+def decode_csv(raw):
+    """The text of a CSV file's bytes as a spreadsheet saved them: UTF-8 (a byte order mark dropped), else
+    Windows-1252 (Excel's "CSV (Comma delimited)" on Windows), which decodes any bytes."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return raw.decode("cp1252", "replace")
+
+
 def _read_text(path):
-    """The file's text (BOM dropped) and whether it had one; ("", False) when there is none."""
+    """The file's text (BOM dropped) and whether it had one; (None, False) when there is none."""
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except FileNotFoundError:
         return None, False
-    bom = raw.startswith(b"\xef\xbb\xbf")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = raw.decode("cp1252", "replace")  # Excel's "CSV" on Windows without UTF-8
-    return text, bom
+    return decode_csv(raw), raw.startswith(b"\xef\xbb\xbf")
 
 
-def _delimiter(text):
+def csv_delimiter(text):
+    """The separator a spreadsheet saved the file with, from its first row: `;` (Excel where the decimal
+    separator is a comma, then `7,5` is 7.5), a tab (Excel's "Unicode Text"), else `,`."""
     first = text.split("\n", 1)[0]
-    return ";" if first.count(";") > first.count(",") else ","
+    counts = {d: first.count(d) for d in (";", "\t")}
+    best = max(counts, key=counts.get)
+    return best if counts[best] > first.count(",") else ","
+
+
+_delimiter = csv_delimiter
 
 
 def _header_order(row):
-    """Where each of HEADER's columns is in a first row naming them all, in any order (a TA who moved the
-    columns in a spreadsheet); None when the row is no such header."""
+    """Where each of HEADER's columns is in a first row that names them (a TA who moved or deleted columns in a
+    spreadsheet: `id,points,question`), read by their names in any order; a column it lacks is placed past the
+    row's end (empty in every row). None when the row is no header: it names neither `id` and `question` nor
+    three of HEADER's names."""
     names = [c.strip().lower() for c in row]
-    if not set(HEADER) <= set(names) and names[:2] != ["id", "question"]:
+    if not ({"id", "question"} <= set(names) or len(set(HEADER) & set(names)) >= 3):
         return None
-    return [names.index(h) if h in names else i for i, h in enumerate(HEADER)]
+    order, past = [], len(names)
+    for h in HEADER:
+        if h in names:
+            order.append(names.index(h))
+        else:
+            order.append(past)
+            past += 1
+    return order
+
+
+def missing_columns(text):
+    """The columns of HEADER that manual.csv's header leaves out (its rows have no such cell), [] when it names
+    them all or has no header."""
+    first = next(csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text)), [])
+    order = _header_order(first)
+    return [h for h, i in zip(HEADER, order) if i >= len(first)] if order is not None else []
 
 
 def _rows(text):
     """[(line number, [cells])] of the data rows, their cells in HEADER's order (id, question, points, then the
     comment and whatever an unquoted separator split off it), and the delimiter."""
     delim = _delimiter(text)
-    out, order, width = [], None, 0
+    out, order = [], None
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
     for row in reader:
         if reader.line_num == 1:
@@ -108,8 +138,8 @@ def _rows(text):
             continue
         if order is not None and order != list(range(len(HEADER))):
             cells = row + [""] * (max(order) + 1 - len(row))
-            # past the header's columns: what an unquoted separator split off the comment, when it is the last
-            rest = cells[width:] if order[3] == width - 1 else []
+            # past the comment: what an unquoted separator split off it, when it is the header's last column
+            rest = cells[order[3] + 1:] if order[3] >= width - 1 else []
             row = [cells[i] for i in order] + rest
         out.append((reader.line_num, row))
     return out, delim
@@ -154,11 +184,13 @@ def ensure_rows(path, ids, spec, extra=()):
     rows = [[sid, qid, *(rest or ["", ""])] for sid, qid, *rest in [*missing, *extra]]
     order = _file_order(text) if text.strip() else list(range(len(HEADER)))
     if order != list(range(len(HEADER))):  # in the TA's order of columns
-        width = max(order) + 1
+        width, named = max(order) + 1, len(next(csv.reader(io.StringIO(text, newline=""), delimiter=delim)))
         for row in rows:
             laid = [""] * width
             for value, i in zip(row, order):
                 laid[i] = value
+            if order[3] == width - 1 and order[3] >= named and not laid[-1]:
+                laid.pop()  # no cell for the comment column the TA deleted (a comment to keep gets one)
             new.append(laid)
     else:
         new += rows
@@ -172,26 +204,39 @@ def ensure_rows(path, ids, spec, extra=()):
 def typed_into_gradebook(gradebook_text, spec, entries, written=None):
     """[[id, question, points, comment]] of grades typed by hand into grades.csv that manual.csv does not hold:
     to be appended there. A manual question's cell (hwcheck writes it empty while pending) is a grade; with
-    `written`, the grades.csv hwcheck would write now (what the TA edited), an automatic question's cell that
-    differs from it is an override (an appeal: `Q1` 22.78 made 30)."""
+    `written`, the grades.csv hwcheck would write now (what the TA edited), an automatic question's cell whose
+    number differs from it is an override (an appeal: `Q1` 22.78 made 30).
+
+    `gradebook_text` is read as a spreadsheet saved it (decoded by `decode_csv`): its separator found as
+    manual.csv's is (`;` with decimal commas, `8,5` is 8.5, or a tab); a number is moved as the number it is."""
     qids = _manual_ids(spec)
     auto = [str(q["id"]) for q in spec.get("questions") or [] if not q.get("manual")]
     ours = {}
     if written is not None:
         ours = {_clean_id(r.get("id") or ""): r for r in csv.DictReader(io.StringIO(written, newline=""))}
+    delim = _delimiter(gradebook_text)
+
+    def number(cell, sep):
+        try:
+            return _number(cell, sep)
+        except ValueError:
+            return None
+
     out = []
-    for row in csv.DictReader(io.StringIO(gradebook_text, newline="")):
+    for row in csv.DictReader(io.StringIO(gradebook_text, newline=""), delimiter=delim):
+        row = {(k or "").strip(): v for k, v in row.items() if isinstance(v, str)}
         sid = _clean_id(row.get("id") or "")
         graded = {r["question"] for r in entries.get(sid, []) if r["points"] is not None}
         for qid in qids:
             cell = (row.get(qid) or "").strip()
             if sid and cell and qid not in graded:
-                out.append([sid, qid, cell, "typed into grades.csv"])
+                x = number(cell, delim)
+                out.append([sid, qid, cell if x is None else _num(x), "typed into grades.csv"])
         mine = ours.get(sid)
         for qid in auto if mine is not None else ():
-            cell = (row.get(qid) or "").strip()
-            if cell and cell != (mine.get(qid) or "").strip() and qid not in graded and _number(cell, ",") is not None:
-                out.append([sid, qid, cell, "typed into grades.csv"])
+            x, was = number((row.get(qid) or "").strip(), delim), number((mine.get(qid) or "").strip(), ",")
+            if x is not None and (was is None or abs(x - was) > 5e-5) and qid not in graded:
+                out.append([sid, qid, _num(x), "typed into grades.csv"])
     return out
 
 
@@ -225,7 +270,7 @@ def _match_id(typed, ids, keys):
 def _number(cell, delim):
     # `'-5`: a negative number as every CSV file hwcheck writes a cell starting with '-' (csvfile.cell)
     s = _clean_id(cell).replace("\u2212", "-")
-    if delim == ";" and s.count(",") == 1 and "." not in s:
+    if delim != "," and s.count(",") == 1 and "." not in s:  # a decimal comma, where `,` separates no cells
         s = s.replace(",", ".")
     x = float(s)
     if not math.isfinite(x):
@@ -248,6 +293,11 @@ def read_manual(path, spec, ids=None):
     questions = {str(q["id"]): q for q in spec.get("questions") or []}
     entries, problems, seen = {}, [], set()
     name = os.path.basename(path)
+    lacking = [h for h in missing_columns(text) if h != "comment"]
+    if lacking:
+        problems.append(f"{name} line 1: the header names no {' or '.join(map(repr, lacking))} column, so no row "
+                        f"has one: name the columns {', '.join(HEADER)} (in any order) in its first row")
+    limit = adjustment_limit(spec)
     keys = {}  # an id's `checker.records.ids.key` -> ids, filled when a row names no id exactly
     for line, row in rows:
         row = row + [""] * (4 - len(row))
@@ -279,7 +329,12 @@ def read_manual(path, spec, ids=None):
                 problems.append(f"{where}: points {points.strip()!r} is not a number: ignored")
                 continue
             if top is not None and not 0 <= value <= top:
-                problems.append(f"{where}: {qid} is worth 0 to {top:g} points, not {value:g}: ignored")
+                problems.append(f"{where}: {qid} is worth 0 to {top:g} points, not {_shown(value)}: ignored")
+                continue
+            if top is None and not -limit <= value <= limit:
+                problems.append(f"{where}: an adjustment is at most {limit:g} points either way ({ADJUSTMENT_TIMES} "
+                                f"times the assignment's total), not {_shown(value)}: ignored; write the points "
+                                f"to add or take off, such as -5")
                 continue
         else:  # a placeholder: a manual question still pending (a later row of it with points counts)
             if kind != "manual" and comment:
@@ -295,9 +350,25 @@ def read_manual(path, spec, ids=None):
     return entries, problems
 
 
+ADJUSTMENT_TIMES = 10  # one adjustment row adds or takes off at most this many times the assignment's total
+
+
+def adjustment_limit(spec):
+    """The most points one `adjustment` row may add or take off: ADJUSTMENT_TIMES the assignment's total (its
+    questions' points; a penalty that takes a total far below 0 is the TA's to give), so a typo such as `1e308`
+    is reported, not added (a total of 309 digits no LMS imports, or an overflow)."""
+    total = sum(float(q.get("points") or 0) for q in spec.get("questions") or [])
+    return ADJUSTMENT_TIMES * (total if math.isfinite(total) and total > 0 else 100.0)
+
+
+def _shown(value):
+    """A number for a message: `1e+308` rather than its 309 digits."""
+    return f"{value:g}"
+
+
 def _num(x):
     x = round(float(x), 4)
-    return int(x) if x == int(x) else x
+    return int(x) if math.isfinite(x) and x == int(x) else x
 
 
 def apply_manual(card, rows):

@@ -15,13 +15,24 @@ What it is for:
   `write(final=True)` also rewrites each submission's Gradescope
   results.json with the grades of manual.csv merged in. The TA's manual.csv
   (`checker.records.manual`) is created / appended to by `ensure_manual(ids)` and
-  merged into every row; its problems are kept in `problems`. Who each
+  merged into every row; its problems are kept in `problems`, with the overrides of automatic
+  questions given for an earlier submission of a student (`Overrides`, below). Who each
   submission is (grades.csv's `student`, `student_id`), the identical-code
   groups and the roster's verdicts come from OUTDIR/.students.json
   (`checker.records.lms.prepare`), read once per Gradebook. Grades typed into
   grades.csv are found by its record: the file hwcheck wrote there, changed
   since. Files of OUTDIR that were not hwcheck's and sat where it writes
   (moved into its state folder's set-aside/) are named in `problems`.
+- `Overrides`: which submission each override of manual.csv was given for. A row for an automatic
+  question (`leebruce_1009,Q1,25,appeal`) replaces its automatic score, and kept doing so, unsaid, after
+  the student resubmitted and `--resume` regraded the new code (an appeal given when Q1 scored 0 lowered
+  the new code's 30 to 25). The sha256 of the submission each override row was first merged with is
+  kept as hwcheck's own file `.overrides.json` in OUT (`checker.records.owned`: a student's file of that
+  name decides nothing); a row is its id, question, points and comment, so a row the TA edits afterwards
+  is a new grade, for the submission of that time. A row whose submission changed since is named in
+  grades.csv's note and the batch's summary, and still applied (the TA's grade decides; the TA checks
+  it). When a batch replaces a scorecard (`replaced`), a row typed before the first merge after it is
+  recorded against the submission it replaced.
 - `load_note(card)`: the grades.csv note of a submission whose load skipped
   something (a statement that raised, a sys.exit, a training loop, a statement that does not parse,
   a statement stopped by the time limit).
@@ -31,14 +42,16 @@ What it is not: grading, or the batch's processes (`checker.records.batch`).
 
 from __future__ import annotations
 
+import json
 import os
 
 from checker.records import owned
 from checker.records.gradebook import answers_text, gradebook_text
 from checker.render.gradescope import make_results
-from checker.records.manual import MANUAL_CSV, apply_manual, describe, ensure_rows, manual_path, read_manual, typed_into_gradebook
+from checker.records.manual import (MANUAL_CSV, apply_manual, csv_delimiter, decode_csv, describe, ensure_rows,
+                                    manual_path, read_manual, typed_into_gradebook)
 
-__all__ = ["OWN_FILES", "is_own_output", "load_note", "Gradebook"]
+__all__ = ["OWN_FILES", "OVERRIDES_JSON", "is_own_output", "load_note", "Gradebook", "Overrides"]
 
 OWN_FILES = ("grades.csv", "answers.csv", MANUAL_CSV, ".students.json", "canvas.csv", "moodle.csv")
 STALE_NOTE = "not in the folder graded last: an older scorecard"
@@ -87,6 +100,8 @@ class Gradebook:
         self.manual = manual_path(outdir)
         self.added = 0
         self.set_aside = set(owned.set_aside(outdir))
+        self.edited = set()  # hwcheck's files found edited since it wrote them (grades.csv typed into)
+        self.overrides = Overrides(outdir)  # which submission each override of manual.csv was given for
         try:  # made here, before processes write results.json side by side (one of them must not take the
             owned.ensure_folder(outdir, "gradescope")  # other's half-made folder for a student's)
         except OSError:
@@ -105,14 +120,16 @@ class Gradebook:
         raw = owned.changed_bytes(self.outdir, "grades.csv")  # the file hwcheck wrote, changed since; else None
         if raw is None:
             return []
+        self.edited.add("grades.csv")
         entries, _ = read_manual(self.manual, self.spec)
         cards, notes = self.merged()  # the grades.csv hwcheck wrote last (what the TA edited), as it would now
         written = gradebook_text(cards, self.spec, notes, self.people)
-        rows = typed_into_gradebook(raw.decode("utf-8-sig", "replace"), self.spec, entries, written)
+        text = decode_csv(raw)  # as a spreadsheet saved it: UTF-8 or Windows-1252, `,` `;` or a tab
+        rows = typed_into_gradebook(text, self.spec, entries, written)
         for sid, qid, points, _ in rows:
             self.problems.append(f"grades.csv: {sid} {qid} = {points} was typed into grades.csv, which hwcheck "
                                  f"rewrites: moved to {MANUAL_CSV}, where grades are kept")
-        self.problems += _typed_elsewhere(raw.decode("utf-8-sig", "replace"), written)
+        self.problems += _typed_elsewhere(text, written)
         return rows
 
     def ensure_manual(self):
@@ -146,6 +163,7 @@ class Gradebook:
             changed = [q for q, answer in _written_answers(card).items() if q in old and old[q] != answer]
             if changed:  # a new submission's written answer: a grade typed for the old one is told, not dropped
                 self.changed_answers[sid] = sorted(set(self.changed_answers.get(sid, [])) | set(changed))
+            self.overrides.replaced(sid, self.cards.get(sid), card)  # an override of the old code: told, below
             self.cards[sid] = card
 
     def merged(self):
@@ -165,6 +183,13 @@ class Gradebook:
                     line = f"{MANUAL_CSV}: {sid}: {text}"
                     if line not in self.problems:
                         self.problems.append(line)
+            was = {r["line"]: r.get("was") for r in merged.get("manual_grades") or [] if r["kind"] == "override"}
+            for row in self.overrides.stale(sid, card, entries.get(sid, [])):
+                text = stale_text(row, was.get(row["line"]))
+                note.append(text)
+                line = f"{MANUAL_CSV}: {sid}: {text}"
+                if line not in self.problems:
+                    self.problems.append(line)
             note += [t for t in (load_note(card), describe(merged)) if t]
             note += _people_notes(sid, self.people.get(sid) or {}, self.identical.get(sid))
             if note:
@@ -174,6 +199,7 @@ class Gradebook:
 
     def write(self, final=False):
         cards, notes = self.merged()
+        self.overrides.save()
         self.gradebook = owned.write_text(self.outdir, "grades.csv",
                                           gradebook_text(cards, self.spec, notes, self.people),
                                           kind="gradebook", encoding="utf-8-sig")
@@ -193,6 +219,12 @@ class Gradebook:
             if name not in self.set_aside:
                 self.set_aside.add(name)
                 shown = name.replace("%", "/")
+                if shown.rsplit(".", 1)[0] in self.edited or shown in self.edited:  # grades.csv, grades.csv.2
+                    self.problems.append(f"{shown} in {self.outdir} was edited since hwcheck wrote it: the grades "
+                                         f"typed there are in {MANUAL_CSV} (said above), and hwcheck wrote it anew; "
+                                         f"the edited copy was moved to "
+                                         f"{os.path.join(owned.state_dir(self.outdir), 'set-aside', name)}")
+                    continue
                 self.problems.append(f"{shown} in {self.outdir} was not written by hwcheck (a student's file, or "
                                      f"an older hwcheck's, or edited since) and sat where hwcheck writes its own: "
                                      f"moved to {os.path.join(owned.state_dir(self.outdir), 'set-aside', name)}")
@@ -233,7 +265,7 @@ def _typed_elsewhere(typed, written):
     import csv
     import io
     mine = list(csv.reader(io.StringIO(written, newline="")))
-    theirs = list(csv.reader(io.StringIO(typed, newline="")))
+    theirs = list(csv.reader(io.StringIO(typed, newline=""), delimiter=csv_delimiter(typed)))
     if not mine or not theirs:
         return []
     out = []
@@ -258,3 +290,68 @@ def _typed_elsewhere(typed, written):
                        f"in {MANUAL_CSV}'s comment column")
     return out
 
+
+# overrides given for an earlier submission (see the module's docstring)
+
+OVERRIDES_JSON = ".overrides.json"
+
+
+def _sha(card):
+    sha = (card.get("submission") or {}).get("sha256") if isinstance(card, dict) else None
+    return sha if isinstance(sha, str) else None
+
+
+def _key(sid, row):
+    return json.dumps([sid, row.get("question"), row.get("points"), row.get("comment") or ""], ensure_ascii=True)
+
+
+class Overrides:
+    """The record of OUT's override rows and the submissions they were given for."""
+
+    def __init__(self, outdir):
+        self.outdir = outdir
+        data = owned.read_json(outdir, OVERRIDES_JSON, "overrides")
+        given = data.get("given") if isinstance(data, dict) else None
+        self.given = {k: v for k, v in given.items() if isinstance(v, str)} if isinstance(given, dict) else {}
+        self.before = {}  # {id: the sha256 of the submission a batch's new scorecard replaced}
+        self.dirty = False
+
+    def replaced(self, sid, old_card, new_card):
+        """A batch replaced `sid`'s scorecard: remember the submission it graded before, when it changed."""
+        old, new = _sha(old_card), _sha(new_card)
+        if old and new and old != new:
+            self.before.setdefault(sid, old)
+
+    def stale(self, sid, card, rows):
+        """The override rows of `sid` (manual.csv's rows of kind "override") given for another submission than
+        the one `card` graded; a row seen for the first time is recorded here."""
+        now = _sha(card)
+        out = []
+        for row in rows:
+            if row.get("kind") != "override" or row.get("points") is None or now is None:
+                continue
+            key = _key(sid, row)
+            if key not in self.given:
+                self.given[key] = self.before.get(sid, now)
+                self.dirty = True
+            if self.given[key] != now:
+                out.append(row)
+        return out
+
+    def save(self):
+        """Write the record when it changed (a failure leaves it to the next run, which records again)."""
+        if not self.dirty:
+            return
+        try:
+            owned.write_json(self.outdir, OVERRIDES_JSON, {"given": self.given}, kind="overrides")
+            self.dirty = False
+        except OSError:
+            pass
+
+
+def stale_text(row, automatic):
+    """grades.csv's note (and the summary's line) of an override given for an earlier submission."""
+    was = f"{automatic:g}" if isinstance(automatic, (int, float)) else str(automatic)
+    return (f"{row['question']} {row['points']:g} from manual.csv line {row.get('line')} was given for an earlier "
+            f"submission, and the new one scores {was} there automatically: check that grade (once checked, edit "
+            f"the row's comment to keep it, or delete the row to keep the automatic score)")

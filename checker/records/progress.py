@@ -1,13 +1,15 @@
 """What a batch prints: a progress line or bar per submission, and the summary after it.
 
-What it is for: pure texts from the batch's events and result (`progress_line`,
-`progress_bar`, `summary_lines`, whose scores are the totals with manual.csv merged and which
-names the manual grades pending, and which with --only tells the regrade apart from the
-submissions kept; `rerun_note`, said before a batch regrades an OUT that holds scorecards
-without --resume; `not_graded_lines`, every file or folder of the graded folder that was not
-graded, with the reason), every student-controlled string kept on its line and escaped (`checker.render.escape`); `isolation_gaps` picks from a scorecard's
-`grader.isolation` the walls that could not be put up, which the summary
-names once per batch.
+What it is for: pure texts from the batch's events and result (`progress_line`, `progress_bar`,
+`summary_lines`, whose scores are the totals with manual.csv merged, which names the manual grades
+pending, with --only tells the regrade apart from the submissions kept, and says when the totals are
+out of different maxima (scorecards of two spec.toml files); `rerun_note`, said before a batch
+regrades an OUT that holds scorecards without --resume; `resume_note` and `only_note`, said before
+--resume or --only where OUT's scorecards were graded otherwise: another mode, seed or spec.toml
+(`batch_seeds`: the seeds they were graded with); `not_graded_lines`, every file or folder of the
+graded folder that was not graded, with the reason), every student-controlled string kept on its
+line and escaped (`checker.render.escape`); `isolation_gaps` picks from a scorecard's
+`grader.isolation` the walls that could not be put up, which the summary names once per batch.
 
 What it is not: the batch (`checker.records.batch`) or the command line; it prints nothing itself.
 """
@@ -22,7 +24,7 @@ from checker.render.report import format_points
 from checker.judging.scorecard import STATUSES
 
 __all__ = ["progress_line", "progress_bar", "summary_lines", "isolation_gaps", "not_graded_lines", "rerun_note",
-           "resume_note"]
+           "resume_note", "only_note", "batch_seeds"]
 
 def _pts(x):
     return format_points(x)  # as `check` and `show` print points: 84.34, not 84.3396
@@ -95,10 +97,14 @@ def summary_lines(batch):
         lines.append("  status: " + ", ".join(f"{s} {counts[s]}" for s in STATUSES if counts[s]))
         merged = getattr(batch, "scores", None) or {}  # with manual.csv merged, when the batch has them
         scores = [float(merged.get(r["id"], r["score"]) or 0) for r in results]
+        maxima = collections.Counter(_pts(r["max_score"]) for r in results if r.get("status") in STATUSES)
+        out_of = f"of {_pts(results[0]['max_score'])}"
+        if len(maxima) > 1:  # scorecards of two spec.toml files (--only after the spec changed)
+            out_of = (f"out of {', '.join(f'{m} for {n}' for m, n in maxima.most_common())}: graded with different "
+                      f"spec.toml files; `--resume` regrades the older ones with the batch's seed")
         lines.append(f"  score: mean {_pts(round(statistics.mean(scores), 2))}, "
                      f"median {_pts(round(statistics.median(scores), 2))}, "
-                     f"min {_pts(min(scores))}, max {_pts(max(scores))} "
-                     f"(of {_pts(results[0]['max_score'])})")
+                     f"min {_pts(min(scores))}, max {_pts(max(scores))} ({out_of})")
     gaps = sorted({g for r in results for g in r.get("gaps") or ()})
     if gaps:  # once per batch: how protected this run was (the README's trust model says what each means)
         lines.append(f"  isolation: walls missing on this machine: {_line(', '.join(gaps))} "
@@ -168,10 +174,11 @@ def rerun_note(cards, ids, outdir, assignment, mode, seed):
     return note
 
 
-def resume_note(cards, ids, outdir, assignment, mode, seed):
+def resume_note(cards, ids, outdir, assignment, mode, seed, spec_sha=None):
     """What `grade --resume` says before it grades, where OUT's scorecards of these submissions were graded
-    otherwise ('' when nothing differs): in another mode (every one of them is graded again, in this mode), or
-    in hidden mode with another seed than the --seed given (the new ones get other inputs than the rest)."""
+    otherwise ('' when nothing differs): in another mode (every one of them is graded again, in this mode),
+    with another spec.toml than `spec_sha`'s (graded again, with the batch's seed), or in hidden mode with
+    another seed than the --seed given (the new ones get other inputs than the rest)."""
     ids = set(ids)
     graders = [c.get("grader") or {} for c in cards if str((c.get("submission") or {}).get("id")) in ids]
     graders = [g for g in graders if not g.get("internal_error")]
@@ -184,10 +191,48 @@ def resume_note(cards, ids, outdir, assignment, mode, seed):
                 + f"; to keep them, stop (Ctrl-C) and rerun {'with' if was == 'public' else 'without'} --public")
     seeds = [g.get("seed") for g in graders if g.get("mode") == mode == "hidden"]
     seeds = [x for x in seeds if isinstance(x, int) and not isinstance(x, bool)]
-    if seed is not None and seeds and any(x != seed for x in seeds):
-        old = collections.Counter(seeds).most_common(1)[0][0]
-        return (f"{_line(outdir)} holds scorecards graded with seed {old}; --seed {seed} gives the submissions "
-                f"graded now other hidden inputs than theirs; to grade everyone alike, stop (Ctrl-C) and rerun "
-                f"with --seed {old} (or without --seed)")
-    return ""
+    old = collections.Counter(seeds).most_common(1)[0][0] if seeds else None
+    changed = [g for g in graders if spec_sha and g.get("mode") == mode and g.get("spec_sha256") != spec_sha]
+    said = ""
+    if changed:  # every one of them is graded again: said, with the seed that keeps the hidden inputs
+        said = (f"{assignment}'s spec.toml changed since {len(changed)} of the {len(graders)} scorecards in "
+                f"{_line(outdir)} were graded (points, tests or names edited, or another copy of the assignment): "
+                f"--resume grades those {len(changed)} again with the new spec")
+        if mode == "hidden" and seed is None and old is not None:
+            said += f", with the batch's seed {old}, so their hidden inputs stay the same"
+        said += "; to keep the old grades instead, stop (Ctrl-C) and put the old spec.toml back"
+    if seed is not None and old is not None and any(x != seed for x in seeds):
+        said += ("; " if said else "") + (
+            f"{_line(outdir)} holds scorecards graded with seed {old}; --seed {seed} gives the submissions "
+            f"graded now other hidden inputs than theirs; to grade everyone alike, stop (Ctrl-C) and rerun "
+            f"with --seed {old} (or without --seed)")
+    return said
+
+
+def only_note(cards, only, outdir, assignment, spec_sha, resume):
+    """What `grade --only` says before it regrades, where the scorecards it keeps were graded with another
+    spec.toml than the assignment's now ('' when none was): the regraded ones would be graded out of the new
+    points, the rest out of the old, in one grades.csv and export; `resume` is the command that regrades
+    everyone with the new spec and the batch's seed."""
+    only = set(only)
+    kept = [c for c in cards if str((c.get("submission") or {}).get("id")) not in only
+            and not (c.get("grader") or {}).get("internal_error")]
+    other = [c for c in kept if (c.get("grader") or {}).get("spec_sha256") != spec_sha]
+    if not other:
+        return ""
+    maxima = sorted({_pts(c.get("max_score")) for c in other if isinstance(c.get("max_score"), (int, float))})
+    out_of = f" (out of {' or '.join(maxima)} points)" if maxima else ""
+    return (f"{assignment}'s spec.toml changed since the batch in {_line(outdir)} was graded: {len(other)} of the "
+            f"{len(kept)} scorecards --only keeps were graded with the old one{out_of}, and --only grades "
+            f"{', '.join(_line(i) for i in sorted(only)[:5])}{', ...' if len(only) > 5 else ''} with the new one, so "
+            f"grades.csv and the exports would mix the two; to regrade everyone with the new spec and the batch's "
+            f"seed, run instead: {_line(resume)}")
+
+
+def batch_seeds(cards, mode):
+    """The seeds OUT's scorecards of `mode` were graded with (hwcheck's own failures left out): a regrade
+    (`--only`, or `--resume` where none is current) goes on with the most common."""
+    seeds = [(c.get("grader") or {}).get("seed") for c in cards
+             if (c.get("grader") or {}).get("mode") == mode and not (c.get("grader") or {}).get("internal_error")]
+    return [x for x in seeds if isinstance(x, int) and not isinstance(x, bool)]
 
