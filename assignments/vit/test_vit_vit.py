@@ -569,9 +569,16 @@ def _block_names(sub, seed, img, patch, D, h, out):
     """[[names of block 0], [block 1], [block 2]] of a three-block model, found from the models with 1, 2
     and 3 blocks: the parameters the third block adds, and the same names with their block number (a
     whole dotted part, `blocks.2.attn.qkv.weight`, or the number a part ends with, torchvision's
-    `encoder.layers.encoder_layer_2.ln_1.weight`) counted down. None when they do not line up so."""
+    `encoder.layers.encoder_layer_2.ln_1.weight`) counted down, or, where no number tells them, the part in
+    which they differ in the order the model lists them (`_blocks_by_order`). None when they do not line up
+    so."""
     shapes = [{p["name"]: tuple(p["shape"]) for p in _vit(sub, seed, img, patch, D, h, out, n).params}
               for n in (1, 2, 3)]
+    return _blocks_by_number(shapes) or _blocks_by_order(shapes)
+
+
+def _blocks_by_number(shapes):
+    """_block_names from the number in a name's part (see there); None when the names have none."""
     last = sorted(set(shapes[2]) - set(shapes[1]))
     blocks = [[], [], last]
     for name in last:
@@ -588,6 +595,42 @@ def _block_names(sub, seed, img, patch, D, h, out):
         else:
             return None
     return blocks if last else None
+
+
+def _blocks_by_order(shapes):
+    """_block_names where the blocks are keyed by other names than numbers (an nn.ModuleDict of 'ba', 'bb', 'bc'
+    or 'first', 'second', 'third'): the one dotted part in which each name of the third block differs from two
+    other names of the same shape, its three values ordered as the model lists its parameters (the order the
+    blocks were made in); the first block's names must be the one-block model's, the second's new in the
+    two-block model. None when they do not line up so."""
+    names = list(shapes[2])  # the order the three-block model lists them
+    last = [n for n in names if n not in shapes[1]]
+    if not last:
+        return None
+    split = [n.split(".") for n in names]
+    for i in range(max(len(p) for p in split)):
+        keys = {}  # the name with part i blanked -> {part i: first position}
+        for pos, parts in enumerate(split):
+            if len(parts) > i:
+                keys.setdefault((tuple(parts[:i]), tuple(parts[i + 1:]), shapes[2][names[pos]]), {}) \
+                    .setdefault(parts[i], pos)
+        order, blocks = None, [[], [], []]
+        for name in last:
+            parts = name.split(".")
+            if len(parts) <= i:
+                break
+            found = keys[(tuple(parts[:i]), tuple(parts[i + 1:]), shapes[2][name])]
+            ranked = [k for k, _ in sorted(found.items(), key=lambda kv: kv[1])]
+            if len(ranked) != 3 or ranked[2] != parts[i] or (order is not None and ranked != order):
+                break
+            order = ranked
+            for k in range(3):
+                blocks[k].append(".".join(parts[:i] + [ranked[k]] + parts[i + 1:]))
+        else:
+            if all(shapes[0].get(n) == shapes[2][n] for n in blocks[0]) \
+                    and all(shapes[1].get(n) == shapes[2][n] and n not in shapes[0] for n in blocks[1]):
+                return blocks
+    return None
 
 
 CHAIN_HINT = ("the blocks are not chained: each block must read the previous block's output, "
@@ -706,3 +749,157 @@ def _rotation_fixing(m, vectors, rng):
     if np.linalg.det(q) < 0:
         q[:, 0] = -q[:, 0]
     return np.eye(m) + basis @ (q - np.eye(r)) @ basis.T
+
+
+RESHAPED_TOKENS_HINT = ("the ViT's forward makes its tokens by a plain reshape of the image (`images.reshape(B, N, "
+                        "-1)`{order}): each token is then a run of consecutive values of the flattened image (a "
+                        "strip across rows, or across channels), not a P_h x P_w tile. Cut the tiles inside forward "
+                        "as patchify does (call your patchify, F.unfold(...).transpose(1, 2), or a Conv2d patch "
+                        "embedding with kernel_size = stride = patch size)")
+
+
+def _swapped_tiles(x, patch, i, j):
+    """x (B, C, H, W) with the P_h x P_w tiles number i and j of the grid (row-major) swapped."""
+    P_h, P_w = (patch, patch) if isinstance(patch, int) else patch
+    gw = x.shape[-1] // P_w
+    y = x.clone()
+    (ri, ci), (rj, cj) = divmod(i, gw), divmod(j, gw)
+    a = (slice(None), slice(None), slice(ri * P_h, (ri + 1) * P_h), slice(ci * P_w, (ci + 1) * P_w))
+    b = (slice(None), slice(None), slice(rj * P_h, (rj + 1) * P_h), slice(cj * P_w, (cj + 1) * P_w))
+    y[a], y[b] = x[b], x[a]
+    return y
+
+
+def _swapped_runs(x, N, i, j, channel_last):
+    """x (B, C, H, W) with runs i and j of its flattening into N equal runs swapped: the tokens of
+    `x.reshape(B, N, -1)` (channel-first) or of `x.permute(0, 2, 3, 1).reshape(B, N, -1)` (channel-last)."""
+    B, C, H, W = x.shape
+    flat = (x.permute(0, 2, 3, 1) if channel_last else x).reshape(B, N, -1).clone()
+    flat[:, [i, j]] = flat[:, [j, i]]
+    if channel_last:
+        return flat.reshape(B, H, W, C).permute(0, 3, 1, 2).contiguous()
+    return flat.reshape(B, C, H, W)
+
+
+@pytest.mark.question("vit")
+@pytest.mark.weight(4)  # the tokens are the patches: a reshape inside forward passes every other test
+def test_vit_tokens_are_tiles_of_the_image(sub, rng, seed, note):
+    # With `positional_embedding` set to zero, nothing in a ViT knows where a token came from: its tokens
+    # are the embedded tiles, in some order, the encoder is equivariant to their order and the logits are read
+    # from the class token. So swapping two P_h x P_w tiles of the image leaves the logits as they were, whatever
+    # the order of the tiles or of the values inside a patch (channel-first, channel-last, the grid read column
+    # by column, a Conv2d patch embedding). A ViT whose tokens are N runs of the flattened image
+    # (`images.reshape(B, N, -1)`) is unchanged when two runs are swapped instead: that is the one mistake this
+    # test fails; a model that is neither (a positional term elsewhere, a readout from a patch token, an
+    # attention that is not equivariant) is skipped here and judged by the other tests.
+    D, h, out, blocks = 16, 2, 10, 2
+    img, patch = _geometry_it_takes(sub, rng, seed, (3, 8, 12), 4, D, h, out, note)
+    C, H, W = img
+    P_h, P_w = (patch, patch) if isinstance(patch, int) else patch
+    N = (H // P_h) * (W // P_w)
+    name = _vit_name(img, patch, D, h, out, blocks)
+    m = _vit(sub, seed, img, patch, D, h, out, blocks)
+    shapes = {p["name"]: tuple(p["shape"]) for p in m.params}
+    pe = shapes.get("positional_embedding")
+    if pe is None or len(pe) < 2 or pe[-2] != N + 1:
+        pytest.skip("judged by the other tests, not here: the model has no parameter `positional_embedding` with "
+                    f"N+1 = {N + 1} rows (test_vit_embedding_shapes says why), which this test sets to zero")
+    with explained():
+        m.set_params({"positional_embedding": torch.zeros(pe)})
+    x = randn(rng, (1, *img))
+    first, last = 0, N - 1  # two tiles in different rows and columns of the grid
+    inputs = [x, _swapped_tiles(x, patch, first, last), _swapped_runs(x, N, first, last, False),
+              _swapped_runs(x, N, first, last, True)]
+    outs = [check_shape(o, (1, out), f"{name} output") for o in forward(m, inputs).outputs]
+    scale = float(np.max(np.abs(outs[0])))
+    tiles, runs_cf, runs_cl = (not changed(o, outs[0], scale) for o in outs[1:])
+    if tiles:
+        return
+    if not (runs_cf or runs_cl):
+        pytest.skip("judged by the other tests, not here: with positional_embedding set to zero, the logits "
+                    "change when two tiles of the image are swapped, and also when two runs of its flattening "
+                    "are: the tokens are neither the tiles nor a plain reshape of the image (or something other "
+                    "than positional_embedding tells the positions apart)")
+    order = "" if runs_cf else ", after moving the channels last"
+    probe = torch.from_numpy(np.random.default_rng(0).standard_normal((2, *img))).float()
+    wrong = (probe.reshape(2, N, -1) if runs_cf else probe.permute(0, 2, 3, 1).reshape(2, N, -1)).double().numpy()
+    try:
+        with explained():
+            own = as_plain_array(sub.call("patchify", probe, patch), "patchify")
+    except GradingFailure:
+        own = None
+    if own is not None and own.shape == wrong.shape and np.allclose(own, wrong, rtol=1e-5, atol=1e-6):
+        note("the tokens are not tiles of the image, but they are what your own patchify gives (it reshapes the "
+             "image): counted in the patchify question only (fix patchify and the ViT follows)")
+        return
+    raise GradingFailure(
+        f"{name}, with positional_embedding set to zero: swapping two {P_h} x {P_w} tiles of the image (tiles "
+        f"{first} and {last} of the grid) changed the logits, which a ViT whose tokens are the tiles cannot do; "
+        f"swapping two runs of {C * P_h * P_w} consecutive values of the flattened image instead left them as "
+        f"they were: each token is such a run.\nLikely mistake: {RESHAPED_TOKENS_HINT.format(order=order)}.")
+
+
+MLP_NOT_NORMED_HINT = ("the MLP branch reads the residual stream itself, not LN(Z): `z = z + self.mlp(z)` (or a norm "
+                       "applied after the MLP). The handout's block is `Z = Z + MHSA(LN(Z)); Z = Z + MLP(LN(Z))`, "
+                       "with a LayerNorm of its own before the MLP: `z = z + self.mlp(self.norm2(z))`")
+
+
+def _shift_blind(m, name, out, x, shifts):
+    """Does adding shifts[i] * (1, ..., 1) to row i + 1 of `positional_embedding` (every patch token, not the
+    class token) leave the logits of `m` on `x` as they were? None when the parameter cannot be set so."""
+    with explained():
+        got = m.get_params(["positional_embedding"])
+    pe = got.get("positional_embedding") if isinstance(got, dict) else None
+    if pe is None:
+        return None
+    pe = np.array(pe, dtype=np.float32)
+    if pe.ndim < 2 or pe.shape[-2] != len(shifts) + 1:
+        return None
+    before = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
+    moved = pe.copy()
+    moved[..., 1:, :] += shifts.astype(np.float32)[:, None]
+    with explained():
+        m.set_params({"positional_embedding": torch.from_numpy(moved)})
+    after = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
+    return not changed(after, before, float(np.max(np.abs(before))))
+
+
+@pytest.mark.question("vit")
+@pytest.mark.weight(2)  # the handout's block; the zeroed-block test cannot see a missing norm before the MLP
+def test_vit_mlp_branch_reads_a_normalized_input(sub, rng, seed):
+    # A LayerNorm does not see a constant added to all the features of a token: LN(z + c * 1) = LN(z). In a
+    # pre-norm block both branches read LN(Z), so adding c_i * 1 to patch token i only carries c_i * 1 along the
+    # residual stream: no branch sees it, and the class token, which gets no shift, ends exactly as it was, in
+    # any number of blocks, whatever the layout, with or without the LN's affine parameters or a final norm. The
+    # shift is made through rows 1..N of `positional_embedding`. With one block the class token's MLP reads the
+    # class token alone, so a block whose MLP reads Z unnormalized still passes there; with two blocks, the first
+    # block's MLP turns the shifts of the patch tokens into changes the second block's attention brings to the
+    # class token. So: one block unmoved and two blocks moved is that mistake; one block moved already (the
+    # attention branch not normalized, a post-norm block, a readout from a patch token) is judged elsewhere.
+    img, patch, D, h, out = (3, 8, 8), 4, 16, 2, 10
+    N = (img[1] // patch) * (img[2] // patch)
+    shifts = rng.uniform(1.0, 3.0, N) * rng.choice([-1.0, 1.0], N)
+    x = randn(rng, (1, *img))
+    verdicts = []
+    for blocks in (2, 1):
+        m = _vit(sub, seed, img, patch, D, h, out, blocks)
+        blind = _shift_blind(m, _vit_name(img, patch, D, h, out, blocks), out, x, shifts)
+        if blind is None:
+            pytest.skip(f"judged by the other tests, not here: the model has no parameter `positional_embedding` "
+                        f"with N+1 = {N + 1} rows (test_vit_embedding_shapes says why), through which this test "
+                        "shifts the patch tokens")
+        if blind and blocks == 2:
+            return
+        verdicts.append(blind)
+    if not verdicts[-1]:
+        pytest.skip("judged by the other tests, not here: a constant added to every feature of the patch tokens "
+                    "changes the logits of a one-block model already (its attention branch does not read LN(Z), a "
+                    "post-norm block, or a readout that is not the class token), so the MLP branch cannot be "
+                    "seen on its own")
+    name = _vit_name(img, patch, D, h, out, 2)
+    raise GradingFailure(
+        f"{name}: adding a constant to all the features of each patch token (through rows 1..N of "
+        "positional_embedding) changed the logits; a LayerNorm removes such a constant, so in a block whose two "
+        "branches read LN(Z) it only rides along the residual stream and the class token ends as it was. With "
+        "one block (where the class token's MLP reads the class token alone) the logits did not change, so "
+        f"the attention branch is normalized and the MLP branch is not.\nLikely mistake: {MLP_NOT_NORMED_HINT}.")
