@@ -63,6 +63,9 @@ SRC = textwrap.dedent('''\
     def scale_in_place(a):
         a *= 2
         return a
+    def halve_first(a, b):
+        a.div_(2)  # a torch tensor changed in place; b left alone
+        return a + b
 
 
     def forge_next(x):
@@ -134,6 +137,18 @@ def test_asks_together_answer_as_alone_in_one_round_trip(sub, monkeypatch):
     value, changed = c.get()
     assert value.tolist() == [2.0, 2.0] and changed == [0]
     assert [r[0] for r in sub.call("ran")] == ["double", "double"]
+
+
+def test_a_torch_argument_changed_in_place_is_seen(sub):
+    """call_changes compares torch tensor arguments too (charlm's layer_norm(x) with `x -= mean`): the worker
+    hands each back after the call and the trusted side compares it with its own copy of what it sent."""
+    import torch
+    a, b = torch.ones(3), torch.arange(3.0)
+    value, changed = sub.call_changes("halve_first", a, b)
+    assert changed == [0] and value.tolist() == [0.5, 1.5, 2.5]
+    assert a.tolist() == [1.0, 1.0, 1.0]  # the trusted side's own tensor is never the worker's
+    value, changed = sub.call_changes("double", torch.ones(2))
+    assert changed == [] and value.tolist() == [2.0, 2.0]
 
 
 def test_an_exception_is_its_own_ask_only(sub):

@@ -69,6 +69,9 @@ SHORT_CAUSAL_HINT = ("the model is causal on a full block but not on this shorte
 SHORT_INPUT_HINT = ("forward works on a full block but not on this shorter input: a language model must run on any "
                     "T <= block_size (generation starts from one token), so index the positions with "
                     "torch.arange(T) / pos_emb[:T] and slice any mask to [:T, :T]")
+POSITIONS_BY_IDS_HINT = ("the positional embedding is indexed with the token ids (`self.pos_emb(idx)`): it fails on a "
+                         "full block of ids >= block_size too, which a block of zeros hides. Its rows are the "
+                         "positions 0..T-1: index it with torch.arange(T, device=idx.device)")
 CHANGED_BY_FORWARD_HINT = ("a forward on a shorter input changed the model, and the next call went wrong: "
                            "`self.mask = self.mask[:T, :T]` (or any `self.x = ...` in forward) overwrites the "
                            "registered buffer, so after generation's first one-token call the mask is 1 x 1. Slice "
@@ -326,6 +329,11 @@ def _ln_input(rng, shape):
     return rng.uniform(-0.1, 0.1, rows) + rng.uniform(0.02, 0.08, rows) * rng.standard_normal(shape)
 
 
+LN_DIM1_HINT = ("normalized over a fixed axis (dim=1), not the last one: x.mean(1) is the feature axis of a "
+                "(T, d) input only; a transformer's activations are (B, T, d), where dim=1 is the token axis. "
+                "Use dim=-1 (x.mean(-1, keepdim=True)), the features whatever the leading axes")
+
+
 def _ln_hints(x, eps, default=False):
     """The known layer-norm mistakes on `x`; with `default`, the call used the default eps, so a
     default other than the handout's 1e-5 is a mistake too."""
@@ -338,6 +346,9 @@ def _ln_hints(x, eps, default=False):
     ]
     if m["first_axis"] is not None:
         hints.append(("normalized over the first axis instead of the last one", m["first_axis"]))
+    if x.dim() >= 3 and x.shape[1] > 1:  # dim=1 is the last axis of a (T, d) input only
+        over_dim1 = A.torch_layer_norm(x.detach().to("cpu", torch.float64).transpose(1, -1).contiguous(), eps)
+        hints.append((LN_DIM1_HINT, _np64(over_dim1.transpose(1, -1))))
     if default:
         hints += [(f"the default eps is {e:g}: the handout's signature is layer_norm(x, eps=1e-5)", v)
                   for e, v in m["eps"].items()]
@@ -497,6 +508,12 @@ def _forward(m, cfg, inputs, seed, ask=None):
             m.forward([torch.zeros((1, cfg[1]), dtype=torch.int64, device=inputs[0].device)], seed=seed)
         except GradingFailure:
             raise e from None
+        top = max(int(x.max()) for x in inputs if x.numel())
+        if top >= cfg[1]:  # a full block of this input's largest id: fails too where the ids are taken for positions
+            try:
+                m.forward([torch.full((1, cfg[1]), top, dtype=torch.int64, device=inputs[0].device)], seed=seed)
+            except GradingFailure:
+                raise e.retold(f"{e.message}\nLikely mistake: {POSITIONS_BY_IDS_HINT}.") from None
         raise e.retold(f"{e.message}\nLikely mistake: {SHORT_INPUT_HINT}.") from None
 
 
@@ -624,6 +641,61 @@ def _check_by_hand(sub, close, expected, name, *args, hints=()):
         _fail(f"{name} uses {' and '.join(source.unclear[:3])}, which hides from a reading of the code what it "
               "calls (or reads the grader's own state): the grader could not check that it is written by hand. "
               "Write it with plain calls")
+
+
+# arguments changed in place -----------------------------------------------
+
+
+# torch's names for the in-place forms of the operations (the trace of sub.torch_calls), as a student writes them
+IN_PLACE_OPS = {"__iadd__": "`x += ...`", "__isub__": "`x -= ...`", "__imul__": "`x *= ...`",
+                "__itruediv__": "`x /= ...`", "__idiv__": "`x /= ...`", "__ipow__": "`x **= ...`",
+                "__setitem__": "`x[...] = ...`"}
+
+
+def _tensor_changes_seen(sub):
+    """Can sub.call_changes tell a torch argument changed in place? It compares the copies of the arguments
+    it keeps on the trusted side with what the worker hands back after the call; where it keeps none for a
+    tensor (only numpy arrays), every tensor argument would look unchanged, and the test cannot be made."""
+    try:
+        kept = sub.before("call_changes", [torch.zeros(2)]).get("kept")
+    except Exception:  # noqa: BLE001 - a handle without that hook: the check cannot be made
+        return False
+    return isinstance(kept, list) and len(kept) == 1 and kept[0] is not None
+
+
+def _check_arguments_unchanged(sub, close, name, args, params, expected, what):
+    """Call `name(*args)` (torch tensors) and fail where it changed one of its arguments in place: the caller's
+    tensor (the residual stream a model passes to layer_norm, the queries it passes to attention) is then
+    changed behind its back, and calling twice gives two answers. A call that raises or answers wrongly earns
+    nothing here (its own tests say why): the test is then skipped."""
+    if not _tensor_changes_seen(sub):
+        pytest.skip("not checked: this grader cannot see a torch tensor argument after the call (it compares "
+                    "numpy arguments only), so a change made in place cannot be told from none")
+    try:
+        value, which = sub.call_changes(name, *args)
+    except GradingFailure as e:
+        pytest.skip(f"judged by the other tests, not here: {e.message.splitlines()[0][:200]}")
+    if which:
+        changed_ = ", ".join(f"`{params[i]}`" for i in which)
+        ops = []
+        try:
+            _, calls = sub.torch_calls(name, *args)
+            ops = sorted({IN_PLACE_OPS.get(c) or f"`.{c}(...)`" for c in calls
+                          if c in IN_PLACE_OPS or (c.endswith("_") and not c.startswith("_") and c != "requires_grad_")})
+        except GradingFailure:
+            pass
+        used = f" (it uses {', '.join(ops)})" if ops else ""
+        _fail(f"{what} changed its argument{'s' if len(which) > 1 else ''} {changed_} in place{used}: the caller's "
+              "tensor now holds other values, so a model that passes its activations in sees them changed, and "
+              "calling it twice on the same tensor gives two answers.\nLikely mistake: an in-place operation on "
+              "an argument: an augmented assignment (`x -= mean`, `x /= std`, `Q /= math.sqrt(d_k)`), a method "
+              "ending in `_` (`x.sub_(...)`, `Q.div_(...)`, `masked_fill_`) or `x[...] = ...` writes into the "
+              "caller's tensor. Make a new tensor instead: `x = x - mean`, `Q = Q / math.sqrt(d_k)`.")
+    try:
+        close(value, _np64(expected), what=what)
+    except GradingFailure:
+        pytest.skip("judged by the other tests, not here: the answer is not right (a wrong answer earns nothing "
+                    "here)")
 
 
 # every name, underscored helpers included: each question's file starts `from ._common import *`

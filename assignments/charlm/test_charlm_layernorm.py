@@ -6,13 +6,14 @@ from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and h
 @pytest.mark.question("layernorm")
 @pytest.mark.weight(10)
 def test_layer_norm_by_hand(sub, ref, close, rng):
-    x = _tensor(_ln_input(rng, (3, 16)), "float32")  # small spreads: eps and n-1 mistakes show
+    # (B, T, d) as in a transformer: a norm over dim=1 is right on a 2-D input only
+    x = _tensor(_ln_input(rng, (2, 3, 16)), "float32")  # small spreads: eps and n-1 mistakes show
     _check_by_hand(sub, close, ref.layer_norm(x), "layer_norm", x, hints=_ln_hints(x, 1e-5, default=True))
 
 
 @pytest.mark.question("layernorm")
 def test_layer_norm(sub, ref, close, rng, device, float_dtype):
-    _check_layer_norm(sub, ref, close, rng, (4, 5), None, device, float_dtype)
+    _check_layer_norm(sub, ref, close, rng, (2, 4, 5), None, device, float_dtype)  # (B, T, d)
 
 
 @pytest.mark.question("layernorm")
@@ -26,3 +27,11 @@ def test_layer_norm_eps_and_3d(sub, ref, close, rng, shape, eps):
                                              ((5,), 1e-5, "float64")])
 def test_layer_norm_more_shapes(sub, ref, close, rng, device, shape, eps, dtype):
     _check_layer_norm(sub, ref, close, rng, shape, eps, device, dtype)
+
+
+@pytest.mark.question("layernorm")
+@pytest.mark.weight(3)  # in a model, x is the residual stream: a norm that changes it breaks the residual
+def test_layer_norm_leaves_its_argument_unchanged(sub, ref, close, rng):
+    x = _tensor(_ln_input(rng, (2, 3, 8)), "float64")
+    _check_arguments_unchanged(sub, close, "layer_norm", (x,), ("x",), ref.layer_norm(x, 1e-5),
+                               "layer_norm(x) on a (2, 3, 8) float64 input")

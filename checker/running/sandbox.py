@@ -23,6 +23,7 @@ failure or a process's end in a student's words) is `checker.running.answers`.
 import os
 import secrets as _secrets
 import signal
+import sys
 import time
 
 from checker import wire
@@ -53,6 +54,15 @@ TAMPERED = ("the process running your code wrote to the grader's connection some
 MIN_CALL_S = 0.5  # the shortest per-call limit a shrunken budget gives (a correct call takes milliseconds)
 MIN_CELL_S = 2.0  # the shortest per-cell (per-statement) load limit a shrunken budget gives
 
+
+
+def _tensor_copy(a):
+    """A numpy copy of a CPU torch tensor argument (what the wire hands back of it: a numpy array of its dtype),
+    or None for anything else (a bfloat16 tensor, which numpy cannot hold, is not compared)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(a, torch.Tensor) or a.dtype == torch.bfloat16 or a.device.type != "cpu":
+        return None
+    return a.detach().numpy().copy()
 
 class Limits:
     """Per-call, per-submission and per-unit wall-clock limits (s), the worker's memory cap (MiB)
@@ -550,7 +560,7 @@ class SubmissionHandle:
         if op != "call_changes":
             return {}
         import numpy as np
-        return {"kept": [np.array(a, copy=True) if type(a) is np.ndarray else None for a in args]}
+        return {"kept": [np.array(a, copy=True) if type(a) is np.ndarray else _tensor_copy(a) for a in args]}
 
     def finish(self, op, r, ctx):
         """What the method of `op` makes of the worker's answer `r` (ctx: from `before`, and for a module the

@@ -24,6 +24,12 @@ BY_HAND_LIBRARIES = ("scipy", "sklearn", "jax", "tensorflow", "keras")
 
 
 
+def _is_tensor(a):
+    """A torch tensor (torch is not imported for it: the numpy assignment's workers never load it)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(a, torch.Tensor)
+
+
 def _unclone(m, seed):
     """Give each parameter that starts as an exact copy of another (a module built from copies of one layer:
     The Annotated Transformer's `clones(nn.Linear(d, d), 4)`, nn.TransformerEncoder's deep-copied layers) its
@@ -112,14 +118,14 @@ class Probes:
 
     def call_changes(self, name, args, kwargs):
         """Call `name`; return its value and its array arguments as they are after the call (`args`: the
-        array, or None for an argument that is not one). It decides nothing: the trusted side compares
+        array or torch tensor, or None for an argument that is neither). It decides nothing: the trusted side compares
         them with the copies it kept of what it sent (tests of `scores /= ...` on the caller's array).
         Whatever runs here can be rewritten by the student, so this report is forgeable; but forging it
         means handing back arguments equal to what was sent, which is what the caller sees of a function
         that leaves its arguments unchanged (see SubmissionHandle.call_changes)."""
         import numpy as np
         value = self.function(name)(*args, **(kwargs or {}))
-        return {"value": value, "args": [a if type(a) is np.ndarray else None for a in args]}
+        return {"value": value, "args": [a if type(a) is np.ndarray or _is_tensor(a) else None for a in args]}
 
     def torch_calls(self, name, args, kwargs):
         """Call `name`; return its value and the names of the torch functions it called (outermost only),
