@@ -794,6 +794,10 @@ def test_a_def_that_two_files_of_a_folder_define_differently_is_pointed_out(zyg,
         assert len(notes) == 1, report["messages"]  # g is the same in both: nothing to say
         assert notes[0].startswith("`f` is defined in homework.ipynb, the 1st code cell") and "scratch.ipynb is graded" in notes[0]
         assert report["ok"]
+        # and grades.csv's note says it (a TA skimming the gradebook: the scratch copy was graded)
+        from checker.running.runner import skipped_in_load
+        assert [m["text"] for m in h.load_messages if m.get("kind") == "other_file"] == notes
+        assert any(s.startswith("`f` is defined in homework.ipynb") for s in skipped_in_load(h.load_messages))
     finally:
         h.close()
 

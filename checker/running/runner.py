@@ -208,12 +208,14 @@ def _notebook_json(path):
     return isinstance(data, dict) and ("cells" in data or "worksheets" in data)
 
 
-_SKIPPING = ("syntax_error", "error", "exit", "timeout", "training", "crash")  # the loader's kinds that leave code out
+# the loader's kinds that leave code out (other_file: a def of one file replaced by another file's, graded instead)
+_SKIPPING = ("syntax_error", "error", "exit", "timeout", "training", "crash", "other_file")
 
 
 def skipped_in_load(messages):
     """The first line of each load message that left some of the student's code out (for grades.csv's note): a
-    statement that raised, did not parse, exited, ran past its time or crashed the worker, a training loop."""
+    statement that raised, did not parse, exited, ran past its time or crashed the worker, a training loop, a
+    def replaced by another file's (a scratch copy beside the homework, graded instead)."""
     out = []
     for m in messages:
         if m.get("kind") in _SKIPPING:

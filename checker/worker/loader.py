@@ -467,7 +467,7 @@ class Loader:
         self._def_bodies[node.name] = (shown, body, _loc(shown, cell, node.lineno))
         if before is None or before[0] == shown or before[1] == body:
             return
-        self._msg("note", shown, cell, node.lineno,
+        self._msg("other_file", shown, cell, node.lineno,
                   f"`{node.name}` is defined in {before[2]} and, differently, in {_loc(shown, cell, node.lineno)}. "
                   f"The files of a folder run in name order (.py files first), so the one in {shown} is graded. If that is not "
                   "the version you meant, delete or rename the other one (a scratch notebook, an old copy).")
