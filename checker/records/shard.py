@@ -137,7 +137,9 @@ def _merge_manual(sources, dest, spec, found):
                 if any(r["question"] == row["question"] and (row["kind"] != "adjustment" or (
                         r["points"] == row["points"] and r["comment"] == row["comment"])) for r in there):
                     continue
-                rows.append([sid, row["question"], f"{row['points']:g}", row["comment"]])
+                points = row["points"]  # a number, so a penalty of -2 stays one (csvfile.cell escapes text "-2")
+                rows.append([sid, row["question"], int(points) if float(points).is_integer() else points,
+                             row["comment"]])
     if rows:
         ensure_rows(path, [], spec, extra=rows)
         notes.append(f"manual.csv: {len(rows)} grade{'s' if len(rows) > 1 else ''} typed into the shards' "
