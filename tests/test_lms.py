@@ -340,3 +340,22 @@ def test_of_a_file_uploaded_twice_to_canvas_the_later_is_graded(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert _book(out)["smithjohn_1002"]["total"] == AUTO
     assert "earlier upload of attention-1.py" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_an_anonymous_canvas_download_says_why_there_is_no_canvas_csv(tmp_path):
+    """The TA's probe: `export` on an anonymous Canvas assignment said the folder "holds no Canvas or Moodle
+    students". It says why no canvas.csv is written (no Canvas user ids; Canvas's import does not set an
+    anonymous assignment's grades) and where the grades are."""
+    subs = tmp_path / "canvas"
+    subs.mkdir()
+    _copy("correct.py", subs / "anon_x7Kq2_703_attention.py")
+    _copy("no_scaling.py", subs / "LATE_anon_Zz9_704_attention.py")
+    out = tmp_path / "graded"
+    r = _hwcheck("grade", str(subs), "-a", "attention", "-o", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = _hwcheck("export", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    said = r.stdout + r.stderr
+    assert not (out / "canvas.csv").exists()
+    assert "anonymous Canvas assignment" in said and "holds no Canvas or Moodle students" not in said, said
+    assert str(out / "grades.csv") in said

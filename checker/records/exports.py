@@ -48,6 +48,7 @@ What it is not: grades.csv (`checker.records.gradebook`) or the reading of the L
 from __future__ import annotations
 
 import datetime
+import os
 
 from checker.records import owned
 from checker.records.csvfile import csv_text
@@ -234,6 +235,12 @@ def write_exports(outdir, assignment, canvas_title=None, now=None, roster_file=N
             notes.extend(_moodle_out_of_range(having, maximum))
         path = owned.write_text(outdir, name, text, kind="export")  # beside a student's file of that name
         written.append((path, len(having), len(cards) - len(having)))
+    anonymous = sorted(sid for sid, person in people.items() if isinstance(person, dict) and person.get("anonymous"))
+    if anonymous and not any(os.path.basename(path) == "canvas.csv" for path, _, _ in written):
+        notes.append(f"no canvas.csv for {len(anonymous)} students of an anonymous Canvas assignment (files named "
+                     f"anon_<id>, such as {anonymous[0]}): the download gives no Canvas user ids, and Canvas's "
+                     f"gradebook import does not set an anonymous assignment's grades; their grades are in "
+                     f"{os.path.join(outdir, 'grades.csv')} by anonymous id, to enter in SpeedGrader")
     if written and pending:
         exported = [c for c in cards if _grade(c) != ""]  # the LMS students graded
         line = pending_line(exported, spec)
