@@ -294,6 +294,11 @@ def test_a_grade_typed_into_grades_csv_saved_by_excel_with_semicolons_reaches_ma
     assert [row for row in _manual_rows(out) if "typed into grades.csv" in row] == \
         [["alice", "Q3-text", "8.5", "typed into grades.csv"]]  # no automatic cell taken for an override
     assert "grades.csv in" in r.output and "was edited since hwcheck wrote it" in r.output, r.output
+    # edited a second time: its copy goes to set-aside/grades.csv.2, and the TA is still told of grades.csv
+    _retype_grades_csv(out, _typed("bob", "Q3-text", "7"), delimiter=";", decimal_comma=True)
+    r = _grade(folder, out, "--resume")
+    assert _gradebook(out)["bob"]["Q3-text"] == "7"
+    assert "grades.csv in" in r.output and "grades.csv.2 in" not in r.output, r.output
 
 
 @pytest.fixture(scope="module")

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from checker.records import owned
 from checker.records.gradebook import answers_text, gradebook_text
@@ -218,8 +219,9 @@ class Gradebook:
         for name in owned.set_aside(self.outdir):
             if name not in self.set_aside:
                 self.set_aside.add(name)
-                shown = name.replace("%", "/")
-                if shown.rsplit(".", 1)[0] in self.edited or shown in self.edited:  # grades.csv, grades.csv.2
+                # the file's own name: set-aside/ adds .2, .3 ... to a name already there (grades.csv.2)
+                shown = re.sub(r"(\.(?:csv|json))\.[2-9]\d*$", r"\1", name.replace("%", "/"))
+                if shown in self.edited:
                     self.problems.append(f"{shown} in {self.outdir} was edited since hwcheck wrote it: the grades "
                                          f"typed there are in {MANUAL_CSV} (said above), and hwcheck wrote it anew; "
                                          f"the edited copy was moved to "
