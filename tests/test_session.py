@@ -97,3 +97,18 @@ def test_without_pytests_internals_each_submission_gets_its_own_pytest_main(monk
         assert not g._sessions
     assert len(calls) == 2
     assert all(c["status"] == "graded" and c["questions"] for c in cards)
+
+
+def test_a_report_plugin_without_its_gathered_entries_means_no_session(monkeypatch):
+    """A GradingSession takes each submission's entries from pytest-json-report's `_json_tests` (private): a
+    version without it makes `available()` False, and the grader runs a pytest.main per submission instead of
+    failing every grade."""
+    from pytest_jsonreport import plugin as report_plugin
+    assert pytest_session.available()
+    real = report_plugin.JSONReport.__init__
+
+    def without(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        del self._json_tests
+    monkeypatch.setattr(report_plugin.JSONReport, "__init__", without)
+    assert not pytest_session.available()

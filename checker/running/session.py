@@ -20,6 +20,7 @@ and the next grade starts a fresh one.
 """
 
 import collections
+import collections.abc
 import contextlib
 import io
 import os
@@ -35,12 +36,17 @@ TAIL_CHARS = 4000  # what is kept of pytest's own terminal output, for an error'
 
 
 def available():
-    """True where this pytest has the internals a GradingSession uses."""
+    """True where this pytest and pytest-json-report have the internals a GradingSession uses (pytest's
+    config internals; the report plugin's `_json_tests`, the entries it gathered, which `_take` takes per
+    submission)."""
     try:
         from _pytest.config import Config, _prepareconfig  # noqa: F401
-    except ImportError:
+        from pytest_jsonreport.plugin import JSONReport
+        gathered = getattr(JSONReport(), "_json_tests", None)
+    except Exception:  # noqa: BLE001 - an import error, or a report plugin made otherwise: one pytest.main each
         return False
-    return all(hasattr(Config, name) for name in ("_do_configure", "_ensure_unconfigure"))
+    return (all(hasattr(Config, name) for name in ("_do_configure", "_ensure_unconfigure"))
+            and isinstance(gathered, collections.abc.MutableMapping))
 
 
 @contextlib.contextmanager
