@@ -80,6 +80,16 @@ def test_only_regrades_the_named_submission_with_the_batchs_seed(graded, tmp_pat
     assert f"seed {seed} " in r.output
     r = _grade(folder, out, "--only", "nobody", code=2)
     assert "no submission 'nobody'" in r.output
+    # a late student's file is in the folder, not yet graded: --only bob adds no manual.csv row for them (it
+    # did, then called its own row one of no submission graded into this folder)
+    shutil.copyfile(os.path.join(EXAMPLES, "correct.py"), folder / "zoe.py")
+    try:
+        r = _grade(folder, out, "--only", "bob")
+    finally:
+        os.remove(folder / "zoe.py")
+    with open(out / "manual.csv", encoding="utf-8-sig") as f:
+        assert "zoe" not in f.read()
+    assert "no submission 'zoe'" not in r.output, r.output
 
 
 def test_an_outdir_equal_to_the_submissions_folder_never_grades_its_own_files(tmp_path):

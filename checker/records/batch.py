@@ -170,7 +170,8 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
     holds = any(os.path.realpath(path).startswith(real + os.sep) for _, path in entries)  # OUT is the download folder
     book = Gradebook(outdir, spec, collect_scorecards(outdir, assignment), [sid for sid, _ in entries],
                      holds_submissions=holds)
-    book.ensure_manual()  # the TA's file exists, with a row per submission, before the first scorecard
+    # the TA's file exists, with a row per submission, before the first scorecard (--only: those it grades)
+    book.ensure_manual(None if only is None else [sid for sid, _ in entries if sid in only])
 
     def report(result, quiet=False):
         batch.results.append(result)

@@ -133,8 +133,9 @@ class Gradebook:
         self.problems += _typed_elsewhere(text, written)
         return rows
 
-    def ensure_manual(self):
-        """Create manual.csv or append the rows of new submissions; a file that cannot be written is a problem."""
+    def ensure_manual(self, grading=None):
+        """Create manual.csv or append the rows of new submissions (those with a scorecard, and `grading`: the
+        ids about to be graded, default all the folder's); a file that cannot be written is a problem."""
         try:
             typed = self._typed()
             if not owned.has_record(self.outdir, MANUAL_CSV) and os.path.isfile(self.manual):
@@ -149,7 +150,8 @@ class Gradebook:
                                          f"grades are applied as yours (an older hwcheck's, or one you wrote); if it "
                                          f"came with the students' files, move it away and grade again")
             self.manual = owned.place_kept(self.outdir, MANUAL_CSV, record=True) or self.manual
-            self.added = ensure_rows(self.manual, self.ids | set(self.cards), self.spec, typed)
+            ids = self.ids if grading is None else set(grading)
+            self.added = ensure_rows(self.manual, ids | set(self.cards), self.spec, typed)
         except OSError as e:
             self.problems.append(f"{MANUAL_CSV} could not be written ({e.strerror or e}): grades typed there "
                                  f"are still read")
