@@ -538,6 +538,10 @@ def test_resume_says_so_before_it_regrades_another_modes_scorecards(warm, subs, 
     r = run("grade", folder, "-a", "attention", "-o", out, "--resume", "--seed", 43)
     assert r.exit_code == 0, r.output
     assert "graded with seed 42" in r.stderr and "--seed 42" in r.stderr, r.stderr
+    # the summary says the scorecards' seeds, not only the last one (it said "seed 43 (kept in the scorecards")
+    assert "seeds 42 (1 scorecard), 43 (1 scorecard)" in r.output or "seeds 43 (1 scorecard), 42 (1 scorecard)" \
+        in r.output, r.output
+    assert "seed 43 (kept in the scorecards" not in r.output, r.output
     r = run("grade", folder, "-a", "attention", "-o", out, "--resume", "--public")
     assert r.exit_code == 0, r.output
     assert "graded with the hidden tests" in r.stderr and "without --public" in r.stderr, r.stderr

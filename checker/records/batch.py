@@ -75,6 +75,7 @@ class BatchResult:
         self.interrupted = False
         self.stale = []  # ids of scorecards in OUTDIR whose submission was not in this batch
         self.seed = None  # the batch's seed (kept in its scorecards), for a later --only regrade
+        self.seeds = collections.Counter()  # {seed: scorecards of OUT graded with it}, after the batch
         self.manual = None  # manual.csv, the TA's grades (checker.records.manual)
         self.manual_added = 0  # rows appended to it for new submissions
         self.problems = []  # rows of manual.csv that could not be used, and why
@@ -232,6 +233,7 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         batch.elapsed = time.monotonic() - batch.started
         book.write(final=True)
         batch.stale, batch.gradebook, batch.answers = book.stale, book.gradebook, book.answers
+        batch.seeds = collections.Counter(batch_seeds(book.cards.values(), mode))  # of every scorecard kept
         batch.manual, batch.manual_added, batch.problems = book.manual, book.added, book.problems
         _merged_scores(batch, book, spec)
     return batch

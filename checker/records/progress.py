@@ -134,7 +134,12 @@ def summary_lines(batch):
         lines.append(f"  {_line(problem)}")
     if len(batch.problems) > 20:
         lines.append(f"  ... and {len(batch.problems) - 20} more rows of manual.csv not used")
-    if batch.seed is not None:
+    seeds = getattr(batch, "seeds", None) or {}
+    if batch.seed is not None and len(seeds) > 1:  # a --resume with another --seed (warned before it graded)
+        shown = ", ".join(f"{s} ({n} scorecard{'s' * (n > 1)})" for s, n in sorted(seeds.items(), key=lambda x: -x[1]))
+        lines.append(f"  seeds {shown}: the submissions got different hidden inputs; `--only ID` regrades a "
+                     f"submission with seed {batch.seed}, and `--resume --seed N` grades new ones with N")
+    elif batch.seed is not None:
         lines.append(f"  seed {batch.seed} (kept in the scorecards: `--only ID` regrades a submission with it)")
     return lines
 
