@@ -482,10 +482,19 @@ def _close_own_softmax(sub, close, note, name, got, expected, own, **kw):
             raise
         try:
             carried = own()
-            # no credit for a degenerate softmax (zeros, NaN) met by a stub that returns the same
-            if not (np.isfinite(carried).all() and np.any(carried)):
-                raise e from None
-            close(got, carried, what="", dtype=kw.get("dtype"))
+            last = None
+            for candidate in (carried if isinstance(carried, list) else [carried]):
+                # no credit for a degenerate softmax (zeros, NaN) met by a stub that returns the same, but for
+                # the softmax of one score (one token), which a wrong softmax may well make 0 (a log-softmax)
+                if not (np.isfinite(candidate).all() and (np.any(candidate) or getattr(own, "one_score", False))):
+                    continue
+                try:
+                    close(got, candidate, what="", dtype=kw.get("dtype"))
+                    break
+                except GradingFailure as failure:
+                    last = failure
+            else:
+                raise last or e
         except GradingFailure as failure:
             refused = _carry(sub).refused
             if failure is not e and refused and failure.message == refused:
@@ -502,15 +511,25 @@ def _weights_by(sub, S):
 
 def _own_self_attention(sub, X, Wq, Wk, Wv, row=None):
     """own() for _close_own_softmax: self_attention redone with the student's get_attention_weights on the
-    trusted side's scores (asked now, so that the kit has them recorded)."""
+    trusted side's scores (asked now, so that the kit has them recorded). For one token's row, both ways a
+    student computes it: the softmax of that row's scores, or row `row` of self_attention (the handout: row i
+    of self_attention is self_attention_token(i); `return self_attention(X, ...)[i]` carries the softmax of
+    the whole score matrix, over whichever axis it takes)."""
     S, V = A.scores_and_values(X, Wq, Wk, Wv)
-    return lambda: _weights_by(sub, S) @ V if row is None else _weights_by(sub, S[row]) @ V
+    if row is None:
+        own = lambda: _weights_by(sub, S) @ V  # noqa: E731
+    else:
+        own = lambda: [_weights_by(sub, S[row]) @ V, (_weights_by(sub, S) @ V)[row]]  # noqa: E731
+    own.one_score = S.shape[-1] == 1
+    return own
 
 
 def _own_mha(sub, X, Wq, Wk, Wv, Wo, h):
     """own() for _close_own_softmax: multi_head_attention redone with the student's get_attention_weights."""
     parts, Wo = A.heads_scores_and_values(X, Wq, Wk, Wv, h), _f64(Wo)
-    return lambda: np.concatenate([_weights_by(sub, S) @ V for S, V in parts], axis=1) @ Wo
+    own = lambda: np.concatenate([_weights_by(sub, S) @ V for S, V in parts], axis=1) @ Wo  # noqa: E731
+    own.one_score = all(S.shape[-1] == 1 for S, _ in parts)
+    return own
 
 
 def _expect_value_error(sub, what, name, *args):
