@@ -270,6 +270,19 @@ def test_classroom_repositories_are_students_and_the_starter_is_not_their_code(t
     assert identical_groups(entries) == {"hw1-alice": ["hw1-bob"], "hw1-bob": ["hw1-alice"]}
 
 
+def test_classroom_usernames_that_share_a_start_keep_it_in_gh_classrooms_folder(tmp_path):
+    """`gh classroom clone student-repos` clones into `<slug>-submissions`: usernames ucb-alice and ucb-bob were
+    read as alice and bob (the repos' longest shared prefix, hw1-ucb-, taken for the assignment's)."""
+    for folder, want in ((tmp_path / "hw1-submissions", {"ucb-alice", "ucb-bob"}),
+                         (tmp_path / "downloaded", {"alice", "bob"})):  # no slug to go by: the shared prefix
+        for user in ("ucb-alice", "ucb-bob"):
+            (folder / f"hw1-{user}").mkdir(parents=True)
+            _copy("correct.py", folder / f"hw1-{user}" / "attention.py")
+        layout = lms.recognise(str(folder))
+        assert layout.platform == "classroom"
+        assert {s.student_id for s in layout.students.values()} == want, folder
+
+
 def test_canvas_names_as_canvas_writes_them(tmp_path):
     """canvas-lms content_zipper.rb: `[name, "LATE", user id]` (name absent, id `anon_<id>` under anonymous
     grading) + `_<attachment id>_<file>`; a name keeps any word character; text entries are `_text.html`."""

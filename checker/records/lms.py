@@ -31,7 +31,9 @@ The layouts (each fact and where it comes from):
   students' files makes no export).
 - GitHub Classroom (the Classroom Assistant clones one repository per student, named
   `<assignment prefix>-<github username>`): every entry a folder, all sharing a prefix that
-  ends in `-`. id: the folder's name; student and student id: the username.
+  ends in `-` (the assignment's slug where the folder is `gh classroom clone`'s
+  `<slug>-submissions`; else the longest shared prefix, so usernames that share a start lose it
+  unless a roster tells them). id: the folder's name; student and student id: the username.
 
 Names a student chooses: Canvas's sortable name and Moodle's full name, and the name of every
 file handed in, are the student's, and both may hold what looks like the fixed fields
@@ -353,6 +355,12 @@ def _classroom(folder, names, rows=None):
     prefix = prefix[:prefix.rfind("-") + 1]
     if not prefix or any(len(n) == len(prefix) for n in names):
         return None
+    # `gh classroom clone student-repos` clones into `<assignment slug>-submissions`: the slug is the repos'
+    # prefix, so usernames that share a start (ucb-alice, ucb-bob) keep it
+    base = os.path.basename(os.path.normpath(folder))
+    slug = base[:-len("-submissions")] + "-" if base.endswith("-submissions") else ""
+    if slug and len(slug) < len(prefix) and prefix.startswith(slug):
+        prefix = slug
     students = []
     for n in names:
         user = n[len(prefix):]
