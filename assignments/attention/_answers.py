@@ -179,21 +179,33 @@ def split_mistakes(W, h):
 
 
 def mistaken_mha(X, Wq, Wk, Wv, Wo, h, *, scale=None, softmax_of="softmax", interleaved=False, apply_wo=True,
-                 reverse=False, stacked=False, keys_q=False):
+                 reverse=False, stacked=False, keys_q=False, stacked_last=False, wo_transposed=False,
+                 split_reshaped=False):
     """Multi-head attention with one mistake, head by head (scale: the divisor of every head; reverse:
-    the heads concatenated last first)."""
+    the heads concatenated last first; stacked_last: np.stack(heads, axis=-1) reshaped to (T, d), each
+    token's features interleaved head by head; wo_transposed: C @ W_O.T; split_reshaped: Q, K, V of shape
+    (T, d) reshaped to (h, T, d/h) without moving the token axis, which mixes the tokens' rows)."""
     X, Wq, Wk, Wv, Wo = map(_f64, (X, Wq, Wk, Wv, Wo))
     d = Wq.shape[1]
     hs = d // h
     heads = []
+    T = X.shape[0]
     for i in range(h):
         cols = np.arange(i, d, h) if interleaved else np.arange(i * hs, (i + 1) * hs)
         Q, K, V = X @ Wq[:, cols], X @ (Wq if keys_q else Wk)[:, cols], X @ Wv[:, cols]
+        if split_reshaped:  # (X @ W).reshape(h, T, d/h)[i]
+            Q, K, V = ((X @ W).reshape(h, T, hs)[i] for W in (Wq, Wq if keys_q else Wk, Wv))
         div = math.sqrt(hs) if scale is None else scale
         heads.append(SOFTMAXES[softmax_of](Q @ K.T / div) @ V)
     C = np.concatenate(heads[::-1] if reverse else heads, axis=1)
     if stacked:  # np.array(heads) is (h, T, d/h): reshaped to (T, d) without moving the head axis
         C = np.array(heads).reshape(X.shape[0], -1)
+    if split_reshaped:  # the heads' (h, T, d/h) moved back to (T, h, d/h) as the student does
+        C = np.array(heads).transpose(1, 0, 2).reshape(T, -1)
+    if stacked_last:  # (T, d/h, h): feature j of head i lands in column j*h + i
+        C = np.stack(heads, axis=-1).reshape(X.shape[0], -1)
+    if apply_wo and wo_transposed:
+        return C @ Wo.T
     return C @ Wo if apply_wo else C
 
 
@@ -207,4 +219,8 @@ def mha_mistakes(X, Wq, Wk, Wv, Wo, h):
             "twice": m(scale=2.0 * (d // h)), "wrong_axis": m(softmax_of="axis0"),
             "interleaved": m(interleaved=True) if 1 < h < d else None,
             "stacked": m(stacked=True) if h > 1 and np.shape(X)[0] > 1 else None,
-            "keys_q": m(keys_q=True), "no_wo": m(apply_wo=False), "reverse": m(reverse=True) if h > 1 else None}
+            "keys_q": m(keys_q=True), "no_wo": m(apply_wo=False), "reverse": m(reverse=True) if h > 1 else None,
+            "stacked_last": m(stacked_last=True) if 1 < h < d else None,
+            "split_reshaped": m(split_reshaped=True) if h > 1 and np.shape(X)[0] > 1 else None,
+            "wo_transposed": m(wo_transposed=True) if _f64(Wo).shape[0] == _f64(Wo).shape[1]
+            and not np.allclose(_f64(Wo), _f64(Wo).T) else None}

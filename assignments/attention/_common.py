@@ -209,7 +209,15 @@ def _mha_hints(X, Wq, Wk, Wv, Wo, h):
              m["stacked"]),
             (KEYS_WITH_W_Q, m["keys_q"]), ("the concatenated heads were not multiplied by W_O", m["no_wo"]),
             ("the heads were concatenated in reverse order: Concat(head_1, ..., head_h) keeps head 1 first, so "
-             "that its columns meet the first rows of W_O", m["reverse"])]
+             "that its columns meet the first rows of W_O", m["reverse"]),
+            ("the heads were stacked on a last axis (np.stack(heads, axis=-1), shape (T, d/num_heads, num_heads)) "
+             "and reshaped to (T, d), which interleaves the heads' features column by column: concatenate them "
+             "along the features, `np.concatenate(heads, axis=1)`, head 1's columns first", m["stacked_last"]),
+            ("Q, K and V (shape (T, d)) were split into heads by reshape(num_heads, T, d/num_heads), which mixes "
+             "the tokens' rows into the heads: a head is a block of columns, so reshape to (T, num_heads, "
+             "d/num_heads) and then transpose to (num_heads, T, d/num_heads)", m["split_reshaped"]),
+            ("W_O was applied transposed (Concat(...) @ W_O.T): the output is Concat(head_1, ..., head_h) @ W_O, "
+             "with W_O of shape (num_heads * d/num_heads, d_model) as given", m["wo_transposed"])]
 
 
 def _close_shape(close, got, expected, what, hints=(), sub=None, fn=None, args=None):
