@@ -109,12 +109,33 @@ ATTACKS.update({
     "match_capture": {"hw.py": SCIPY + GOOD.replace("import math\n", "import math\nimport threading\n") + LIB
                       + "match _lib:\n    case get_attention_weights:\n        pass\n"},
 })
+# a name's object written into, and read through (an attacker's second probe): `np.sm = _lib`, `OPS['w'] = _lib`,
+# a class attribute, the hand-written def's code swapped for the library one's, a function that binds the name
+# by `global` and is called after the def, a helper module's `__getattr__`
+WITH_LIB = SCIPY + GOOD.replace("import math\n", "import math\nimport threading\n") + LIB
+CALLS_THROUGH = GOOD.replace("import math\n", "import math\nimport threading\n").replace(
+    "    scores = np.asarray(scores)\n    e = np.exp(", "    return {via}(scores)\n    e = np.exp(", 1)
+assert CALLS_THROUGH != GOOD
+ATTACKS.update({
+    "attribute_store": {"hw.py": SCIPY + CALLS_THROUGH.format(via="np.sm") + LIB + "np.sm = _lib\n"},
+    "dict_store": {"hw.py": SCIPY + "OPS = {}\n" + CALLS_THROUGH.format(via="OPS['w']") + LIB + "OPS['w'] = _lib\n"},
+    "class_attribute": {"hw.py": SCIPY + "class Ops:\n    pass\n" + CALLS_THROUGH.format(via="Ops.w") + LIB
+                        + "Ops.w = staticmethod(_lib)\n"},
+    "code_swapped": {"hw.py": WITH_LIB + "get_attention_weights.__code__ = _lib.__code__\n"},
+    "global_then_def": {"hw.py": SCIPY + "import threading\n" + LIB.replace("def _lib(", "def _setup_lib(") +
+                        "def _setup():\n    global get_attention_weights\n    get_attention_weights = _setup_lib\n"
+                        + GOOD + "_setup()\n"},
+    "module_getattr": {"hw.py": "import helpers\n" + CALLS_THROUGH.format(via="helpers.weights"),
+                       "helpers.py": SCIPY + "import threading\nimport numpy as np\n" + LIB
+                       + "def __getattr__(name):\n    return _lib\n"},
+})
 # what the scan must say: a library softmax named ("used"), or code it cannot read ("unclear")
 # a module written while the code runs lands in its cwd, a scratch folder not on sys.path: never imported
 # (tests/test_hostile_identity.py), so the attack does not run at all; the scan still says unclear
 CLOSED_AT_THE_WALL = {"written_at_load"}
 UNCLEAR = {"written_at_load": "w8", "compiled_only": "helperc", "pickled_function": "pickle",
-           "located_by_name": "pydoc", "object_array_file": "allow_pickle", "globals_rebinding": "globals()"}
+           "located_by_name": "pydoc", "object_array_file": "allow_pickle", "globals_rebinding": "globals()",
+           "code_swapped": "__code__"}
 
 
 def _build(tmp_path, files):
@@ -230,6 +251,26 @@ OTHER_NAMES = {
     "logits_to_probs": ("attention", "get_attention_weights", "import torch\n"
                         "from torch.distributions.utils import logits_to_probs\n\ndef _w(s, axis=-1):\n"
                         "    return logits_to_probs(torch.as_tensor(s)).numpy()\n" + BASE),
+    # softmax under other names, or made where the source does not show it (an attacker's second probe)
+    "softmax2d": ("attention", "get_attention_weights", "import torch\n\ndef _w(s, axis=-1):\n"
+                  "    t = torch.as_tensor(s)[None, :, None, None]\n"
+                  "    return torch.nn.Softmax2d()(t)[0, :, 0, 0].numpy()\n" + BASE),
+    "gumbel": ("attention", "get_attention_weights", "import torch.nn.functional as F\nimport torch\n\n"
+               "def _w(s, axis=-1):\n    return F.gumbel_softmax(torch.as_tensor(s) * 1e12, tau=1e12).numpy()\n" + BASE),
+    "grad_of_logsumexp": ("attention", "get_attention_weights", "\ndef _w(s, axis=-1):\n    import torch\n"
+                          "    return torch.func.grad(lambda z: torch.logsumexp(z, -1).sum())(torch.as_tensor(s)).numpy()\n"
+                          + BASE),
+    "compiled_from_text": ("attention", "get_attention_weights", "\ndef _w(s, axis=-1):\n    import torch as T\n"
+                           "    cu = T.jit.CompilationUnit('def f(x):\\n    return x.soft' 'max(-1)\\n')\n"
+                           "    return cu.f(T.as_tensor(s)).numpy()\n" + BASE),
+    "aten_by_getattr": ("attention", "get_attention_weights", "import torch\n\ndef _w(s, axis=-1):\n"
+                        "    return torch.ops.aten.__getattr__('_soft' + 'max')(torch.as_tensor(s), -1, False).numpy()\n"
+                        + BASE),
+    "lazy_batch_norm": ("charlm", "layer_norm", "import torch\n\ndef layer_norm(x, eps=1e-5):\n"
+                        "    return torch.nn.LazyBatchNorm1d(eps=eps, affine=False)(x.reshape(-1, x.shape[-1]).T.contiguous()"
+                        ".T).reshape(x.shape)\n"),
+    "flex_attention": ("charlm", "masked_attention", "from torch.nn.attention.flex_attention import flex_attention\n\n"
+                       "def masked_attention(Q, K, V):\n    return flex_attention(Q, K, V)\n"),
     "categorical_probs": ("attention", "get_attention_weights", "import torch\n"
                           "from torch.distributions import Categorical\n\ndef _w(s, axis=-1):\n"
                           "    return Categorical(logits=torch.as_tensor(s)).probs.numpy()\n" + BASE),
@@ -243,7 +284,10 @@ def test_torchs_other_names_for_the_same_work_are_named(tmp_path, case):
     aid, name, source = OTHER_NAMES[case]
     forbidden = SOFTMAX_NAMES if aid == "attention" else NOT_BY_HAND_NAMES[name]
     report = library_use(_build(tmp_path, {"hw.py": source}), name, forbidden)
-    assert report.used, (case, report.used, report.unclear)
+    if case in ("grad_of_logsumexp", "compiled_from_text", "aten_by_getattr"):  # made where no name shows it
+        assert report.unclear and not report.used, (case, report.used, report.unclear)
+    else:
+        assert report.used, (case, report.used, report.unclear)
 
 
 OWN_HELPER = "import numpy as np\n\n" + OWN_SOFTMAX
@@ -275,7 +319,13 @@ def test_the_scan_reads_each_statement_once_whatever_number_of_names_lead_to_it(
     many = GOOD.replace("    scores = np.asarray(scores)\n", "    _ = helper()\n    scores = np.asarray(scores)\n", 1) \
         + "".join(f"a = len('{i}')\n" for i in range(5000)) \
         + "def helper():\n" + "".join("    x = a\n" for _ in range(5000)) + "    return x\n"
-    for case, text in (("wide", wide), ("many", many)):
+    # the attacker's second probe: 30,000 names of one import read, each, through the whole import (O(n^2):
+    # 20,000 took 100 s); method chains whose every `.update` was checked by a walk of the chain below it
+    imports = GOOD.replace("    scores = np.asarray(scores)\n", "    if False:\n        _ = w0 + w29999\n"
+                           "    scores = np.asarray(scores)\n", 1) \
+        + "try:\n    from os import (" + ", ".join(f"w{i}" for i in range(30000)) + ")\nexcept ImportError:\n    pass\n"
+    chain = GOOD + "".join("cfg = {}\ncfg" + ".update()" * 400 + "\n" for _ in range(20))
+    for case, text in (("wide", wide), ("many", many), ("imports", imports), ("chain", chain)):
         started = time.monotonic()
         report = library_use(_build(tmp_path / case, {"hw.py": text}), "get_attention_weights", SOFTMAX)
         assert time.monotonic() - started < 20, case

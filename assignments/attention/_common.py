@@ -603,7 +603,9 @@ SOFTMAX_NAMES = {"softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "
                  "_log_softmax", "_safe_softmax", "_masked_softmax",
                  # torch.distributions: the probabilities of logits are their softmax
                  "logits_to_probs", "Categorical", "OneHotCategorical", "RelaxedOneHotCategorical",
-                 "ExpRelaxedCategorical", "Multinomial"}
+                 "ExpRelaxedCategorical", "Multinomial",
+                 # softmax under other names: over channels, with Gumbel noise (scaled to nothing)
+                 "Softmax2d", "gumbel_softmax"}
 ATTENTION_NAMES = {"scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention",
                    "_scaled_dot_product_attention_math", "_scaled_dot_product_attention_math_for_mps",
                    "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",

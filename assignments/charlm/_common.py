@@ -607,13 +607,17 @@ NOT_BY_HAND_NAMES = {"masked_attention": {"scaled_dot_product_attention", "multi
                                           "_scaled_dot_product_cudnn_attention", "_flash_attention_forward",
                                           "_efficient_attention_forward", "_native_multi_head_attention",
                                           "_triton_multi_head_attention", "_triton_scaled_dot_attention",
-                                          "TransformerEncoderLayer", "TransformerDecoderLayer"},
+                                          "TransformerEncoderLayer", "TransformerDecoderLayer", "flex_attention",
+                                          "Transformer", "TransformerEncoder", "TransformerDecoder"},
                      "layer_norm": {"layer_norm", "LayerNorm", "native_layer_norm", "group_norm",
                                     "native_group_norm", "GroupNorm", "instance_norm", "InstanceNorm1d",
                                     "InstanceNorm2d", "InstanceNorm3d", "batch_norm", "native_batch_norm",
                                     "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
                                     "_batch_norm_impl_index", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
-                                    "rms_norm", "_fused_rms_norm", "RMSNorm", "normalize"}}
+                                    "rms_norm", "_fused_rms_norm", "RMSNorm", "normalize", "LazyBatchNorm1d",
+                                    "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+                                    "LazyInstanceNorm3d", "SyncBatchNorm", "LocalResponseNorm", "local_response_norm",
+                                    "CrossMapLRN2d"}}
 
 
 def _check_by_hand(sub, close, expected, name, *args, hints=()):

@@ -42,6 +42,7 @@ import ast
 import functools
 import importlib.util
 import sys
+import time
 
 # what the scan reads (and its bounds) lives in checker.running.scan_read; the names are kept here for callers
 from checker.running.scan_read import (MAX_BYTES, MAX_FILES, MAX_SCAN_BYTES, MAX_SCAN_ZIP_BYTES,  # noqa: F401
@@ -67,7 +68,15 @@ OPAQUE_ATTRS = {"_getframe", "f_back", "f_locals", "f_globals", "f_code", "tb_fr
                 "__dict__", "__getattribute__", "__globals__", "__code__", "__builtins__", "__closure__",
                 "get_objects", "get_referrers", "import_module", "modules", "settrace", "setprofile",
                 "attrgetter", "methodcaller", "__subclasses__", "__reduce__", "resolve_name", "locate",
-                "load_module", "exec_module", "load_source", "unsafe_load", "find_class"}
+                "load_module", "exec_module", "load_source", "unsafe_load", "find_class", "__getattr__",
+                "__defaults__", "__kwdefaults__", "__wrapped__"}
+# parts of torch that build or find a function from text, names or derivatives the source does not show
+# (torch.func.grad(torch.logsumexp) is softmax; torch.jit.CompilationUnit(source); torch.overrides' tables)
+OPAQUE_PREFIXES = ("torch.func", "torch.jit", "torch.overrides", "torch.fx", "torch.autograd", "torch._C",
+                   "torch.compile", "torch._dynamo", "torch.library", "torch._ops", "torch.export", "functorch")
+# seconds one scan may take: it is linear in the code (well under a second for MAX_SCAN_BYTES), so this bound
+# is met only by code made to slow it; past it the rest is "unclear", never "by hand"
+MAX_SCAN_S = 20.0
 # the syntax-tree nodes one scan reads at most: each statement is read once, so the MAX_SCAN_BYTES of code it
 # parses hold far fewer (about one node per 5 bytes); past it the rest is "unclear", never "by hand"
 MAX_WALKED = 2_000_000
@@ -94,6 +103,16 @@ def _installed(name):
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError, AttributeError):
         return False
+
+
+def _stored_into(target, names):
+    """Add to `names` the name whose object an assignment writes into (`np.sm = f`, `OPS['w'] = f`,
+    `f.__code__ = g.__code__`: what is later called through that name is this statement's value)."""
+    for t in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]):
+        while isinstance(t, (ast.Attribute, ast.Subscript, ast.Starred)):
+            t = t.value
+        if isinstance(t, ast.Name) and t is not target:
+            names.add(t.id)
 
 
 def _bound(target, names):
@@ -139,24 +158,27 @@ def _header_names(s, names):
 def _rebinds_by_name(s):
     """Whether top-level statement `s` (outside its blocks) may bind any name in a way its text does not
     show: `globals()[...] = ...`, `vars().update(...)`, `setattr(...)`, `exec(...)`, `sys.modules[...].x = ...`."""
-    def namespace(node):  # globals(), vars(), locals(), x.__dict__, sys.modules
-        return any((isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _NAMESPACE_CALLS)
-                   or (isinstance(n, ast.Attribute) and n.attr in ("__dict__", "modules")) for n in ast.walk(node))
-
     parts = [v for field, v in ast.iter_fields(s) if field not in ("body", "orelse", "finalbody", "handlers")]
-    for part in parts:
-        for node in (n for p in (part if isinstance(part, list) else [part]) if isinstance(p, ast.AST)
-                     for n in ast.walk(p)):
-            if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store) \
-                    and namespace(node.value):
+    nodes = [n for part in parts for p in (part if isinstance(part, list) else [part]) if isinstance(p, ast.AST)
+             for n in ast.walk(p)]
+    # which nodes hold globals(), vars(), locals(), x.__dict__ or sys.modules: children before parents (ast.walk
+    # gives parents first), so each node is looked at once (a walk per `.update` of a chain was quadratic)
+    holds = {}
+    for n in reversed(nodes):
+        holds[id(n)] = ((isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _NAMESPACE_CALLS)
+                        or (isinstance(n, ast.Attribute) and n.attr in ("__dict__", "modules"))
+                        or any(holds.get(id(c), False) for c in ast.iter_child_nodes(n)))
+    for node in nodes:
+        if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store) \
+                and holds.get(id(node.value)):
+            return True
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and f.id in _REBINDING_CALLS:
                 return True
-            if isinstance(node, ast.Call):
-                f = node.func
-                if isinstance(f, ast.Name) and f.id in _REBINDING_CALLS:
-                    return True
-                if isinstance(f, ast.Attribute) and f.attr in ("update", "__setitem__", "setdefault", "__setattr__") \
-                        and namespace(f.value):
-                    return True
+            if isinstance(f, ast.Attribute) and f.attr in ("update", "__setitem__", "setdefault", "__setattr__") \
+                    and holds.get(id(f.value)):
+                return True
     return False
 
 
@@ -179,8 +201,10 @@ def _bindings(trees):
             elif isinstance(s, ast.Assign):
                 for t in s.targets:
                     _bound(t, names)
+                    _stored_into(t, names)
             elif isinstance(s, (ast.AugAssign, ast.AnnAssign)):
                 _bound(s.target, names)
+                _stored_into(s.target, names)
             elif isinstance(s, (ast.For, ast.AsyncFor)):
                 _bound(s.target, names)
             elif isinstance(s, (ast.With, ast.AsyncWith)):
@@ -230,6 +254,8 @@ def _last_def_wins(binds, trees, files):
     for n, stmts in binds.items():
         if len(stmts) < 2 or any(id(s) not in where for s in stmts):
             continue
+        if any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name != n for s in stmts):
+            continue  # a function that binds it by `global n` binds it when called: maybe after the def
         last = max(stmts, key=lambda s: where[id(s)][0])
         if (isinstance(last, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and last.name == n
                 and len({where[id(s)][1] for s in stmts}) == 1 and where[id(last)][1] is not None):
@@ -261,6 +287,22 @@ def _dotted(node, binds):
         parts.append(origin or node.id)
         return ".".join(reversed(parts))
     return "(...)." + ".".join(reversed(parts))
+
+
+def _local_imports(stmt):
+    """{name: the module it was imported as} for the imports inside a function (`import torch as T` -> T:
+    torch, `from torch import func` -> func: torch.func); {} for any other statement."""
+    out = {}
+    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return out
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            for a in node.names:
+                out[a.asname or a.name] = f"{node.module or ''}.{a.name}".lstrip(".")
+    return out
 
 
 def _locals(stmt):
@@ -337,14 +379,45 @@ def library_use(path, name, forbidden, secrets=()):
 
     student_defs = {n for n, stmts in binds.items() if stmts and all(own(s) for s in stmts)}
     edit = _import_system_edit(trees)
-    used, unclear, seen, followed = [], [], set(), set()
+    used, unclear, seen, followed, said = [], [], set(), set(), set()
     # its bindings, and any top-level statement that may bind it unseen (read: what it calls is unclear)
     work = [(s, name) for s in binds[name] + binds.get("*", [])]
     walked = 0  # nodes read: linear in the code (each statement once), bounded all the same (MAX_WALKED)
+    deadline = time.monotonic() + MAX_SCAN_S
+    aliases, chains, origins = {}, {}, {}  # per import statement, attribute chain and name: worked out once
 
     def say(lst, text):
-        if text not in lst:
+        if (id(lst), text) not in said:
+            said.add((id(lst), text))
             lst.append(text)
+
+    def bound_by(imp, via):  # what of import statement `imp` binds `via` (an index made once per statement)
+        if id(imp) not in aliases:
+            index = {}
+            for a in imp.names:
+                for k in {a.asname or a.name.split(".")[0], a.asname, a.name} - {None}:
+                    index.setdefault(k, []).append(a)
+            aliases[id(imp)] = index
+        return aliases[id(imp)].get(via, [])
+
+    def root_and_first(node):  # an attribute chain's root and the attribute right after it, each chain once
+        path, n = [], node
+        while isinstance(n, ast.Attribute) and id(n) not in chains:
+            path.append(n)
+            n = n.value
+        root, first = chains[id(n)] if isinstance(n, ast.Attribute) else (n, None)
+        for p in reversed(path):
+            first = p.attr if first is None else first
+            chains[id(p)] = (root, first)
+        return chains[id(node)]
+
+    def origin(name):  # the module a name was imported as (`F` -> torch.nn.functional), else None
+        if name not in origins:
+            origins[name] = next((o for s in binds.get(name, []) for o in [_import_origin(s, name)] if o), None)
+        return origins[name]
+
+    def opaque_part(dotted):
+        return any(dotted == p or dotted.startswith(p + ".") for p in OPAQUE_PREFIXES)
 
     def follow(key, stmts, via):  # a name's bindings, queued once whatever number of places name it
         if key not in followed:
@@ -359,16 +432,18 @@ def library_use(path, name, forbidden, secrets=()):
         if key in seen:
             continue
         seen.add(key)
-        if walked > MAX_WALKED:
-            say(unclear, f"code the grader stopped reading after {MAX_WALKED:,} parts of it")
+        if walked > MAX_WALKED or time.monotonic() > deadline:
+            say(unclear, "code the grader stopped reading (too large or too deeply built to read whole)")
             break
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):  # only what it binds to the name that led here
-            stmt = type(stmt)(names=[a for a in stmt.names if (a.asname or a.name.split(".")[0]) == via
-                                     or a.asname == via or a.name == via],
+            stmt = type(stmt)(names=bound_by(stmt, via),
                               **({"module": stmt.module, "level": stmt.level} if isinstance(stmt, ast.ImportFrom) else {}))
         local = _locals(stmt)
+        imported_here = _local_imports(stmt)  # `import torch` inside the function: its names' modules
         for node in ast.walk(stmt):
             walked += 1
+            if not walked & 4095 and time.monotonic() > deadline:
+                break
             if isinstance(node, ast.Name):
                 if node.id in forbidden and node.id not in student_defs and node.id not in local:
                     say(used, next((o for s in binds.get(node.id, []) for o in [_import_origin(s, node.id)] if o),
@@ -377,9 +452,10 @@ def library_use(path, name, forbidden, secrets=()):
                     say(unclear, OPAQUE_NAMES[node.id])
                 follow(("name", node.id), binds.get(node.id, []), node.id)
             elif isinstance(node, ast.Attribute):
-                root = node.value
-                while isinstance(root, ast.Attribute):
-                    root = root.value
+                root, first = root_and_first(node)
+                module = (imported_here.get(root.id) or origin(root.id)) if isinstance(root, ast.Name) else None
+                if module and opaque_part(f"{module}.{first}"):
+                    say(unclear, f"{module}.{first}")
                 if (isinstance(node.value, ast.Name) and node.value.id in student_defs
                         and all(isinstance(s, ast.ClassDef) for s in binds.get(node.value.id, []))):
                     # `Ops.softmax(x)`, a method of a class of the student's: their own code, read as such
@@ -394,8 +470,10 @@ def library_use(path, name, forbidden, secrets=()):
                 if node.attr in OPAQUE_ATTRS:
                     say(unclear, _dotted(node, binds))
                 if isinstance(root, ast.Name) and any(own_import(s) for s in binds.get(root.id, [])):
-                    # `helper.f(x)` after `import helper` (a file of the submission): read its `f`
+                    # `helper.f(x)` after `import helper` (a file of the submission): read its `f`, and a
+                    # module-level `__getattr__`, which answers for any name the module does not bind
                     follow(("name", node.attr), binds.get(node.attr, []), node.attr)
+                    follow(("name", "__getattr__"), binds.get("__getattr__", []), "__getattr__")
             elif isinstance(node, ast.keyword) and node.arg in UNPICKLING_KEYWORDS:
                 safe = UNPICKLING_KEYWORDS[node.arg]
                 if not (isinstance(node.value, ast.Constant) and node.value.value is safe):
@@ -409,6 +487,8 @@ def library_use(path, name, forbidden, secrets=()):
                     top = full.split(".")[0]
                     if set(full.split(".")) & set(forbidden):
                         say(used, full)
+                    if opaque_part(full):
+                        say(unclear, f"import {full}")
                     if top in own_modules:
                         continue  # a file of the submission (it comes first on sys.path): read, followed by name
                     if top in OPAQUE_MODULES:
