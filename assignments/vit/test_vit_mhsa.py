@@ -374,13 +374,17 @@ def _identity_weights(m, D, h):
     projections, and one projection of Q, K and V per head, (D/h, D) as a layer's weight or (D, D/h) used as
     `X @ W` (`heads.2.query`, `W_Q.2`: the head's number in the name gives its slice). An empty list for any
     other parameter (a norm's weight, a per-head layout it cannot number): the temperature is then not checked
-    here."""
+    here. A learnable scalar (a gain on the output, a temperature) is left as the module made it, and in a
+    second way set to 1."""
     dh, eye = D // h, np.eye(D, dtype=np.float32)
-    values, per_head, fused = {}, {}, []
+    values, per_head, fused, scalars = {}, {}, [], []
     for p in m.params:
         name, shape = p.get("name"), tuple(p.get("shape", ()))
         if not isinstance(name, str):
             return []
+        if int(np.prod(shape)) == 1:  # a learnable scalar (a gain, a temperature): as built, or 1
+            scalars.append((name, shape))
+            continue
         if shape == (D, D):
             values[name] = eye
         elif shape == (3 * D, D):
@@ -407,6 +411,8 @@ def _identity_weights(m, D, h):
     if fused and h > 1:  # rows of the fused projection head by head: (head, Q/K/V, D/h)
         by_head = np.concatenate([eye[i * dh:(i + 1) * dh] for i in range(h) for _ in range(3)])
         ways.append({**values, **{name: by_head for name in fused}})
+    if scalars:  # each way with its scalars as the module made them, then set to 1 (a gain that starts elsewhere)
+        ways += [{**way, **{n: np.ones(shape, dtype=np.float32) for n, shape in scalars}} for way in list(ways)]
     return ways
 
 

@@ -784,7 +784,7 @@ def _swapped_runs(x, N, i, j, channel_last):
 @pytest.mark.question("vit")
 @pytest.mark.weight(4)  # the tokens are the patches: a reshape inside forward passes every other test
 def test_vit_tokens_are_tiles_of_the_image(sub, rng, seed, note):
-    # With `positional_embedding` set to zero, nothing in a ViT knows where a token came from: its tokens
+    # With `positional_embedding` the same at every position, nothing in a ViT knows where a token came from: its tokens
     # are the embedded tiles, in some order, the encoder is equivariant to their order and the logits are read
     # from the class token. So swapping two P_h x P_w tiles of the image leaves the logits as they were, whatever
     # the order of the tiles or of the values inside a patch (channel-first, channel-last, the grid read column
@@ -803,9 +803,12 @@ def test_vit_tokens_are_tiles_of_the_image(sub, rng, seed, note):
     pe = shapes.get("positional_embedding")
     if pe is None or len(pe) < 2 or pe[-2] != N + 1:
         pytest.skip("judged by the other tests, not here: the model has no parameter `positional_embedding` with "
-                    f"N+1 = {N + 1} rows (test_vit_embedding_shapes says why), which this test sets to zero")
+                    f"N+1 = {N + 1} rows (test_vit_embedding_shapes says why), which this test sets to the same row at every position")
+    # the same random row at every position (not zeros, which code could tell from a trained embedding): no
+    # token can be told from another by its position
+    row = torch.from_numpy(rng.standard_normal(pe[-1]).astype(np.float32))
     with explained():
-        m.set_params({"positional_embedding": torch.zeros(pe)})
+        m.set_params({"positional_embedding": row.expand(pe).contiguous()})
     x = randn(rng, (1, *img))
     first, last = 0, N - 1  # two tiles in different rows and columns of the grid
     inputs = [x, _swapped_tiles(x, patch, first, last), _swapped_runs(x, N, first, last, False),
@@ -816,7 +819,7 @@ def test_vit_tokens_are_tiles_of_the_image(sub, rng, seed, note):
     if tiles:
         return
     if not (runs_cf or runs_cl):
-        pytest.skip("judged by the other tests, not here: with positional_embedding set to zero, the logits "
+        pytest.skip("judged by the other tests, not here: with positional_embedding the same at every position, the logits "
                     "change when two tiles of the image are swapped, and also when two runs of its flattening "
                     "are: the tokens are neither the tiles nor a plain reshape of the image (or something other "
                     "than positional_embedding tells the positions apart)")
@@ -833,7 +836,7 @@ def test_vit_tokens_are_tiles_of_the_image(sub, rng, seed, note):
              "image): counted in the patchify question only (fix patchify and the ViT follows)")
         return
     raise GradingFailure(
-        f"{name}, with positional_embedding set to zero: swapping two {P_h} x {P_w} tiles of the image (tiles "
+        f"{name}, with positional_embedding the same at every position: swapping two {P_h} x {P_w} tiles of the image (tiles "
         f"{first} and {last} of the grid) changed the logits, which a ViT whose tokens are the tiles cannot do; "
         f"swapping two runs of {C * P_h * P_w} consecutive values of the flattened image instead left them as "
         f"they were: each token is such a run.\nLikely mistake: {RESHAPED_TOKENS_HINT.format(order=order)}.")
