@@ -514,6 +514,12 @@ def _forward(m, cfg, inputs, seed, ask=None):
                 m.forward([torch.full((1, cfg[1]), top, dtype=torch.int64, device=inputs[0].device)], seed=seed)
             except GradingFailure:
                 raise e.retold(f"{e.message}\nLikely mistake: {POSITIONS_BY_IDS_HINT}.") from None
+        same = [n for n, v in (("num_heads", cfg[3]), ("d_model / num_heads", cfg[2] // max(cfg[3], 1)),
+                                ("d_model", cfg[2])) if v == cfg[1]]
+        if same:  # the full block may work only because a size read from another axis equals block_size
+            raise e.retold(f"{e.message}\nLikely mistake: {SHORT_INPUT_HINT}; or a size read from the wrong axis "
+                           f"(T taken from Q.shape[1], the heads' axis of (B, h, T, d_k), say): here block_size = "
+                           f"{cfg[1]} = {same[0]}, so a full block alone cannot tell.") from None
         raise e.retold(f"{e.message}\nLikely mistake: {SHORT_INPUT_HINT}.") from None
 
 
