@@ -81,6 +81,18 @@ def test_model_uses_positions(sub, close, rng, seed, cfg):
                       for n, v in zeros.items()})
         if not same():
             return
+    # a model that reads no earlier token at all is blind to their order too: said so (the positions may be
+    # right; what is missing is the attention to earlier tokens, as test_model_uses_context says)
+    other = idx.clone()
+    other[:, 0] = (idx[:, 0] + 1) % V
+    r = _forward(m, cfg, [idx, other], seed)
+    a, b = (_logits(o, 2, bs, V, what)[:, -1] for o in r.outputs)
+    if float(np.abs(a - b).max()) <= 1e-6 * max(1.0, float(np.abs(a).max())):
+        _fail(f"{what}: the logits at the last position do not change when the earlier tokens come in reverse "
+              "order, nor when one of them is another token: the last position reads no earlier token at all, so "
+              "no order of them can show (positions added or not).\nLikely mistake: the model does not attend to "
+              "earlier tokens (attention missing, run over the wrong axis, or every earlier key masked): see "
+              "test_model_uses_context.")
     _fail(f"{what}: the logits at the last position are the same when the earlier tokens come in reverse order: "
           "the model does not know where a token is.\nLikely mistake: the positions never reach the model: add "
           "them to the token embeddings (`x = self.tok(idx) + self.pos(torch.arange(T, device=idx.device))`, or "
