@@ -34,6 +34,7 @@ import types
 
 from checker.worker.packages import PackageModules, module_files
 from checker.worker.roots import import_roots
+from checker.worker.stubs import DISPLAY_ONLY, DisplayStubs, TextBars
 from checker.worker.sources import (ASSIGNED_MAGIC_RE, NotebookError, _archive_or_document, _cells,  # noqa: F401
                                     _chunks, _strip_magics, list_units, py_pieces, read_source)
 from checker.worker.syntax import (assigned as _assigned, nested_defs as _nested_defs, parse as _parse,
@@ -53,134 +54,6 @@ def restore_builtins():
             current[name] = value
 
 __all__ = ["Loader", "UnitTimeout", "student_where", "format_student_tb", "list_units"]
-
-
-# Packages that only show things (plots, progress bars, notebook widgets, experiment loggers). When one is
-# not installed where the grader runs, importing it gives a stand-in whose every call does nothing, so a
-# notebook's plotting lines cost nothing. Only used after the real import has failed.
-# packages a notebook uses only around the graded work -> what they do there (none of it is graded)
-DISPLAY_ONLY = {"matplotlib": "plots", "seaborn": "plots", "plotly": "plots", "tqdm": "progress bars",
-                "IPython": "notebook display", "ipywidgets": "notebook widgets (tqdm.notebook's bars are text bars)",
-                "wandb": "experiment logging",
-                "google": "Colab's own tools, such as mounting Google Drive"}
-
-
-class _DummyType(type):
-    """The stand-in's class is a stand-in too: a stub module's names are the class itself, so code can subclass
-    one (`class TqdmHBox(HBox)` in tqdm.notebook, with ipywidgets missing), call, index or iterate it."""
-
-    def __getattr__(cls, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Dummy
-
-    def __getitem__(cls, key):
-        return _Dummy()
-
-    def __setitem__(cls, key, value):
-        pass
-
-    def __iter__(cls):
-        return iter((_Dummy(), _Dummy()))
-
-
-class _Dummy(metaclass=_DummyType):
-    """Accepts any call, attribute, index, iteration (two items: `fig, ax = plt.subplots()`) or `with`."""
-
-    def __init__(self, *args, **kwargs):
-        pass
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Dummy()
-
-    def __call__(self, *args, **kwargs):
-        return _Dummy()
-
-    def __getitem__(self, key):
-        return _Dummy()
-
-    def __setitem__(self, key, value):
-        pass
-
-    def __iter__(self):
-        return iter((_Dummy(), _Dummy()))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-class _StubModule(type(sys)):
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Dummy
-
-
-def _tqdm(iterable=None, *args, **kwargs):
-    return iterable if iterable is not None else _Dummy()
-
-
-class _DisplayStubs:
-    """A meta path finder, last in line, that stands in for missing display-only packages."""
-
-    def __init__(self):
-        self.used = set()
-
-    def find_spec(self, fullname, path=None, target=None):
-        import importlib.machinery
-        if fullname.split(".")[0] not in DISPLAY_ONLY:
-            return None
-        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-
-    def create_module(self, spec):
-        module = _StubModule(spec.name)
-        module.__path__ = []
-        if spec.name.split(".")[0] == "tqdm":
-            module.tqdm, module.trange = _tqdm, (lambda *a, **k: range(*a))
-        self.used.add(spec.name.split(".")[0])
-        return module
-
-    def exec_module(self, module):
-        pass
-
-
-class _TextBars:
-    """A meta path finder, first in line, for tqdm's notebook bars where ipywidgets is missing: `tqdm.notebook`
-    (and `tqdm.auto`'s `tqdm.autonotebook`) are tqdm's plain text bars, as tqdm.auto gives outside a notebook
-    (tqdm.notebook itself would import the widgets' stand-ins and fail in its first bar)."""
-
-    NAMES = ("tqdm.notebook", "tqdm.autonotebook")
-
-    def __init__(self, stubs):
-        self.stubs = stubs
-
-    def find_spec(self, fullname, path=None, target=None):
-        import importlib.machinery
-        if fullname not in self.NAMES:
-            return None
-        try:  # installed on sys.path (importlib.util.find_spec would find the display stand-in's)
-            if importlib.machinery.PathFinder.find_spec("ipywidgets") is not None \
-                    or importlib.machinery.PathFinder.find_spec("tqdm") is None:
-                return None
-        except (ImportError, ValueError):
-            return None
-        return importlib.machinery.ModuleSpec(fullname, self)
-
-    def create_module(self, spec):
-        import tqdm.std
-        module = type(sys)(spec.name)
-        module.tqdm, module.trange = tqdm.std.tqdm, tqdm.std.trange
-        module.tqdm_notebook, module.tnrange = tqdm.std.tqdm, tqdm.std.trange
-        self.stubs.used.add("ipywidgets")
-        return module
-
-    def exec_module(self, module):
-        pass
 
 
 class UnitTimeout(BaseException):
@@ -262,9 +135,9 @@ class Loader:
 
     # -- public
     def load(self, path):
-        stubs = _DisplayStubs()
+        stubs = DisplayStubs()
         sys.meta_path.append(stubs)
-        sys.meta_path.insert(0, _TextBars(stubs))
+        sys.meta_path.insert(0, TextBars(stubs))
         sys.meta_path.insert(0, self.written)  # as Jupyter's '' would: before the installed modules
         try:
             self._load_all(path)
