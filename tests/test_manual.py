@@ -236,6 +236,18 @@ def test_a_negative_number_as_hwchecks_own_csv_cells_write_it_is_read(tmp_path):
     assert problems == [] and entries["alice"][0]["points"] == -2
 
 
+def test_a_manual_csv_saved_as_excels_unicode_text_is_read(tmp_path):
+    """Excel's "Unicode Text" saves UTF-16 with tabs: its grades (a decimal comma, an accented id) are read, not
+    decoded as Windows-1252 into nonsense."""
+    from checker.records.manual import read_manual
+    from checker.spec import load_spec
+    spec = load_spec("attention")
+    path = tmp_path / "manual.csv"
+    path.write_bytes("id\tquestion\tpoints\tcomment\r\nm\u00fcller\tQ3-text\t7,5\tgut\r\n".encode("utf-16"))
+    entries, problems = read_manual(str(path), spec, {"m\u00fcller"})
+    assert problems == [] and entries["m\u00fcller"][0]["points"] == 7.5, (entries, problems)
+
+
 def test_columns_moved_in_a_spreadsheet_are_read_by_their_names(tmp_path):
     """A TA who moved manual.csv's columns (comment first, an extra column of names) keeps their grades: the
     header's names say where each column is, and the rows hwcheck appends follow that order."""

@@ -68,7 +68,13 @@ def manual_path(outdir):
 
 def decode_csv(raw):
     """The text of a CSV file's bytes as a spreadsheet saved them: UTF-8 (a byte order mark dropped), else
-    Windows-1252 (Excel's "CSV (Comma delimited)" on Windows), which decodes any bytes."""
+    Windows-1252 (Excel's "CSV (Comma delimited)" on Windows), which decodes any bytes; UTF-16 where it starts
+    with UTF-16's byte order mark (Excel's "Unicode Text", tab-separated)."""
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return raw.decode("utf-16")
+        except UnicodeDecodeError:
+            pass
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
