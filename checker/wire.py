@@ -388,7 +388,9 @@ def _dec(o, bufs, depth, counter, dtypes, worker):
             for pair in o["$dict"]:
                 if type(pair) is not list or len(pair) != 2:
                     raise WireError("bad dict item")
-                k = _dec(pair[0], bufs, depth + 1, counter, dtypes, worker)
+                # a numpy scalar key (dict(zip(np.arange(n), ...)), alone or in a tuple): the Python number
+                # it equals, as in the student's own dict (np.int64(2) == 2, the same hash)
+                k = _scalar_keys(_dec(pair[0], bufs, depth + 1, counter, [], worker))
                 if type(k) not in (str, int, float, bool, tuple) and k is not None:
                     raise WireError("dict key is not hashable plain data")
                 try:
@@ -407,6 +409,14 @@ def _dec(o, bufs, depth, counter, dtypes, worker):
             return _meta_tensor(shape, str(o.get("dtype")))
         raise WireError("unknown object in message")
     raise WireError(f"unexpected JSON value of type {t.__name__}")
+
+
+def _scalar_keys(k):
+    if type(k) is np.ndarray and k.ndim == 0 and k.dtype.kind in "biuf":
+        return k.item()
+    if type(k) is tuple:
+        return tuple(_scalar_keys(x) for x in k)
+    return k
 
 
 def _meta_tensor(shape, dtype):

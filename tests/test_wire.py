@@ -86,6 +86,17 @@ def test_zero_d_arrays_and_numpy_scalars():
     assert dtypes == ["float64", "float32", "int64", "bool"]
 
 
+def test_numpy_scalar_dict_keys_arrive_as_the_numbers_they_equal():
+    """itos = dict(zip(np.arange(3), chars)): the student's dict answers itos[2]; so does the one judged."""
+    value = {np.int64(0): "a", np.uint8(1): "b", np.float32(2.5): "c", np.bool_(True): "d",
+             (np.int32(1), np.int64(2)): "pair"}
+    got, dtypes = trusted(value)
+    assert got == {0: "a", 1: "d", 2.5: "c", (1, 2): "pair"} and dtypes == []  # True == 1, as in Python
+    assert_plain(got)
+    got, _ = trusted(dict(zip(np.arange(3), "xyz")))
+    assert got == {0: "x", 1: "y", 2: "z"} and all(type(k) is int for k in got)
+
+
 @pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8, reason="np.longdouble is float64 on this platform")
 def test_longdouble_is_judged_by_its_values_as_float64():
     """A student who computes in np.longdouble gave correct values: they arrive as float64, not as an error."""
