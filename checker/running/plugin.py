@@ -135,7 +135,10 @@ class HwcheckPlugin:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
         outcome = yield
-        rep = outcome.get_result()
+        self.label_report(item, call, outcome.get_result())
+
+    def label_report(self, item, call, rep):
+        """Label `item` from one phase's call and report (checker.running.lean_protocol calls it too)."""
         try:
             self._label(item, call, rep)
         finally:

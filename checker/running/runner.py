@@ -48,8 +48,10 @@ PYTEST_ARGS = ["-q", "--tb=no", "-s", "-p", "no:logging", "-p", "no:warnings", "
                "-p", "no:randomly", "-p", "no:xdist", "-p", "no:hypothesispytest",
                "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:doctest", "-p", "no:pastebin",
                "-p", "no:junitxml", "-p", "no:faulthandler", "-p", "no:metadata", "-p", "no:unittest",
-               "-p", "no:python_path", "-p", "no:setuponly", "-p", "no:setupplan", "--json-report-file=none",
-               "--json-report-omit=collectors,keywords,log,streams,warnings"]
+               "-p", "no:python_path", "-p", "no:setuponly", "-p", "no:setupplan",
+               # one value each (nargs='+'): "--json-report-omit=a,b" omitted nothing, a field named "a,b"
+               "--json-report-omit", "collectors", "keywords", "log", "streams", "warnings",
+               "--json-report-file=none"]
 
 
 def submission_id(path):

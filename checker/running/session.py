@@ -7,8 +7,9 @@ plugins, imports nothing new but collects every test file and builds every fixtu
 50-70 ms of a warm grade on this project's machine). A `GradingSession` starts pytest's session once, as
 `pytest.main` does, and collects; then for each submission it binds the plugin to that submission
 (`HwcheckPlugin.bind`), runs every item's protocol as pytest's own loop does (the last item tears down every
-fixture, session-scoped ones too, as at a session's end: no fixture value of one submission reaches the next)
-and takes that submission's entries of the JSON report. Each item starts from the labels collection gave it
+fixture, session-scoped ones too, as at a session's end: no fixture value of one submission reaches the next;
+`lean_protocol.run_item` stands in for pytest's per-item hooks where only hwcheck's own plugins take part) and
+takes that submission's entries of the JSON report. Each item starts from the labels collection gave it
 (the plugin resets them at setup), and pytest supports running an item again (pytest-rerunfailures does).
 
 What it is not: a scheduler or a worker (`runner`, `sandbox`); nor public pytest API: it uses what
@@ -29,6 +30,7 @@ import time
 import pytest
 
 from checker.errors import HwcheckError
+from checker.running import lean_protocol
 
 __all__ = ["GradingSession", "available", "without_autoload"]
 
@@ -89,6 +91,10 @@ class _Tail(io.TextIOBase):
 class GradingSession:
     """pytest started once on `args` with `plugin` (a HwcheckPlugin) and the JSON report's plugin; `run` grades."""
 
+    # items run by checker.running.lean_protocol where it can stand in for pytest's protocol (False: every item
+    # through pytest_runtest_protocol; the scorecards are the same, tests/test_lean_protocol.py)
+    lean = True
+
     def __init__(self, args, plugin):
         from _pytest.config import _prepareconfig
         from pytest_jsonreport.plugin import JSONReport
@@ -115,6 +121,8 @@ class GradingSession:
         if not self.broken and self.session.testsfailed:
             self.broken = f"{self.session.testsfailed} error(s) while collecting the grading tests"
         self._terminal = self.config.pluginmanager.get_plugin("terminalreporter") if self.config else None
+        self._lean = bool(self.lean and not self.broken and lean_protocol.usable(self.config))
+        self.lean_items = 0  # items run by checker.running.lean_protocol, all submissions together
 
     def run(self, handle, *, record=None, replay=None):
         """Run every collected item on `handle`; the JSON report of this submission ({"tests": [...], ...})."""
@@ -128,7 +136,12 @@ class GradingSession:
             for i, item in enumerate(items):
                 item._report_sections = []  # what an earlier run captured (with -s: nothing)
                 item.user_properties = []
-                hook.pytest_runtest_protocol(item=item, nextitem=items[i + 1] if i + 1 < len(items) else None)
+                nextitem = items[i + 1] if i + 1 < len(items) else None
+                if self._lean and lean_protocol.eligible(item):
+                    lean_protocol.run_item(item, nextitem, self.plugin, self.report._json_tests)
+                    self.lean_items += 1
+                else:
+                    hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
                 if self.session.shouldfail or self.session.shouldstop:
                     raise HwcheckError(f"pytest stopped: {self.session.shouldfail or self.session.shouldstop}")
         except BaseException as e:
