@@ -697,3 +697,29 @@ def test_a_worker_reads_nothing_of_the_checkout_but_hwcheck_itself(zyg, tmp_path
     assert out["package"].startswith("read: "), out  # the worker's own code stays readable
     for key in ("listing", "readme", "pyproject", "planted"):
         assert out[key] in ("PermissionError", "FileNotFoundError"), (key, out)
+
+
+@pytest.mark.walls
+def test_a_worker_reads_nothing_of_opt_but_a_python_installed_there(zyg, tmp_path):
+    """/opt holds a course's files as often as a Python (docs/trust-model.md suggests /opt/hwcheck for the
+    Python): an earlier batch's output, a repository, notes. A worker read any of them by path (an attacker's
+    probe read /opt/course/notes/gradebook_private.csv in both wall modes): only the Python trees are open."""
+    if not os.access("/opt", os.W_OK):
+        pytest.skip("/opt is not writable here (the test plants a course's file there)")
+    planted_dir = f"/opt/hwcheck-test-{os.getpid()}-{time.monotonic_ns()}"
+    os.mkdir(planted_dir)
+    os.chmod(planted_dir, 0o755)
+    planted = os.path.join(planted_dir, "gradebook_private.csv")
+    with open(planted, "w") as f:
+        f.write("alice,A+,private feedback\n")
+    os.chmod(planted, 0o644)
+    try:
+        h = _handle(zyg, write(tmp_path, "opt_spy.py", CHECKOUT_SPY))
+        try:
+            out = h.call("look", planted_dir, planted)
+        finally:
+            h.close()
+    finally:
+        shutil.rmtree(planted_dir)
+    for key in ("listing", "planted"):
+        assert out[key] in ("PermissionError", "FileNotFoundError"), (key, out)

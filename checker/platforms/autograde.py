@@ -33,6 +33,7 @@ import traceback
 from decimal import ROUND_FLOOR, Decimal
 
 from checker.records.atomic import write_json_atomic
+from checker.walk import walk
 from checker.render.gradescope import make_failure_results, make_results
 
 __all__ = ["autograde", "autograder_results", "gpu_skipped", "results_file", "INTERNAL_TEXT"]
@@ -134,10 +135,25 @@ def _is_junk(name):
 
 def _without_junk(sub, tmp):
     """`sub`, or a copy of it in `tmp` without what a Mac's zip adds (links copied as links, never followed)."""
-    if not any(_is_junk(n) for _, dirs, files in os.walk(sub) for n in dirs + files):
+    if not any(_is_junk(n) for _, dirs, files in walk(sub) for n in dirs + files):
         return sub
     dest = os.path.join(tmp, "submission")
-    shutil.copytree(sub, dest, symlinks=True, ignore=lambda _d, names: [n for n in names if _is_junk(n)])
+    # checker.walk, not shutil.copytree: a folder nested a thousand deep made copytree raise RecursionError
+    for dirpath, dirs, files in walk(sub):
+        dirs[:] = [d for d in dirs if not _is_junk(d)]
+        here = os.path.join(dest, os.path.relpath(dirpath, sub))
+        os.makedirs(here, exist_ok=True)
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(dirpath, d))]:
+            src = os.path.join(dirpath, name)
+            if _is_junk(name):
+                continue
+            try:
+                if os.path.islink(src):
+                    os.symlink(os.readlink(src), os.path.join(here, name))
+                elif os.path.isfile(src):
+                    shutil.copy2(src, os.path.join(here, name))
+            except OSError:
+                pass  # what cannot be copied is not graded; the grader's own copy says what it left out
     return dest
 
 

@@ -44,6 +44,7 @@ import uuid
 
 from checker._version import __version__
 from checker.errors import HwcheckError
+from checker.walk import walk
 
 __all__ = ["DaskExecutor", "GradingContext", "own_folder", "grade_on_worker", "pack_submission", "unpack_submission",
            "parse_cluster", "missing_extra", "MAX_SUBMISSION_BYTES", "ALLOWED_FAILURES"]
@@ -99,7 +100,7 @@ def pack_submission(path, secrets=()):
     buf = io.BytesIO()
     total = 0
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+        for dirpath, dirnames, filenames in walk(path):
             dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS)
             for n in sorted(dirnames) + sorted(filenames):
                 p = os.path.join(dirpath, n)

@@ -21,6 +21,10 @@ from checker.records.ids import canonical, collisions, key
 __all__ = ["SUBMISSION_SUFFIXES", "MAX_ID_BYTES", "list_entries", "scan_entries", "skipped_entries"]
 
 SUBMISSION_SUFFIXES = (".py", ".ipynb")
+# a link to a folder is never graded from a batch: a student's archive, unpacked, can hold one to `..` or `/`
+# (the other students' files, the TA's, /proc), and the grader copies what it grades before any wall is up
+LINKED_FOLDER = ("a link to a folder: not followed (an unpacked archive can link anywhere on this machine); "
+                 "copy the folder in to grade it")
 MAX_ID_BYTES = 150          # OUTDIR/<id>.raw.json must fit a file name's 255 bytes
 
 _QUIET = {".git", ".hwcheck.lock", ".DS_Store", "__pycache__", "__MACOSX", ".ipynb_checkpoints", "Thumbs.db",
@@ -72,6 +76,8 @@ def scan_entries(folder, skip=None):
         path = os.path.join(folder, name)
         if skip is not None and skip(path):
             continue
+        if os.path.isdir(path) and os.path.islink(path):
+            continue  # a link to a folder: skipped_entries says why
         if os.path.isdir(path):
             stem = name
         elif os.path.isfile(path) and name.endswith(SUBMISSION_SUFFIXES):
@@ -157,6 +163,8 @@ def skipped_entries(folder):
         if name.startswith("."):
             if low.endswith(SUBMISSION_SUFFIXES) or os.path.isdir(path):
                 out.append((name, "its name starts with '.' (hidden)"))
+        elif os.path.isdir(path) and os.path.islink(path):
+            out.append((name, LINKED_FOLDER))
         elif os.path.isdir(path) or (os.path.isfile(path) and name.endswith(SUBMISSION_SUFFIXES)):
             continue
         elif not os.path.isfile(path) and not os.path.isdir(path):  # a FIFO, a device, a broken link

@@ -37,6 +37,8 @@ import os
 import re
 import tokenize
 
+from checker.walk import walk
+
 __all__ = ["MAX_ANSWER", "find_answers", "answer_in_notebook", "answer_in_python"]
 
 MAX_ANSWER = 4000  # characters kept of one answer
@@ -328,7 +330,7 @@ def _files(path):
     if not os.path.isdir(path):
         return [path]
     out = []
-    for root, dirs, files in os.walk(path, followlinks=False):
+    for root, dirs, files in walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
         out += [os.path.join(root, f) for f in sorted(files) if f.endswith(_SUFFIXES)]
         if len(out) >= _MAX_FILES:

@@ -22,6 +22,7 @@ import zipfile
 import zlib
 
 from checker.running.submission_files import file_source
+from checker.walk import walk
 from checker.worker.sources import _cells, cell_pieces, py_pieces, read_source, read_source_bytes, writefile_target
 
 __all__ = ["read_code", "MAX_FILES", "MAX_BYTES", "MAX_SCAN_BYTES", "MAX_ZIP_MEMBERS", "MAX_ZIP_BYTES",
@@ -191,7 +192,7 @@ def _read_code(path, secrets=()):
     notes = []
     if os.path.isdir(real):
         files = []
-        for root, dirs, names in os.walk(real):
+        for root, dirs, names in walk(real):
             dirs[:] = sorted(d for d in dirs if d not in (".git", "__pycache__"))  # the worker's copy has neither
             files += [os.path.join(root, n) for n in sorted(names)]
             if len(files) > MAX_FILES:

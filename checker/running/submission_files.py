@@ -15,7 +15,10 @@ import importlib.util
 import os
 import shutil
 
-__all__ = ["secret_paths", "state_dirs", "own_dirs", "sha256_of", "file_source", "copy_submission", "LINK_REFUSED"]
+from checker.walk import walk
+
+__all__ = ["secret_paths", "state_dirs", "own_dirs", "sha256_of", "file_source", "copy_submission", "folder_refused",
+           "LINK_REFUSED"]
 
 
 def secret_paths(extra=()):
@@ -88,7 +91,7 @@ def sha256_of(path):
     if os.path.isfile(path):
         feed(path)
         return h.hexdigest()
-    for root, dirs, files in os.walk(path):
+    for root, dirs, files in walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for n in sorted(files):
             p = os.path.join(root, n)
@@ -136,8 +139,10 @@ def copy_submission(src, dest, secrets=()):
     put there by whoever runs hwcheck (a TA's export that links to a store,
     say), so it is followed, unless it points into one of `secrets` (the
     reference, the grading tests, the output folder, ...) or at a file that is
-    no .py or .ipynb (`file_source`). Returns
-    [(name, why)] of what was left out.
+    no .py or .ipynb (`file_source`). A folder is walked without recursion, never deeper than
+    checker.walk.MAX_DEPTH, never onto another filesystem (a mount of /proc, whose /proc/kmsg blocks a
+    reader for ever) and never past MAX_COPY_ENTRIES entries; a folder that holds the grader's own files
+    is not copied at all (`folder_refused`). Returns [(name, why)] of what was left out.
     """
     left_out = []
     if not os.path.isdir(src):
@@ -152,8 +157,18 @@ def copy_submission(src, dest, secrets=()):
             shutil.copyfile(real, os.path.join(dest, name))
         return left_out
     root = os.path.realpath(src)
+    why = folder_refused(src, secrets)
+    if why:
+        os.makedirs(dest, exist_ok=True)
+        return [(os.path.basename(os.path.normpath(src)), why)]
     data_bytes = 0  # of the files copied that are not code (.py, .ipynb)
-    for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
+    cut, entries = [], 0
+    for dirpath, dirnames, filenames in walk(src, cut=cut):
+        entries += len(dirnames) + len(filenames)
+        if entries > MAX_COPY_ENTRIES:
+            left_out.append((os.path.relpath(dirpath, src), f"the submission holds more than {MAX_COPY_ENTRIES} "
+                                                            "files and folders: the rest are not copied"))
+            break
         rel = os.path.relpath(dirpath, src)
         os.makedirs(os.path.normpath(os.path.join(dest, rel)), exist_ok=True)
         keep = []
@@ -189,8 +204,23 @@ def copy_submission(src, dest, secrets=()):
                     data_bytes += 0 if code else size
                 except OSError as e:
                     left_out.append((name, f"it could not be read ({e.strerror or e})"))
+    left_out += [(os.path.relpath(p, src), f"not copied: {why}") for p, why in cut]
     left_out += _leave_out_starters(dest)
     return left_out
+
+
+def folder_refused(src, secrets=()):
+    """Why the folder submission `src` is not copied at all, or None: it holds one of `secrets` (a link to
+    `..`, to `/` or to the course's repository, which an unpacked archive can make), or it is a link that
+    leads into one of them (the reference's folder), as `file_source` refuses a file."""
+    root = os.path.realpath(src)
+    real = [os.path.realpath(s) for s in secrets if s]
+    if any(_inside(s, root) for s in real):
+        return ("it holds the grader's own files (the reference, the grading tests, the output folder or "
+                "hwcheck's state): it is not copied; is it a link to a folder above it?")
+    if os.path.islink(os.path.normpath(src)) and any(_inside(root, s) for s in real):
+        return "it is a link to a folder the grader keeps from submissions (the reference, the grading tests, ...)"
+    return None
 
 
 # What of a folder is given to the worker: its copy lies in the worker's tmpfs twice (the submission and its
@@ -198,13 +228,14 @@ def copy_submission(src, dest, secrets=()):
 # code would cost the two modes differently (a 300 MB file crashed the worker with namespaces only)
 MAX_COPY_FILE = 64 << 20   # one file
 MAX_COPY_DATA = 128 << 20  # every file that is not code, in all
+MAX_COPY_ENTRIES = 20000   # files and folders looked at
 
 
 def _leave_out_starters(dest):
     """The shipped starter notebook beside the student's own file is removed from the copy (its stubs would
     replace the student's code); a folder that holds only starters keeps them."""
     from checker.running.starter import LEFT_OUT, starter_units
-    units = [os.path.join(d, n) for d, _, names in os.walk(dest) for n in names if n.endswith((".py", ".ipynb"))]
+    units = [os.path.join(d, n) for d, _, names in walk(dest) for n in names if n.endswith((".py", ".ipynb"))]
     starters = starter_units(units)
     if not starters:
         return []

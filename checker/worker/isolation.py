@@ -72,6 +72,7 @@ import resource
 import signal
 import sys
 
+from checker.walk import walk
 from checker.worker import diskcap, gpumem, landlock, memory, memwatch, namespaces, seccomp
 
 __all__ = ["apply_isolation", "landlock_abi", "allowed_read_roots", "WEAK_MARKS", "WallsRefused", "worker_ids",
@@ -326,7 +327,7 @@ def _hand_over(workdir, uid, gid):
     worker's own. Raises OSError when that cannot be made (the worker then runs no code)."""
     import stat
     scratch = os.path.join(workdir, namespaces.SCRATCH)
-    for root, dirs, files in os.walk(workdir):
+    for root, dirs, files in walk(workdir):
         if root == scratch or root.startswith(scratch + os.sep):
             continue
         for path in [root, *[os.path.join(root, n) for n in files]]:
@@ -375,7 +376,7 @@ def _fail(text):
 def _chown_tree(path, uid, gid):
     try:
         os.chown(path, uid, gid)
-        for root, dirs, files in os.walk(path):
+        for root, dirs, files in walk(path):
             for n in dirs + files:
                 os.lchown(os.path.join(root, n), uid, gid)
     except OSError:

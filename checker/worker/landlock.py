@@ -59,7 +59,9 @@ def landlock_abi():
 
 
 # system trees a Python process reads; /etc is not among them (see namespaces.ETC_ALLOW for its few files)
-READ_CANDIDATES = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/opt", "/run/nvidia-persistenced")
+# /opt is not: a course keeps files there too (an earlier batch's output, a repository); a Python installed
+# there (/opt/conda, /opt/hwcheck) is read through its prefix and sys.path, as every Python is
+READ_CANDIDATES = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/run/nvidia-persistenced")
 
 
 def allowed_read_roots(secrets):

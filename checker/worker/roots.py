@@ -17,6 +17,7 @@ import ast
 import os
 import re
 
+from checker.walk import walk
 from checker.worker.sources import MAGIC_RE, NotebookError, SUFFIXES, _cells, read_source
 
 __all__ = ["import_roots", "imported_names"]
@@ -58,7 +59,7 @@ def imported_names(path):
 def _walk(path):
     """The .py/.ipynb files under `path` (links not followed) and the folders holding them."""
     files, folders = [], set()
-    for root, dirs, names in os.walk(path):
+    for root, dirs, names in walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
                          and not os.path.islink(os.path.join(root, d)))
         for n in sorted(names):

@@ -23,6 +23,7 @@ import re
 import tokenize
 
 from checker.worker.syntax import parse as _parse_unit, statements as _statements
+from checker.walk import walk
 
 __all__ = ["read_source", "read_source_bytes", "list_units", "py_pieces", "cell_pieces", "writefile_target", "code_cells", "NotebookError",
            "SUFFIXES"]
@@ -59,7 +60,7 @@ def list_units(path):
     if os.path.isfile(path):
         return [path]
     files = []
-    for root, dirs, names in os.walk(path):
+    for root, dirs, names in walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")) and d != "ipynb_checkpoints")
         for n in sorted(names):
             if n.endswith(SUFFIXES) and not n.startswith("."):
