@@ -66,6 +66,11 @@ def _feedback(cards, wrap):
     return out
 
 
+def _max_depth():
+    from checker.walk import MAX_DEPTH
+    return MAX_DEPTH
+
+
 def build_page(outdir, *, submissions_dir=None, top=50, progress=False):
     """(html text, data dict) of the report of OUTDIR (see write_report)."""
     from checker.records.classreport import html, plots, similarity, sources
@@ -82,7 +87,7 @@ def build_page(outdir, *, submissions_dir=None, top=50, progress=False):
     data["notes"] = [f"manual.csv: {p}" for p in problems]
     data["manual_csv"] = has_manual
 
-    codes, where = sources.locate_code(cards, submissions_dir, secrets=[outdir])
+    codes, where = sources.locate_code(cards, submissions_dir, secrets=[outdir], names=sources.assignment_names(spec))
     given = sources.given_code(assignment)
     notes = []
     if where["missing"]:
@@ -100,6 +105,12 @@ def build_page(outdir, *, submissions_dir=None, top=50, progress=False):
         shown = ", ".join(where["not_notebook"][:10]) + (", ..." if len(where["not_notebook"]) > 10 else "")
         notes.append(f"{len(where['not_notebook'])} submissions hold a .ipynb file that is not a notebook (not JSON, "
                      f"or no list of cells); it is shown without code and left out of the similarity ranking: {shown}.")
+    if where.get("cut"):
+        shown = ", ".join(where["cut"][:10]) + (", ..." if len(where["cut"]) > 10 else "")
+        notes.append(f"{len(where['cut'])} submissions are compared in part (the report compares at most "
+                     f"{sources.MAX_CODE_BYTES / 2 ** 20:g} MiB of code of each, the files that define the "
+                     f"assignment's names first, and reads no file nested more than {_max_depth()} folders deep "
+                     f"or past {sources.MAX_FILES} files): {shown}.")
     if where["changed"]:
         shown = ", ".join(where["changed"][:10]) + (", ..." if len(where["changed"]) > 10 else "")
         notes.append(f"{len(where['changed'])} submissions changed since they were graded (their sha256 differs "
