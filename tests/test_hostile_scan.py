@@ -330,3 +330,111 @@ def test_the_scan_reads_each_statement_once_whatever_number_of_names_lead_to_it(
         report = library_use(_build(tmp_path / case, {"hw.py": text}), "get_attention_weights", SOFTMAX)
         assert time.monotonic() - started < 20, case
         assert report.clean, (case, report.used, report.unclear)
+
+
+# library softmaxes under names of their own (an attacker's third probe: `SoftmaxTransform()(x)` kept the by-hand
+# points): each case really computes the softmax (run below, in this process, where its library is installed), and
+# the scan names it through the assignment's own list
+LIBRARY_SOFTMAXES = {
+    "softmax_transform": "from torch.distributions.transforms import SoftmaxTransform\n"
+                         "return SoftmaxTransform()(t).numpy()",
+    "softmax_transform_dotted": "import torch.distributions as D\nreturn D.transforms.SoftmaxTransform()(t).numpy()",
+    "transform_to_simplex": "from torch.distributions import constraints, transform_to\n"
+                            "return transform_to(constraints.simplex)(t).numpy()",
+    "straight_through": "from torch.distributions import OneHotCategoricalStraightThrough as OH\n"
+                        "return OH(logits=t).probs.numpy()",
+    "cross_entropy": "import torch.nn.functional as F\nn = t.shape[-1]\n"
+                     "return torch.exp(-F.cross_entropy(t.expand(n, n), torch.arange(n), reduction='none')).numpy()",
+    "cross_entropy_loss": "n = t.shape[-1]\nloss = torch.nn.CrossEntropyLoss(reduction='none')\n"
+                          "return torch.exp(-loss(t.expand(n, n), torch.arange(n))).numpy()",
+    "linear_cross_entropy": "import torch.nn.functional as F\nn = t.shape[-1]\n"
+                            "nll = F.linear_cross_entropy(t.expand(n, n), torch.eye(n, dtype=t.dtype), torch.arange(n), "
+                            "reduction='none')\nreturn torch.exp(-nll).numpy()",
+    "adaptive_log_softmax": "n = t.shape[-1]\n"
+                            "m = torch.nn.AdaptiveLogSoftmaxWithLoss(n, n + 1, [n], div_value=1.0, head_bias=True).double()\n"
+                            "with torch.no_grad():\n    m.head.weight.zero_()\n    m.head.weight[:n] = torch.eye(n)\n"
+                            "    m.head.bias.zero_()\n    m.head.bias[n] = -1e9\n"
+                            "return m.log_prob(t.reshape(1, n)).exp()[0, :n].detach().numpy()",
+    # named before, kept named: other libraries' and torch's other spellings of the same call
+    "scipy_special": "import scipy.special\nreturn scipy.special.softmax(np.asarray(s, dtype=float), axis=axis)",
+    "scipy_log_softmax": "from scipy.special import log_softmax\nreturn np.exp(log_softmax(np.asarray(s, dtype=float)))",
+    "torch_special": "return torch.special.log_softmax(t, -1).exp().numpy()",
+    "tensor_method": "return t.softmax(-1).numpy()",
+    "softmin": "import torch.nn.functional as F\nreturn F.softmin(-t, -1).numpy()",
+    "jax": "import jax.nn\nreturn np.asarray(jax.nn.softmax(np.asarray(s, dtype=float)))",
+}
+
+
+def _library_w(body):
+    return ("import numpy as np\nimport torch\n\n\ndef _w(s, axis=-1):\n    t = torch.as_tensor(np.asarray(s, dtype=float))\n"
+            + "".join("    " + line + "\n" for line in body.splitlines()))
+
+
+@pytest.mark.parametrize("case", list(LIBRARY_SOFTMAXES))
+def test_each_library_softmax_named_is_a_softmax(case):
+    """Only what really computes a softmax is named (torch.distributions' StickBreakingTransform, say, is not)."""
+    scope = {}
+    exec(compile(_library_w(LIBRARY_SOFTMAXES[case]), f"<{case}>", "exec"), scope)
+    s = np.array([0.3, -1.2, 2.5, 0.0])
+    try:
+        got = scope["_w"](s)
+    except (ImportError, AttributeError) as e:  # a library (jax) or function (linear_cross_entropy) not here
+        pytest.skip(f"{case}: {e}")
+    assert np.allclose(got, scipy.special.softmax(s), atol=1e-9), (case, got)
+
+
+@pytest.mark.parametrize("case", list(LIBRARY_SOFTMAXES))
+def test_a_library_softmax_under_a_name_of_its_own_is_named(tmp_path, case):
+    from assignments.attention._common import SOFTMAX_NAMES
+    source = _library_w(LIBRARY_SOFTMAXES[case]) + BASE
+    report = library_use(_build(tmp_path, {"hw.py": source}), "get_attention_weights", SOFTMAX_NAMES)
+    assert report.used, (case, report.used, report.unclear)
+
+
+def test_the_attackers_softmax_transform_loses_the_by_hand_points(tmp_path):
+    """The attacker's own file: GOOD's get_attention_weights replaced by `SoftmaxTransform()(...)` imported inside it."""
+    from assignments.attention._common import SOFTMAX_NAMES
+    hw = GOOD.replace('''    scores = np.asarray(scores)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+''', '''    from torch.distributions.transforms import SoftmaxTransform
+    import torch
+    return SoftmaxTransform()(torch.as_tensor(np.asarray(scores, dtype=float))).numpy()
+''')
+    assert hw != GOOD
+    report = library_use(_build(tmp_path, {"hw.py": hw}), "get_attention_weights", SOFTMAX_NAMES)
+    assert "torch.distributions.transforms.SoftmaxTransform" in report.used, (report.used, report.unclear)
+    honest = library_use(_build(tmp_path / "honest", {"hw.py": GOOD}), "get_attention_weights", SOFTMAX_NAMES)
+    assert honest.clean, (honest.used, honest.unclear)
+
+
+# ------------------------------------------------------------------ code built to make a reading of it recurse
+
+def test_an_expression_built_too_deep_to_write_back_is_unclear_not_an_error(tmp_path):
+    """An attacker's probe: `np.load(..., allow_pickle=1+1+...+1)`, 700 terms, in code that never runs; the scan's
+    ast.unparse of the keyword's value raised RecursionError and the by-hand tests became grader errors. The
+    value is quoted only where it is shallow enough to write back; the call is unclear either way."""
+    deep = "+".join(["1"] * 700)
+    hw = GOOD.replace("    scores = np.asarray(scores)\n",
+                      f"    if False:\n        np.load('x.npy', allow_pickle={deep})\n    scores = np.asarray(scores)\n", 1)
+    assert hw != GOOD
+    report = library_use(_build(tmp_path / "deep", {"hw.py": hw}), "get_attention_weights", SOFTMAX)
+    assert report.unclear and not report.clean, (report.used, report.unclear)
+    assert "allow_pickle=(...)" in report.unclear, report.unclear
+    shallow = GOOD.replace("    scores = np.asarray(scores)\n",
+                           "    if False:\n        np.load('x.npy', allow_pickle=1 + 1)\n    scores = np.asarray(scores)\n", 1)
+    report = library_use(_build(tmp_path / "shallow", {"hw.py": shallow}), "get_attention_weights", SOFTMAX)
+    assert "allow_pickle=1 + 1" in report.unclear, report.unclear
+
+
+def test_a_reading_that_still_recurses_too_deep_is_unclear_not_an_error(tmp_path, monkeypatch):
+    """Whatever reading of the trees may yet recurse too deep (the parser accepts code that no recursive reading
+    of it may take whole), the scan says unclear, as past MAX_WALKED, and never raises: a grader's error there
+    turned the student's by-hand tests into errors. (A reading made to recurse stands in for one not yet found.)"""
+    from checker.running import by_hand
+
+    def recursing(trees):
+        raise RecursionError("maximum recursion depth exceeded")
+    monkeypatch.setattr(by_hand, "_import_system_edit", recursing)
+    report = by_hand.library_use(_build(tmp_path, {"hw.py": GOOD}), "get_attention_weights", SOFTMAX)
+    assert report.unclear == [by_hand.STOPPED] and not report.clean, (report.used, report.unclear)

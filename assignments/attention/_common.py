@@ -601,11 +601,18 @@ ATTENTION_CALLS = {"scaled_dot_product_attention": "torch's scaled_dot_product_a
 # public functions (torch._softmax, torch._scaled_dot_product_attention_math, torch.ops.aten...) compute it too
 SOFTMAX_NAMES = {"softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "Softmin", "_softmax",
                  "_log_softmax", "_safe_softmax", "_masked_softmax",
-                 # torch.distributions: the probabilities of logits are their softmax
-                 "logits_to_probs", "Categorical", "OneHotCategorical", "RelaxedOneHotCategorical",
-                 "ExpRelaxedCategorical", "Multinomial",
-                 # softmax under other names: over channels, with Gumbel noise (scaled to nothing)
-                 "Softmax2d", "gumbel_softmax"}
+                 "_sparse_softmax", "_sparse_log_softmax", "_nested_tensor_softmax_with_shape", "safe_softmax",
+                 # torch.distributions: the probabilities of logits are their softmax; SoftmaxTransform()(x) is
+                 # softmax(x), and transform_to(constraints.simplex) is a SoftmaxTransform (biject_to's
+                 # StickBreakingTransform is another map: not named)
+                 "logits_to_probs", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+                 "RelaxedOneHotCategorical", "ExpRelaxedCategorical", "Multinomial", "SoftmaxTransform",
+                 "transform_to",
+                 # softmax under other names: over channels, with Gumbel noise (scaled to nothing), a head of
+                 # AdaptiveLogSoftmaxWithLoss, and cross-entropy, which is -log_softmax at its targets
+                 # (`cross_entropy(x.expand(n, n), arange(n), reduction="none")` is all of -log_softmax(x))
+                 "Softmax2d", "gumbel_softmax", "AdaptiveLogSoftmaxWithLoss", "cross_entropy", "CrossEntropyLoss",
+                 "linear_cross_entropy"}
 ATTENTION_NAMES = {"scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention",
                    "_scaled_dot_product_attention_math", "_scaled_dot_product_attention_math_for_mps",
                    "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",

@@ -29,7 +29,9 @@ function that declares the name `global` (it could rebind it). It reports
     the function reaches of a module that is not a file of the submission: the worker's folders on
     `sys.path` are read-only to the code and its cwd is not on it, so a module the code writes while it
     runs (a `colorsys.py` beside it) is imported only through such a change.
-Points are earned only when both are empty. The rule is conservative on purpose: honest hand-written
+Points are earned only when both are empty. Every pass over the trees is iterative or bounded before it
+recurses (`MAX_WALKED`, `MAX_SCAN_S`, `_shown`); code that still stops a reading is unclear (`STOPPED`),
+never a grader's error. The rule is conservative on purpose: honest hand-written
 code does not need dynamic look-ups in a softmax, and a submission that uses them gets a sentence saying
 why the grader could not check it. The values are still judged as usual by the test.
 
@@ -41,6 +43,7 @@ with its bounds). It never imports or runs student code.
 import ast
 import functools
 import importlib.util
+import itertools
 import sys
 import time
 
@@ -80,6 +83,13 @@ MAX_SCAN_S = 20.0
 # the syntax-tree nodes one scan reads at most: each statement is read once, so the MAX_SCAN_BYTES of code it
 # parses hold far fewer (about one node per 5 bytes); past it the rest is "unclear", never "by hand"
 MAX_WALKED = 2_000_000
+# how deep an expression may be built (and how many nodes it may hold) for a message to quote its source: ast.unparse
+# recurses, a few frames per level, and a 700-term sum (`allow_pickle=1+1+...`) raised RecursionError there
+MAX_SHOWN_DEPTH = 40
+MAX_SHOWN_NODES = 2_000
+# what the scan says of code it stops reading (MAX_WALKED, MAX_SCAN_S, or built too deeply for any reading of
+# it that recurses): unclear, never "by hand"
+STOPPED = "code the grader stopped reading (too large or too deeply built to read whole)"
 
 
 class SourceReport:
@@ -116,14 +126,16 @@ def _stored_into(target, names):
 
 
 def _bound(target, names):
-    """Add to `names` the plain names an assignment target binds."""
-    if isinstance(target, ast.Name):
-        names.add(target.id)
-    elif isinstance(target, (ast.Tuple, ast.List)):
-        for t in target.elts:
-            _bound(t, names)
-    elif isinstance(target, ast.Starred):
-        _bound(target.value, names)
+    """Add to `names` the plain names an assignment target binds (`a, (b, *c) = ...`), read without recursion."""
+    stack = [target]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, ast.Name):
+            names.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            stack.extend(reversed(t.elts))
+        elif isinstance(t, ast.Starred):
+            stack.append(t.value)
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -191,7 +203,14 @@ def _bindings(trees):
         out.setdefault(name, []).append(node)
 
     def top(stmts):
-        for s in stmts:
+        # the statements in the order the loader runs them, each block read where it stands, without recursion
+        # (one iterator per open block: the nesting the parser allows costs no Python frames)
+        blocks = [iter(stmts)]
+        while blocks:
+            s = next(blocks[-1], None)
+            if s is None:
+                blocks.pop()
+                continue
             names = set()
             if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(s.name)
@@ -219,12 +238,10 @@ def _bindings(trees):
                 add(n, s)
             # definitions inside top-level if/try/with/for/match blocks are top-level too
             if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                for field in ("body", "orelse", "finalbody"):
-                    top(getattr(s, field, []) or [])
-                for h in getattr(s, "handlers", []) or []:
-                    top(h.body)
-                for case in getattr(s, "cases", []) or []:
-                    top(case.body)
+                inner = [getattr(s, field, []) or [] for field in ("body", "orelse", "finalbody")]
+                inner += [h.body for h in getattr(s, "handlers", []) or []]
+                inner += [case.body for case in getattr(s, "cases", []) or []]
+                blocks.append(itertools.chain.from_iterable(inner))
         return out
 
     for tree in trees:
@@ -357,9 +374,37 @@ def _import_system_edit(trees):
     return None
 
 
+def _shown(node, limit=40):
+    """The start (`limit` characters) of an expression's source for a message, or "(...)" where it is built too
+    deeply or holds too much to write back: its depth and size are counted first, without recursion, and
+    only then is ast.unparse (which recurses) asked."""
+    stack, count = [(node, 1)], 0
+    while stack:
+        n, depth = stack.pop()
+        count += 1
+        if depth > MAX_SHOWN_DEPTH or count > MAX_SHOWN_NODES:
+            return "(...)"
+        stack.extend((c, depth + 1) for c in ast.iter_child_nodes(n))
+    try:
+        return ast.unparse(node)[:limit]
+    except (RecursionError, ValueError, TypeError, AttributeError):
+        return "(...)"
+
+
 def library_use(path, name, forbidden, secrets=()):
     """A SourceReport for the function `name` of the submission at `path`; `forbidden`: the bare names of
-    library functions and classes the handout rules out there (softmax, scaled_dot_product_attention...)."""
+    library functions and classes the handout rules out there (softmax, scaled_dot_product_attention...).
+
+    Every reading of the student's syntax trees here is iterative or bounded first (`_shown`); should any
+    still recurse too deep on code built for it (the parser accepts what no reading of it may), the code is
+    unclear (`STOPPED`), as code past MAX_WALKED is, never a grader's error and never "by hand"."""
+    try:
+        return _library_use(path, name, forbidden, secrets)
+    except RecursionError:
+        return SourceReport([], [STOPPED])
+
+
+def _library_use(path, name, forbidden, secrets=()):
     code = _read_code(path, secrets)
     trees, own_modules = code.trees, code.own
     if code.binds is None:  # the same for each by-hand test of one grade (the scan is read once, _read_code)
@@ -435,7 +480,7 @@ def library_use(path, name, forbidden, secrets=()):
             continue
         seen.add(key)
         if walked > MAX_WALKED or time.monotonic() > deadline:
-            say(unclear, "code the grader stopped reading (too large or too deeply built to read whole)")
+            say(unclear, STOPPED)
             break
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):  # only what it binds to the name that led here
             stmt = type(stmt)(names=bound_by(stmt, via),
@@ -478,7 +523,7 @@ def library_use(path, name, forbidden, secrets=()):
             elif isinstance(node, ast.keyword) and node.arg in UNPICKLING_KEYWORDS:
                 safe = UNPICKLING_KEYWORDS[node.arg]
                 if not (isinstance(node.value, ast.Constant) and node.value.value is safe):
-                    say(unclear, f"{node.arg}={ast.unparse(node.value)[:40]}")
+                    say(unclear, f"{node.arg}={_shown(node.value)}")
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
                 if isinstance(node, ast.ImportFrom) and (node.level or module.split(".")[0] in own_modules):
