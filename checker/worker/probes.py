@@ -10,6 +10,10 @@ reference answer; it runs in the untrusted worker and a submission could
 tamper with it, so the trusted side treats what it returns as the student's
 own output and checks it there (it sends, for instance, a batch and its
 permutation as two unrelated inputs).
+
+What a probe reports of a module's parameters and buffers (their count, names, shapes, devices and
+gradients) is read from nn.Module's own registries (`registered`), never from methods the student's class
+can override: a `parameters()` that yields made-up tensors once earned the parameter-count points.
 """
 
 import inspect
@@ -36,19 +40,78 @@ def _unclone(m, seed):
     own values: the same values in another order, so their spread and scale are kept. Training would make the
     copies differ; at their start, keys made by a copy of the query layer look like keys made by the query
     layer itself (the tests read symmetric scores as that mistake). Parameters tied on purpose are one tensor
-    (m.parameters() gives it once); a constant one (a norm's ones) is the same in any order."""
+    (`registered` gives it once, as m.parameters() does); a constant one (a norm's ones) is the same in any order."""
     import torch
     first = {}
     g = torch.Generator().manual_seed(int(seed) & 0x7FFFFFFF)
-    for p in m.parameters():
-        if not (p.numel() > 1 and p.is_floating_point()):
+    T = torch._C.TensorBase  # its own methods: a Parameter subclass's overrides are not asked
+    with torch._C.DisableTorchFunction():
+        for _name, p in registered(m):
+            if not (T.numel(p) > 1 and T.is_floating_point(p)):
+                continue
+            data = T.detach(p)
+            key = (tuple(data.shape), data.dtype, data.cpu().float().numpy().tobytes())
+            if key not in first:
+                first[key] = p
+                continue
+            order = torch.randperm(data.numel(), generator=g).to(data.device)
+            T.copy_(p, data.flatten()[order].view_as(data))
+
+
+def registered(m, registry="_parameters"):
+    """[(qualified name, tensor)] of module `m`'s parameters (registry "_parameters") or buffers ("_buffers"), as
+    torch's own `Module.named_parameters()` / `named_buffers()` list them (the modules in the order of
+    `named_modules()`, each module and each tensor once, None entries left out), read from the registries
+    themselves: each module's instance dict through nn.Module's own `__dict__` descriptor, and the registry
+    through `dict`'s own methods. No method of the student's classes is called: `parameters()`,
+    `named_parameters()`, `modules()`, `named_modules()`, `__getattribute__`, `__getattr__` or a registry that
+    is a dict subclass may say what they like; what torch itself registered is what is counted. Without
+    recursion (a chain of modules as deep as memory allows)."""
+    torch = _torch()
+    instance_dict = torch.nn.Module.__dict__["__dict__"].__get__
+    out, seen, modules = [], set(), set()
+    stack = [("", m)]
+    while stack:
+        prefix, mod = stack.pop()
+        if id(mod) in modules:
             continue
-        key = (tuple(p.shape), p.dtype, p.detach().cpu().float().numpy().tobytes())
-        if key not in first:
-            first[key] = p
+        modules.add(id(mod))
+        try:
+            state = instance_dict(mod)
+        except TypeError:  # not an nn.Module at all (a `_modules` entry put there by hand)
             continue
-        order = torch.randperm(p.numel(), generator=g).to(p.device)
-        p.copy_(p.detach().flatten()[order].view_as(p))
+        values, children = state.get(registry), state.get("_modules")
+        for name, v in (dict.items(values) if isinstance(values, dict) else ()):
+            if v is None or id(v) in seen or not _is_tensor_object(v):
+                continue
+            seen.add(id(v))
+            out.append((f"{prefix}.{name}" if prefix else f"{name}", v))
+        below = [(f"{prefix}.{name}" if prefix else f"{name}", c)
+                 for name, c in (dict.items(children) if isinstance(children, dict) else ()) if c is not None]
+        stack.extend(reversed(below))
+    return out
+
+
+def _is_tensor_object(v):
+    """Whether `v` is really a tensor (its type's layout is torch's, whatever its `__class__` says)."""
+    torch = _torch()
+    return torch._C.TensorBase in type(v).__mro__
+
+
+def _real(t, what):
+    """Tensor `t`'s attribute `what` (shape, dtype, device, grad, requires_grad) as torch's own tensor holds it,
+    past a subclass's property or `__torch_function__` (a Parameter subclass may claim any shape or device)."""
+    torch = _torch()
+    with torch._C.DisableTorchFunction():
+        return getattr(torch._C.TensorBase, what).__get__(t)
+
+
+def count_parameters(m):
+    """The number of parameter values `m` holds, as torch counts them (each registered tensor once)."""
+    torch = _torch()
+    with torch._C.DisableTorchFunction():
+        return sum(int(torch._C.TensorBase.numel(p)) for _n, p in registered(m))
+
 
 class ProbeError(Exception):
     """A probe could not run for a reason that is not the student's exception."""
@@ -180,19 +243,21 @@ class Probes:
         if device != "meta":
             # A zero-initialised layer (legal: zero-init residual branches) would hide token mixing and
             # causality from the property tests; give such parameters small random values.
+            with torch.no_grad(), torch._C.DisableTorchFunction():
+                T = torch._C.TensorBase
+                for _name, p in registered(m):
+                    if T.numel(p) and T.is_floating_point(p) and not bool(T.any(p)):
+                        T.normal_(p, 0.0, 0.02)
             with torch.no_grad():
-                for p in m.parameters():
-                    if p.numel() and p.is_floating_point() and not bool(p.any()):
-                        p.normal_(0.0, 0.02)
                 _unclone(m, seed)
         handle = len(self.modules) + 1
         self.modules[handle] = m
-        return {"handle": handle, "params": self._params(m), "n_params": sum(p.numel() for p in m.parameters())}
+        return {"handle": handle, "params": self._params(m), "n_params": count_parameters(m)}
 
     def _params(self, m):
-        return [{"name": n, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", ""),
-                 "device": str(p.device), "requires_grad": bool(p.requires_grad)}
-                for n, p in m.named_parameters()]
+        return [{"name": n, "shape": list(_real(p, "shape")), "dtype": str(_real(p, "dtype")).replace("torch.", ""),
+                 "device": str(_real(p, "device")), "requires_grad": bool(_real(p, "requires_grad"))}
+                for n, p in registered(m)]
 
     def _module(self, handle):
         if handle not in self.modules:
@@ -220,7 +285,10 @@ class Probes:
     def grads(self, handle, x, weight, seed):
         torch = _torch()
         m = self._module(handle)
-        m.zero_grad(set_to_none=True)
+        params = registered(m)
+        with torch._C.DisableTorchFunction():  # every gradient cleared, whatever the class's zero_grad does
+            for _n, p in params:
+                torch._C.TensorBase.grad.__set__(p, None)
         torch.manual_seed(seed)
         with torch.enable_grad():
             y = _logits_of(_call(m, x))  # judged by its logits (one test says a container is not the contract)
@@ -229,18 +297,19 @@ class Probes:
             loss = (y.to(weight.dtype) * weight).sum()
             loss.backward()
         out = []
-        for n, p in m.named_parameters():
-            g = p.grad
-            out.append({"name": n, "has_grad": g is not None,
-                        "finite": bool(torch.isfinite(g).all().item()) if g is not None else None})
+        for n, p in params:
+            g = _real(p, "grad")
+            with torch._C.DisableTorchFunction():
+                finite = bool(torch.isfinite(g).all().item()) if g is not None else None
+            out.append({"name": n, "has_grad": g is not None, "finite": finite})
         return {"params": out, "output_requires_grad": bool(y.requires_grad)}
 
     def to(self, handle, device):
         m = self._module(handle)
         m2 = m.to(device) or m
         self.modules[handle] = m2
-        return {"params": [{"name": n, "device": str(p.device)} for n, p in m2.named_parameters()],
-                "buffers": [{"name": n, "device": str(b.device)} for n, b in m2.named_buffers()]}
+        return {"params": [{"name": n, "device": str(_real(p, "device"))} for n, p in registered(m2)],
+                "buffers": [{"name": n, "device": str(_real(b, "device"))} for n, b in registered(m2, "_buffers")]}
 
     def attr_shape(self, handle, name):
         torch = _torch()
@@ -265,20 +334,22 @@ class Probes:
 
     def get_params(self, handle, names):
         """{name: a copy of the parameter} for the named parameters the module has."""
-        params = dict(self._module(handle).named_parameters())
-        return {n: params[n].detach().clone() for n in names if isinstance(n, str) and n in params}
+        torch = _torch()
+        params = dict(registered(self._module(handle)))
+        with torch._C.DisableTorchFunction():
+            return {n: torch._C.TensorBase.detach(params[n]).clone() for n in names if isinstance(n, str) and n in params}
 
     def set_params(self, handle, values):
         """Overwrite named parameters in place with the given values (same shapes)."""
         torch = _torch()
-        params = dict(self._module(handle).named_parameters())
-        with torch.no_grad():
+        params = dict(registered(self._module(handle)))
+        with torch.no_grad(), torch._C.DisableTorchFunction():
             for n, v in values.items():
                 p = params.get(n)
                 v = torch.as_tensor(v)
-                if p is None or tuple(p.shape) != tuple(v.shape):
+                if p is None or tuple(_real(p, "shape")) != tuple(v.shape):
                     raise ProbeError(f"the module has no parameter `{n}` of shape {tuple(v.shape)}")
-                p.copy_(v.to(device=p.device, dtype=p.dtype))
+                torch._C.TensorBase.copy_(p, v.to(device=_real(p, "device"), dtype=_real(p, "dtype")))
         return {"set": len(values)}
 
     def on_meta(self, handle, input_shape, input_dtype, vocab, lenient=False):
@@ -323,8 +394,7 @@ class Probes:
             y = _logits_of(y)
             if not isinstance(y, torch.Tensor):
                 raise ProbeError(f"forward returned {type(y).__name__}, not a tensor")
-            return {"shape": list(y.shape), "fallback": None,
-                    "n_params": sum(p.numel() for p in m.parameters())}
+            return {"shape": list(y.shape), "fallback": None, "n_params": count_parameters(m)}
         except (NotImplementedError, RuntimeError) as e:
             if "meta" not in str(e).lower() and "data-dependent" not in str(e).lower():
                 raise
@@ -333,7 +403,7 @@ class Probes:
 
 def _is_lazy(m):
     from torch.nn.parameter import is_lazy
-    return any(is_lazy(t) for t in (*m.parameters(), *m.buffers()))
+    return any(is_lazy(t) for _n, t in (*registered(m), *registered(m, "_buffers")))
 
 
 def _materialise(m, cls, example):
