@@ -541,28 +541,38 @@ def probe_kit(aid, *, timeout=KIT_PROBE_SECONDS):
     """Build the student kit into a temporary folder, recording the reference's public answers as `hwcheck kit`
     does and the calls the public tests make of the graded functions, and probe it (checker/platforms/kit_probe.py).
     {"cases": [case names], "functions": n, "hits": [{"function", "file", "answer"}], "timed_out": [...],
-    "not_imported": [...]}; with no case (no graded function answers a float array) nothing is probed."""
+    "not_imported": [...]}; with no case (no graded function answers a float array) nothing is probed.
+
+    `aid` may be a list of assignments: their answers recorded into one kit and every one's cases probed in
+    one run (the kit's code is the same; a probe's cost is mostly one fork per shipped function), with
+    "cases_by_assignment" {aid: [case names]} beside "cases"."""
     import importlib
 
     from checker.platforms.kit import build_kit, record_public
     from checker.running.runner import Grader
     from checker.spec import load_spec
-    spec = load_spec(aid)
-    module = importlib.import_module(spec["reference"])
-    names = [n for q in spec["questions"] if not q.get("manual") for n in q.get("names", [])]
-    calls = []
+    aids = [aid] if isinstance(aid, str) else list(aid)
+    specs = {a: load_spec(a) for a in aids}
+    calls = {a: [] for a in aids}
     with tempfile.TemporaryDirectory(prefix="hwcheck-validate-kit-") as tmp:
         kit = os.path.join(tmp, "kit")
-        with Grader(mode="public") as grader, _capturing(module, names, calls):
-            build_kit(kit, lambda a: record_public(a, grader) if a == aid else {})
-        cases = _answer_cases(spec, calls)
+        with Grader(mode="public") as grader, contextlib.ExitStack() as stack:
+            for a, spec in specs.items():
+                names = [n for q in spec["questions"] if not q.get("manual") for n in q.get("names", [])]
+                stack.enter_context(_capturing(importlib.import_module(spec["reference"]), names, calls[a]))
+            build_kit(kit, lambda a: record_public(a, grader) if a in specs else {})
+        by_aid = {a: _answer_cases(specs[a], calls[a]) for a in aids}
+        cases = [c for a in aids for c in by_aid[a]]
+        named = {a: [c["name"] for c in by_aid[a]] for a in aids}
         if not cases:
-            return {"cases": [], "functions": 0, "hits": [], "timed_out": [], "not_imported": []}
+            return {"cases": [], "cases_by_assignment": named, "functions": 0, "hits": [], "timed_out": [],
+                    "not_imported": []}
         cases_path, out_path = os.path.join(tmp, "cases.json"), os.path.join(tmp, "hits.jsonl")
         with open(cases_path, "w", encoding="utf-8") as f:
             json.dump(cases, f)
         summary, hits = run_probe(kit, cases_path, out_path, timeout=timeout)
-    return {"cases": [c["name"] for c in cases], "functions": summary.get("functions", 0), "hits": hits,
+    return {"cases": [c["name"] for c in cases], "cases_by_assignment": named,
+            "functions": summary.get("functions", 0), "hits": hits,
             "timed_out": summary.get("timed_out", []), "not_imported": summary.get("not_imported", [])}
 
 
