@@ -1,6 +1,7 @@
 """What every question of `vit`'s grading tests shares (trusted side): the handout's data, the hint
 texts expected.json quotes, and the helpers; the tests themselves are in test_vit_<question>.py,
-one file per question, and the fixtures they share in conftest.py.
+a file per question (a question with many tests has more: test_vit_mhsa_temperature.py, the softmax's
+temperature, and test_vit_blocks.py, the ViT's encoder blocks), and the fixtures they share in conftest.py.
 
 Grading tests of the `vit` assignment (trusted side): patchify, multi-head self-attention, ViT.
 
@@ -10,11 +11,13 @@ pure data movement, so the answer is exact), and the student's
 every correct design has, whatever its parameter layout (fused or per-head
 projections, `nn.MultiheadAttention`, a `Conv2d` patch embedding, dropout):
 output shape, registered parameters that follow `.to(...)` and take part in
-the graph, permutation equivariance, token mixing and weights that average
-over the keys and scores that are not symmetric (MHSA only), batch
-independence, determinism in eval mode, dependence on every patch, a
-class-token readout, pre-norm residual blocks that are chained, and an MLP
-that is not linear (ViT only), dtype and device of the output, and the full
+the graph (and are not frozen), permutation equivariance, token mixing and
+weights that average over the keys, scores that are not symmetric, the
+temperature sqrt(D/num_heads), and every weight reaching the output (MHSA
+only), batch independence, determinism in eval mode, dependence on every
+patch, a class-token readout, pre-norm residual blocks that are chained, both
+branches reading LN(Z), and an MLP that is not linear (ViT only), dtype and
+device of the output, and the full
 ViT-B/16 size on the meta device. An edge-case input on which a listed
 mistake is invisible (one patch, a module's parameters without its forward)
 earns only for code that is also right where the mistake shows; a property
@@ -225,7 +228,19 @@ def check_in_graph(m, x, weight, what):
     if not params:
         raise GradingFailure(f"{what} has no registered parameters, so nothing can be trained."
                              f"\nLikely mistake: {LIST_HINT}.")
-    unused = [p["name"] for p in params if not p.get("has_grad")]
+    # a parameter made with requires_grad=False gets no gradient however it is used: say it is frozen, not unused
+    frozen = {p.get("name") for p in m.params if isinstance(p, dict) and p.get("requires_grad") is False}
+    unused = [p["name"] for p in params if not p.get("has_grad") and p["name"] not in frozen]
+    still = [p["name"] for p in params if not p.get("has_grad") and p["name"] in frozen]
+    if still:
+        raise GradingFailure(
+            f"{what}: these parameters are frozen (requires_grad=False), so they get no gradient and an optimizer "
+            f"never updates them: {', '.join(still[:8])}" + (f" and {len(still) - 8} more" if len(still) > 8 else "")
+            + "\nLikely mistake: a parameter made with `nn.Parameter(..., requires_grad=False)` (or "
+            "`.requires_grad_(False)`, fixed values as in MAE's positions); the handout's weights and embeddings "
+            "are learnable: leave requires_grad at its default, True."
+            + (f"\n(These parameters take no part in computing the output either: {', '.join(unused[:8])}.)"
+               if unused else ""))
     if unused:
         raise GradingFailure(
             f"{what}: these parameters got no gradient, they take no part in computing the output: "
@@ -234,6 +249,85 @@ def check_in_graph(m, x, weight, what):
     bad = [p["name"] for p in params if p.get("finite") is False]
     if bad:
         raise GradingFailure(f"{what}: the gradients of {', '.join(bad[:8])} contain NaN or Inf")
+
+
+# ---------------------------------------------------------------- building and shaping a ViT (question vit's files)
+
+def _vit_args(img, patch, D, h, out, blocks):
+    return [img, patch, D, h, out], ({} if blocks is None else {"num_encoder_blocks": blocks})
+
+
+def _vit_name(img, patch, D, h, out, blocks):
+    extra = "" if blocks is None else f", num_encoder_blocks={blocks}"
+    return f"VisionTransformer({img}, {patch!r}, {D}, {h}, {out}{extra})"
+
+
+def _vit(sub, seed, img, patch, D, h, out, blocks, **kw):
+    args, kwargs = _vit_args(img, patch, D, h, out, blocks)
+    return new(sub, "VisionTransformer", *args, seed=seed, **kwargs, **kw)
+
+
+def _patch_count_mistake(count, img, patch):
+    """What a wrong number of patches (`count`) says about how it was computed, or None."""
+    _, H, W = img
+    P_h, P_w = (patch, patch) if isinstance(patch, int) else patch
+    if count == (H // P_h) * (W // P_w):
+        return None
+    for value, words in [((H // P_h) * (W // P_h), "the patch height twice: (H // P_h) * (W // P_h)"),
+                         ((H // P_w) * (W // P_w), "the patch width twice: (H // P_w) * (W // P_w)"),
+                         ((H // P_w) * (W // P_h), "the patch sides swapped: (H // P_w) * (W // P_h)"),
+                         ((H // P_h) ** 2, "the image taken as square: (H // P_h) ** 2"),
+                         ((W // P_w) ** 2, "the image taken as square: (W // P_w) ** 2")]:
+        if count == value:
+            return (f"the number of patches was computed with {words}; with patch_dims (P_h, P_w) = "
+                    f"({P_h}, {P_w}) on a {H}x{W} image it is (H // P_h) * (W // P_w) = {(H // P_h) * (W // P_w)}")
+    return None
+
+
+def _positions_hint(m, img, patch):
+    """The patch-count mistake behind a ViT that fails on this geometry, read off its positional embedding."""
+    try:
+        info = m.attr_shape("positional_embedding")
+    except GradingFailure:
+        return None
+    shape = info.get("shape") if isinstance(info, dict) else info
+    if not shape or len(shape) < 2:
+        return None
+    return _patch_count_mistake(int(shape[-2]) - 1, img, patch)
+
+
+def _vit_shape(sub, rng, seed, B, img, patch, D, h, out, blocks):
+    m = _vit(sub, seed, img, patch, D, h, out, blocks)
+    try:
+        r = forward(m, [randn(rng, (B, *img))])
+        check_shape(r.outputs[0], (B, out), f"{_vit_name(img, patch, D, h, out, blocks)} on images of shape "
+                                            f"{(B, *img)}")
+    except GradingFailure as e:
+        hint = None if "Likely mistake" in e.message else _positions_hint(m, img, patch)
+        if hint is None:
+            raise
+        raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None
+
+
+SQUARE = ((3, 12, 12), 4)  # the geometry a property test falls back to
+
+
+def _geometry_it_takes(sub, rng, seed, img, patch, D, h, out, note):
+    """(img, patch) for a property test: the given non-square geometry, or a square image when the model
+    fails on the non-square one but runs on a square one (the non-square shape tests charge that failure;
+    a property that holds should not be charged for it a second time)."""
+    try:
+        _vit_shape(sub, rng, seed, 2, img, patch, D, h, out, 1)
+        return img, patch
+    except GradingFailure as e:
+        first = (e.message or "").strip().splitlines()[:1]
+        try:
+            _vit_shape(sub, rng, seed, 2, *SQUARE, D, h, out, 1)
+        except GradingFailure:
+            return img, patch  # fails on either: judged as it is
+    note(f"judged on {SQUARE[0][1]}x{SQUARE[0][2]} images: the model fails on a {img[1]}x{img[2]} image, which "
+         f"the output-shape tests of non-square images charge ({first[0][:200] if first else 'it failed'})")
+    return SQUARE
 
 
 # ---------------------------------------------------------------- patchify

@@ -1,6 +1,6 @@
 """The fixtures every grading test of `vit` uses (pytest finds this file beside the tests).
 
-What it is not: a place for the tests (test_vit_<question>.py) or their helpers (_common.py).
+What it is not: a place for the tests (test_vit_<question>*.py, test_vit_blocks.py) or their helpers (_common.py).
 """
 
 from ._common import *  # noqa: F401,F403

@@ -72,6 +72,108 @@ def test_mhsa_every_parameter_in_graph_odd_heads(sub, rng, seed):
     check_in_graph(m, randn(rng, (1, 3, 10)), randn(rng, (1, 3, 10)), "MultiHeadSelfAttention(10, 5)")
 
 
+UNREAD_WEIGHTS_HINT = ("a projection is computed but its result is not what the output is made of: the values "
+                       "taken from the keys (`q, k, v = qkv[0], qkv[1], qkv[1]` with a fused layer: its values' "
+                       "third is never read; `attn @ k` instead of `attn @ v`), one of Q, K, V taken from another's "
+                       "weights, or a result multiplied by zero or overwritten. Each of the query, key and value "
+                       "projections makes its own part, `q, k, v = qkv.unbind(0)`, and the heads average the "
+                       "values: softmax(Q K^T / sqrt(d_k)) V with V = X W^V")
+
+
+def _runs(indices):
+    """[3, 4, 5, 9] -> '3..5, 9'."""
+    runs, start = [], None
+    for i, j in zip(indices, indices[1:] + [None]):
+        start = i if start is None else start
+        if j != i + 1:
+            runs.append(f"{start}..{i}" if i > start else str(i))
+            start = None
+    return ", ".join(runs)
+
+
+def _unread_part(name, shape, axis, dead, D):
+    """The words for the slices `dead` of parameter `name` along `axis` that did not move the output."""
+    part = (("rows", "columns") if len(shape) == 2 else ("entries along the first axis", "entries along the last axis"))
+    words = f"{part[0 if axis == 0 else 1]} {_runs(dead)} of `{name}` {tuple(shape)}"
+    n = shape[axis]
+    if n == 3 * D and len(dead) == D and dead == list(range(dead[0], dead[0] + D)) and dead[0] % D == 0:
+        third = ("first", "second", "last")[dead[0] // D]
+        words += (f": its {third} third, the {('queries', 'keys', 'values')[dead[0] // D]}' part of a fused "
+                  "projection split as q, k, v in that order")
+    return words
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.weight(4)  # the values: a module that averages its keys (v = k) passes every other test
+def test_mhsa_every_weight_reaches_the_output(sub, rng, seed):
+    # The graph test asks that every parameter get a gradient tensor; a weight can have one and still not
+    # count: its result multiplied by zero, or a third of a fused projection computed and dropped (`q, k, v =
+    # qkv[0], qkv[1], qkv[1]`: the values are the keys, and the values' rows are never read). In a right
+    # module every row and every column of every weight moves the output: the query and key rows through the
+    # scores, the value and output rows through what the heads average. So each parameter of two or more
+    # dimensions, then each of its slices along its first and its last axis, gets new random values in turn,
+    # and the output must change. No layout is assumed. Left out: parameters without a gradient (the graph
+    # test charges them) and vectors and scalars (the key bias rightly changes nothing).
+    B, N, D, h = 1, 5, 8, 2
+    what = f"MultiHeadSelfAttention({D}, {h})"
+    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
+    x = randn(rng, (B, N, D))
+    with explained():
+        g = m.grads(x, randn(rng, (B, N, D)))
+    grads = {p.get("name"): p for p in (g.get("params", []) if isinstance(g, dict) else []) if p.get("has_grad")}
+    shapes = {p["name"]: tuple(p["shape"]) for p in m.params
+              if p.get("name") in grads and len(p.get("shape") or ()) >= 2 and int(np.prod(p["shape"])) > 1}
+    if not shapes:
+        pytest.skip("judged by test_mhsa_every_parameter_in_graph, not here: no weight matrix of the module gets a "
+                    "gradient, so none can be checked for reaching the output")
+    base = check_shape(forward(m, [x]).outputs[0], (B, N, D), f"{what} output")
+    scale = float(np.max(np.abs(base)))
+    noise = np.random.default_rng(seed)
+    unread = []
+    for name, shape in shapes.items():
+        with explained():
+            kept = np.array(m.get_params([name])[name], dtype=np.float32)
+        size = max(float(kept.std()), 0.5)
+
+        def moves(index):
+            v = kept.copy()
+            v[index] += (noise.standard_normal(v[index].shape) * size).astype(np.float32)
+            with explained():
+                m.set_params({name: torch.from_numpy(v)})
+            return changed(check_shape(forward(m, [x]).outputs[0], (B, N, D), f"{what} output"), base, scale)
+
+        # only what the gradient left exactly zero is tried: a slice with a gradient moves the output (a weight
+        # read through a mask or a rounding may have none and still move it: trying it tells); where the answer
+        # says nothing of its zeros, every slice is tried
+        zeros = grads[name]
+        try:
+            if zeros.get("zero", True) and not moves((Ellipsis,)):
+                unread.append(f"all of `{name}` {shape}")
+                continue
+            for axis, key in sorted({0: "zero_rows", len(shape) - 1: "zero_cols"}.items()):
+                tried = _indices(zeros.get(key), shape[axis])
+                dead = [i for i in tried if not moves((slice(None),) * axis + (i,))]
+                if dead:
+                    unread.append(_unread_part(name, shape, axis, dead, D))
+        finally:
+            with explained():
+                m.set_params({name: torch.from_numpy(kept)})
+    if unread:
+        raise GradingFailure(
+            f"{what}: the output stayed as it was when these weights got new random values: "
+            f"{'; '.join(unread[:4])}{' ...' if len(unread) > 4 else ''}. They get a gradient, so they are used, "
+            "but what they compute never reaches the output (in a right module every row and every column of every "
+            "weight matrix moves it)."
+            f"\nLikely mistake: {UNREAD_WEIGHTS_HINT}.")
+
+
+def _indices(listed, n):
+    """The slices to try along an axis of length n: those the worker listed (valid ones), else every one."""
+    if not isinstance(listed, list):
+        return list(range(n))
+    return sorted({i for i in listed if type(i) is int and 0 <= i < n})
+
+
 def _mhsa_equivariant(sub, close, rng, seed, B, N, D, h):
     perm = rng.permutation(N)
     while N > 1 and (perm == np.arange(N)).all():
@@ -365,116 +467,3 @@ def test_mhsa_to_cuda(sub, rng, seed, device):
     check_shape(r.outputs[0], (B, N, D), "MultiHeadSelfAttention moved to cuda: the output")
     if not str(r.devices[0]).startswith(device):
         raise GradingFailure(f"MultiHeadSelfAttention moved to cuda returned its output on {r.devices[0]}")
-
-
-def _identity_weights(m, D, h):
-    """The ways to make the module's projections the identity and its biases zero that its names and shapes
-    allow, each {name: value}: square (D, D) projections, a fused (3D, D) one (any order of Q, K, V: all are
-    the identity; or split head by head, timm's `reshape(B, N, h, 3, D/h)`), a (h, D, D/h) tensor of the heads'
-    projections, and one projection of Q, K and V per head, (D/h, D) as a layer's weight or (D, D/h) used as
-    `X @ W` (`heads.2.query`, `W_Q.2`: the head's number in the name gives its slice). An empty list for any
-    other parameter (a norm's weight, a per-head layout it cannot number): the temperature is then not checked
-    here. A learnable scalar (a gain on the output, a temperature) is left as the module made it, and in a
-    second way set to 1."""
-    dh, eye = D // h, np.eye(D, dtype=np.float32)
-    values, per_head, fused, scalars = {}, {}, [], []
-    for p in m.params:
-        name, shape = p.get("name"), tuple(p.get("shape", ()))
-        if not isinstance(name, str):
-            return []
-        if int(np.prod(shape)) == 1:  # a learnable scalar (a gain, a temperature): as built, or 1
-            scalars.append((name, shape))
-            continue
-        if shape == (D, D):
-            values[name] = eye
-        elif shape == (3 * D, D):
-            values[name] = np.concatenate([eye, eye, eye])
-            fused.append(name)
-        elif shape in ((D,), (3 * D,), (dh,)):
-            values[name] = np.zeros(shape, dtype=np.float32)
-        elif shape == (h, D, dh):  # one (D, D/h) matrix a head, used as x @ W[i]
-            values[name] = np.stack([eye[:, i * dh:(i + 1) * dh] for i in range(h)])
-        elif shape == (h, dh, D) and dh != D:  # ... used as x @ W[i].T
-            values[name] = np.stack([eye[i * dh:(i + 1) * dh] for i in range(h)])
-        elif shape in ((dh, D), (D, dh)) and h > 1:  # one head's projection: a layer's weight, or x @ W
-            head = re.findall(r"\d+", name)
-            if not head or not 0 <= int(head[0]) < h:
-                return []
-            per_head.setdefault(int(head[0]), []).append(name)
-            rows = eye[int(head[0]) * dh:(int(head[0]) + 1) * dh]                      # (dh, D)
-            values[name] = rows if shape == (dh, D) else np.ascontiguousarray(rows.T)
-        else:
-            return []
-    if per_head and sorted(per_head) != list(range(h)):
-        return []
-    ways = [values]
-    if fused and h > 1:  # rows of the fused projection head by head: (head, Q/K/V, D/h)
-        by_head = np.concatenate([eye[i * dh:(i + 1) * dh] for i in range(h) for _ in range(3)])
-        ways.append({**values, **{name: by_head for name in fused}})
-    if scalars:  # each way with its scalars as the module made them, then set to 1 (a gain that starts elsewhere)
-        ways += [{**way, **{n: np.ones(shape, dtype=np.float32) for n, shape in scalars}} for way in list(ways)]
-    return ways
-
-
-def _attention_with_identity_weights(x, h, tau, strided=False):
-    """MHSA of x (N, D) with the identity for W^Q, W^K, W^V and W^O, no biases, scores divided by `tau`; head i
-    holds the features i*D/h .. (i+1)*D/h - 1, or, `strided`, the features i, i+h, i+2h, ... (a head split by
-    `view(B, N, D/h, h)`: the same attention with its weights' columns in another order)."""
-    N, D = x.shape
-    dh, out = D // h, np.zeros_like(x)
-    for i in range(h):
-        cols = slice(i, D, h) if strided else slice(i * dh, (i + 1) * dh)
-        xi = x[:, cols]                                                               # (N, dh): q = k = v
-        s = xi @ xi.T / tau                                                           # (N, N)
-        a = np.exp(s - s.max(axis=-1, keepdims=True))
-        out[:, cols] = (a / a.sum(axis=-1, keepdims=True)) @ xi                       # (N, dh)
-    return out
-
-
-SCALING_HINTS = (("no scaling: the scores Q K^T are not divided at all", lambda D, dh: 1.0),
-                 ("the scores are divided by sqrt(D), the model's width, not by sqrt(D/num_heads), the width "
-                  "of a head (a single-head formula such as `* C**-0.5` with C the input's last size)",
-                  lambda D, dh: np.sqrt(D)),
-                 ("the scores are divided by D/num_heads, not by its square root", lambda D, dh: float(dh)),
-                 ("the scores are divided by D, not by sqrt(D/num_heads)", lambda D, dh: float(D)),
-                 ("the scores are multiplied by sqrt(D/num_heads) instead of divided by it",
-                  lambda D, dh: 1.0 / np.sqrt(dh)))
-
-
-@pytest.mark.question("mhsa")
-@pytest.mark.weight(4)  # the temperature: softmax(Q K^T / sqrt(D/num_heads)), step 3 of the handout
-def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
-    # Every other test holds at any temperature. With its projections set to the identity and its biases to
-    # zero (what the layout allows: _identity_weights), the module is a fixed function of its input whose only
-    # free choice is the temperature: it must match sqrt(D/num_heads). An answer that matches a known wrong
-    # scale fails, naming it; one that matches none (another head split, a norm inside), or a layout it cannot
-    # set, skips: the other tests alone judge it (a skip earns nothing, and costs a right module nothing).
-    N, D, h = 5, 8, 2
-    dh = D // h
-    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
-    ways = _identity_weights(m, D, h)
-    if not ways:  # no parameters, or a layout the names and shapes do not tell: the other tests judge it
-        pytest.skip("the temperature was not checked: the grader cannot set this module's projections to the "
-                    "identity from their names and shapes (the other tests judge it)")
-    x = randn(rng, (1, N, D))
-    xs = as_np(x[0])                                                                   # (N, D)
-    for values in ways:  # the first way its names allow that makes it answer as scaled attention judges it
-        m.set_params({n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in values.items()})
-        got = check_shape(forward(m, [x]).outputs[0], (1, N, D), f"MultiHeadSelfAttention({D}, {h}) output")[0]
-
-        def matches(tau):
-            return any(float(np.max(np.abs(got - want))) <= 1e-4 * max(float(np.max(np.abs(want))), 1.0)
-                       for want in (_attention_with_identity_weights(xs, h, tau, strided) for strided in (False, True)))
-
-        if matches(np.sqrt(dh)):
-            return
-        for hint, tau in SCALING_HINTS:
-            if matches(tau(D, dh)):
-                raise GradingFailure(
-                    f"MultiHeadSelfAttention({D}, {h}), with its projections set to the identity and its biases to "
-                    f"zero, answers as attention whose scores are divided by {tau(D, dh):.4g}, not by "
-                    f"sqrt(D/num_heads) = sqrt({dh}) = {np.sqrt(dh):.4g}: the softmax is too sharp or too flat, "
-                    f"so each token averages the values with the wrong weights.\nLikely mistake: {hint}.")
-    pytest.skip("the temperature was not checked: with its projections set to the identity the module answers "
-                "as no scaled attention the grader knows (another head split, a mask or a norm inside); the other "
-                "tests judge it")

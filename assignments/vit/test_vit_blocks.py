@@ -1,0 +1,400 @@
+"""Grading tests of `vit`, question vit: the encoder blocks (see _common.py for what the tests share)."""
+
+from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+
+
+PRE_NORM_HINT = ("an encoder block that is not `Z = Z + MHSA(LN(Z)); Z = Z + MLP(LN(Z))`: a missing residual "
+                 "connection (`Z = MHSA(LN(Z))`), a post-norm block (`Z = LN(Z + MHSA(Z))`, the original "
+                 "Transformer's order, or nn.TransformerEncoderLayer without norm_first=True), or a block that "
+                 "transforms Z outside its two residual branches")
+
+
+POSITIONS_IN_BLOCKS_HINT = ("the positional embedding is added again inside the encoder blocks (`z = block(z + "
+                            "self.positional_embedding)`, or in the block's forward): a block whose weights are all "
+                            "zero still adds it, and with positional_embedding set to zero the zeroed block adds "
+                            "nothing, as a pre-norm residual block must. Add it once, to the tokens before the "
+                            "first block")
+
+
+@pytest.mark.question("vit")
+@pytest.mark.weight(2)  # the handout's block; every other test passes without residuals or with post-norm
+def test_vit_blocks_are_pre_norm_residual(sub, close, rng, seed, note):
+    # Set every parameter of the second encoder block to zero: in a pre-norm block with residual connections
+    # both branches then add exactly zero (LN(Z) is 0, so MHSA and the MLP give 0), and the two-block model must
+    # give the logits of the same model with one block. The block's parameters are found by name: those a
+    # two-block model has and a one-block model lacks. No parameter name or layout is assumed.
+    outcome, said = _zeroed_block(sub, close, rng, seed, note)
+    if outcome == "skipped":
+        pytest.skip(said)
+    if outcome == "failed":
+        raise said
+
+
+def _zeroed_block(sub, close, rng, seed, note):
+    """test_vit_blocks_are_pre_norm_residual's check: ("passed", None), ("skipped", why) or ("failed", the GradingFailure)."""
+    D, h, out = 16, 2, 10
+    img, patch = _geometry_it_takes(sub, rng, seed, (3, 8, 12), 4, D, h, out, note)
+    two = _vit(sub, seed, img, patch, D, h, out, 2)
+    one = _vit(sub, seed + 1, img, patch, D, h, out, 1)
+    shapes_two = {p["name"]: tuple(p["shape"]) for p in two.params}
+    shapes_one = {p["name"]: tuple(p["shape"]) for p in one.params}
+    extra = sorted(set(shapes_two) - set(shapes_one))
+    if not extra or any(shapes_two.get(n) != s for n, s in shapes_one.items()):
+        return "skipped", ("the parameters of a one-block and a two-block model do not line up by name "
+                           "(blocks sharing weights, or stacked in one tensor): the block structure was not checked")
+    with explained():
+        shared = two.get_params(sorted(shapes_one))
+        one.set_params({n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in shared.items()})
+        two.set_params({n: torch.zeros(shapes_two[n]) for n in extra})
+    x = randn(rng, (2, *img))
+    name = _vit_name(img, patch, D, h, out, 2)
+    check_deterministic(two, x, name)
+    want = check_shape(forward(one, [x]).outputs[0], (2, out), f"{_vit_name(img, patch, D, h, out, 1)} output")
+    got = check_shape(forward(two, [x]).outputs[0], (2, out), f"{name} output")
+    try:
+        close(got, want, dtype="float32",
+              what=f"{name} with every parameter of its second block ({', '.join(extra[:4])}"
+                   f"{', ...' if len(extra) > 4 else ''}) set to zero, against the same model with one block (a "
+                   "pre-norm residual block whose weights are all zero adds nothing, so the logits must be equal)")
+    except GradingFailure as e:
+        # the check holds only if the registered parameters are all the weights: a model with layers in a
+        # plain Python list computes another function with the same parameters (the registration test says so)
+        again = _vit(sub, seed + 2, img, patch, D, h, out, 1)
+        with explained():
+            again.set_params({n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in shared.items()})
+        same = check_shape(forward(again, [x]).outputs[0], (2, out), f"{_vit_name(img, patch, D, h, out, 1)} output")
+        if not np.allclose(same, want, rtol=1e-4, atol=1e-5):
+            return "skipped", ("two models with the same registered parameters give different logits, so some "
+                               "weights are not registered parameters (see the parameter test): the block structure "
+                               "was not checked")
+        if _unchained_block(sub, rng, seed) is not None:
+            return "skipped", ("judged by test_vit_blocks_are_chained, not here: a block's weights do not reach the "
+                               "logits, so a block's own structure cannot be seen through them")
+        hint = POSITIONS_IN_BLOCKS_HINT if _positions_explain(one, two, shapes_one, x, out) else PRE_NORM_HINT
+        return "failed", e.retold(f"{e.message}\nLikely mistake: {hint}.")
+    return "passed", None
+
+
+def _positions_explain(one, two, shapes, x, out):
+    """With positional_embedding set to zero in both models, do the one-block model and the two-block model
+    whose second block is zero give the same logits? Then that block's only effect came through the
+    positional embedding: it is added inside the blocks. False when the models have no such parameter."""
+    if "positional_embedding" not in shapes:
+        return False
+    try:
+        with explained():
+            for model in (one, two):
+                model.set_params({"positional_embedding": torch.zeros(shapes["positional_embedding"])})
+        a, b = (check_shape(model.forward([x]).outputs[0], (x.shape[0], out), "output") for model in (one, two))
+    except GradingFailure:
+        return False
+    return np.allclose(b, a, rtol=1e-4, atol=1e-5)
+
+
+def _block_names(sub, seed, img, patch, D, h, out):
+    """[[names of block 0], [block 1], [block 2]] of a three-block model, found from the models with 1, 2
+    and 3 blocks: the parameters the third block adds, and the same names with their block number (a
+    whole dotted part, `blocks.2.attn.qkv.weight`, or the number a part ends with, torchvision's
+    `encoder.layers.encoder_layer_2.ln_1.weight`) counted down, or, where no number tells them, the part in
+    which they differ in the order the model lists them (`_blocks_by_order`). None when they do not line up
+    so."""
+    shapes = [{p["name"]: tuple(p["shape"]) for p in _vit(sub, seed, img, patch, D, h, out, n).params}
+              for n in (1, 2, 3)]
+    return _blocks_by_number(shapes) or _blocks_by_order(shapes)
+
+
+def _blocks_by_number(shapes):
+    """_block_names from the number in a name's part (see there); None when the names have none."""
+    last = sorted(set(shapes[2]) - set(shapes[1]))
+    blocks = [[], [], last]
+    for name in last:
+        parts = name.split(".")
+        for i, part in enumerate(parts):
+            if not part.endswith("2") or part[:-1][-1:].isdigit():  # `2`, `layer_2`, `h2`; never `12`
+                continue
+            lower = [".".join(parts[:i] + [part[:-1] + str(k)] + parts[i + 1:]) for k in (0, 1)]
+            if shapes[0].get(lower[0]) == shapes[2][name] and shapes[1].get(lower[1]) == shapes[2][name] \
+                    and lower[1] not in shapes[0]:
+                blocks[0].append(lower[0])
+                blocks[1].append(lower[1])
+                break
+        else:
+            return None
+    return blocks if last else None
+
+
+def _blocks_by_order(shapes):
+    """_block_names where the blocks are keyed by other names than numbers (an nn.ModuleDict of 'ba', 'bb', 'bc'
+    or 'first', 'second', 'third'): the one dotted part in which each name of the third block differs from two
+    other names of the same shape, its three values ordered as the model lists its parameters (the order the
+    blocks were made in); the first block's names must be the one-block model's, the second's new in the
+    two-block model. None when they do not line up so."""
+    names = list(shapes[2])  # the order the three-block model lists them
+    last = [n for n in names if n not in shapes[1]]
+    if not last:
+        return None
+    split = [n.split(".") for n in names]
+    for i in range(max(len(p) for p in split)):
+        keys = {}  # the name with part i blanked -> {part i: first position}
+        for pos, parts in enumerate(split):
+            if len(parts) > i:
+                keys.setdefault((tuple(parts[:i]), tuple(parts[i + 1:]), shapes[2][names[pos]]), {}) \
+                    .setdefault(parts[i], pos)
+        order, blocks = None, [[], [], []]
+        for name in last:
+            parts = name.split(".")
+            if len(parts) <= i:
+                break
+            found = keys[(tuple(parts[:i]), tuple(parts[i + 1:]), shapes[2][name])]
+            ranked = [k for k, _ in sorted(found.items(), key=lambda kv: kv[1])]
+            if len(ranked) != 3 or ranked[2] != parts[i] or (order is not None and ranked != order):
+                break
+            order = ranked
+            for k in range(3):
+                blocks[k].append(".".join(parts[:i] + [ranked[k]] + parts[i + 1:]))
+        else:
+            if all(shapes[0].get(n) == shapes[2][n] for n in blocks[0]) \
+                    and all(shapes[1].get(n) == shapes[2][n] and n not in shapes[0] for n in blocks[1]):
+                return blocks
+    return None
+
+
+CHAIN_HINT = ("the blocks are not chained: each block must read the previous block's output, "
+              "`for block in self.blocks: z = block(z)`; a loop that feeds every block the embeddings "
+              "(`out = block(z)`, `x = block(embeddings)`) keeps only the last block's work")
+
+
+def _unchained_block(sub, rng, seed):
+    """None when changing the weights of any one block of a three-block model changes its logits (or the
+    blocks cannot be found by name); else the failure message naming the block that does not count."""
+    img, patch, D, h, out = (3, 8, 8), 4, 16, 2, 10
+    blocks = _block_names(sub, seed, img, patch, D, h, out)
+    if blocks is None:
+        return None
+    name = _vit_name(img, patch, D, h, out, 3)
+    m = _vit(sub, seed, img, patch, D, h, out, 3)
+    x = randn(rng, (2, *img))
+    base = check_shape(forward(m, [x]).outputs[0], (2, out), f"{name} output")
+    scale = float(np.max(np.abs(base)))
+    noise = np.random.default_rng(seed)
+    for k, names in enumerate(blocks):
+        with explained():
+            kept = {n: np.array(v, dtype=np.float32) for n, v in m.get_params(names).items()}
+            m.set_params({n: torch.from_numpy(v + noise.standard_normal(v.shape).astype(np.float32)
+                                              * max(float(v.std()), 0.5))
+                          for n, v in kept.items()})
+        try:
+            got = check_shape(forward(m, [x]).outputs[0], (2, out), f"{name} output")
+        finally:
+            with explained():
+                m.set_params({n: torch.from_numpy(v) for n, v in kept.items()})
+        if not changed(got, base, scale):
+            return (f"{name}: new random values for every weight of encoder block {k} ({', '.join(names[:3])}"
+                    f"{', ...' if len(names) > 3 else ''}) left the logits as they were: that block takes no "
+                    f"part in the output, so a deeper model is no better than one block.\nLikely mistake: "
+                    f"{CHAIN_HINT}.")
+    return None
+
+
+@pytest.mark.question("vit")
+@pytest.mark.weight(4)  # depth is what the blocks are for: unchained, only the last block counts
+def test_vit_blocks_are_chained(sub, rng, seed):
+    img, patch, D, h, out = (3, 8, 8), 4, 16, 2, 10
+    if _block_names(sub, seed, img, patch, D, h, out) is None:
+        pytest.skip("the parameters of the models with 1, 2 and 3 blocks do not line up by block number "
+                    "(blocks sharing weights, or stacked in one tensor): the chaining of the blocks was not checked")
+    failure = _unchained_block(sub, rng, seed)
+    if failure:
+        raise GradingFailure(failure)
+
+
+LINEAR_MLP_HINT = ("the encoder block's MLP has no nonlinearity: Linear -> Dropout -> Linear is one linear map "
+                   "(the two weight matrices multiply into one), so the MLP adds nothing a single layer could not. "
+                   "Put nn.GELU() between the two Linear layers, as the handout's block has")
+
+
+@pytest.mark.question("vit")
+@pytest.mark.weight(3)  # the MLP is the block's nonlinearity per token; without it the block is much weaker
+def test_vit_mlp_is_not_linear(sub, rng, seed):
+    # Two layers with nothing elementwise between them, h = A u (+ a), y = B h, compute y = B A u: rotating the
+    # hidden units, A -> S A and B -> B S^T (S orthogonal, fixing every bias-shaped parameter so biases need
+    # not be found), leaves the logits exactly as they were. A GELU (any elementwise nonlinearity) between
+    # them does not commute with S, so the logits change. Every pair of 2-D parameters of shapes (m, D) and
+    # (D, m), m > D (the MLP widens the tokens), is tried; nn.Linear's (out, in) and a raw (in, out) matrix
+    # are both covered. An attention's value and output projections are such a pair too, a whole-width one
+    # (m = D) when the heads are not split, so m = D is not tried: a linear MLP of width D is not seen.
+    img, patch, D, h, out = (2, 8, 8), 4, 12, 3, 5
+    name = _vit_name(img, patch, D, h, out, 1)
+    m = _vit(sub, seed, img, patch, D, h, out, 1)
+    x = randn(rng, (2, *img))  # (dropout on in eval mode draws the same masks: every forward has one seed)
+    base = check_shape(forward(m, [x]).outputs[0], (2, out), f"{name} output")
+    scale = float(np.max(np.abs(base)))
+    shapes = {p["name"]: tuple(p["shape"]) for p in m.params}
+    pairs = [(a, b) for a, sa in shapes.items() for b, sb in shapes.items()
+             if a != b and len(sa) == 2 and sa[1] == D and sa[0] > D and sb == (D, sa[0])]
+    noise = np.random.default_rng(seed)
+    for a, b in pairs:
+        hidden = shapes[a][0]
+        with explained():
+            got = m.get_params([a, b] + [n for n, s in shapes.items() if s == (hidden,)])
+        kept = {n: np.array(got[n], dtype=np.float64) for n in (a, b)}
+        biases = [np.array(v, dtype=np.float64) for n, v in got.items() if n not in (a, b)]
+        S = _rotation_fixing(hidden, biases, noise)
+        if S is None:
+            continue
+        moved = {a: S @ kept[a], b: kept[b] @ S.T}
+        if not changed(moved[a], kept[a], float(np.max(np.abs(kept[a])))):
+            continue
+        with explained():
+            m.set_params({n: torch.from_numpy(v.astype(np.float32)) for n, v in moved.items()})
+        try:
+            again = check_shape(forward(m, [x]).outputs[0], (2, out), f"{name} output")
+        finally:
+            with explained():
+                m.set_params({n: torch.from_numpy(v.astype(np.float32)) for n, v in kept.items()})
+        if not changed(again, base, scale):
+            raise GradingFailure(
+                f"{name}: rotating the {hidden} hidden units between the parameters `{a}` {shapes[a]} and `{b}` "
+                f"{shapes[b]} ({a} -> S {a}, {b} -> {b} S^T, S orthogonal) left the logits as they were; with a "
+                f"nonlinearity between the two layers they change. Nothing but a linear map lies between them."
+                f"\nLikely mistake: {LINEAR_MLP_HINT}.")
+
+
+def _rotation_fixing(m, vectors, rng):
+    """A random m x m orthogonal matrix that leaves every vector of `vectors` (each of length m) as it is,
+    rotating only their orthogonal complement; None when that complement has fewer than two dimensions."""
+    basis = np.eye(m)
+    if vectors:
+        u, sv, _ = np.linalg.svd(np.stack(vectors, axis=1), full_matrices=True)
+        rank = int(np.sum(sv > 1e-9 * max(float(sv.max(initial=0.0)), 1e-300)))
+        basis = u[:, rank:]
+    r = basis.shape[1]
+    if r < 2:
+        return None
+    q, _ = np.linalg.qr(rng.standard_normal((r, r)))
+    if np.linalg.det(q) < 0:
+        q[:, 0] = -q[:, 0]
+    return np.eye(m) + basis @ (q - np.eye(r)) @ basis.T
+
+
+MLP_NOT_NORMED_HINT = ("the MLP branch reads the residual stream itself, not LN(Z): `z = z + self.mlp(z)` (or a norm "
+                       "applied after the MLP). The handout's block is `Z = Z + MHSA(LN(Z)); Z = Z + MLP(LN(Z))`, "
+                       "with a LayerNorm of its own before the MLP: `z = z + self.mlp(self.norm2(z))`")
+
+
+def _shift_blind(m, name, out, x, shifts):
+    """Does adding shifts[i] * (1, ..., 1) to row i + 1 of `positional_embedding` (every patch token, not the
+    class token) leave the logits of `m` on `x` as they were? None when the parameter cannot be set so."""
+    with explained():
+        got = m.get_params(["positional_embedding"])
+    pe = got.get("positional_embedding") if isinstance(got, dict) else None
+    if pe is None:
+        return None
+    pe = np.array(pe, dtype=np.float32)
+    if pe.ndim < 2 or pe.shape[-2] != len(shifts) + 1:
+        return None
+    before = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
+    moved = pe.copy()
+    moved[..., 1:, :] += shifts.astype(np.float32)[:, None]
+    with explained():
+        m.set_params({"positional_embedding": torch.from_numpy(moved)})
+    after = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
+    return not changed(after, before, float(np.max(np.abs(before))))
+
+
+@pytest.mark.question("vit")
+@pytest.mark.weight(2)  # the handout's block; the zeroed-block test cannot see a missing norm before the MLP
+def test_vit_mlp_branch_reads_a_normalized_input(sub, rng, seed):
+    # A LayerNorm does not see a constant added to all the features of a token: LN(z + c * 1) = LN(z). In a
+    # pre-norm block both branches read LN(Z), so adding c_i * 1 to patch token i only carries c_i * 1 along the
+    # residual stream: no branch sees it, and the class token, which gets no shift, ends exactly as it was, in
+    # any number of blocks, whatever the layout, with or without the LN's affine parameters or a final norm. The
+    # shift is made through rows 1..N of `positional_embedding`. With one block the class token's MLP reads the
+    # class token alone, so a block whose MLP reads Z unnormalized still passes there; with two blocks, the first
+    # block's MLP turns the shifts of the patch tokens into changes the second block's attention brings to the
+    # class token. So: one block unmoved and two blocks moved is that mistake; one block moved already (the
+    # attention branch not normalized: test_vit_attention_branch_reads_a_normalized_input; a post-norm block, a
+    # readout from a patch token) is judged elsewhere.
+    img, patch, D, h, out = (3, 8, 8), 4, 16, 2, 10
+    N = (img[1] // patch) * (img[2] // patch)
+    shifts = rng.uniform(1.0, 3.0, N) * rng.choice([-1.0, 1.0], N)
+    x = randn(rng, (1, *img))
+    verdicts = []
+    for blocks in (2, 1):
+        m = _vit(sub, seed, img, patch, D, h, out, blocks)
+        blind = _shift_blind(m, _vit_name(img, patch, D, h, out, blocks), out, x, shifts)
+        if blind is None:
+            pytest.skip(f"judged by the other tests, not here: the model has no parameter `positional_embedding` "
+                        f"with N+1 = {N + 1} rows (test_vit_embedding_shapes says why), through which this test "
+                        "shifts the patch tokens")
+        if blind and blocks == 2:
+            return
+        verdicts.append(blind)
+    if not verdicts[-1]:
+        pytest.skip("judged by the other tests, not here: a constant added to every feature of the patch tokens "
+                    "changes the logits of a one-block model already (its attention branch does not read LN(Z), "
+                    "which test_vit_attention_branch_reads_a_normalized_input judges, a post-norm block, or a "
+                    "readout that is not the class token), so the MLP branch cannot be seen on its own")
+    name = _vit_name(img, patch, D, h, out, 2)
+    raise GradingFailure(
+        f"{name}: adding a constant to all the features of each patch token (through rows 1..N of "
+        "positional_embedding) changed the logits; a LayerNorm removes such a constant, so in a block whose two "
+        "branches read LN(Z) it only rides along the residual stream and the class token ends as it was. With "
+        "one block (where the class token's MLP reads the class token alone) the logits did not change, so "
+        f"the attention branch is normalized and the MLP branch is not.\nLikely mistake: {MLP_NOT_NORMED_HINT}.")
+
+
+ATTENTION_NOT_NORMED_HINT = ("the attention branch reads the residual stream itself, not LN(Z), for its keys or "
+                             "values: `self.attn(self.norm1(z), z, z)` normalizes only the queries. "
+                             "nn.MultiheadAttention takes query, key and value as three arguments, and all three "
+                             "are LN(Z): `h = self.norm1(z); z = z + self.attn(h, h, h)[0]`; a hand-written MHSA "
+                             "given a second input for its keys or values needs LN(Z) there too (the handout's "
+                             "block is `Z = Z + MHSA(LN(Z))`)")
+
+
+@pytest.mark.question("vit")
+@pytest.mark.weight(2)  # the handout's block; the zeroed-block test cannot see keys and values read from Z
+def test_vit_attention_branch_reads_a_normalized_input(sub, close, rng, seed):
+    # As in the MLP branch's test above: a constant c_i added to all the features of patch token i (through row
+    # i of `positional_embedding`) is invisible to a LayerNorm, so in pre-norm blocks it only rides along the
+    # residual stream and the class token, which gets no shift, ends as it was. With one block the class token's
+    # MLP reads the class token alone, so whatever moves its logits there came through the attention: keys or
+    # values (or queries) read from Z instead of LN(Z) bring the shifts of the patch tokens to the class token.
+    # Two other mistakes move them too, each charged by its own test and skipped here: a readout that is not the
+    # class token (with no encoder block at all the logits move as well) and a block that is not pre-norm (the
+    # zeroed-block test fails: a post-norm block's attention reads Z whole).
+    img, patch, D, h, out = (3, 8, 8), 4, 16, 2, 10
+    N = (img[1] // patch) * (img[2] // patch)
+    shifts = rng.uniform(1.0, 3.0, N) * rng.choice([-1.0, 1.0], N)
+    x = randn(rng, (1, *img))
+    name = _vit_name(img, patch, D, h, out, 1)
+    blind = _shift_blind(_vit(sub, seed, img, patch, D, h, out, 1), name, out, x, shifts)
+    if blind is None:
+        pytest.skip(f"judged by the other tests, not here: the model has no parameter `positional_embedding` with "
+                    f"N+1 = {N + 1} rows (test_vit_embedding_shapes says why), through which this test shifts the "
+                    "patch tokens")
+    if blind:
+        return
+    try:
+        bare = _vit(sub, seed, img, patch, D, h, out, 0)
+        readout_moves = _shift_blind(bare, _vit_name(img, patch, D, h, out, 0), out, x, shifts) is False
+    except StudentError:  # no model without blocks (the handout does not ask for one): the readout is not seen here
+        readout_moves = False
+    if readout_moves:
+        pytest.skip("judged by test_vit_classifies_from_the_class_token, not here: with no encoder block at all, a "
+                    "constant added to the patch tokens moves the logits, so they are not read from the class "
+                    "token alone")
+    try:
+        pre_norm = _zeroed_block(sub, close, rng, seed, lambda *_: None)[0]
+    except GradingFailure:  # the zeroed-block test fails on the same error
+        pre_norm = "failed"
+    if pre_norm == "failed":
+        pytest.skip("judged by test_vit_blocks_are_pre_norm_residual, not here: that test fails on this model (a "
+                    "post-norm block, say, whose attention reads Z whole), so the attention branch cannot be seen "
+                    "on its own")
+    raise GradingFailure(
+        f"{name}: adding a constant to all the features of each patch token (through rows 1..N of "
+        "positional_embedding) changed the logits; a LayerNorm removes such a constant, so in a block whose "
+        "branches read LN(Z) it only rides along the residual stream and the class token, which got no constant, "
+        "ends as it was. With one block the class token's MLP reads the class token alone, so the constant "
+        "reached it through the attention.\nLikely mistake: " + ATTENTION_NOT_NORMED_HINT + ".")
