@@ -10,6 +10,9 @@ calling the library, printing its texts and choosing the exit status:
        some submission (their scorecards say why)
     2  usage errors, and errors of hwcheck or its inputs: one line on stderr,
        never a traceback (HWCHECK_DEBUG=1 shows it)
+  130  interrupted by Ctrl-C (SIGINT)
+  143  `grade` ended by SIGTERM (a scheduler's time limit, `timeout`, `docker
+       stop`): 128 + the signal, as a shell gives each
 
 What it is not: a place for logic. Grading is `checker.running.runner` and
 `checker.records.batch`, texts are `checker.render.report`, the CI workflow is `checker.platforms.ci`.
@@ -23,7 +26,9 @@ import sys
 import click
 
 from checker._version import __version__
-from checker.cli_base import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, FAILING, Fail, color_wanted, echo, guarded, isatty
+from checker.cli_base import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, FAILING, Fail, color_wanted,
+                              echo, guarded, isatty)
+from checker.errors import HwcheckError
 from checker.cli_course import COMMANDS as COURSE_COMMANDS
 from checker.render.escape import for_json_text, for_terminal
 from checker.options import (DEVICE_CHOICES, all_option, assignment_option, ci_option, color_option, device_option,
@@ -255,6 +260,11 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
         else:
             echo(batch.progress_line(event), err=True)
 
+    if only:  # an id no submission has is said before anything else (not after "regrading 1 of 6")
+        try:
+            batch.resolve_only(entries, only)
+        except HwcheckError as e:
+            raise Fail(" ".join(str(e).split())) from None
     asked = f"regrading {len(set(only))} of {len(entries)}" if only else f"grading {len(entries)}"
     echo(f"hwcheck: {asked} submissions of {assignment} "
                f"({'public' if public else 'hidden'} tests, {where}) into {outdir}", err=True)
@@ -290,6 +300,7 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
     import threading
 
     def terminated(signum, frame):  # a scheduler's end of the job (SLURM's time limit, `timeout`): as Ctrl-C
+        state["signal"] = signum  # ... but exits with SIGTERM's status, 143, not Ctrl-C's 130
         raise KeyboardInterrupt
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, terminated) if main_thread else None
@@ -307,7 +318,9 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
             state["width"] = 0
         why = ("interrupted" if isinstance(e, KeyboardInterrupt) else
                f"stopped: the disk holding {for_terminal(outdir, newlines=False)} is full ({e.strerror or e})")
-        echo(f"hwcheck: {why}: {state['kept']} of {state.get('total', len(entries))} submissions are graded "
+        stopped = getattr(e, "batch", None)  # the batch's own count: the scorecards that landed in OUTDIR
+        kept, total = stopped.counts() if stopped is not None else (state["kept"], state.get("total", len(entries)))
+        echo(f"hwcheck: {why}: {kept} of {total} submissions are graded "
               f"and kept in "
                    f"{for_terminal(outdir, newlines=False)} (grades.csv holds them); "
                    + ("" if isinstance(e, KeyboardInterrupt) else "free some space, then ")
@@ -315,7 +328,9 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
                    + for_terminal(resume_command(directory, assignment, outdir, jobs, timeout, public, seed,
                                                  keep_raw, devices, scheduler=scheduler, cluster=cluster,
                                                  shard=shard), newlines=False), err=True)
-        sys.exit(EXIT_INTERRUPTED if isinstance(e, KeyboardInterrupt) else 2)  # said once (not again by guarded)
+        # said once (not again by guarded); Ctrl-C 130, SIGTERM 143 (128 + the signal, as a shell gives each)
+        sys.exit(2 if not isinstance(e, KeyboardInterrupt) else
+                 EXIT_TERMINATED if state.get("signal") == signal.SIGTERM else EXIT_INTERRUPTED)
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)

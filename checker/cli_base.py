@@ -18,10 +18,11 @@ from checker.errors import HwcheckError
 from checker.options import use_color
 from checker.render.escape import for_output, for_terminal
 
-__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_ERROR", "EXIT_INTERRUPTED", "FAILING", "Fail", "echo", "guarded",
-           "isatty", "color_wanted"]
+__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "FAILING", "Fail", "echo",
+           "guarded", "isatty", "color_wanted"]
 
-EXIT_OK, EXIT_FAILED, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT (Ctrl-C), 128 + SIGTERM, as a shell gives them
 FAILING = ("failed", "error", "timeout")
 
 

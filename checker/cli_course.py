@@ -10,6 +10,7 @@ What it is not: the library (`checker.platforms.validate`, `.kit`, `.ci`, `.clas
 
 import contextlib
 import os
+import shlex
 import sys
 
 import click
@@ -131,8 +132,8 @@ def kit(outdir, package):
 
     The kit answers the public checks from the reference's recorded answers,
     and names mistakes from the recorded results of the tests' answer models.
-    Students install it with `pip install OUTDIR` (or from a repository you
-    publish it in); point `init-ci --package` at it.
+    Publish it (a git repository) and give --package where: students install
+    it from there (`pip install ./OUTDIR` installs it on this machine).
     """
     from checker.platforms.kit import build_kit, record_public
     from checker.running.runner import Grader
@@ -154,9 +155,23 @@ def kit(outdir, package):
                    + " (hwcheck validate tells every problem)")
     with Grader(mode="public") as grader:
         build_kit(outdir, lambda aid: record_public(aid, grader), package=package)
+    # pip takes a bare name (`hwcheck-student`) for a package of PyPI's, never this folder: the command names
+    # where --package says the kit is published, else the folder as a path
+    if package is not None:
+        install = (f"students install it with `pip install {shlex.quote(package)}` (as its README says), once you "
+                   f"publish this folder there")
+    else:
+        install = (f"install it with `pip install {shlex.quote(_as_path(outdir))}` on this machine; for students, "
+                   f"publish it (a git repository) and build it again with --package naming where, so that its "
+                   f"README and init-ci install it from there")
     echo(f"wrote the student kit to {outdir}: no reference solutions, no hidden tests, no answer models (its "
           "public checks replay the expected values and the hints' mistaken answers recorded from the reference); "
-          f"students install it with `pip install {outdir}`")
+          f"{install}")
+
+
+def _as_path(folder):
+    """`folder` as pip reads a path (a separator in it), not as a name of PyPI's: `./hwcheck-student`."""
+    return folder if os.sep in folder or (os.altsep and os.altsep in folder) else os.path.join(".", folder)
 
 
 # ---------------------------------------------------------------------------

@@ -477,7 +477,8 @@ def test_kill_midway_then_resume_loses_nothing_and_grades_nothing_twice(subs, tm
             validate(json.loads(open(path, encoding="utf-8").read()))
         elif os.path.isfile(path):
             assert name.startswith(".") and name.endswith(".tmp") or name in (
-                "grades.csv", "answers.csv", "manual.csv", ".hwcheck.lock", ".grades.csv.sha256", ".students.json"), name
+                "grades.csv", "answers.csv", "manual.csv", ".hwcheck.lock", ".grades.csv.sha256", ".students.json",
+                ".grades-written.json"), name
     with open(out / "grades.csv", newline="", encoding="utf-8-sig") as f:  # as current as the scorecards
         rows = [row[0] for row in list(csv.reader(f))[1:]]  # (but the one or two landing as the kill came)
     assert rows and set(rows) <= {n[:-5] for n in before} and len(before) - len(rows) <= 2
@@ -593,9 +594,11 @@ def test_sigterm_midway_says_how_to_resume_and_leaves_nothing(subs, tmp_path):
         assert proc.poll() is None, proc.stdout.read().decode()
         proc.send_signal(signal.SIGTERM)
         said = proc.communicate(timeout=60)[0].decode()
+        code = proc.returncode
     finally:
         proc.kill()
         proc.wait()
+    assert code == 143, (code, said)  # 128 + SIGTERM, as a shell gives it (it was 130, Ctrl-C's)
     assert "hwcheck: interrupted:" in said and "--resume" in said, said
     assert said.count("hwcheck: interrupted") == 1, said  # said once (it was said twice with -j)
     assert "Traceback" not in said, said

@@ -260,3 +260,34 @@ def test_ctrl_c_stops_a_local_cluster_batch_in_a_few_lines(subs, tmp_path):
         proc.wait()
     assert "hwcheck: interrupted:" in said and "--resume" in said, said
     assert "Traceback" not in said and said.count("hwcheck: interrupted") == 1, said
+
+
+def test_sigterm_ends_a_local_cluster_batch_with_143_counting_what_is_kept(subs, tmp_path):
+    """h11 (5): SIGTERM (a scheduler's time limit, `timeout`) to a `--cluster local:2` batch exited 130, Ctrl-C's
+    status, and said fewer submissions kept than OUT held (a scorecard the TA's side wrote just before the signal,
+    not yet reported, went uncounted). It exits 143, as the local -j batch does, and the count said is the
+    scorecards in OUT and the rows of grades.csv."""
+    import subprocess
+    import sys
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "checker.cli", "grade", str(subs), "-a", "attention", "-o", str(out),
+           "--cluster", "local:2", "--seed", "9"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": ROOT})
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and not _cards(out):
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.stdout.read().decode()
+        proc.send_signal(signal.SIGTERM)  # to hwcheck alone, as `kill`, `timeout` and SLURM send it
+        said = proc.communicate(timeout=120)[0].decode()
+        code = proc.returncode
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert code == 143, (code, said)
+    kept = re.search(r"interrupted: (\d+) of (\d+) submissions are graded and kept", said)
+    assert kept, said
+    assert int(kept[1]) == len(_cards(out)) == len(_rows(out)), said
+    assert said.count("hwcheck: interrupted") == 1, said

@@ -33,6 +33,9 @@ checker.cli.main()
 """
 
 
+BUILT = {}  # what `hwcheck kit` printed when the module's kit was built
+
+
 @pytest.fixture(scope="module")
 def kit(tmp_path_factory):
     out = tmp_path_factory.mktemp("kit") / "hwcheck-student"
@@ -40,7 +43,19 @@ def kit(tmp_path_factory):
     assert r.exit_code == 0, r.output
     # what the build says the kit lacks, the tests below check it lacks
     assert "no reference solutions, no hidden tests, no answer models" in r.output, r.output
+    BUILT["output"] = r.output
     return out
+
+
+def test_the_kit_build_tells_the_install_command_of_where_it_is_published(kit):
+    """h11 (4): built with --package, `hwcheck kit` ended "students install it with `pip install hwcheck-student`":
+    pip reads a bare name as a package of PyPI's (whatever is published there under it), not the kit. It names
+    what --package gave, as the kit's README does."""
+    said = BUILT["output"]
+    assert f"`pip install {KIT_PACKAGE}`" in said, said
+    assert f"`pip install {kit}`" not in said and "`pip install hwcheck-student`" not in said, said
+    from checker.cli_course import _as_path  # without --package: the folder as a path pip cannot take for a name
+    assert _as_path("hwcheck-student") == os.path.join(".", "hwcheck-student") and _as_path(str(kit)) == str(kit)
 
 
 def check_from_kit(kit, submission, aid, tmp_path):

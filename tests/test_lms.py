@@ -352,7 +352,34 @@ def test_of_a_file_uploaded_twice_to_canvas_the_later_is_graded(tmp_path):
     r = _hwcheck("grade", str(folder), "-a", "attention", "-o", out, "--public")
     assert r.returncode == 0, r.stdout + r.stderr
     assert _book(out)["smithjohn_1002"]["total"] == AUTO
-    assert "earlier upload of attention-1.py" in r.stdout + r.stderr, r.stdout + r.stderr
+    assert "attention.py (Canvas attachment 5002) is an earlier upload than attention-1.py" in r.stdout + r.stderr, \
+        r.stdout + r.stderr
+
+
+def test_of_two_canvas_attachments_of_one_name_the_later_is_graded_and_a_tie_is_flagged(tmp_path):
+    """h11 (2): two "Download Submissions" zips unzipped into one folder give a student `attention.py` twice,
+    attachments 5001 (the older attempt) and 6001: the older was graded (its name sorts first) and the message
+    called the later one the earlier. Canvas numbers attachments in the order they are uploaded: the higher id is
+    graded, and the message says so. Where the order cannot be told (one attachment id twice, the files
+    different), the student is graded on neither: named, with what to do, and `grade` exits 1."""
+    folder = tmp_path / "download"
+    folder.mkdir()
+    _copy("no_scaling.py", folder / "smithjohn_1001_5001_attention.py")  # the old attempt
+    _copy("correct.py", folder / "smithjohn_1001_6001_attention.py")     # the new one
+    _copy("correct.py", folder / "doejane_1005_5006_attention.py")
+    _copy("no_scaling.py", folder / "leeann_1007_7001_attention.py")    # one attachment id twice, bytes differ
+    _copy("correct.py", folder / "leeann_LATE_1007_7001_attention.py")
+    out = str(tmp_path / "out")
+    r = _hwcheck("grade", str(folder), "-a", "attention", "-o", out, "--public")
+    said = r.stdout + r.stderr
+    assert r.returncode == 1, said
+    book = _book(out)
+    assert book["smithjohn_1001"]["total"] == AUTO, said
+    assert ("'smithjohn_1001_5001_attention.py': attention.py (Canvas attachment 5001) is an earlier upload than "
+            "attention.py (attachment 6001") in said, said
+    assert "leeann_1007" not in book and "doejane_1005" in book
+    assert ("leeann_1007_7001_attention.py and leeann_LATE_1007_7001_attention.py are different files under one "
+            "name, and which is the later cannot be told") in said, said
 
 
 def test_an_anonymous_canvas_download_says_why_there_is_no_canvas_csv(tmp_path):

@@ -163,7 +163,7 @@ def test_a_new_submission_gets_its_row_appended_and_edited_rows_stay(graded, tmp
     after = (out / "manual.csv").read_bytes()
     assert after.startswith(before)
     assert after[len(before):].decode() == "carol,Q3-text,,\r\n"
-    assert "1 rows added" in r.output
+    assert "(1 row added for new submissions)" in r.output, r.output  # "1 rows" before h11's cosmetic fix
     assert float(_gradebook(out)["alice"]["total"]) == pytest.approx(_auto(out, "alice") + 2)
 
 
@@ -266,9 +266,10 @@ def test_columns_moved_in_a_spreadsheet_are_read_by_their_names(tmp_path):
     assert problems == [] and list(entries) == ["alice"]
 
 
-def _retype_grades_csv(out, edit, *, delimiter=",", encoding="utf-8-sig", decimal_comma=False):
+def _retype_grades_csv(out, edit, *, delimiter=",", encoding="utf-8-sig", decimal_comma=False, errors="strict"):
     """grades.csv as a spreadsheet saves it after the TA typed into it: `edit(header, row)` per row, then saved
-    with `delimiter`, `encoding` and, with decimal_comma, every number's point made a comma (Excel in a `;` locale)."""
+    with `delimiter`, `encoding` and, with decimal_comma, every number's point made a comma (Excel in a `;` locale);
+    errors="replace": a character the encoding cannot hold saved as `?` (Excel's "CSV (Comma delimited)")."""
     with open(out / "grades.csv", newline="", encoding="utf-8-sig") as f:
         rows = list(csv.reader(f))
     for row in rows[1:]:
@@ -280,7 +281,7 @@ def _retype_grades_csv(out, edit, *, delimiter=",", encoding="utf-8-sig", decima
                 except ValueError:
                     continue
                 row[i] = c.replace(".", ",")
-    with open(out / "grades.csv", "w", newline="", encoding=encoding) as f:
+    with open(out / "grades.csv", "w", newline="", encoding=encoding, errors=errors) as f:
         csv.writer(f, delimiter=delimiter).writerows(rows)
 
 
@@ -414,3 +415,72 @@ def test_a_header_with_the_comment_column_deleted_and_columns_moved_is_read_by_i
     path.write_text("question,id,comment\r\nQ3-text,alice,good\r\n", encoding="utf-8")
     _, problems = read_manual(str(path), SPEC, {"alice"})
     assert problems and "names no 'points' column" in problems[0], problems
+
+
+def test_old_scores_a_spreadsheet_saves_back_after_a_regrade_are_no_overrides(graded, tmp_path):
+    """h11 (1): the TA had grades.csv open in a spreadsheet, typing Q3-text, while bob resubmitted and `grade
+    --resume` regraded him (Q1 up to 30). The spreadsheet saved its old Q1 cell back, and `export` took it for an
+    override typed by the TA: pinned in manual.csv, bob's new score lost for good. A cell holding a value
+    hwcheck itself wrote in that row before is no grade typed: only the Q3-text grade moves, the old cells are
+    named in one line, and bob keeps his new automatic score."""
+    folder0, out0, _ = graded
+    folder, out = tmp_path / "class", tmp_path / "out"
+    shutil.copytree(folder0, folder)
+    shutil.copytree(out0, out)
+    opened = (out / "grades.csv").read_bytes()  # the copy the spreadsheet holds
+    old_q1 = _gradebook(out)["bob"]["Q1"]
+    assert float(old_q1) < 30
+    shutil.copyfile(os.path.join(EXAMPLES, "correct.py"), folder / "bob.py")  # bob resubmits, correct now
+    _grade(folder, out, "--resume")
+    assert _gradebook(out)["bob"]["Q1"] == "30"
+    (out / "grades.csv").write_bytes(opened)  # the spreadsheet saves its copy, with the grade typed in it
+    _retype_grades_csv(out, _typed("bob", "Q3-text", "7"))
+    r = CliRunner().invoke(main, ["export", str(out)])
+    assert r.exit_code == 0, r.output
+    assert [row for row in _manual_rows(out)[1:] if row[1:] != ["Q3-text", "", ""]] == \
+        [["bob", "Q3-text", "7", "typed into grades.csv"]], r.output
+    book = _gradebook(out)
+    assert book["bob"]["Q1"] == "30" and float(book["bob"]["total"]) == pytest.approx(_auto(out, "bob") + 7)
+    assert f"bob Q1 {old_q1}" in r.output and "what hwcheck wrote there before a regrade" in r.output, r.output
+    assert "the grades typed there are in manual.csv" in r.output
+
+
+def test_a_total_typed_into_grades_csv_is_moved_to_manual_csv_as_an_adjustment(graded, tmp_path):
+    """h11 (3): a late penalty typed on grades.csv's total (90 made 85) was dropped by the next run, and the
+    message said the grades typed there were in manual.csv. The total typed becomes an `adjustment` row of the
+    difference, said so; a total that is no number is named as not kept, and nothing claims it was moved."""
+    folder, out0, _ = graded
+    out = tmp_path / "out"
+    shutil.copytree(out0, out)
+    total = float(_gradebook(out)["alice"]["total"])
+    _retype_grades_csv(out, _typed("alice", "total", f"{total - 5:g}"))
+    r = _grade(folder, out, "--resume")
+    assert [row for row in _manual_rows(out) if row[1] == "adjustment"] == \
+        [["alice", "adjustment", "-5", f"total typed into grades.csv: {total - 5:g}, where the row added up to "
+                                        f"{total:g}"]], _manual_rows(out)
+    assert float(_gradebook(out)["alice"]["total"]) == pytest.approx(total - 5)
+    assert f"alice's total was changed to {total - 5:g} in grades.csv" in r.output, r.output
+    assert "as an adjustment of -5" in r.output, r.output
+    # the summary says what was appended: the grade moved, not "1 rows added for new submissions"
+    assert "(1 grade typed into grades.csv moved here)" in r.output and "rows added" not in r.output, r.output
+    _retype_grades_csv(out, _typed("bob", "total", "85 (late)"))
+    r = CliRunner().invoke(main, ["export", str(out)])
+    assert "the total '85 (late)' typed for bob is not kept" in r.output, r.output
+    assert "the grades typed there are in manual.csv" not in r.output, r.output
+    assert "nothing there was moved to manual.csv" in r.output, r.output
+    assert float(_gradebook(out)["bob"]["total"]) == pytest.approx(_auto(out, "bob"))
+
+
+def test_an_id_a_windows_1252_save_could_not_hold_is_said_so(tmp_path):
+    """h11 (6): Excel's "CSV (Comma delimited)" (Windows-1252) saves `李 小龙_205` as `? ??_205`; the grade typed in
+    that row was then said to be for "no submission". It cannot be recovered from the file, but the line says
+    why (the encoding, with the id it may be) and how to save, and the row is kept in manual.csv to correct."""
+    folder = _class(tmp_path, names=(("李 小龙_205", "correct.py"),))
+    out = tmp_path / "out"
+    _grade(folder, out)
+    _retype_grades_csv(out, _typed("李 小龙_205", "Q3-text", "8"), encoding="cp1252", errors="replace")
+    r = CliRunner().invoke(main, ["export", str(out)])
+    assert r.exit_code == 0, r.output
+    assert ["? ??_205", "Q3-text", "8", "typed into grades.csv"] in _manual_rows(out)
+    assert "no submission '? ??_205'" in r.output and "it may be '李 小龙_205'" in r.output, r.output
+    assert "an encoding that cannot hold them" in r.output and '"CSV UTF-8"' in r.output, r.output

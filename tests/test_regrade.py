@@ -141,6 +141,45 @@ def test_the_gradebook_follows_each_scorecard(graded, tmp_path, monkeypatch):
     assert f"hwcheck grade {folder} -a attention -o {out} -j 1 --resume --timeout 5" in r.output
 
 
+def test_a_stop_counts_the_scorecards_that_landed_before_the_batch_heard_of_them(graded, tmp_path, monkeypatch):
+    """h11 (5): SIGTERM to a `--cluster local:2` batch said "2 of 10 submissions are graded and kept" while 3
+    scorecards were in OUT and grades.csv (a scorecard written, its report not yet made, when the signal came).
+    What is said is what OUT keeps: a scorecard that landed is counted, told and in grades.csv, and --resume
+    finds as many up to date."""
+    import checker.records.batch as batch
+    folder, _, _ = graded
+    out = tmp_path / "out"
+    real = batch.grade_one
+    landed = []
+
+    def stopped_once_the_second_landed(*args, **kwargs):
+        result = real(*args, **kwargs)  # its scorecard is written
+        landed.append(result["id"])
+        if len(landed) == 2:
+            raise KeyboardInterrupt  # the signal comes before the batch hears of it
+        return result
+
+    monkeypatch.setattr(batch, "grade_one", stopped_once_the_second_landed)
+    r = CliRunner().invoke(main, ["grade", str(folder), "-a", "attention", "-o", str(out), "--timeout", "5"])
+    assert r.exit_code == 130, r.output
+    assert "interrupted: 2 of 4 submissions are graded and kept" in r.output, r.output
+    assert f"[2/4] {landed[1]}" in r.output, r.output  # its progress line too
+    assert sorted(_gradebook(out)) == sorted(landed)
+    monkeypatch.setattr(batch, "grade_one", real)
+    r = _grade(folder, out, "--resume")
+    assert "2 up to date" in r.output, r.output
+
+
+def test_only_an_id_of_no_submission_is_refused_before_a_regrade_is_announced(graded, tmp_path):
+    """h11 (cosmetic): `--only nobody` printed "regrading 1 of 6 submissions" before its error."""
+    folder, out0, _ = graded
+    out = tmp_path / "out"
+    shutil.copytree(out0, out)
+    r = _grade(folder, out, "--only", "nobody", code=2)
+    assert "--only: no submission 'nobody' in the folder graded" in r.output, r.output
+    assert "regrading" not in r.output, r.output
+
+
 def test_the_resume_command_quotes_what_a_shell_would_split():
     assert resume_command("my class", "vit", "out dir", 2, None, True, 7, False, ("cpu",)) == \
         "hwcheck grade 'my class' -a vit -o 'out dir' -j 2 --resume --public --seed 7 --device cpu"

@@ -25,7 +25,12 @@ the fresh one). With jobs > 1, `checker.records.pool` forks trusted
 worker processes over one zygote; with an executor (`checker.platforms.cluster`), a
 Dask cluster grades. Each way grades a submission with `grade_one`
 (`checker.records.grading`) and writes its files with `checker.records.outfolder`, so
-resume, the gradebook and the progress events are the same for all.
+resume, the gradebook and the progress events are the same for all. A batch
+stopped (Ctrl-C, SIGTERM, a full disk) first takes in the scorecards that
+landed in OUTDIR before their report was made (a Dask scorecard written just
+before the signal; a -j worker's result not yet received), so the count the
+stop says (`BatchResult.counts`, on the exception's `batch`) and grades.csv
+are what OUTDIR keeps.
 
 What it is not: the output folder's paths, reading and writing
 (`checker.records.outfolder`), grading one submission (`checker.records.grading`), the
@@ -57,7 +62,8 @@ from checker.records.progress import (batch_seeds, not_graded_lines, progress_ba
 from checker.records.roster import roster_lines
 from checker.spec import load_spec, spec_sha256
 
-__all__ = ["SUBMISSION_SUFFIXES", "BatchResult", "list_entries", "skipped_entries", "grade_batch", "grade_one",
+__all__ = ["SUBMISSION_SUFFIXES", "BatchResult", "list_entries", "skipped_entries", "grade_batch", "resolve_only",
+           "grade_one",
            "scorecard_path", "results_path", "is_current", "collect_scorecards", "progress_line", "progress_bar",
            "summary_lines", "after_batch"]
 
@@ -78,6 +84,7 @@ class BatchResult:
         self.seeds = collections.Counter()  # {seed: scorecards of OUT graded with it}, after the batch
         self.manual = None  # manual.csv, the TA's grades (checker.records.manual)
         self.manual_added = 0  # rows appended to it for new submissions
+        self.manual_moved = 0  # rows appended to it: grades typed into grades.csv, moved there
         self.problems = []  # rows of manual.csv that could not be used, and why
         self.scores = {}  # id -> total with manual.csv merged (the summary's statistics)
         self.pending = ""  # the line naming the submissions whose manual grades are pending
@@ -99,6 +106,11 @@ class BatchResult:
     def internal(self):
         """Submissions hwcheck could not grade (its own failure, not the student's)."""
         return [r for r in self.results if r["internal"]]
+
+    def counts(self):
+        """(submissions done, of how many) as the progress events count them (with --only, of those regraded)."""
+        kept = sum(1 for r in self.results if r.get("kept"))
+        return len(self.results) - kept, self.total - kept
 
     def event(self, result):
         """The progress event after `result`: the result plus done/total/failed/elapsed/eta (with --only, of
@@ -144,15 +156,7 @@ def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=No
             f"in one grades.csv and could overwrite their scorecards: choose another output folder")
     entries = [(sid, path) for sid, path in entries if not is_own_output(outdir, path)]
     if only is not None:
-        from checker.render.escape import for_csv_cell
-        # an id as grades.csv and the messages show it (`zw\u200bspace` for an invisible character) names it too
-        shown = {for_csv_cell(sid): sid for sid, _ in entries if for_csv_cell(sid) != sid}
-        only = {o if o in {sid for sid, _ in entries} else shown.get(o, shown.get("'" + o, o)) for o in only}
-        unknown = sorted(only - {sid for sid, _ in entries})
-        if unknown:
-            raise HwcheckError(f"--only: no submission {', '.join(map(repr, unknown))} in the folder graded "
-                               f"(ids: {', '.join(sid for sid, _ in entries[:20])}"
-                               f"{', ...' if len(entries) > 20 else ''})")
+        only = resolve_only(entries, only)
     os.makedirs(outdir, exist_ok=True)
     lock = lock_outdir(outdir)
     try:
@@ -161,6 +165,20 @@ def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=No
                             seed=seed, devices=devices, only=only, executor=executor)
     finally:
         os.close(lock)
+
+
+def resolve_only(entries, only):
+    """The ids of `entries` ([(id, path)]) that --only names (an id as grades.csv and the messages show it, such as
+    `zw\u200bspace` for an invisible character, names it too); HwcheckError naming those that are none."""
+    from checker.render.escape import for_csv_cell
+    shown = {for_csv_cell(sid): sid for sid, _ in entries if for_csv_cell(sid) != sid}
+    only = {o if o in {sid for sid, _ in entries} else shown.get(o, shown.get("'" + o, o)) for o in only}
+    unknown = sorted(only - {sid for sid, _ in entries})
+    if unknown:
+        raise HwcheckError(f"--only: no submission {', '.join(map(repr, unknown))} in the folder graded "
+                           f"(ids: {', '.join(sid for sid, _ in entries[:20])}"
+                           f"{', ...' if len(entries) > 20 else ''})")
+    return only
 
 
 def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, timeout, mode, keep_raw,
@@ -174,6 +192,9 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
     # the TA's file exists, with a row per submission, before the first scorecard (--only: those it grades)
     book.ensure_manual(None if only is None else [sid for sid, _ in entries if sid in only])
 
+    told = set()  # the ids whose progress event was given
+    before = dict(book.cards)  # the scorecards OUT held when the batch began (a stop tells those that landed since)
+
     def report(result, quiet=False):
         batch.results.append(result)
         if quiet:  # --only: a submission not asked for, kept as it was (its card is the book's already)
@@ -183,7 +204,11 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
             book.write()
         except OSError:
             pass  # written again at the end
-        if on_progress is not None:
+        tell(result)
+
+    def tell(result):
+        if on_progress is not None and result["id"] not in told:
+            told.add(result["id"])
             on_progress(batch.event(result))
 
     todo, seeds = [], []
@@ -226,8 +251,17 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
             _run_in_process(todo, options, report)
         elif todo:
             run_parallel(todo, min(jobs, len(todo)), options, report, grade=grade_one)
-    except KeyboardInterrupt:
-        batch.interrupted = True
+    except BaseException as e:
+        if isinstance(e, KeyboardInterrupt):
+            batch.interrupted = True
+        # stopped (Ctrl-C, SIGTERM, a full disk): a scorecard may have landed in OUT and its report not been made
+        # (a Dask worker's written just before the signal; a -j worker's result not yet received), or its report
+        # cut short: each is told now, so the count said and grades.csv are what OUT keeps
+        try:
+            _landed_since(todo, before, batch, book, outdir, tell, told)
+        except Exception:  # noqa: BLE001 - the stop is what is said; the count stays the events'
+            pass
+        e.batch = batch  # for the words on a stop: what is kept (`checker.cli`)
         raise
     finally:
         batch.elapsed = time.monotonic() - batch.started
@@ -235,8 +269,27 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         batch.stale, batch.gradebook, batch.answers = book.stale, book.gradebook, book.answers
         batch.seeds = collections.Counter(batch_seeds(book.cards.values(), mode))  # of every scorecard kept
         batch.manual, batch.manual_added, batch.problems = book.manual, book.added, book.problems
+        batch.manual_moved = book.moved
         _merged_scores(batch, book, spec)
     return batch
+
+
+def _landed_since(todo, before, batch, book, outdir, tell, told):
+    """On a stop: report the scorecards of `todo` that landed in OUT since the batch began (not the one `before`
+    held) without a report, and tell each report whose progress event was cut short."""
+    reported = {r["id"]: r for r in batch.results if not r.get("resumed")}
+    for sid, _ in todo:
+        if sid in told:
+            continue
+        result = reported.get(sid)
+        if result is None:
+            card = read_scorecard(outdir, sid)  # only a scorecard hwcheck wrote (checker.records.owned)
+            if not isinstance(card, dict) or card == before.get(sid):
+                continue
+            result = {**summary_of(sid, card, float(card.get("duration_s") or 0.0))}
+            batch.results.append(result)
+        book.update(sid)
+        tell(result)
 
 
 def refresh_gradebook(outdir):

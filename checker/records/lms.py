@@ -14,7 +14,11 @@ The layouts (each fact and where it comes from):
   letter, digit or `_` removed (Unicode letters kept: `müllerjürgen`); `LATE` marks a late
   submission; with anonymous grading the name is left out and the id is `anon_<anonymous id>`
   (`[LATE_]anon_x7Kq2_<attachment id>_<name>`); a file uploaded again under the same name
-  gets `-N` before its extension (`attention-1.py`); text entries and URLs come as
+  gets `-N` before its extension (`attention-1.py`); of the files of one own name (a file uploaded
+  again; two downloads unzipped into one folder) the one of the highest attachment id is graded
+  (content_zipper.rb writes `file.id`, the id of the Attachment row Canvas made when the file was
+  uploaded: ids count up, so the higher is the later upload; a student whose files of one name
+  cannot be ordered so, and differ, is graded on neither and named); text entries and URLs come as
   `<name>_<user id>_text.html` / `_link.html` (not code: left aside). id: `<name>_<user id>`
   or `anon_<id>` (stable when the student resubmits: the attachment ids and file names
   change, the user id does not).
@@ -58,6 +62,7 @@ What it is not: the grading (`checker.records.batch`) or the CSVs the LMSs impor
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -98,6 +103,7 @@ class Student:
         self.sid, self.student, self.student_id, self.email = canonical(sid), nfc(student), nfc(student_id), nfc(email)
         self.lms = {k: v for k, v in lms.items() if v not in (None, "", False)}
         self.files = []     # [(path, the file's own name)] (several: staged into one folder)
+        self.uploads = {}   # {path: Canvas's attachment id of the file} (ids count up as files are uploaded)
         self.folder = None  # a folder the LMS made for this student
 
     def identity(self):
@@ -239,6 +245,7 @@ def _canvas(folder, names, rows=None):
                                         canvas_user_id=None if anonymous else m["uid"], anonymous=anonymous)
         s.lms["late"] = s.lms.get("late") or bool(m["late"])
         s.files.append((os.path.join(folder, n), m["file"]))
+        s.uploads[os.path.join(folder, n)] = int(m["fileid"])
     return Layout("canvas", students.values(), ignored + flagged)
 
 
@@ -387,13 +394,18 @@ def recognise(folder, outdir=None, roster_rows=None):
     return Layout(None)
 
 
-def _own_names(files):
-    """({path: name in the staged folder}, [(path, why)] of the files left out).
+def _own_names(files, uploads=None):
+    """({path: name in the staged folder}, [(path, why)] of the files left out, why none is graded or None).
 
     The LMS's prefix is taken off, Canvas's `-N` too where that frees no clash. A file whose own name
     cannot be a file in a folder (`..`, `.`, empty, a separator) is left out; two whose own names would be
-    one file on a case-insensitive disk keep the names the LMS gave them."""
+    one file on a case-insensitive disk keep the names the LMS gave them. Of the files of one own name (a
+    file uploaded again; two downloads unzipped into one folder) only the latest is kept: the one of the
+    highest Canvas attachment id (`uploads`, {path: id}; Canvas numbers attachments as they are uploaded),
+    else of the highest `-N`. Where that cannot tell them apart and their bytes differ, no file is picked:
+    the third value says why, and the student is not graded."""
     out, odd, taken = {}, [], set()
+    uploads = uploads or {}
     usable = []
     for path, name in sorted(files, key=lambda pf: (pf[1], pf[0])):
         if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
@@ -407,16 +419,43 @@ def _own_names(files):
     def upload(name):  # (the name's key without Canvas's `-N`, N; 0 for the first upload)
         m = _RESUBMITTED.match(name)
         return (key(f"{m['stem']}{m['ext']}"), int(name[len(m['stem']) + 1:-len(m['ext'])])) if m else (key(name), 0)
-    latest = {}  # plain name's key -> (path, name, N) of its latest upload
+    groups = {}  # plain name's key -> [(path, name, N)] of its uploads
     for path, name in usable:
         plain, n = upload(name)
-        if plain not in latest or n > latest[plain][2]:
-            latest[plain] = (path, name, n)
-    keep = {path for path, _, _ in latest.values()}
-    for path, name in usable:
-        if path not in keep:
-            odd.append((path, f"{name} is an earlier upload of {latest[upload(name)[0]][1]} (Canvas numbers a file "
-                              f"uploaded again under the same name): the later one is graded"))
+        groups.setdefault(plain, []).append((path, name, n))
+    keep, undecided = set(), []
+    for group in groups.values():
+        if len(group) == 1:
+            keep.add(group[0][0])
+            continue
+        by_id = all(isinstance(uploads.get(path), int) for path, _, _ in group)
+        order = (lambda f: uploads[f[0]]) if by_id else (lambda f: f[2])
+        top = max(order(f) for f in group)
+        latest = [f for f in group if order(f) == top]
+        if len(latest) > 1 and len({_file_sha(path) for path, _, _ in latest}) > 1:
+            shown = " and ".join(os.path.basename(path) for path, _, _ in latest)
+            undecided.append(f"{shown} are different files under one name, and which is the later cannot be told "
+                             f"({'the same Canvas attachment id' if by_id else 'the same upload number'})")
+            continue
+        path0, name0, _ = latest[0]
+        keep.add(path0)
+        for f in group:
+            path, name, _ = f
+            if path == path0:
+                continue
+            if order(f) == top:
+                why = f"{os.path.basename(path)} is the same file as {os.path.basename(path0)}: one of them is graded"
+            elif by_id:
+                why = (f"{name} (Canvas attachment {uploads[path]}) is an earlier upload than {name0} (attachment "
+                       f"{uploads[path0]}; Canvas numbers attachments in the order they are uploaded): the later one "
+                       f"is graded")
+            else:
+                why = (f"{name} is an earlier upload of {name0} (Canvas numbers a file uploaded again under the same "
+                       f"name): the later one is graded")
+            odd.append((path, why))
+    if undecided:
+        return {}, odd, ("; ".join(undecided) + ": none is graded rather than either; keep only the file to grade "
+                         "in the folder (the one of the latest submission) and grade again")
     usable = [(path, name) for path, name in usable if path in keep]
     wanted = {key(name) for _, name in usable}
     for path, name in usable:
@@ -428,7 +467,16 @@ def _own_names(files):
             name = os.path.basename(path)
         taken.add(key(name))
         out[path] = name
-    return out, odd
+    return out, odd, None
+
+
+def _file_sha(path):
+    """The sha256 of a file's bytes (two files of one name and attachment id: the same file twice, or not)."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return path  # unreadable: told apart from every other file
 
 
 def _stage(outdir, student, names):
@@ -486,7 +534,9 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
         ungraded = sorted({n for n, _ in refused})
         people = {sid: {} for sid, _ in entries}
     else:
-        entries, people = _lms_entries(layout, outdir, not_graded)
+        undecided = []
+        entries, people = _lms_entries(layout, outdir, not_graded, undecided)
+        ungraded = sorted(set(undecided))  # `hwcheck grade` exits 1: the TA must pick the file
         not_graded += [(n, why) for n, why in skipped if n.startswith(".")]
         notes.append(f"{folder} is a {layout.platform} export: {len(entries)} students' submissions")
     entries, people = _apart_from_older(outdir, entries, people, not_graded)
@@ -528,13 +578,19 @@ def _apart_from_older(outdir, entries, people, not_graded):
     return kept, people
 
 
-def _lms_entries(layout, outdir, not_graded):
-    """([(id, path)], {id: identity}) of an LMS layout's students; what is not graded goes to `not_graded`."""
+def _lms_entries(layout, outdir, not_graded, refused=None):
+    """([(id, path)], {id: identity}) of an LMS layout's students; what is not graded goes to `not_graded`, and the
+    files of a student left ungraded for want of a file to pick (`_own_names`) to `refused` too."""
     entries, people = [], {}
     for sid, s in sorted(layout.students.items()):  # `Layout` left out ids that are one name
         shown = [os.path.basename(p) for p, _ in s.files] or [os.path.basename(s.folder or sid)]
-        names, odd = _own_names(s.files)
+        names, odd, undecided = _own_names(s.files, s.uploads)
         not_graded += [(os.path.basename(p), why) for p, why in odd]
+        if undecided:  # the student is flagged, never graded on a file picked at random
+            not_graded += [(n, f"{sid}: {undecided}") for n in shown if n not in {os.path.basename(p) for p, _ in odd}]
+            if refused is not None:
+                refused += shown
+            continue
         code = [p for p, name in names.items() if name.endswith(CODE)]
         if s.folder is not None:
             path = s.folder

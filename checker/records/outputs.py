@@ -33,6 +33,11 @@ What it is for:
   grades.csv's note and the batch's summary, and still applied (the TA's grade decides; the TA checks
   it). When a batch replaces a scorecard (`replaced`), a row typed before the first merge after it is
   recorded against the submission it replaced.
+- `WrittenCells`: every value hwcheck wrote in grades.csv's total, question and note cells, per id (kept
+  as hwcheck's own file `.grades-written.json` in OUT, written before grades.csv is): a grades.csv a
+  spreadsheet held open across a regrade (a resubmission, a changed spec.toml) is saved back with the old
+  cells, which are hwcheck's values, not grades typed, and so are neither moved to manual.csv nor pinned
+  there as overrides; they are named in one line.
 - `load_note(card)`: the grades.csv note of a submission whose load skipped
   something (a statement that raised, a sys.exit, a training loop, a statement that does not parse,
   a statement stopped by the time limit).
@@ -50,9 +55,10 @@ from checker.records import owned
 from checker.records.gradebook import answers_text, gradebook_text
 from checker.render.gradescope import make_results
 from checker.records.manual import (MANUAL_CSV, apply_manual, csv_delimiter, decode_csv, describe, ensure_rows,
-                                    manual_path, read_manual, typed_into_gradebook)
+                                    manual_path, moved_line, read_manual, typed_into_gradebook)
 
-__all__ = ["OWN_FILES", "OVERRIDES_JSON", "is_own_output", "load_note", "Gradebook", "Overrides"]
+__all__ = ["OWN_FILES", "OVERRIDES_JSON", "CELLS_JSON", "is_own_output", "load_note", "Gradebook", "Overrides",
+           "WrittenCells"]
 
 OWN_FILES = ("grades.csv", "answers.csv", MANUAL_CSV, ".students.json", "canvas.csv", "moodle.csv")
 STALE_NOTE = "not in the folder graded last: an older scorecard"
@@ -103,6 +109,8 @@ class Gradebook:
         self.set_aside = set(owned.set_aside(outdir))
         self.edited = set()  # hwcheck's files found edited since it wrote them (grades.csv typed into)
         self.overrides = Overrides(outdir)  # which submission each override of manual.csv was given for
+        self.cells = WrittenCells(outdir)  # every value hwcheck wrote in grades.csv's cells, per id and column
+        self.moved = self.told = 0  # grades typed into grades.csv moved to manual.csv; other lines about it
         try:  # made here, before processes write results.json side by side (one of them must not take the
             owned.ensure_folder(outdir, "gradescope")  # other's half-made folder for a student's)
         except OSError:
@@ -126,11 +134,14 @@ class Gradebook:
         cards, notes = self.merged()  # the grades.csv hwcheck wrote last (what the TA edited), as it would now
         written = gradebook_text(cards, self.spec, notes, self.people)
         text = decode_csv(raw)  # as a spreadsheet saved it: UTF-8 or Windows-1252, `,` `;` or a tab
-        rows = typed_into_gradebook(text, self.spec, entries, written)
-        for sid, qid, points, _ in rows:
-            self.problems.append(f"grades.csv: {sid} {qid} = {points} was typed into grades.csv, which hwcheck "
-                                 f"rewrites: moved to {MANUAL_CSV}, where grades are kept")
-        self.problems += _typed_elsewhere(text, written)
+        said = []
+        rows = typed_into_gradebook(text, self.spec, entries, written, earlier=self.cells.earlier, said=said)
+        # a total typed is moved as an adjustment; a row whose id is no one's (an id a spreadsheet's encoding could
+        # not hold) is moved too, for the TA to correct there, and said so
+        self.problems += [moved_line(row, row[0] in self.cards) for row in rows]
+        said += _typed_elsewhere(text, written, self.cells.earlier)
+        self.problems += said
+        self.moved, self.told = len(rows), len(said)
         return rows
 
     def ensure_manual(self, grading=None):
@@ -151,7 +162,7 @@ class Gradebook:
                                          f"came with the students' files, move it away and grade again")
             self.manual = owned.place_kept(self.outdir, MANUAL_CSV, record=True) or self.manual
             ids = self.ids if grading is None else set(grading)
-            self.added = ensure_rows(self.manual, ids | set(self.cards), self.spec, typed)
+            self.added = ensure_rows(self.manual, ids | set(self.cards), self.spec, typed) - len(typed)
         except OSError as e:
             self.problems.append(f"{MANUAL_CSV} could not be written ({e.strerror or e}): grades typed there "
                                  f"are still read")
@@ -203,9 +214,10 @@ class Gradebook:
     def write(self, final=False):
         cards, notes = self.merged()
         self.overrides.save()
-        self.gradebook = owned.write_text(self.outdir, "grades.csv",
-                                          gradebook_text(cards, self.spec, notes, self.people),
-                                          kind="gradebook", encoding="utf-8-sig")
+        text = gradebook_text(cards, self.spec, notes, self.people)
+        self.cells.add(text, self.spec)  # kept before the file is: every value of grades.csv is one hwcheck wrote
+        self.cells.save()
+        self.gradebook = owned.write_text(self.outdir, "grades.csv", text, kind="gradebook", encoding="utf-8-sig")
         self.answers = None
         if any(q.get("manual") for q in self.spec.get("questions") or []):
             self.answers = owned.write_text(self.outdir, "answers.csv", answers_text(cards, self.spec),
@@ -224,9 +236,15 @@ class Gradebook:
                 # the file's own name: set-aside/ adds .2, .3 ... to a name already there (grades.csv.2)
                 shown = re.sub(r"(\.(?:csv|json))\.[2-9]\d*$", r"\1", name.replace("%", "/"))
                 if shown in self.edited:
-                    self.problems.append(f"{shown} in {self.outdir} was edited since hwcheck wrote it: the grades "
-                                         f"typed there are in {MANUAL_CSV} (said above), and hwcheck wrote it anew; "
-                                         f"the edited copy was moved to "
+                    if self.moved:
+                        what = f"the grades typed there are in {MANUAL_CSV} (said above)"
+                    elif self.told:
+                        what = f"nothing there was moved to {MANUAL_CSV} (what it held is said above)"
+                    else:
+                        what = (f"no cell of it differs from what hwcheck wrote there (a spreadsheet's save), so "
+                                f"nothing was moved to {MANUAL_CSV}")
+                    self.problems.append(f"{shown} in {self.outdir} was edited since hwcheck wrote it: {what}, and "
+                                         f"hwcheck wrote it anew; the edited copy was moved to "
                                          f"{os.path.join(owned.state_dir(self.outdir), 'set-aside', name)}")
                     continue
                 self.problems.append(f"{shown} in {self.outdir} was not written by hwcheck (a student's file, or "
@@ -263,9 +281,11 @@ def _pts(row):
     return f"{p:g}" if isinstance(p, float) else str(p)
 
 
-def _typed_elsewhere(typed, written):
-    """The TA's lines about what was typed into grades.csv that no grade holds: a note changed, a column added
-    (grades.csv is set aside, not lost: `Gradebook._tell_set_aside` says where)."""
+def _typed_elsewhere(typed, written, earlier=None):
+    """The TA's lines about what was typed into grades.csv that no grade holds: a note changed (not one hwcheck
+    wrote in that row before, `earlier` as `WrittenCells.earlier`), a column added (grades.csv is set aside, not
+    lost: `Gradebook._tell_set_aside` says where). A total typed is moved as an adjustment
+    (`checker.records.manual.typed_into_gradebook`), or said there."""
     import csv
     import io
     mine = list(csv.reader(io.StringIO(written, newline="")))
@@ -285,7 +305,8 @@ def _typed_elsewhere(typed, written):
             if len(r) != len(theirs[0]):
                 continue
             sid, note = r[theirs[0].index("id")], r[theirs[0].index("note")]
-            if sid in ours and note.strip() and note != ours[sid]:
+            before = ((earlier or {}).get(sid[1:] if sid.startswith("'") else sid) or {}).get("note") or []
+            if sid in ours and note.strip() and note != ours[sid] and note.strip() not in [n.strip() for n in before]:
                 changed.append(f"{sid}'s {note[:60]!r}")
         if changed:
             more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
@@ -359,3 +380,59 @@ def stale_text(row, automatic):
     return (f"{row['question']} {row['points']:g} from manual.csv line {row.get('line')} was given for an earlier "
             f"submission, and the new one scores {was} there automatically: check that grade (once checked, edit "
             f"the row's comment to keep it, or delete the row to keep the automatic score)")
+
+
+# every value hwcheck wrote in grades.csv's cells (see the module's docstring)
+
+CELLS_JSON = ".grades-written.json"
+KEPT_PER_CELL = 20  # the latest distinct values of one cell kept (a regrade adds one)
+
+
+class WrittenCells:
+    """The values hwcheck wrote in grades.csv's `total`, question and `note` cells, per id and column, over every
+    grades.csv it wrote in OUT: a spreadsheet that had grades.csv open across a regrade saves the old values
+    back, and those are hwcheck's, not grades typed (`checker.records.manual.typed_into_gradebook`)."""
+
+    def __init__(self, outdir):
+        self.outdir = outdir
+        data = owned.read_json(outdir, CELLS_JSON, "grades-written")
+        cells = data.get("cells") if isinstance(data, dict) else None
+        self.earlier = {}  # {id: {column: [cells written, oldest first]}}
+        for sid, columns in (cells.items() if isinstance(cells, dict) else ()):
+            if isinstance(columns, dict):
+                self.earlier[sid] = {c: [v for v in vs if isinstance(v, str)][-KEPT_PER_CELL:]
+                                     for c, vs in columns.items() if isinstance(vs, list)}
+        self.dirty = False
+
+    def add(self, text, spec):
+        """Remember the cells of the grades.csv text about to be written."""
+        import csv
+        import io
+        columns = ["total", *[str(q["id"]) for q in spec.get("questions") or []], "note"]
+        for row in csv.DictReader(io.StringIO(text, newline="")):
+            sid = (row.get("id") or "").strip()
+            if sid.startswith("'"):
+                sid = sid[1:]  # as grades.csv writes an id starting with '=' or '-' (read back without it)
+            kept = self.earlier.setdefault(sid, {})
+            for column in columns:
+                value = row.get(column)
+                if not isinstance(value, str) or not value.strip():
+                    continue
+                values = kept.setdefault(column, [])
+                if values and values[-1] == value:
+                    continue
+                if value in values:
+                    values.remove(value)
+                values.append(value)
+                del values[:-KEPT_PER_CELL]
+                self.dirty = True
+
+    def save(self):
+        """Write the record when it changed (a failure leaves it to the next write, which records again)."""
+        if not self.dirty:
+            return
+        try:
+            owned.write_json(self.outdir, CELLS_JSON, {"cells": self.earlier}, kind="grades-written")
+            self.dirty = False
+        except OSError:
+            pass

@@ -125,7 +125,10 @@ def summary_lines(batch):
     if batch.answers:
         lines.append(f"  wrote {batch.answers}: the written answers, for the questions graded by a person")
     if batch.manual:
-        added = f" ({batch.manual_added} rows added for new submissions)" if batch.manual_added else ""
+        added, moved = batch.manual_added, getattr(batch, "manual_moved", 0)
+        said = ([f"{added} row{'s' if added != 1 else ''} added for new submissions"] if added else []) + \
+            ([f"{moved} grade{'s' if moved != 1 else ''} typed into grades.csv moved here"] if moved else [])
+        added = f" ({'; '.join(said)})" if said else ""
         lines.append(f"  manual grades: {_line(batch.manual)}{added}, yours to edit (points and comments; "
                      f"hwcheck only appends rows), merged into grades.csv and the totals")
     if getattr(batch, "pending", ""):
