@@ -122,3 +122,140 @@ def masks(T):
     want = np.triu(np.ones((T, T), dtype=bool), 1)
     return {"want": want, "diagonal": np.triu(np.ones((T, T), dtype=bool), 0),
             "next_token": np.triu(np.ones((T, T), dtype=bool), 2), "additive": np.where(want, -np.inf, 0.0)}
+
+
+# the temperature of a model's attention (test_model_attention_scaled_by_the_head_width) -----------------------
+
+IDENTITY_KINDS = ("pre-norm, no final norm", "pre-norm with a final norm", "post-norm", "post-norm with a final norm",
+                  "no norm")
+IDENTITY_INPUTS = tuple(f"{pos}, token embedding x {emb}" for pos in ("learned positions", "sinusoidal positions",
+                                                                      "no positions") for emb in ("1", "sqrt(d_model)"))
+IDENTITY_SPLITS = ("heads on consecutive features", "heads on every h-th feature")
+
+
+def _ln(x, eps=1e-5):
+    mean = x.mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + eps)
+
+
+def identity_structure(i):
+    """The words for structure `i` of identity_model's second axis."""
+    kind, rest = divmod(int(i), len(IDENTITY_SPLITS) * len(IDENTITY_INPUTS))
+    split, inputs = divmod(rest, len(IDENTITY_INPUTS))
+    return f"{IDENTITY_KINDS[kind]}, {IDENTITY_INPUTS[inputs]}, {IDENTITY_SPLITS[split]}"
+
+
+def identity_structures_with_positions():
+    """[structure i of identity_model's second axis: whether its input holds absolute positions (learned or
+    sinusoidal)], a list of bools."""
+    n = len(IDENTITY_KINDS) * len(IDENTITY_SPLITS) * len(IDENTITY_INPUTS)
+    return ["no positions" not in identity_structure(i) for i in range(n)]
+
+
+def identity_model(E, P, sines, ids, h, taus, cs=None):
+    """(n, structures, T, vocab_size) float64: the logits a one-layer CharTransformer whose attention projections
+    are the identity, biases zero, norms plain and MLP silent gives on the ids `ids` (T,), with its token
+    embedding and output layer set to E (vocab_size, d_model), its scores divided by taus[i] and its attention's
+    output multiplied by cs[i] (1 where `cs` is None), for each structure a right model may have (the second
+    axis, identity_structure names each): pre-norm (x + attn(LN(x)), with or without a final LN), post-norm
+    (LN(x + attn(x)), once or twice), no norm; positions from the learned P (block_size, d_model), the handout's
+    `sines` (block_size, d_model) or none; the token embedding times 1 or sqrt(d_model); head i on the features
+    i*D/h .. (i+1)*D/h - 1 or on i, i+h, ... (a `view(B, T, D/h, h)` split)."""
+    E = np.asarray(E, dtype=np.float64)
+    ids = np.asarray(ids)
+    T, D = len(ids), E.shape[1]
+    dh = D // h
+    taus = np.asarray(taus, dtype=np.float64).reshape(-1)
+    cs = np.ones_like(taus) if cs is None else np.asarray(cs, dtype=np.float64).reshape(-1)
+    tok = E[ids]                                                                         # (T, D)
+    pos = (np.asarray(P, dtype=np.float64)[:T], np.asarray(sines, dtype=np.float64)[:T], np.zeros((T, D)))
+    x0 = np.stack([c * tok + p for p in pos for c in (1.0, math.sqrt(D))])              # (6, T, D)
+    z = np.stack([_ln(x0), x0])                                                          # (2, 6, T, D): pre, post
+    heads = np.stack([z.reshape(z.shape[:-1] + (h, dh)), z.reshape(z.shape[:-1] + (dh, h)).swapaxes(-1, -2)])
+    heads = np.moveaxis(heads, -2, -3)                                                   # (2 splits, 2, 6, h, T, dh)
+    s = heads @ heads.swapaxes(-1, -2)                                                   # (2, 2, 6, h, T, T)
+    s = s[None] / taus[:, None, None, None, None, None, None]                            # (n, 2, 2, 6, h, T, T)
+    s = np.where(np.triu(np.ones((T, T), dtype=bool), 1), -np.inf, s)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    att = (w / w.sum(-1, keepdims=True)) @ heads[None]                                   # (n, 2, 2, 6, h, T, dh)
+    att = np.moveaxis(att, -3, -2)                                                       # (n, 2, 2, 6, T, h, dh)
+    att = np.stack([att[:, 0].reshape(att.shape[:1] + att.shape[2:-2] + (D,)),
+                    att[:, 1].swapaxes(-1, -2).reshape(att.shape[:1] + att.shape[2:-2] + (D,))], axis=1)
+    y = x0 + cs[:, None, None, None, None, None] * att                                   # (n, 2 splits, 2, 6, T, D)
+    ln1 = _ln(y)
+    hidden = np.stack([y[:, :, 0], ln1[:, :, 0], ln1[:, :, 1], _ln(ln1[:, :, 1]), y[:, :, 1]], axis=1)
+    return hidden.reshape(len(taus), -1, T, D) @ E.T                                    # (n, 5 * 2 * 6, T, V)
+
+
+def identity_logits(E, P, sines, ids, h, taus, cs=None):
+    """identity_model in float32: what the tests compare with (within 2e-4), half the size in the kit's
+    recording."""
+    return identity_model(E, P, sines, ids, h, taus, cs).astype(np.float32)
+
+
+def _relative_errors(logits, got):
+    """max |logits - got| over (T, V), relative to max(1, the largest |logit|), for every leading index."""
+    return np.abs(logits - got).max(axis=(-2, -1)) / np.maximum(1.0, np.abs(logits).max(axis=(-2, -1)))
+
+
+def fit_identity_model(E, P, sines, ids, h, got, rtol):
+    """Which single temperature tau (the scores divided by it) and output scale c (the attention's output
+    multiplied by it) explain the logits `got` (T, vocab_size) of the model identity_model describes, in any of
+    its structures: a list of {"tau", "c", "err" (identity_model's largest relative error there), "structure"
+    (its words), "tau_determined" (False where another tau, 10% away, explains `got` as well with some c: a
+    softmax the scores hardly move), "c_determined"}, the best first: within `rtol` before beyond it, a token
+    embedding taken as it is before one times sqrt(d_model) (without positions, a post-norm model cannot tell
+    the two apart: the scale cancels in its norms and moves into tau), then by error. Empty where nothing came
+    within 100 * rtol.
+
+    A grid of tau (0.05 .. 200) and c (1/64 .. 64) for every structure, then least squares in (log tau, log c)
+    from the best grid points of the eight best structures."""
+    from scipy.optimize import least_squares
+    got = np.asarray(got, dtype=np.float64)
+    scale = max(1.0, float(np.abs(got).max()))
+    grid_t, grid_c = np.geomspace(0.05, 200.0, 33), np.geomspace(1 / 64, 64.0, 25)
+    sse = np.stack([((identity_model(E, P, sines, ids, h, np.full_like(grid_c, t), grid_c) - got) ** 2)
+                    .sum(axis=(-2, -1)) for t in grid_t])                               # (taus, cs, structures)
+    flat = sse.reshape(-1, sse.shape[-1])
+    best_of = flat.argmin(axis=0)                                                        # per structure
+    order = np.argsort(flat[best_of, np.arange(flat.shape[1])])[:8]
+
+    def logits(s, t, c):
+        return identity_model(E, P, sines, ids, h, [t], [c])[0, s]
+
+    def residuals(s, t, c):
+        with np.errstate(all="ignore"):
+            r = ((logits(s, t, c) - got) / scale).ravel()
+        return np.nan_to_num(r, nan=1e6, posinf=1e6, neginf=-1e6)
+
+    def refine(s, t, c, fixed=None):
+        """(tau, c) fitted from (t, c); with `fixed` ("tau" or "c"), that one kept as given."""
+        with np.errstate(all="ignore"):
+            if fixed is None:
+                x = least_squares(lambda x: residuals(s, *np.exp(x)), np.log([t, c]), method="lm",
+                                  xtol=1e-12, ftol=1e-12).x
+                return float(np.exp(x[0])), float(np.exp(x[1]))
+            if fixed == "tau":
+                x = least_squares(lambda x: residuals(s, t, math.exp(x[0])), np.log([c]), method="lm").x
+                return t, float(np.exp(x[0]))
+            x = least_squares(lambda x: residuals(s, math.exp(x[0]), c), np.log([t]), method="lm").x
+            return float(np.exp(x[0])), c
+
+    def err(s, t, c):
+        with np.errstate(all="ignore"):
+            e = float(_relative_errors(logits(s, t, c), got))
+        return e if math.isfinite(e) else math.inf
+
+    found = []
+    for s in map(int, order):
+        ti, ci = divmod(int(best_of[s]), len(grid_c))
+        t, c = refine(s, grid_t[ti], grid_c[ci])
+        if math.isfinite(t) and math.isfinite(c) and err(s, t, c) <= 100 * rtol:
+            found.append({"tau": t, "c": c, "err": err(s, t, c), "structure": identity_structure(s), "_s": s})
+    found.sort(key=lambda f: (f["err"] > rtol, "sqrt(d_model)" in f["structure"], f["err"]))
+    for f in found[:3]:
+        s, t, c, e = f.pop("_s"), f["tau"], f["c"], f["err"]
+        bar = max(rtol, 2 * e)  # a move of 10% in one, the other fitted again: explains `got` as well?
+        f["tau_determined"] = all(err(s, *refine(s, t2, c, fixed="tau")) > bar for t2 in (t * 1.1, t / 1.1))
+        f["c_determined"] = all(err(s, *refine(s, t, c2, fixed="c")) > bar for c2 in (c * 1.1, c / 1.1))
+    return [f for f in found[:3]]

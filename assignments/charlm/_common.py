@@ -160,11 +160,11 @@ def _check_dtype(info, dtype, what):
 
 
 def _as_index(v):
-    """A Python int from an id that came back as an int, a 0-d array or a 1-element array."""
+    """A Python int from an id that came back as an int or numpy int, a 0-d array or a 1-element array."""
     if isinstance(v, bool):
         return None
-    if isinstance(v, int):
-        return v
+    if isinstance(v, (int, np.integer)):  # a numpy integer as well: np.int64(2) indexes as 2 does
+        return int(v)
     if isinstance(v, np.ndarray) and v.size == 1 and v.dtype.kind in "iu":
         return int(v.reshape(()))
     return None

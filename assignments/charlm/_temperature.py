@@ -1,0 +1,385 @@
+"""The temperature of a CharTransformer's attention (trusted side): what test_model_attention_scaled_by_the_head_width
+in test_charlm_model.py judges, and how.
+
+What it is for: every other model test holds at any temperature. In one layer whose attention projections are
+the identity, biases zero and MLP silent (`_temperature_ways`), with the token embedding and the output layer
+set to one known matrix, the logits are a fixed function of the ids whose only free choices, beside the
+structure (pre- or post-norm, a final norm, which positions), are the temperature of the softmax (the scores
+divided by tau) and any scale on the attention's output (times c). A right model has tau = sqrt(d_model /
+num_heads) and c = 1 at every length T. The logits of the known structures at the right and the known wrong
+temperatures are answer models (`_answers.identity_model`, recorded for the kit); an answer that matches none
+of them is FITTED (`_answers.fit_identity_model`: the tau and c, and the structure, that explain it), on a
+full block and on a shorter input, so that a scale on the output, or one computed from T, is named with the
+values it has. Only the full package fits (a fit depends on the student's answer, which no recording of the
+kit holds). What the kit can tell as well: with the queries' and keys' projections set to zero too, every
+score is 0 and each position averages the ones it sees evenly whatever the temperature; a model that then
+gives a known structure's logits (`pinned`) is right in everything but its scores, so an answer at no right
+temperature fails there too, and the full package adds the fitted values as the likely mistake.
+
+What it is not: a test (the test function is in test_charlm_model.py), or code that computes an answer (every
+logit comes from `A`).
+"""
+
+import math
+
+from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+
+TEMPERATURE_CFG = (17, 7, 12, 2, 1)  # one layer; every shape below tells its part apart (d_model/num_heads = 6)
+SCALE_HINTS = (("no scaling: the scores q @ k^T are not divided at all (divide them by sqrt(head_size) = "
+                "sqrt(d_model/num_heads): `* k.size(-1) ** -0.5`)", lambda D, dh: 1.0),
+               ("the scores are divided by sqrt(d_model), the model's width, not by sqrt(d_model/num_heads), the "
+                "width of a head (Karpathy's `wei = q @ k.transpose(-2, -1) * C**-0.5` with C = n_embd, the input's "
+                "last size): scale by the keys' own width, `* k.size(-1) ** -0.5`", lambda D, dh: math.sqrt(D)),
+               ("the scores are divided by d_model/num_heads, the head width, not by its square root",
+                lambda D, dh: float(dh)),
+               ("the scores are divided by d_model, not by sqrt(d_model/num_heads)", lambda D, dh: float(D)),
+               ("the scores are multiplied by sqrt(d_model/num_heads) instead of divided by it (`* math.sqrt(d_k)` "
+                "where `/ math.sqrt(d_k)` was meant)", lambda D, dh: 1.0 / math.sqrt(dh)))
+TEMPERATURE_RTOL = 2e-4  # float32 logits against float64 ones, relative to max(1, their largest)
+TEMPERATURE_APART = 2e-3  # a right and a wrong temperature's answers nearer than this tell nothing
+TEMPERATURE_SHORT = 5  # the shorter input: a scale computed from T shows as another value there (T = block_size = 7)
+TEMPERATURE_SAME = 0.01  # a fitted tau or c this near a value (relative) is that value
+_MLP_NAME = re.compile(r"mlp|ffw?d?|feed|fc|dense|linear[12]", re.I)
+
+
+def _temperature_ways(m, cfg, E, P, ones):
+    """The ways to set a one-layer CharTransformer so that its output is a fixed function of the temperature of
+    its attention, that its parameters' names and shapes allow, each {name: value}: the token embedding and the
+    output layer (both (vocab_size, d_model), or the head (d_model, vocab_size) used as x @ W) set to `E`, a
+    learned positional embedding (block_size, d_model) to `P`, the attention's projections to the identity
+    (square ones, a fused (3D, D) one in q, k, v order or head by head, per-head ones numbered by the last
+    number of their name, (h, D, D/h) stacks), every bias to zero, the norms' weights (`ones`: the 1-D
+    parameters that are all ones) to one, and the MLP (its (H, D) and (D, H) layers)
+    to zero, so that it adds nothing. A (D, D) layer is read as attention, or, in a second way, as the MLP's
+    where its name says so. Parameters of any other shape are left as they are.
+
+    Each way comes as (values, uniform): `uniform` is the same with the queries' and keys' projections set to
+    zero, so that every score is 0 and every position averages the ones it sees evenly, whatever the temperature
+    (a fused one's first two thirds, q and k, head by head where the way reads it so; other projections where
+    their name says query or key), or None where no projection can be told to be one."""
+    V, bs, D, h = cfg[0], cfg[1], cfg[2], cfg[3]
+    dh, eye = D // h, np.eye(D, dtype=np.float32)
+    by_head = np.concatenate([eye[i * dh:(i + 1) * dh] for i in range(h) for _ in range(3)])
+    values, fused, square_mlp, per_head = {}, [], [], {}
+    for p in m.params:
+        name, shape = p.get("name"), tuple(p.get("shape", ()))
+        if not isinstance(name, str):
+            return []
+        if shape == (V, D):
+            values[name] = E
+        elif shape == (D, V):
+            values[name] = np.ascontiguousarray(E.T)
+        elif shape in ((bs, D), (1, bs, D)):
+            values[name] = P.reshape(shape)
+        elif shape == (D, D):
+            values[name] = eye
+            if _MLP_NAME.search(name.rsplit(".", 1)[0] if name.endswith((".weight", ".bias")) else name):
+                square_mlp.append(name)
+        elif shape == (3 * D, D):
+            values[name] = np.concatenate([eye, eye, eye])
+            fused.append((name, False))
+        elif shape == (D, 3 * D):
+            values[name] = np.concatenate([eye, eye, eye], axis=1)
+            fused.append((name, True))
+        elif shape == (h, D, dh):
+            values[name] = np.stack([eye[:, i * dh:(i + 1) * dh] for i in range(h)])
+        elif shape == (h, dh, D):
+            values[name] = np.stack([eye[i * dh:(i + 1) * dh] for i in range(h)])
+        elif shape in ((dh, D), (D, dh)):
+            head = re.findall(r"\d+", name)
+            if not head or not 0 <= int(head[-1]) < h:
+                return []
+            per_head.setdefault(int(head[-1]), []).append(name)
+            rows = eye[int(head[-1]) * dh:(int(head[-1]) + 1) * dh]
+            values[name] = rows if shape == (dh, D) else np.ascontiguousarray(rows.T)
+        elif len(shape) == 1:
+            values[name] = (np.ones if name in ones else np.zeros)(shape, dtype=np.float32)
+        elif len(shape) == 2 and D in shape and not set(shape) & {V, bs, dh, 3 * D}:
+            values[name] = np.zeros(shape, dtype=np.float32)  # the MLP's (H, D) and (D, H) layers
+    if per_head and sorted(per_head) != list(range(h)):
+        return []
+    ways = [values]
+    if fused and h > 1:
+        ways.append({**values, **{n: (np.ascontiguousarray(by_head.T) if rows_last else by_head)
+                                  for n, rows_last in fused}})
+    if square_mlp:
+        ways += [{**w, **{n: np.zeros((D, D), dtype=np.float32) for n in square_mlp}} for w in list(ways)]
+    return [(w, _uniform(w, cfg, [n for n, _ in fused], square_mlp)) for w in ways]
+
+
+# a projection's name that says it makes the queries or the keys (q_proj, query, W_k, to_k, heads.0.key, ...)
+_QK_NAME = re.compile(r"(^|[._])(q|k|query|key|queries|keys|w_?q|w_?k|q_?proj|k_?proj|to_?q|to_?k)"
+                      r"(_?(weight|proj(_weight)?))?([._]|$)", re.I)
+
+
+def _uniform(values, cfg, fused, square_mlp):
+    """`values` (a way of _temperature_ways) with the queries' and keys' projections set to zero, or None where
+    none can be told: a fused (3D, D) or (D, 3D) one's q and k thirds (head by head where its value reads it so),
+    and the (D, D), (h, D, D/h), (D/h, D) ... ones whose name says query or key."""
+    D, h = cfg[2], cfg[3]
+    dh = D // h
+    out, zeroed = dict(values), 0
+    for name, v in values.items():
+        shape = v.shape
+        if name in fused:
+            rows = v if shape == (3 * D, D) else v.T                                     # (3D, D)
+            blocks = [(0, 2 * D)] if np.array_equal(rows[:D], np.eye(D)) else [(3 * dh * i, 3 * dh * i + 2 * dh)
+                                                                            for i in range(h)]
+            rows = rows.copy()
+            for a, b in blocks:
+                rows[a:b] = 0
+            out[name] = np.ascontiguousarray(rows if shape == (3 * D, D) else rows.T)
+            zeroed += 1
+        elif (shape in ((D, D), (h, D, dh), (h, dh, D), (dh, D), (D, dh)) and name not in square_mlp
+              and _QK_NAME.search(name.rsplit(".", 1)[0] if name.endswith(".weight") else name)):
+            out[name] = np.zeros_like(v)
+            zeroed += 1
+    return out if zeroed else None
+
+
+def _temperature_candidates(cfg, E, P, sines, ids, taus):
+    """{tau: (n, T, vocab_size) logits}: what a one-layer model set by _temperature_ways gives on the ids `ids`
+    (T,) with its scores divided by tau, for each structure a right model may have (_answers.identity_model:
+    recorded for the kit, in float32)."""
+    return dict(zip(taus, A.identity_logits(E, P, sines, ids, cfg[3], taus).astype(np.float64)))
+
+
+def _telling_candidates(candidates, right):
+    """(right_ok, {tau: wrong_ok}): which of the candidate answers (_temperature_candidates) can judge a model:
+    the right temperature's answers that lie apart from every wrong temperature's (of any structure), and each
+    wrong temperature's that lie apart from every right one, by TEMPERATURE_APART relative to the largest."""
+    R = candidates[right]                                                                 # (n, T, V)
+    scale = np.maximum(1.0, np.abs(R).max(axis=(1, 2)))
+    right_ok, wrong_ok = np.ones(len(R), dtype=bool), {}
+    for tau, W in candidates.items():
+        if tau == right:
+            continue
+        apart = np.abs(R[:, None] - W[None]).max(axis=(2, 3)) / scale[:, None] > TEMPERATURE_APART  # (n, n)
+        right_ok &= apart.all(axis=1)
+        wrong_ok[tau] = apart.all(axis=0)
+    return right_ok, wrong_ok
+
+
+def _sizes(cfg, T, globals_=None):
+    """The sizes a scale may have been computed from, with their names, on an input of T tokens: the model's,
+    then the notebook's top-level ints (`globals_`, {name: value})."""
+    V, bs, D, h = cfg[0], cfg[1], cfg[2], cfg[3]
+    return ((("d_model/num_heads", D // h), ("d_model", D), ("num_heads", h), ("T", T), ("block_size", bs))
+            + tuple((f"your notebook's `{name}`", g) for name, g in sorted((globals_ or {}).items())))
+
+
+_FORMS = (("sqrt({})", math.sqrt), ("{}", float), ("1/sqrt({})", lambda n: 1 / math.sqrt(n)), ("1/{}", lambda n: 1 / n))
+
+
+def _same(a, b):
+    return abs(a / b - 1) <= TEMPERATURE_SAME
+
+
+def _named(value, sizes):
+    """{"sqrt(7)": ["sqrt(T)", "sqrt(block_size)"], ...}: what `value` is among the powers of `sizes`."""
+    named = {}
+    for name, n in sizes:
+        for form, f in _FORMS:
+            if n > 1 and _same(value, f(n)):
+                named.setdefault(form.format(n), []).append(form.format(name))
+    return named
+
+
+def _value(value, sizes):
+    """`value` and what it is: "1.414 = sqrt(2) (sqrt(num_heads))"."""
+    named = _named(value, sizes)
+    if not named:
+        return f"{value:.4g}"
+    number, exprs = next(iter(named.items()))
+    return f"{value:.4g} = {number} ({' or '.join(exprs)})"
+
+
+# why a size is not the head's width, for a fitted scale computed from it
+SIZE_CAUSES = {"d_model": "C = n_embd, the input's last size, is the model's width, not a head's",
+               "num_heads": "`C // head_size` (n_embd // head_size) is the number of heads, not the width of one",
+               "T": "T (`B, T, C = x.shape`) is the number of tokens, which changes with the input",
+               "block_size": "block_size is the length of the context, not a width",
+               "your notebook's": "a size read from a notebook global is not this model's: every size must come "
+                                  "from the constructor's arguments (or from k.size(-1))"}
+
+
+def _fit(cfg, E, P, sines, ids, got):
+    """The best fit of `got` (_answers.fit_identity_model) where it explains it within TEMPERATURE_RTOL with a
+    tau that no other one 10% away could replace (a softmax the scores move: not a model whose attention adds
+    nothing), else None; False in the kit, which holds no fit of an answer it never saw (a recording holds the
+    reference's answers only). Its c is the best one even where a band around it would do nearly as well."""
+    fits = A.maybe.fit_identity_model(E, P, sines, ids, cfg[3], got, TEMPERATURE_RTOL)
+    if fits is None:
+        return False
+    best = fits[0] if fits else None
+    if best is None or best["err"] > TEMPERATURE_RTOL or not best["tau_determined"]:
+        return None
+    return best
+
+
+def _fitted_cause(cfg, full, short, T_short, globals_):
+    """The likely mistake, for a model whose logits on a full block (`full`: the fitted tau, c and structure, or
+    None where the full block is right) and on T_short tokens (`short`, None where nothing was fitted there)
+    are those of _fit."""
+    bs, dh = cfg[1], cfg[2] // cfg[3]
+    right = {"tau": math.sqrt(dh), "c": 1.0}
+    at = [(bs, full or right)] + ([(T_short, short)] if short is not None else [])
+    varies = short is not None and not (_same(short["tau"], at[0][1]["tau"]) and _same(short["c"], at[0][1]["c"]))
+
+    def scale(f, T):
+        sizes = _sizes(cfg, T, globals_)
+        text = "not divided at all" if _same(f["tau"], 1.0) else f"divided by {_value(f['tau'], sizes)}"
+        return text + ("" if _same(f["c"], 1.0) else
+                       f" and the attention's output multiplied by {_value(f['c'], sizes)}")
+
+    if full is None:
+        said = (f"divided by sqrt({dh}) = {right['tau']:.4g} on a full block of {bs} tokens, as they should be, but "
+                f"{scale(short, T_short)} on {T_short} tokens")
+    elif varies:
+        said = f"{scale(full, bs)} on {bs} tokens but {scale(short, T_short)} on {T_short} tokens"
+    else:
+        said = f"{scale(full, bs)} on {bs}{f' and on {T_short}' if short is not None else ''} tokens"
+    fitted = f"fitted to your logits, the scores are {said} (read as {(full or short)['structure']})"
+    scaled_out = any(not _same(f["c"], 1.0) for _, f in at)
+    if varies:
+        in_T = [form.format("T") for form, fn in _FORMS if all(_same(f["tau"], fn(T)) for T, f in at)]
+        cause = ("the scale is computed from T, the number of tokens (`B, T, C = x.shape`), which changes with the "
+                 "input" + (f" (the scores are divided by {in_T[0]})" if in_T else "")
+                 + "; the temperature is the width of the keys, the same for every T: `* k.size(-1) ** -0.5`")
+    elif scaled_out and _same(full["tau"], 1.0):
+        cause = ("the 1/sqrt(d_k) is applied to the attention's output (`(wei @ v) * d_k ** -0.5`) instead of to the "
+                 "scores before the softmax: there it sets how sharp each head's weights are, while after the "
+                 "softmax it only shrinks the output and leaves the weights those of unscaled scores. Scale the "
+                 "scores: `wei = q @ k.transpose(-2, -1) * k.size(-1) ** -0.5`, then the softmax, then `wei @ v`")
+    elif scaled_out:
+        cause = ("the attention's output is multiplied by a scale of its own: only the scores are scaled, by "
+                 "1/sqrt(d_k), before the softmax")
+    else:
+        cores = [e[len("1/"):] if e.startswith("1/") else e
+                 for exprs in _named(full["tau"], _sizes(cfg, bs, globals_)).values() for e in exprs]
+        cores = [e[len("sqrt("):-1] if e.startswith("sqrt(") else e for e in cores]
+        why = next((SIZE_CAUSES["your notebook's" if n.startswith("your notebook's") else n] for n in cores
+                    if n in SIZE_CAUSES or n.startswith("your notebook's")), None)
+        cause = (f"the scale comes from another size than sqrt(d_model/num_heads), the width of a head"
+                 f"{': ' + why if why else ''}. Scale the scores by the keys' own width, `* k.size(-1) ** -0.5`")
+    return f"{fitted}: {cause}"
+
+
+def _check_temperature(sub, ref, rng, seed, cfg):
+    """test_model_attention_scaled_by_the_head_width: the right temperature on a full block and on
+    TEMPERATURE_SHORT tokens passes; a known wrong one (SCALE_HINTS) fails naming it; so does any other that a
+    fit explains, with the values fitted, or (what the kit can tell without a fit) a model `pinned` by its queries
+    and keys set to zero; a layout the grader cannot set, an answer near the right one where the temperature
+    hardly shows, or one nothing explains, skips."""
+    V, bs, D, h = cfg[0], cfg[1], cfg[2], cfg[3]
+    dh = D // h
+    E = (0.5 * rng.standard_normal((V, D))).astype(np.float32)  # scores of O(1): no head's softmax saturates
+    P = (0.5 * rng.standard_normal((bs, D))).astype(np.float32)
+    ids = rng.integers(0, V, size=bs)
+    short = ids[:TEMPERATURE_SHORT]
+    sines = _np64(torch.as_tensor(ref.sinusoidal_positions(bs, D)))
+    right = math.sqrt(dh)
+    taus = (right,) + tuple(tau(D, dh) for _, tau in SCALE_HINTS)
+    candidates = _temperature_candidates(cfg, E, P, sines, ids, taus)
+    short_right = _temperature_candidates(cfg, E, P, sines, short, (right,))[right]
+    # every answer model is asked before the student's answer is known, so that the kit records them all
+    with_positions = np.array(A.identity_structures_with_positions(), dtype=bool)
+    even = _temperature_candidates(cfg, E, P, sines, ids, (math.inf,))[math.inf][with_positions]  # scores all 0
+    what = _cfg_text(cfg)
+    set_as = (f"{what}, with its attention's projections set to the identity, its biases to zero, its MLP silenced "
+              "and its token embedding and output layer set to one known matrix,")
+    not_checked = "the temperature of the attention was not checked: "
+    try:
+        m = _new(sub, cfg, seed)
+        flat = [p["name"] for p in m.params if len(p.get("shape", ())) == 1 and isinstance(p.get("name"), str)]
+        got_1d = m.get_params(flat) if flat else {}
+    except GradingFailure as e:
+        pytest.skip(f"{not_checked}judged by the other tests: {e.message.splitlines()[0][:200]}")
+    # a norm's weight starts at one (a zero bias was given small random values when the model was made)
+    ones = {n for n, v in got_1d.items() if isinstance(v, np.ndarray) and v.size and np.all(v == 1)}
+    ways = _temperature_ways(m, cfg, E, P, ones)
+    if not ways:
+        pytest.skip(f"{not_checked}the grader cannot set this model's attention projections to the identity from "
+                    "their names and shapes (the other tests judge it)")
+    # a candidate whose answer at the right temperature lies near one at a wrong temperature (a softmax saturated
+    # by a large input, where the temperature hardly shows) neither passes nor fails a model
+    right_ok, wrong_ok = _telling_candidates(candidates, right)
+    fresh = iter([m])
+
+    def matches(want, got, telling=True):                                               # want: (n, T, V)
+        err = np.abs(want - got).max(axis=(-2, -1)) / np.maximum(1.0, np.abs(want).max(axis=(-2, -1)))
+        return bool(np.any((err <= TEMPERATURE_RTOL) & telling))
+
+    def run(values, ids_):
+        """The logits of a module set to `values` on `ids_`, each run on a module of its own (a forward that
+        changes its module, a mask sliced into self.mask, must not change the next run); None where the shorter
+        input fails (test_model_causal_on_shorter_input says why)."""
+        try:
+            module = next(fresh, None) or _new(sub, cfg, seed)
+            module.set_params({n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in values.items()})
+            idx = torch.tensor(ids_[None], dtype=torch.int64)
+            r = module.forward([idx], seed=seed) if ids_ is short else _forward(module, cfg, [idx], seed)
+            return _logits(r.outputs[0], 1, len(ids_), V, what)[0].astype(np.float64)
+        except GradingFailure as e:
+            if ids_ is short:
+                return None
+            pytest.skip(f"{not_checked}judged by the other tests: {e.message.splitlines()[0][:200]}")
+
+    def globals_():
+        try:
+            return {k: g for k, g in sub.top_level_ints().items() if g > 1 and g not in cfg}
+        except GradingFailure:
+            return {}
+
+    unexplained = []
+    for values, uniform in ways:
+        got = run(values, ids)
+        if matches(candidates[right], got, right_ok):
+            got_short = run(values, short)
+            if got_short is None or matches(short_right, got_short):
+                return
+            fitted = _fit(cfg, E, P, sines, short, got_short)  # right on a full block, not on fewer tokens
+            if fitted and not (_same(fitted["tau"], right) and _same(fitted["c"], 1.0)):
+                _fail(f"{set_as} gives on a full block of {bs} tokens the logits of attention whose scores are "
+                      f"divided by sqrt(d_model/num_heads) = sqrt({dh}) = {right:.4g}, but not on {TEMPERATURE_SHORT} "
+                      "tokens: the temperature of a head must be the same whatever the number of tokens.\nLikely "
+                      f"mistake: {_fitted_cause(cfg, None, fitted, TEMPERATURE_SHORT, globals_())}.")
+            return  # what differs on fewer tokens is not the temperature (positions?): the other tests judge it
+        for hint, tau in SCALE_HINTS:
+            if matches(candidates[tau(D, dh)], got, wrong_ok[tau(D, dh)]):
+                _fail(f"{set_as} gives the logits of attention whose scores are divided by {tau(D, dh):.4g}, not by "
+                      f"sqrt(d_model/num_heads) = sqrt({dh}) = {right:.4g}: each head's softmax is too sharp or too "
+                      f"flat, so every position averages the earlier ones with the wrong weights.\nLikely mistake: "
+                      f"{hint}.")
+        # an answer within the tolerance of a right one, where the temperature hardly shows: never failed below
+        unexplained.append((values, uniform, got, matches(candidates[right], got)))
+    # at no known temperature. With the queries' and keys' projections set to zero as well, every score is 0: each
+    # position averages the ones it sees evenly, whatever the temperature. Where the model then gives a known
+    # structure's logits (with absolute positions: rotary or relative ones act on the scores only), everything but
+    # the scores is right, and the scores of the identity projections are not divided by sqrt(d_model/num_heads)
+    pinned = any(not near and u is not None and (g := run(u, ids)) is not None and matches(even, g)
+                 for _, u, _, near in unexplained)
+    message = (f"{set_as} gives the logits a model the grader knows gives when its queries' and keys' projections are "
+               "set to zero too (every position then averages the earlier ones evenly, whatever the temperature), but "
+               "with them set to the identity it does not give those of attention whose scores are divided by "
+               f"sqrt(d_model/num_heads) = sqrt({dh}) = {right:.4g}, the width of a head: each head's softmax is too "
+               "sharp or too flat, so every position averages the earlier ones with the wrong weights." if pinned else
+               f"{set_as} gives the logits of attention whose scores are not divided by sqrt(d_model/num_heads) = "
+               f"sqrt({dh}) = {right:.4g}, the width of a head, or whose output is scaled: each head's softmax is too "
+               "sharp or too flat, so every position averages the earlier ones with the wrong weights.")
+    for values, _, got, near in unexplained:  # which single temperature and output scale, if any, explain it?
+        fitted = not near and _fit(cfg, E, P, sines, ids, got)
+        if not fitted or (_same(fitted["tau"], right) and _same(fitted["c"], 1.0)):
+            continue  # (the kit has no fit: False)
+        got_short = run(values, short)
+        fitted_short = None if got_short is None else _fit(cfg, E, P, sines, short, got_short)
+        _fail(f"{message}\nLikely mistake: "
+              f"{_fitted_cause(cfg, fitted, fitted_short or None, TEMPERATURE_SHORT, globals_())}.")
+    if pinned:  # what the kit can tell without a fit
+        _fail(message)
+    pytest.skip(f"{not_checked}with its projections set to the identity, the model answers as no structure the "
+                "grader knows at a temperature it can tell (pre- or post-norm, learned or sinusoidal positions, "
+                "another head split or extra layers inside); the other tests judge it")
+
+
+__all__ = [n for n in dir() if not n.startswith("__")]
