@@ -103,6 +103,9 @@ def _unread_part(name, shape, axis, dead, D):
     return words
 
 
+PERTURBED_PER_ROUND_TRIP = 16  # perturbed weights (with their forwards) sent to the worker together
+
+
 @pytest.mark.question("mhsa")
 @pytest.mark.weight(4)  # the values: a module that averages its keys (v = k) passes every other test
 def test_mhsa_every_weight_reaches_the_output(sub, rng, seed):
@@ -120,9 +123,9 @@ def test_mhsa_every_weight_reaches_the_output(sub, rng, seed):
     x = randn(rng, (B, N, D))
     with explained():
         g = m.grads(x, randn(rng, (B, N, D)))
-    grads = {p.get("name"): p for p in (g.get("params", []) if isinstance(g, dict) else []) if p.get("has_grad")}
+    has_grad = {p.get("name") for p in (g.get("params", []) if isinstance(g, dict) else []) if p.get("has_grad")}
     shapes = {p["name"]: tuple(p["shape"]) for p in m.params
-              if p.get("name") in grads and len(p.get("shape") or ()) >= 2 and int(np.prod(p["shape"])) > 1}
+              if p.get("name") in has_grad and len(p.get("shape") or ()) >= 2 and int(np.prod(p["shape"])) > 1}
     if not shapes:
         pytest.skip("judged by test_mhsa_every_parameter_in_graph, not here: no weight matrix of the module gets a "
                     "gradient, so none can be checked for reaching the output")
@@ -134,30 +137,38 @@ def test_mhsa_every_weight_reaches_the_output(sub, rng, seed):
         with explained():
             kept = np.array(m.get_params([name])[name], dtype=np.float32)
         size = max(float(kept.std()), 0.5)
-
-        def moves(index):
-            v = kept.copy()
-            v[index] += (noise.standard_normal(v[index].shape) * size).astype(np.float32)
-            with explained():
-                m.set_params({name: torch.from_numpy(v)})
-            return changed(check_shape(forward(m, [x]).outputs[0], (B, N, D), f"{what} output"), base, scale)
-
-        # only what the gradient left exactly zero is tried: a slice with a gradient moves the output (a weight
-        # read through a mask or a rounding may have none and still move it: trying it tells); where the answer
-        # says nothing of its zeros, every slice is tried
-        zeros = grads[name]
+        # the whole weight, then each slice along its first and its last axis, gets new random values in turn;
+        # the gradient's zeros are never trusted to skip one (a module's own autograd says what it likes).
+        # Each perturbed weight and its forward go to the worker together, a few dozen asks per round trip
+        tries = [(Ellipsis,)] + [(slice(None),) * axis + (i,) for axis in sorted({0, len(shape) - 1})
+                                 for i in range(shape[axis])]
+        moved = []
         try:
-            if zeros.get("zero", True) and not moves((Ellipsis,)):
-                unread.append(f"all of `{name}` {shape}")
-                continue
-            for axis, key in sorted({0: "zero_rows", len(shape) - 1: "zero_cols"}.items()):
-                tried = _indices(zeros.get(key), shape[axis])
-                dead = [i for i in tried if not moves((slice(None),) * axis + (i,))]
-                if dead:
-                    unread.append(_unread_part(name, shape, axis, dead, D))
+            for chunk in range(0, len(tries), PERTURBED_PER_ROUND_TRIP):
+                asks = []
+                with sub.together(chain=True) as t:
+                    for index in tries[chunk:chunk + PERTURBED_PER_ROUND_TRIP]:
+                        v = kept.copy()
+                        v[index] += (noise.standard_normal(v[index].shape) * size).astype(np.float32)
+                        asks.append((t.set_params(m, {name: torch.from_numpy(v)}), t.forward(m, [x])))
+                    t.set_params(m, {name: torch.from_numpy(kept)})
+                with naming_globals(m.sub, getattr(m, "sizes", {}), m.cls), explained():
+                    for was_set, out in asks:  # in order: a forward is judged only after its weight was set
+                        was_set.get()
+                        moved.append(changed(check_shape(out.get().outputs[0], (B, N, D), f"{what} output"),
+                                             base, scale))
         finally:
             with explained():
                 m.set_params({name: torch.from_numpy(kept)})
+        if not moved[0]:
+            unread.append(f"all of `{name}` {shape}")
+            continue
+        at = 1
+        for axis in sorted({0, len(shape) - 1}):
+            dead = [i for i in range(shape[axis]) if not moved[at + i]]
+            at += shape[axis]
+            if dead:
+                unread.append(_unread_part(name, shape, axis, dead, D))
     if unread:
         raise GradingFailure(
             f"{what}: the output stayed as it was when these weights got new random values: "
@@ -165,13 +176,6 @@ def test_mhsa_every_weight_reaches_the_output(sub, rng, seed):
             "but what they compute never reaches the output (in a right module every row and every column of every "
             "weight matrix moves it)."
             f"\nLikely mistake: {UNREAD_WEIGHTS_HINT}.")
-
-
-def _indices(listed, n):
-    """The slices to try along an axis of length n: those the worker listed (valid ones), else every one."""
-    if not isinstance(listed, list):
-        return list(range(n))
-    return sorted({i for i in listed if type(i) is int and 0 <= i < n})
 
 
 def _mhsa_equivariant(sub, close, rng, seed, B, N, D, h):

@@ -3,7 +3,7 @@
 What it is for: a test that asks the worker several things in a row (the call and the edge-case rule's
 second call, the "arguments unchanged" calls, a module and then its forward) pays one round trip for
 them instead of one each. `sub.together()` gives a `Together`; its `call`, `call_changes`, `torch_calls`,
-`new` and `forward` collect asks and return `Pending`s; `send()` (or the end of a `with` block, or the
+`new`, `forward` and `set_params` collect asks and return `Pending`s; `send()` (or the end of a `with` block, or the
 first `get()`) sends them all at once and reads every answer; `Pending.get()` gives what the same method
 of `sub` gives alone: the value, or the same GradingFailure raised.
 
@@ -80,7 +80,7 @@ class Pending:
                 raise failure
             return value
         value, failure, stdout, dropped, dtypes, generation = self._outcome
-        if not self._got and self.op != "forward":
+        if not self._got and self.op not in ("forward", "set_params"):
             sub.called.append(self.name)
         self._got = True
         sub.last_stdout, sub.last_stdout_dropped, sub.last_dtypes = stdout, dropped, list(dtypes)
@@ -94,6 +94,8 @@ class Pending:
         sub = self._batch.sub
         if self.op == "forward":
             return self._module.get().forward(self.args[0], seed=self._extra.get("seed", 0))
+        if self.op == "set_params":
+            return self._module.get().set_params(self.args[0])
         if self.op == "new":
             return sub.new(self.name, *self.args, **self._extra, **self.kwargs)
         return getattr(sub, self.op)(self.name, *self.args, **self.kwargs)
@@ -139,6 +141,13 @@ class Together:
         return self._append(Pending(self, "forward", module.name, [list(inputs)], {}, {"seed": int(seed)},
                                     f"{module.name}.forward", f"{module.name}.forward", module=module))
 
+    def set_params(self, module, values):
+        """set_params of a ModuleHandle made before the batch (overwrite named parameters, in the worker)."""
+        p = Pending(self, "set_params", module.cls, [dict(values)], {}, {}, f"{module.cls} (setting its parameters)",
+                    f"{module.cls}.set_params")
+        p._module = _Made(module)
+        return self._append(p)
+
     def _add(self, op, name, args, kwargs, extra=None):
         what = call_text(name, args, kwargs)
         return self._append(Pending(self, op, name, list(args), dict(kwargs), extra or {}, what, f"{name}(...)"))
@@ -151,7 +160,7 @@ class Together:
     def _request(self, p, after):
         """The request p would make alone, as (header, buffers, cap), or None where it goes alone."""
         sub = self.sub
-        if p.op == "forward":
+        if p.op in ("forward", "set_params"):
             if isinstance(p._module, _Made):
                 m = p._module.handle
                 if m.sub is not sub or m.generation != sub.generation:
@@ -161,7 +170,8 @@ class Together:
                 if p._module.call_id is None:
                     return None
                 handle = {"made_by": p._module.call_id}
-            args = {"handle": handle, "inputs": p.args[0], "seed": p._extra["seed"]}
+            args = ({"handle": handle, "inputs": p.args[0], "seed": p._extra["seed"]} if p.op == "forward"
+                    else {"handle": handle, "values": p.args[0]})
         elif p.name not in sub.names:
             return None  # missing (or a worker that did not load): the ask alone says so
         elif p.op == "new":

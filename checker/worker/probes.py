@@ -113,19 +113,6 @@ def count_parameters(m):
         return sum(int(torch._C.TensorBase.numel(p)) for _n, p in registered(m))
 
 
-def _zero_slices(torch, g, most=4096):
-    """Where a gradient is exactly zero: {"zero": all of it} and, for a weight of two or more dimensions, the
-    indices along its first and its last axis whose whole slice is ("zero_rows", "zero_cols"; at most `most`
-    each). A test perturbs those to tell a weight that never reaches the output (checker.worker.probes.grads)."""
-    out = {"zero": not bool(g.any().item())}
-    if g.dim() >= 2:
-        rows = (g.reshape(g.shape[0], -1) == 0).all(dim=1)
-        cols = (g.movedim(-1, 0).reshape(g.shape[-1], -1) == 0).all(dim=1)
-        out["zero_rows"] = torch.nonzero(rows).flatten()[:most].tolist()
-        out["zero_cols"] = torch.nonzero(cols).flatten()[:most].tolist()
-    return out
-
-
 class ProbeError(Exception):
     """A probe could not run for a reason that is not the student's exception."""
 
@@ -312,12 +299,9 @@ class Probes:
         out = []
         for n, p in params:
             g = _real(p, "grad")
-            entry = {"name": n, "has_grad": g is not None, "finite": None}
-            if g is not None:
-                with torch._C.DisableTorchFunction():
-                    entry["finite"] = bool(torch.isfinite(g).all().item())
-                    entry.update(_zero_slices(torch, g))
-            out.append(entry)
+            with torch._C.DisableTorchFunction():
+                finite = bool(torch.isfinite(g).all().item()) if g is not None else None
+            out.append({"name": n, "has_grad": g is not None, "finite": finite})
         return {"params": out, "output_requires_grad": bool(y.requires_grad)}
 
     def to(self, handle, device):
