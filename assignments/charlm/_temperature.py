@@ -86,7 +86,7 @@ def _temperature_ways(m, cfg, E, P, ones):
         elif shape == (h, dh, D):
             values[name] = np.stack([eye[i * dh:(i + 1) * dh] for i in range(h)])
         elif shape in ((dh, D), (D, dh)):
-            head = re.findall(r"\d+", name)
+            head = re.findall(r"(?<!\d)\d{1,6}(?!\d)", name)  # a head index; a run of 5,000 digits is none
             if not head or not 0 <= int(head[-1]) < h:
                 return []
             per_head.setdefault(int(head[-1]), []).append(name)

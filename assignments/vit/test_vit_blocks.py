@@ -264,8 +264,12 @@ def _rotation_fixing(m, vectors, rng):
     """A random m x m orthogonal matrix that leaves every vector of `vectors` (each of length m) as it is,
     rotating only their orthogonal complement; None when that complement has fewer than two dimensions."""
     basis = np.eye(m)
+    vectors = [v for v in vectors if np.all(np.isfinite(v))]  # a NaN-filled spare parameter is nothing to keep
     if vectors:
-        u, sv, _ = np.linalg.svd(np.stack(vectors, axis=1), full_matrices=True)
+        try:
+            u, sv, _ = np.linalg.svd(np.stack(vectors, axis=1), full_matrices=True)
+        except np.linalg.LinAlgError:
+            return None
         rank = int(np.sum(sv > 1e-9 * max(float(sv.max(initial=0.0)), 1e-300)))
         basis = u[:, rank:]
     r = basis.shape[1]

@@ -39,7 +39,7 @@ def _identity_weights(m, D, h):
         elif shape == (h, dh, D) and dh != D:  # ... used as x @ W[i].T
             values[name] = np.stack([eye[i * dh:(i + 1) * dh] for i in range(h)])
         elif shape in ((dh, D), (D, dh)) and h > 1:  # one head's projection: a layer's weight, or x @ W
-            head = re.findall(r"\d+", name)
+            head = re.findall(r"(?<!\d)\d{1,6}(?!\d)", name)  # a head index; a run of 5,000 digits is none
             if not head or not 0 <= int(head[0]) < h:
                 return []
             per_head.setdefault(int(head[0]), []).append(name)
