@@ -52,7 +52,6 @@ from checker.judging.notebook_globals import naming_globals
 from checker.judging.portability import check_call_on_another_device, check_runs_on_another_device
 
 LOWP = ("float16", "bfloat16")
-INT_KINDS = ("int64", "int32", "int16", "int8", "uint8")
 # vocab_size, block_size, d_model, num_heads, num_layers
 MODEL = (11, 9, 20, 2, 2)  # no size a notebook is likely to hold in a global (8, 32, 64, 65, ...)
 MODEL_MORE = [(5, 12, 24, 3, 1), (30, 4, 8, 4, 3)]
@@ -232,8 +231,9 @@ def _check_blocks(sub, close, rng, L, bs):
     close(got[1], y_want, what=f"{what}: y", hints=[
         ("y is x itself: y must be the next token at every position (x shifted one ahead)", x_want)])
     kinds = list(info.get("dtypes", []))
-    if any(d not in INT_KINDS for d in kinds):
-        _fail(f"{what}: x and y should be LongTensors of token ids, came back as {kinds}")
+    if any(d != "int64" for d in kinds):  # F.cross_entropy takes int64 targets only: int32 ones raise in training
+        _fail(f"{what}: x and y should be LongTensors (int64) of token ids, came back as {kinds}; "
+              "F.cross_entropy refuses other targets: make them with dtype=torch.long (or .long())")
 
 
 # attention --------------------------------------------------------------

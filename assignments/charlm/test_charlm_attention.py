@@ -23,9 +23,10 @@ def _check_mask(sub, close, T):
          "convention: True must mark the positions NOT allowed (j > i). Even if your own masked_attention "
          "inverts it, code written against the handout (`masked_fill(mask, -inf)`) would hide the past and "
          "let position i see the future", ~want)])
-    dt = (info.get("dtypes") or ["?"])[0]
+    dt = (info.get("dtypes") or [None])[0]
     if dt != "bool":
-        _fail(f"{what}: the values are right but the mask is {dt}; return a bool tensor "
+        kind = f"a {dt} array or tensor" if dt else "no array or tensor (a nested list?)"
+        _fail(f"{what}: the values are right but the mask is {kind}; return a bool tensor "
               "(masked_fill needs one; e.g. `torch.ones(T, T, dtype=torch.bool).triu(1)`)")
 
 
