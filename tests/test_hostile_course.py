@@ -92,7 +92,11 @@ def course(tmp_path, monkeypatch):
     (site / "neighbour").mkdir()
     (site / "neighbour" / "__init__.py").write_text("ANSWER_KEY = 'public'\n")
     (site / "neighbour" / "data.txt").write_text("readable\n")
-    for p in (tmp_path.parent, tmp_path):  # a site folder every user reaches (the fallback checks it)
+    # a site folder every user reaches (the fallback checks it): tmp_path and its parents up to a folder others
+    # enter already (under xdist there is one level more: basetemp/popen-gwN/), never pytest's pytest-of-<user>
+    for p in (tmp_path, *tmp_path.parents):
+        if p.name.startswith("pytest-of-") or p == p.parent or os.stat(p).st_mode & 0o005 == 0o005:
+            break
         os.chmod(p, 0o755)
     for p in (site, hw, site / "neighbour"):
         os.chmod(p, 0o755)

@@ -14,6 +14,7 @@ without CAP_SYS_ADMIN, where the marked tests ran in this mode already) it is
 skipped with the reason.
 """
 
+import importlib.util
 import os
 import re
 import shlex
@@ -80,7 +81,9 @@ def test_the_walls_tests_pass_without_cap_sys_admin(tmp_path):
     scratch.mkdir()
     inner = tempfile.mkdtemp(prefix="hw-", dir="/tmp")  # short: the tests' unix socket paths must fit 108 bytes
     os.chmod(inner, 0o755)  # a test may put a folder on the workers' Python path in its tmp_path
-    pytest_argv = [sys.executable, "-m", "pytest", "-q", "-m", "walls", "-p", "no:cacheprovider",
+    # on every core (this test runs alone: tests/conftest.py): the walls tests that must run alone do so inside
+    parallel = ["-n", "auto"] if importlib.util.find_spec("xdist") else []
+    pytest_argv = [sys.executable, "-m", "pytest", "-q", "-m", "walls", "-p", "no:cacheprovider", *parallel,
                    "--basetemp", os.path.join(inner, "t"), *_marked_files()]
     steps = [*_reach_steps(str(scratch), (sys.prefix, sys.base_prefix, REPO)), f"cd {shlex.quote(REPO)}",
              "exec capsh --drop=cap_sys_admin -- -c 'exec \"$0\" \"$@\"' " + shlex.join(pytest_argv)]
