@@ -438,3 +438,31 @@ def test_a_reading_that_still_recurses_too_deep_is_unclear_not_an_error(tmp_path
     monkeypatch.setattr(by_hand, "_import_system_edit", recursing)
     report = by_hand.library_use(_build(tmp_path, {"hw.py": GOOD}), "get_attention_weights", SOFTMAX)
     assert report.unclear == [by_hand.STOPPED] and not report.clean, (report.used, report.unclear)
+
+
+# a name the student binds by assignment to their own object (a student probe: a hand-written softmax or layer
+# norm as a callable object lost the by-hand points, "get_attention_weights calls softmax"); bound to the
+# library's function by any assignment, it is still the library's
+OWN_OBJECT = ("import numpy as np\n\nclass StableSoftmax:\n    def __call__(self, x, axis=-1):\n"
+              "        e = np.exp(x - x.max(axis, keepdims=True))\n        return e / e.sum(axis, keepdims=True)\n\n"
+              "softmax = StableSoftmax()\n\ndef get_attention_weights(scores):\n    return softmax(np.asarray(scores))\n")
+BOUND_TO_LIBRARY = {
+    "attribute": "import scipy.special\nsoftmax = scipy.special.softmax\n",
+    "alias": "from scipy.special import softmax as sm\nsoftmax = sm\n",
+    "star_import": "from scipy.special import *\nsoftmax = softmax\n",
+    "class_attribute": "import scipy.special\nclass W:\n    __call__ = staticmethod(scipy.special.softmax)\nsoftmax = W()\n",
+    "annotated": "import scipy.special\nsoftmax: object = scipy.special.softmax\n",
+}
+
+
+def test_a_name_bound_to_the_students_own_object_is_their_code(tmp_path):
+    report = library_use(_build(tmp_path, {"hw.py": OWN_OBJECT}), "get_attention_weights", SOFTMAX)
+    assert report.clean, (report.used, report.unclear)
+
+
+@pytest.mark.parametrize("how", list(BOUND_TO_LIBRARY))
+def test_a_name_assigned_the_library_function_is_the_librarys(tmp_path, how):
+    code = ("import numpy as np\n" + BOUND_TO_LIBRARY[how]
+            + "\ndef get_attention_weights(scores):\n    return softmax(np.asarray(scores), axis=-1)\n")
+    report = library_use(_build(tmp_path, {"hw.py": code}), "get_attention_weights", SOFTMAX)
+    assert not report.clean and any("softmax" in u for u in report.used + report.unclear), (report.used, report.unclear)

@@ -425,6 +425,12 @@ def _library_use(path, name, forbidden, secrets=()):
         return isinstance(s, ast.ImportFrom) and bool(s.level or (s.module or "").split(".")[0] in own_modules)
 
     student_defs = {n for n, stmts in binds.items() if stmts and all(own(s) for s in stmts)}
+    # names the student's own code binds by assignment (`softmax = StableSoftmax()`, `layer_norm = LayerNormFn()`)
+    # besides defs: what such a name is, is read where it is bound (followed by name), so naming it is no use of
+    # the library function of that name; with a star import anywhere it may still be the library's
+    assigned = set() if binds.get("*") else {
+        n for n, stmts in binds.items() if stmts and all(own(s) or isinstance(s, (ast.Assign, ast.AnnAssign))
+                                                         for s in stmts)}
     edit = _import_system_edit(trees)
     used, unclear, seen, followed, said = [], [], set(), set(), set()
     # its bindings, and any top-level statement that may bind it unseen (read: what it calls is unclear)
@@ -492,7 +498,8 @@ def _library_use(path, name, forbidden, secrets=()):
             if not walked & 4095 and time.monotonic() > deadline:
                 break
             if isinstance(node, ast.Name):
-                if node.id in forbidden and node.id not in student_defs and node.id not in local:
+                if node.id in forbidden and node.id not in student_defs and node.id not in local \
+                        and node.id not in assigned and not isinstance(node.ctx, ast.Store):
                     say(used, origin(node.id) or node.id)
                 if node.id in OPAQUE_NAMES and node.id not in student_defs:
                     say(unclear, OPAQUE_NAMES[node.id])
