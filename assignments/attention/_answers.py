@@ -216,6 +216,8 @@ def mha_mistakes(X, Wq, Wk, Wv, Wo, h):
     return {"d_k": m(scale=float(d // h)) if d // h > 1 else None,
             "d_model": m(scale=math.sqrt(d)) if h > 1 else None,
             "none": m(scale=1.0), "half": m(scale=(d // h) / 2) if d // h != 4 else None,
+            # sqrt(num_heads): the same as the right scale where h * h = d, as sqrt(d_model) where h = d
+            "heads": m(scale=math.sqrt(h)) if 1 < h and h * h != d and h != d else None,
             "twice": m(scale=2.0 * (d // h)), "wrong_axis": m(softmax_of="axis0"),
             "interleaved": m(interleaved=True) if 1 < h < d else None,
             "stacked": m(stacked=True) if h > 1 and np.shape(X)[0] > 1 else None,

@@ -199,6 +199,8 @@ def _self_attention_hints(X, Wq, Wk, Wv, row=None):
 def _mha_hints(X, Wq, Wk, Wv, Wo, h):
     m = A.mha_mistakes(X, Wq, Wk, Wv, Wo, h)
     return [(HEAD_SCALED_BY_D_K, m["d_k"]), (HEAD_SCALED_BY_D_MODEL, m["d_model"]), (NO_SCALING, m["none"]),
+            ("each head's scores were divided by sqrt(num_heads) instead of sqrt(d_k) = sqrt(d_model / num_heads), "
+             "the width of one head's keys", m["heads"]),
             (HALF_OF.format(n="d_k") + " (d_k = d_model / num_heads)", m["half"]),
             (TWICE_OF.format(n="d_k"), m["twice"]), (WRONG_AXIS, m["wrong_axis"]),
             ("head i must use the i-th contiguous block of d/num_heads columns (columns i*d/h .. (i+1)*d/h - 1), "

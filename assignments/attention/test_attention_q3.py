@@ -254,7 +254,9 @@ def _mha_gate(sub, ref, close, rng, T, d, h, dtype):
     returns ask(t): that call added to the asks `t` (checker.running.together), returning the gate to run once the
     edge case passed."""
     edge = [w for w, hit in [(ONE_TOKEN, T == 1), ("a single head, which any split and concatenation keeps whole",
-                                                    h == 1), ("heads of width 1, where sqrt(d_k) = 1", d // h == 1)]
+                                                    h == 1), ("heads of width 1, where sqrt(d_k) = 1", d // h == 1),
+                                   ("as many heads as each head is wide, where sqrt(num_heads) = sqrt(d_k)",
+                                    h > 1 and h * h == d)]
             if hit]
     if not edge:
         return lambda t: (lambda: None)
