@@ -175,3 +175,23 @@ def test_the_attackers_batch_is_ranked_by_the_real_commands(subs, tmp_path):
     for copier in ("bob_padded", "bob_plain", "carol_padded"):
         assert pairs.get(("alice", copier), 0) > 0.9, pairs
     assert not any("hold no code" in n for n in data["similarity_notes"]), data["similarity_notes"]
+
+
+def test_code_in_a_hidden_folder_is_read_and_an_oversized_file_is_named(tmp_path):
+    """An attacker's probe (round 5): a copy kept in `.lib/impl.py` (imported through sys.path: the worker copies
+    hidden folders) was in no pair, and one padded past grading's 4 MiB for a .py file was dropped without a
+    word. The hidden folder's code is read; a file the report cannot read makes the submission compared in part."""
+    correct = (ROOT / "submissions" / "attention" / "correct.py").read_text(encoding="utf-8")
+    hidden = tmp_path / "mallory_hidden"
+    (hidden / ".lib").mkdir(parents=True)
+    (hidden / ".lib" / "impl.py").write_text(correct)
+    (hidden / "main.py").write_text("import sys\nsys.path.insert(0, '.lib')\nfrom impl import *\n")
+    cut = []
+    assert "def get_scores" in sources.code_of(hidden, names=NAMES, cut=cut) and cut == []
+    big = tmp_path / "mallory_big"
+    big.mkdir()
+    (big / "main.py").write_text("from big import *\n")
+    (big / "big.py").write_text(correct + "_PAD = [" + "0, " * 1_600_000 + "]\n")  # 4.8 MB
+    cut = []
+    sources.code_of(big, names=NAMES, cut=cut)
+    assert cut == [str(big)]

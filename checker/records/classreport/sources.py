@@ -159,8 +159,8 @@ def _definitions(names):
 
 
 def _folder_code(path, not_notebooks=None, names=(), cut=None):
-    """A folder submission's code, chosen by what matters, not by name: its code files (.py and notebooks, no
-    hidden or __pycache__ folder, found by `checker.walk.walk`: no recursion, no link followed, at most
+    """A folder submission's code, chosen by what matters, not by name: its code files (.py and notebooks, in
+    hidden folders too but no .git, __pycache__ or .ipynb_checkpoints, found by `checker.walk.walk`: no recursion, no link followed, at most
     `MAX_DEPTH` folders down) are read smallest first within MAX_READ_BYTES; then, within MAX_CODE_BYTES, the
     files that define the assignment's `names` come first (for each name, the last file in the loader's
     order that binds it, as the loader's last definition is the one graded), then the others smallest first.
@@ -170,7 +170,8 @@ def _folder_code(path, not_notebooks=None, names=(), cut=None):
     left_out = []
     files = []
     for root, dirs, fnames in walk(path, cut=left_out):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+        # hidden folders too (the worker copies them, and code on sys.path imports from them), not caches
+        dirs[:] = [d for d in dirs if d not in (".git", "__pycache__", ".ipynb_checkpoints")]
         files += [os.path.join(root, n) for n in fnames if n.endswith(_SUFFIXES) and not n.startswith(".")]
         if len(files) > MAX_FILES:
             left_out.append((root, f"more than {MAX_FILES} code files"))
@@ -192,6 +193,8 @@ def _folder_code(path, not_notebooks=None, names=(), cut=None):
         read_left -= sizes[f] if code is None else max(sizes[f], len(code))  # (a file that grew meanwhile)
         if code:
             codes[f] = code
+        elif code is None and f.endswith(".py"):  # refused (past grading's size for a .py file, a link out...)
+            left_out.append((f, "a code file the report could not read"))
     order = sorted(codes, key=lambda f: (not f.endswith(".py"), f))  # the loader's (checker.worker.sources.list_units)
     pattern = _definitions(names)
     definers = []
