@@ -86,6 +86,7 @@ def ln_mistakes(x, eps, default=False):
             "eps_on_std": ((x - mean) / (torch.sqrt(var_b) + eps)).numpy(),
             "unbiased_eps_on_std": ((x - mean) / (torch.sqrt(var_u) + eps)).numpy(),
             "no_eps": ((x - mean) / torch.sqrt(var_b)).numpy(),
+            "eps_after_division": ((x - mean) / torch.sqrt(var_b) + eps).numpy(),
             "first_axis": None if over_first is None else over_first.numpy(),
             "eps": {e: ((x - mean) / torch.sqrt(var_b + e)).numpy() for e in others}}
 

@@ -185,7 +185,13 @@ def _check_vocab(got, text):
         msg = f"{what}: stoi is not the mapping of the sorted unique characters to 0..{len(chars) - 1}"
         if missing or extra:
             msg += f"\nmissing characters: {missing[:10]!r}; characters not in the text: {extra[:10]!r}"
-            msg += "\nLikely mistake: the vocabulary is built from something other than the `text` argument (a global?)."
+            if missing and all(c != c.lower() for c in missing) and all(c.lower() in stoi_n for c in missing):
+                msg += ("\nLikely mistake: the text was changed before its characters were taken (`text.lower()`: "
+                        "every missing character is an upper-case letter whose lower case is there); the "
+                        "vocabulary is every character of the text as it is.")
+            else:
+                msg += ("\nLikely mistake: the vocabulary is built from something other than the `text` argument "
+                        "(a global?).")
         else:
             wrong = [(c, stoi_n[c], want[c]) for c in chars if stoi_n[c] != want[c]][:5]
             msg += "\n" + ", ".join(f"{c!r} -> {g} (expected {w})" for c, g, w in wrong)
@@ -342,6 +348,9 @@ def _ln_hints(x, eps, default=False):
         ("unbiased variance in layer norm (divide by n, not n - 1: unbiased=False / correction=0)", m["unbiased"]),
         ("eps added to the std instead of inside the square root: use sqrt(var + eps)", m["eps_on_std"]),
         ("unbiased std and eps added to the std", m["unbiased_eps_on_std"]),
+        ("eps added after the division, to the normalized values ((x - mean) / sqrt(var) + eps: the operator "
+         "precedence puts + eps outside): it belongs inside the square root, (x - mean) / sqrt(var + eps)",
+         m["eps_after_division"]),
         ("no eps at all", m["no_eps"]),
     ]
     if m["first_axis"] is not None:
