@@ -466,3 +466,35 @@ def test_a_name_assigned_the_library_function_is_the_librarys(tmp_path, how):
             + "\ndef get_attention_weights(scores):\n    return softmax(np.asarray(scores), axis=-1)\n")
     report = library_use(_build(tmp_path, {"hw.py": code}), "get_attention_weights", SOFTMAX)
     assert not report.clean and any("softmax" in u for u in report.used + report.unclear), (report.used, report.unclear)
+
+
+# a method of the student's class reached through self / cls (a student probe: a classmethod calling cls.softmax,
+# its own hand-written staticmethod, lost the by-hand points); where `self` may be any value, it is not trusted
+CLASS_HEAD = ("import numpy as np\nimport torch\n\nclass Attention:\n    @staticmethod\n    def softmax(x, axis=-1):\n"
+              "        e = np.exp(x - x.max(axis, keepdims=True))\n        return e / e.sum(axis, keepdims=True)\n\n")
+OWN_METHOD = {
+    "classmethod": "    @classmethod\n    def weights(cls, scores):\n        return cls.softmax(np.asarray(scores))\n",
+    "method": "    def weights(self, scores):\n        return self.softmax(np.asarray(scores))\n",
+}
+NOT_OWN_METHOD = {
+    "staticmethod_param": "    @staticmethod\n    def weights(self):\n        return self.softmax(-1)\n",
+    "rebound": "    def weights(self, scores):\n        self = torch.as_tensor(scores)\n        return self.softmax(-1)\n",
+    "nested": "    def weights(self, scores):\n        g = lambda self: self.softmax(-1)\n        return g(torch.as_tensor(scores))\n",
+    "except_as": ("    def weights(self, scores):\n        try:\n            raise ValueError(torch.as_tensor(scores))\n"
+                  "        except ValueError as self:\n            return self.args[0].softmax(-1)\n"),
+}
+_USE = ("\nA = Attention()\n\ndef get_attention_weights(scores):\n    return A.weights(scores)\n")
+
+
+@pytest.mark.parametrize("how", list(OWN_METHOD))
+def test_self_or_cls_reaching_the_classs_own_method_is_their_code(tmp_path, how):
+    code = CLASS_HEAD + OWN_METHOD[how] + _USE.replace("A = Attention()", "A = Attention()" if how == "method" else "A = Attention")
+    report = library_use(_build(tmp_path, {"hw.py": code}), "get_attention_weights", SOFTMAX)
+    assert report.clean, (report.used, report.unclear)
+
+
+@pytest.mark.parametrize("how", list(NOT_OWN_METHOD))
+def test_self_that_may_be_any_value_is_not_trusted(tmp_path, how):
+    code = CLASS_HEAD + NOT_OWN_METHOD[how] + _USE
+    report = library_use(_build(tmp_path, {"hw.py": code}), "get_attention_weights", SOFTMAX)
+    assert not report.clean, how

@@ -347,6 +347,49 @@ IMPORT_SYSTEM_MODULES = {"importlib", "imp", "site", "pkgutil", "runpy", "zipimp
 IMPORT_SYSTEM_NAMES = {"__import__", "exec", "eval", "compile"}
 
 
+def _own_member_uses(cls):
+    """The ids of `self.name` / `cls.name` nodes in class `cls`'s own methods where `name` is a method or an
+    attribute the class body itself defines: the student's own code (read with the class), not a library
+    function of that name. Only in a method's own body (not a nested function, whose `self` may be anything),
+    only where its first parameter is never rebound, never in a staticmethod (its first parameter is any value:
+    `x.softmax()` of a tensor)."""
+    members = set()
+    for s in cls.body:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            members.add(s.name)
+        elif isinstance(s, (ast.Assign, ast.AnnAssign)):
+            for t in (s.targets if isinstance(s, ast.Assign) else [s.target]):
+                _bound(t, members)
+    out = set()
+    for f in cls.body:
+        if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = f.args.posonlyargs + f.args.args
+        if not params or any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in f.decorator_list):
+            continue
+        first, found, rebound = params[0].arg, [], False
+        stack = list(f.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue  # its own scope
+            if isinstance(node, ast.Name) and node.id == first and not isinstance(node.ctx, ast.Load):
+                rebound = True
+            elif isinstance(node, (ast.Global, ast.Nonlocal)) and first in node.names:
+                rebound = True
+            elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name == first:
+                rebound = True
+            elif isinstance(node, ast.MatchMapping) and node.rest == first:
+                rebound = True
+            elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == first
+                  and node.attr in members):
+                found.append(id(node))
+            stack.extend(ast.iter_child_nodes(node))
+        if not rebound:
+            out.update(found)
+    return out
+
+
 def _import_system_edit(trees):
     """The first thing in the submission that can change where an import finds its module, or None."""
     sys_names = set()
@@ -493,6 +536,7 @@ def _library_use(path, name, forbidden, secrets=()):
                               **({"module": stmt.module, "level": stmt.level} if isinstance(stmt, ast.ImportFrom) else {}))
         local = _locals(stmt)
         imported_here = _local_imports(stmt)  # `import torch` inside the function: its names' modules
+        own_attrs = _own_member_uses(stmt) if isinstance(stmt, ast.ClassDef) else ()
         for node in ast.walk(stmt):
             walked += 1
             if not walked & 4095 and time.monotonic() > deadline:
@@ -516,7 +560,7 @@ def _library_use(path, name, forbidden, secrets=()):
                     continue
                 own_module = (isinstance(node.value, ast.Name) and binds.get(node.value.id)
                               and all(own_import(s) for s in binds[node.value.id]))
-                if node.attr in forbidden and not (own_module and node.attr in binds):
+                if node.attr in forbidden and not (own_module and node.attr in binds) and id(node) not in own_attrs:
                     # (`utils.softmax(x)` after `import utils`, a file of the submission that binds `softmax`:
                     # what that binding is, is read below by name, a library's import of it included)
                     say(used, _dotted(node, binds))
