@@ -219,10 +219,16 @@ def _other_tokens(args):
 
 
 @pytest.mark.question("Q3")
-def test_multi_head_attention_handout(sub, ref, close, note):
+def test_multi_head_attention_handout(sub, ref, close, note, rng):
     Wo = np.eye(4)
+    # d = 4 in 2 heads: sqrt(num_heads) = sqrt(d_k), so the gate asks for a case where they differ
+    gate = _mha_gate(sub, ref, close, rng, np.shape(X_HANDOUT)[0], 4, 2, "float64")
+    with sub.together(chain=True) as t:
+        first = t.call("multi_head_attention", X_HANDOUT, W_Q, W_K, W_V, Wo, 2)
+        other = gate(t)
     _check_mha(sub, ref, close, note, X_HANDOUT, [W_Q, W_K, W_V, Wo], 2, "float64",
-               "handout X, W_Q, W_K, W_V, W_O = identity (4 x 4)")
+               "handout X, W_Q, W_K, W_V, W_O = identity (4 x 4)", ask=first)
+    other()
 
 
 @pytest.mark.question("Q3")
