@@ -180,7 +180,8 @@ def test_the_attackers_batch_is_ranked_by_the_real_commands(subs, tmp_path):
 def test_code_in_a_hidden_folder_is_read_and_an_oversized_file_is_named(tmp_path):
     """An attacker's probe (round 5): a copy kept in `.lib/impl.py` (imported through sys.path: the worker copies
     hidden folders) was in no pair, and one padded past grading's 4 MiB for a .py file was dropped without a
-    word. The hidden folder's code is read; a file the report cannot read makes the submission compared in part."""
+    word. The hidden folder's code is read; a large .py is read with its tables of numbers blanked; a file the
+    report still cannot compare whole makes the submission compared in part."""
     correct = (ROOT / "submissions" / "attention" / "correct.py").read_text(encoding="utf-8")
     hidden = tmp_path / "mallory_hidden"
     (hidden / ".lib").mkdir(parents=True)
@@ -192,6 +193,10 @@ def test_code_in_a_hidden_folder_is_read_and_an_oversized_file_is_named(tmp_path
     big.mkdir()
     (big / "main.py").write_text("from big import *\n")
     (big / "big.py").write_text(correct + "_PAD = [" + "0, " * 1_600_000 + "]\n")  # 4.8 MB
+    cut = []
+    code = sources.code_of(big, names=NAMES, cut=cut)  # read past 4 MiB, its table of zeros blanked
+    assert "def get_scores" in code and "_PAD" not in code and len(code) < len(correct) + 100 and cut == []
+    (big / "big.py").write_text("# " + "pad " * 1_200_000 + "\n" + correct)  # padding no reading can blank
     cut = []
     sources.code_of(big, names=NAMES, cut=cut)
     assert cut == [str(big)]
