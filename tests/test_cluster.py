@@ -174,6 +174,31 @@ def test_the_folder_of_a_dask_worker_killed_before_its_teardown_is_removed_by_th
             p.wait()
 
 
+def test_a_worker_starting_beside_another_never_takes_its_folder_for_a_dead_ones(tmp_path, monkeypatch):
+    """A LocalCluster starts its workers together. A worker's lock file was made and then locked: a worker
+    scanning in between found it unlocked and removed the live worker's folder, whose grades then crashed
+    (FileNotFoundError, a flaky test_ctrl_c_stops_a_local_cluster_batch_in_a_few_lines). Here the rival's scan
+    runs at that very moment: the moment the first worker is about to lock its file."""
+    import fcntl as real_fcntl
+    from checker.platforms import cluster
+    real_flock, rival, started = real_fcntl.flock, [], []
+
+    def flock(fd, op):
+        if op == real_fcntl.LOCK_EX and not started:  # the first worker, about to lock its new lock file
+            started.append(True)
+            rival.append(cluster.own_folder(str(tmp_path)))  # a worker starting beside it scans now
+        return real_flock(fd, op)
+    monkeypatch.setattr(cluster.fcntl, "flock", flock)
+    path, fd = cluster.own_folder(str(tmp_path))
+    try:
+        (rival_path, rival_fd), = rival
+        os.close(rival_fd)
+        assert os.path.isdir(path) and os.path.exists(os.path.join(path, cluster.LOCK)), os.listdir(tmp_path)
+        assert sorted(os.listdir(path)) == [cluster.LOCK]
+    finally:
+        os.close(fd)
+
+
 def test_a_tar_cannot_write_outside_the_submission(tmp_path):
     import io
     import tarfile

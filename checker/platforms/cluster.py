@@ -190,8 +190,14 @@ def own_folder(host_root):
         shutil.rmtree(path, ignore_errors=True)
         os.close(fd)
     path = tempfile.mkdtemp(prefix="w-", dir=host_root)
-    fd = os.open(os.path.join(path, LOCK), os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
+    # the lock file appears under its name already locked: made under another name, locked, then renamed (a
+    # lock is the file's, whatever its name). Created as LOCK and locked after, it could be taken in between
+    # by another worker starting beside this one (a LocalCluster starts its workers together), which then
+    # removed this live worker's folder as a dead one's: every submission it graded crashed (FileNotFoundError)
+    making = os.path.join(path, LOCK + ".making")
+    fd = os.open(making, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_NOFOLLOW, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
+    os.rename(making, os.path.join(path, LOCK))
     return path, fd
 
 
