@@ -84,10 +84,15 @@ def usable(config):
 
 
 def eligible(item):
-    """True for a plain test function with no mark that pytest's skipping plugin acts on."""
+    """True for a plain test function with no mark that pytest's skipping plugin acts on (worked out once per
+    item: a GradingSession asks again for every submission, and an item's marks are fixed at collection)."""
     import pytest
-    return (type(item) is pytest.Function and hasattr(item, "_request")
-            and not any(True for name in _SKIPPING_MARKS for _ in item.iter_markers(name)))
+    cached = getattr(item, "_hwcheck_lean", None)
+    if cached is None:
+        cached = (type(item) is pytest.Function and hasattr(item, "_request")
+                  and not any(True for name in _SKIPPING_MARKS for _ in item.iter_markers(name)))
+        item._hwcheck_lean = cached
+    return cached
 
 
 def run_item(item, nextitem, plugin, json_tests):
@@ -138,12 +143,12 @@ def run_item(item, nextitem, plugin, json_tests):
 
 def _stage(item, call, plugin):
     """The JSON report's stage for one phase (pytest-json-report's make_teststage), after the plugin's label."""
-    from pytest_jsonreport import serialize
-    from checker.errors import GradingFailure
     if call.excinfo is None:
         plugin.label_report(item, call, None)  # nothing to label; as each phase's report passes the plugin
         return {"duration": call.duration, "outcome": "passed"}
     from _pytest.reports import TestReport
+    from pytest_jsonreport import serialize
+    from checker.errors import GradingFailure
     if isinstance(call.excinfo.value, GradingFailure):
         # its message replaces pytest's long traceback (the grading plugin's label): that is never made
         report = TestReport(item.nodeid, item.location, {}, "failed", None, call.when, (),
