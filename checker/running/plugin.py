@@ -25,6 +25,7 @@ import pytest
 
 from checker.judging.compare import compare
 from checker.errors import GradingFailure
+from checker.running import examples_first
 
 __all__ = ["HwcheckPlugin", "cuda_available", "DEVICES", "FLOAT_DTYPES"]
 
@@ -71,6 +72,7 @@ class HwcheckPlugin:
         # asked at the first CUDA variant that returns one of those; None: ask torch
         self._cuda = cuda
         self._item = None  # the item being set up and run (pytest_runtest_setup)
+        self.examples_replayed = 0  # property tests run by checker.running.examples_first, every submission
 
     def bind(self, handle, *, record=None, replay=None):
         """The submission (and the kit's recording or replay) the next items run on (a GradingSession's)."""
@@ -131,6 +133,31 @@ class HwcheckPlugin:
         called = getattr(self._handle, "called", None)
         if isinstance(called, list):
             called.clear()
+
+    # property tests' examples run without hypothesis's engine while they pass (checker.running.examples_first;
+    # False: the engine runs every one, tests/test_examples_first.py compares the scorecards)
+    replay_examples = True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        fn = pyfuncitem.obj
+        if not (self.replay_examples and getattr(fn, "is_hypothesis_test", False)):
+            return None
+        if getattr(pyfuncitem.config, "_hwcheck_own_pyfunc", None) is None:  # no other plugin calls tests its way
+            pyfuncitem.config._hwcheck_own_pyfunc = all(
+                impl.plugin is self or getattr(impl.plugin, "__name__", "") == "_pytest.python"
+                for impl in pyfuncitem.config.hook.pytest_pyfunc_call.get_hookimpls())
+        if not pyfuncitem.config._hwcheck_own_pyfunc:
+            return None
+        testargs = {arg: pyfuncitem.funcargs[arg] for arg in pyfuncitem._fixtureinfo.argnames}
+        try:
+            if not examples_first.run(fn, testargs, GradingFailure):
+                return None
+        except BaseException:  # the failure hypothesis's engine raised, after the examples that had passed
+            self.examples_replayed += 1
+            raise
+        self.examples_replayed += 1
+        return True
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
