@@ -280,3 +280,47 @@ def test_the_forged_count_earns_nothing_and_the_honest_count_is_kept(tmp_path):
         assert tests and all(t["outcome"] == outcome for t in tests), [(t["name"], t["outcome"]) for t in tests]
     assert f"has {HONEST_COUNT} registered parameter values" in " ".join(
         t.get("message", "") for q in forged["questions"] for t in q["tests"]), forged
+
+
+# ------------------------------------------------------------------ dtypes read from the bytes, not the claim
+
+LYING_LOGITS = '''
+
+class _Logits(torch.Tensor):
+    __module__ = "torch.logits"  # the wire encodes it as a plain tensor: its real float32 bytes
+    @property
+    def dtype(self):  # what the worker's forward probe would report as the logits' dtype
+        return torch.float64
+
+
+_forward = CharTransformer.forward
+def _lying_forward(self, *args, **kwargs):
+    out = _forward(self, *args, **kwargs)
+    return out.float().as_subclass(_Logits)  # float32 logits whatever the parameters' dtype, said to be float64
+CharTransformer.forward = _lying_forward
+'''
+
+
+def test_output_dtypes_are_the_bytes_dtypes():
+    import numpy as np
+    from checker.running.modules import output_dtypes
+    f32, f64 = np.zeros(2, np.float32), np.zeros(2)
+    outputs = [f64, (f32, f64), {"loss": f64, "logits": f32}, f32, "text"]
+    wire = ["float64", "float32", "float64", "float64", "float32", "bfloat16"]
+    assert output_dtypes(outputs, wire) == ["float64", "float32", "float32", "bfloat16", "str"]
+    # names that do not line up with the arrays (a forged reply): the arrays' own dtypes
+    assert output_dtypes(outputs, wire[:2]) == ["float64", "float32", "float32", "float32", "str"]
+
+
+@pytest.mark.slow
+def test_a_tensor_that_claims_another_dtype_is_judged_by_its_bytes(tmp_path):
+    from checker.running.runner import Grader
+    reference = (ROOT / "assignments" / "charlm" / "reference.py").read_text()
+    path = tmp_path / "logits_claim_float64.py"
+    path.write_text(reference + LYING_LOGITS)
+    with Grader(mode="hidden", devices=("cpu",), pytest_args=["-k", "test_model_float64"]) as g:
+        lying, honest = g.grade(str(path), "charlm"), g.grade(str(ROOT / "assignments" / "charlm" / "reference.py"), "charlm")
+    for card, outcome in ((lying, "failed"), (honest, "passed")):
+        tests = [t for q in card["questions"] for t in q["tests"] if t["name"].startswith("test_model_float64")]
+        assert tests and all(t["outcome"] == outcome for t in tests), [(t["name"], t["outcome"]) for t in tests]
+    assert "came back as float32" in " ".join(t.get("message", "") for q in lying["questions"] for t in q["tests"])

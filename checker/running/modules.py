@@ -22,6 +22,53 @@ class ForwardResult:
         self.outputs, self.dtypes, self.devices = outputs, dtypes, devices
         self.filled = [n for n in filled if isinstance(n, str)][:10] if isinstance(filled, list) else []
 
+    @classmethod
+    def from_reply(cls, reply, wire_dtypes):
+        """The worker's answer to `forward`, its dtypes read from the bytes that came back (`wire_dtypes`: the
+        dtype names of the reply's arrays, in the order `wire.decode_trusted` met them), never from the dtype
+        the worker says its outputs have: a tensor subclass can claim any dtype (its devices are still the
+        worker's word: no bytes tell a device)."""
+        outputs = reply["outputs"]
+        return cls(outputs, output_dtypes(outputs, wire_dtypes), reply.get("devices", []), reply.get("filled", []))
+
+
+def _arrays_in(value):
+    """How many arrays `value` holds, counted as `wire.decode_trusted` meets them (a dict's values only)."""
+    import numpy as np
+    if type(value) is np.ndarray:
+        return 1
+    if type(value) in (list, tuple):
+        return sum(_arrays_in(v) for v in value)
+    if type(value) is dict:
+        return sum(_arrays_in(v) for v in value.values())
+    return 0
+
+
+def output_dtypes(outputs, wire_dtypes):
+    """The dtype of each forward output (of its logits, for nanoGPT's (logits, loss) and a {"logits": ...}
+    dict, as the worker's probe picks them): the decoded array's own dtype, and bfloat16 where the wire
+    sent that array as bfloat16 (it is decoded to float32, exactly); a value that is no array: its type."""
+    import numpy as np
+    aligned = sum(_arrays_in(o) for o in outputs) == len(wire_dtypes)
+    names, at = [], 0
+    for out in outputs:
+        first, before = out, 0
+        if type(out) in (list, tuple) and out and type(out[0]) is np.ndarray:
+            first = out[0]
+        elif type(out) is dict and type(out.get("logits")) is np.ndarray:
+            first = out["logits"]
+            keys = list(out)
+            before = sum(_arrays_in(out[k]) for k in keys[:keys.index("logits")])
+        if type(first) is np.ndarray:
+            name = first.dtype.name
+            if aligned and name == "float32" and wire_dtypes[at + before] == "bfloat16":
+                name = "bfloat16"
+        else:
+            name = type(first).__name__
+        names.append(name)
+        at += _arrays_in(out)
+    return names
+
 
 class ModuleHandle:
     """A student's nn.Module instance living in the worker."""

@@ -584,7 +584,7 @@ class SubmissionHandle:
         if op == "forward":
             if not isinstance(r, dict) or not isinstance(r.get("outputs"), list):
                 raise BadReturn(f"{ctx['cls']}.forward: malformed answer")
-            return ForwardResult(r["outputs"], r.get("dtypes", []), r.get("devices", []), r.get("filled", []))
+            return ForwardResult.from_reply(r, self.last_dtypes)
         return r
 
     def together(self, chain=False):
