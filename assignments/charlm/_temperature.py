@@ -23,6 +23,7 @@ logit comes from `A`).
 import math
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+from ._layouts import _temperature_ways  # how the model's parameters are set, from their names and shapes
 
 TEMPERATURE_CFG = (17, 7, 12, 2, 1)  # one layer; every shape below tells its part apart (d_model/num_heads = 6)
 SCALE_HINTS = (("no scaling: the scores q @ k^T are not divided at all (divide them by sqrt(head_size) = "
@@ -39,104 +40,9 @@ TEMPERATURE_RTOL = 2e-4  # float32 logits against float64 ones, relative to max(
 TEMPERATURE_APART = 2e-3  # a right and a wrong temperature's answers nearer than this tell nothing
 TEMPERATURE_SHORT = 5  # the shorter input: a scale computed from T shows as another value there (T = block_size = 7)
 TEMPERATURE_SAME = 0.01  # a fitted tau or c this near a value (relative) is that value
-_MLP_NAME = re.compile(r"mlp|ffw?d?|feed|fc|dense|linear[12]", re.I)
-
-
-def _temperature_ways(m, cfg, E, P, ones):
-    """The ways to set a one-layer CharTransformer so that its output is a fixed function of the temperature of
-    its attention, that its parameters' names and shapes allow, each {name: value}: the token embedding and the
-    output layer (both (vocab_size, d_model), or the head (d_model, vocab_size) used as x @ W) set to `E`, a
-    learned positional embedding (block_size, d_model) to `P`, the attention's projections to the identity
-    (square ones, a fused (3D, D) one in q, k, v order or head by head, per-head ones numbered by the last
-    number of their name, (h, D, D/h) stacks), every bias to zero, the norms' weights (`ones`: the 1-D
-    parameters that are all ones) to one, and the MLP (its (H, D) and (D, H) layers)
-    to zero, so that it adds nothing. A (D, D) layer is read as attention, or, in a second way, as the MLP's
-    where its name says so. Parameters of any other shape are left as they are.
-
-    Each way comes as (values, uniform): `uniform` is the same with the queries' and keys' projections set to
-    zero, so that every score is 0 and every position averages the ones it sees evenly, whatever the temperature
-    (a fused one's first two thirds, q and k, head by head where the way reads it so; other projections where
-    their name says query or key), or None where no projection can be told to be one."""
-    V, bs, D, h = cfg[0], cfg[1], cfg[2], cfg[3]
-    dh, eye = D // h, np.eye(D, dtype=np.float32)
-    by_head = np.concatenate([eye[i * dh:(i + 1) * dh] for i in range(h) for _ in range(3)])
-    values, fused, square_mlp, per_head = {}, [], [], {}
-    for p in m.params:
-        name, shape = p.get("name"), tuple(p.get("shape", ()))
-        if not isinstance(name, str):
-            return []
-        if shape == (V, D):
-            values[name] = E
-        elif shape == (D, V):
-            values[name] = np.ascontiguousarray(E.T)
-        elif shape in ((bs, D), (1, bs, D)):
-            values[name] = P.reshape(shape)
-        elif shape == (D, D):
-            values[name] = eye
-            if _MLP_NAME.search(name.rsplit(".", 1)[0] if name.endswith((".weight", ".bias")) else name):
-                square_mlp.append(name)
-        elif shape == (3 * D, D):
-            values[name] = np.concatenate([eye, eye, eye])
-            fused.append((name, False))
-        elif shape == (D, 3 * D):
-            values[name] = np.concatenate([eye, eye, eye], axis=1)
-            fused.append((name, True))
-        elif shape == (h, D, dh):
-            values[name] = np.stack([eye[:, i * dh:(i + 1) * dh] for i in range(h)])
-        elif shape == (h, dh, D):
-            values[name] = np.stack([eye[i * dh:(i + 1) * dh] for i in range(h)])
-        elif shape in ((dh, D), (D, dh)):
-            head = re.findall(r"(?<!\d)\d{1,6}(?!\d)", name)  # a head index; a run of 5,000 digits is none
-            if not head or not 0 <= int(head[-1]) < h:
-                return []
-            per_head.setdefault(int(head[-1]), []).append(name)
-            rows = eye[int(head[-1]) * dh:(int(head[-1]) + 1) * dh]
-            values[name] = rows if shape == (dh, D) else np.ascontiguousarray(rows.T)
-        elif len(shape) == 1:
-            values[name] = (np.ones if name in ones else np.zeros)(shape, dtype=np.float32)
-        elif len(shape) == 2 and D in shape and not set(shape) & {V, bs, dh, 3 * D}:
-            values[name] = np.zeros(shape, dtype=np.float32)  # the MLP's (H, D) and (D, H) layers
-    if per_head and sorted(per_head) != list(range(h)):
-        return []
-    ways = [values]
-    if fused and h > 1:
-        ways.append({**values, **{n: (np.ascontiguousarray(by_head.T) if rows_last else by_head)
-                                  for n, rows_last in fused}})
-    if square_mlp:
-        ways += [{**w, **{n: np.zeros((D, D), dtype=np.float32) for n in square_mlp}} for w in list(ways)]
-    return [(w, _uniform(w, cfg, [n for n, _ in fused], square_mlp)) for w in ways]
-
-
-# a projection's name that says it makes the queries or the keys (q_proj, query, W_k, to_k, heads.0.key, ...)
-_QK_NAME = re.compile(r"(^|[._])(q|k|query|key|queries|keys|w_?q|w_?k|q_?proj|k_?proj|to_?q|to_?k)"
-                      r"(_?(weight|proj(_weight)?))?([._]|$)", re.I)
-
-
-def _uniform(values, cfg, fused, square_mlp):
-    """`values` (a way of _temperature_ways) with the queries' and keys' projections set to zero, or None where
-    none can be told: a fused (3D, D) or (D, 3D) one's q and k thirds (head by head where its value reads it so),
-    and the (D, D), (h, D, D/h), (D/h, D) ... ones whose name says query or key."""
-    D, h = cfg[2], cfg[3]
-    dh = D // h
-    out, zeroed = dict(values), 0
-    for name, v in values.items():
-        shape = v.shape
-        if name in fused:
-            rows = v if shape == (3 * D, D) else v.T                                     # (3D, D)
-            blocks = [(0, 2 * D)] if np.array_equal(rows[:D], np.eye(D)) else [(3 * dh * i, 3 * dh * i + 2 * dh)
-                                                                            for i in range(h)]
-            rows = rows.copy()
-            for a, b in blocks:
-                rows[a:b] = 0
-            out[name] = np.ascontiguousarray(rows if shape == (3 * D, D) else rows.T)
-            zeroed += 1
-        elif (shape in ((D, D), (h, D, dh), (h, dh, D), (dh, D), (D, dh)) and name not in square_mlp
-              and _QK_NAME.search(name.rsplit(".", 1)[0] if name.endswith(".weight") else name)):
-            out[name] = np.zeros_like(v)
-            zeroed += 1
-    return out if zeroed else None
-
-
+FORWARD_ONLY_PLAIN = ("forward depends on the values of its weights (a check on them, or an operation that works "
+                      "only for some of them): a model must compute the same function whatever its weights are, "
+                      "and this test sets them to known values to see the temperature of the attention")
 def _temperature_candidates(cfg, E, P, sines, ids, taus):
     """{tau: (n, T, vocab_size) logits}: what a one-layer model set by _temperature_ways gives on the ids `ids`
     (T,) with its scores divided by tau, for each structure a right model may have (_answers.identity_model:
@@ -289,18 +195,40 @@ def _check_temperature(sub, ref, rng, seed, cfg):
     set_as = (f"{what}, with its attention's projections set to the identity, its biases to zero, its MLP silenced "
               "and its token embedding and output layer set to one known matrix,")
     not_checked = "the temperature of the attention was not checked: "
+    plain = {}
+
+    def plain_fails(ids_):
+        """The first line of what goes wrong when a fresh module with the weights it was made with runs on `ids_`
+        (as the other tests run it), or "" where it gives logits: only a model that fails so is judged by the
+        other tests; one that fails only with the weights set here fails here (FORWARD_ONLY_PLAIN)."""
+        if len(ids_) not in plain:
+            try:
+                module, idx = _new(sub, cfg, seed), torch.tensor(ids_[None], dtype=torch.int64)
+                r = module.forward([idx], seed=seed) if ids_ is short else _forward(module, cfg, [idx], seed)
+                _logits(r.outputs[0], 1, len(ids_), V, what)
+                plain[len(ids_)] = ""
+            except GradingFailure as e:
+                plain[len(ids_)] = e.message.splitlines()[0][:200] or type(e).__name__
+        return plain[len(ids_)]
+
     try:
         m = _new(sub, cfg, seed)
+    except GradingFailure as e:
+        pytest.skip(f"{not_checked}judged by the other tests: {e.message.splitlines()[0][:200]}")
+    try:
         flat = [p["name"] for p in m.params if len(p.get("shape", ())) == 1 and isinstance(p.get("name"), str)]
         got_1d = m.get_params(flat) if flat else {}
     except GradingFailure as e:
-        pytest.skip(f"{not_checked}judged by the other tests: {e.message.splitlines()[0][:200]}")
+        if plain_fails(ids):
+            pytest.skip(f"{not_checked}judged by the other tests: {plain_fails(ids)}")
+        _fail(f"{what}: the grader could not read its 1-D parameters (its norms' weights) to set them: "
+              f"{e.message.splitlines()[0][:300] if e.message else type(e).__name__}")
     # a norm's weight starts at one (a zero bias was given small random values when the model was made)
     ones = {n for n, v in got_1d.items() if isinstance(v, np.ndarray) and v.size and np.all(v == 1)}
-    ways = _temperature_ways(m, cfg, E, P, ones)
+    ways, unread, left = _temperature_ways(m, cfg, E, P, ones)
     if not ways:
         pytest.skip(f"{not_checked}the grader cannot set this model's attention projections to the identity from "
-                    "their names and shapes (the other tests judge it)")
+                    f"their names and shapes: {unread} (the other tests judge it)")
     # a candidate whose answer at the right temperature lies near one at a wrong temperature (a softmax saturated
     # by a large input, where the temperature hardly shows) neither passes nor fails a model
     right_ok, wrong_ok = _telling_candidates(candidates, right)
@@ -312,8 +240,11 @@ def _check_temperature(sub, ref, rng, seed, cfg):
 
     def run(values, ids_):
         """The logits of a module set to `values` on `ids_`, each run on a module of its own (a forward that
-        changes its module, a mask sliced into self.mask, must not change the next run); None where the shorter
-        input fails (test_model_causal_on_shorter_input says why)."""
+        changes its module, a mask sliced into self.mask, must not change the next run). A forward that fails
+        with these weights fails the test where the same model with its own weights gives logits on the same ids
+        (a model must compute for any weights: failing only here would turn this test's failure into a skip);
+        where it fails with its own weights too, the other tests judge it: skipped on a full block, None on the
+        shorter input (test_model_causal_on_shorter_input says why)."""
         try:
             module = next(fresh, None) or _new(sub, cfg, seed)
             module.set_params({n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in values.items()})
@@ -321,9 +252,15 @@ def _check_temperature(sub, ref, rng, seed, cfg):
             r = module.forward([idx], seed=seed) if ids_ is short else _forward(module, cfg, [idx], seed)
             return _logits(r.outputs[0], 1, len(ids_), V, what)[0].astype(np.float64)
         except GradingFailure as e:
+            said = (e.message.splitlines()[0][:300].rstrip(":") if e.message else "") or type(e).__name__
+            why = plain_fails(ids_)
+            if not why:
+                _fail(f"{set_as} fails on ids {_shape((1, len(ids_)))}: {said}. With the weights it was made with, "
+                      f"the same forward on the same ids gives logits: forward fails only with the weights this "
+                      f"test sets.\nLikely mistake: {FORWARD_ONLY_PLAIN}.")
             if ids_ is short:
                 return None
-            pytest.skip(f"{not_checked}judged by the other tests: {e.message.splitlines()[0][:200]}")
+            pytest.skip(f"{not_checked}judged by the other tests: {why}")
 
     def globals_():
         try:
@@ -379,7 +316,9 @@ def _check_temperature(sub, ref, rng, seed, cfg):
         _fail(message)
     pytest.skip(f"{not_checked}with its projections set to the identity, the model answers as no structure the "
                 "grader knows at a temperature it can tell (pre- or post-norm, learned or sinusoidal positions, "
-                "another head split or extra layers inside); the other tests judge it")
+                "another head split or extra layers inside)"
+                + (f"; parameters whose layout the grader does not know were left as they are: {', '.join(left[:6])}"
+                   f"{' ...' if len(left) > 6 else ''}" if left else "") + "; the other tests judge it")
 
 
 __all__ = [n for n in dir() if not n.startswith("__")]

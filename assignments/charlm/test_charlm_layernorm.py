@@ -1,6 +1,7 @@
 """Grading tests of `charlm`, question layernorm (see _common.py for what the tests share)."""
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+from ._in_place import *  # noqa: F401,F403 - the arguments-unchanged check
 
 
 @pytest.mark.question("layernorm")

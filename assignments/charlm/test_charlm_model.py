@@ -2,6 +2,7 @@
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
 from ._temperature import *  # noqa: F401,F403 - the temperature test's helpers
+from ._prefix import *  # noqa: F401,F403 - the prefix and heads tests' helpers
 
 
 @pytest.mark.question("model")
@@ -98,74 +99,26 @@ def test_model_uses_positions(sub, close, rng, seed, cfg):
           "your sinusoidal_positions) and use that sum, not the token embeddings alone.")
 
 
-POSITIONS_FROM_END_HINT = ("the positions are counted from the end of the input (right-aligned: "
-                           "`self.pos_emb(torch.arange(block_size - T, block_size))`, `pe[-T:]`), so the first token "
-                           "of a shorter input gets position block_size - T instead of 0, and every logit depends on "
-                           "how many tokens follow it: count them from the start, `torch.arange(T, device=idx.device)` "
-                           "or `pe[:T]`")
-LENGTH_IN_ATTENTION_HINT = ("position 0, which attends only to itself, gives the same logits alone as at the start of "
-                            "the full block, but the later positions do not: the attention depends on how many tokens "
-                            "the input has, such as a scale computed from T, the number of tokens (`* T ** -0.5` with "
-                            "`B, T, C = x.shape`), instead of the keys' width (`* k.size(-1) ** -0.5`)")
-
-
-def _prefix_logits(sub, cfg, seed, x, what, forward_seed=None):
-    """The logits of a fresh module (the same weights: the same seed) on `x`, its forward run under
-    `forward_seed` (default: `seed`): a forward that changes its module (a mask sliced into self.mask) must not
-    change the next run."""
-    if forward_seed is None:
-        r = _new_forward(sub, cfg, seed, [x], short_input_hint=False)[1]
-    else:
-        r = _new(sub, cfg, seed).forward([x], seed=forward_seed)
-    return _logits(r.outputs[0], x.shape[0], x.shape[1], cfg[0], what)
-
-
 @pytest.mark.question("model")
 @pytest.mark.weight(3)  # generation runs the model on a growing prefix, training on full blocks: the same logits
 @_sizes_from_arguments
 def test_model_prefix_gives_the_logits_of_a_longer_input(sub, close, rng, seed):
     # A causal model's logits at position t depend on the tokens 0..t only, not on how many tokens follow: the
     # first T tokens alone give the first T positions' logits of a full block that starts with them (eval mode).
-    # Each run is on a module of its own, so that a forward that changes the module is not judged here.
-    V, bs = MODEL[0], MODEL[1]
-    idx = _ids(rng, 2, bs, V)
-    what = f"{_cfg_text(MODEL)} on ids {_shape(idx.shape)}"
-    full = _prefix_logits(sub, MODEL, seed, idx, what)
-    for T in (1, 4):
-        try:
-            alone = _prefix_logits(sub, MODEL, seed, idx[:, :T].clone(), f"{_cfg_text(MODEL)} on ids {_shape((2, T))}")
-        except GradingFailure as e:
-            if isinstance(e, (StudentTimeout, WorkerCrashed)):
-                raise
-            pytest.skip(f"judged by test_model_causal_on_shorter_input: {e.message.splitlines()[0][:200]}")
-        try:
-            close(alone, full[:, :T], dtype="float32",
-                  what=f"{what}: the logits of its first {T} token{'s' if T > 1 else ''} alone vs at the start of "
-                       "the full block")
-        except GradingFailure as e:
-            raise GradingFailure(f"{e.message}\nLikely mistake: "
-                                 f"{_prefix_hint(sub, rng, seed, idx, T, full, alone, what)}.") from None
+    _check_prefix(sub, close, rng, seed)
 
 
-def _prefix_hint(sub, rng, seed, idx, T, full, alone, what):
-    """Why the first T tokens alone give other logits than at the start of a full block, by experiment: a model that
-    drops in eval mode (RANDOM_HINT); one that is not causal, on the full block or on the T tokens (judged by the
-    causality tests: skipped here); else the positions counted from the end (position 0 differs, and it attends only
-    to itself) or attention that depends on the length (only the later positions differ)."""
-    V = MODEL[0]
-    if np.abs(_prefix_logits(sub, MODEL, seed, idx, what, forward_seed=seed + 1) - full).max() > 1e-6:
-        return RANDOM_HINT
-    later = idx.clone()
-    later[:, T:] = (idx[:, T:] + torch.tensor(rng.integers(1, V, size=(2, idx.shape[1] - T)))) % V
-    next_ = idx[:, :T].clone()
-    next_[:, 1:] = (next_[:, 1:] + 1) % V
-    for x, upto, base, test in ((later, T, full, "test_model_causality"),
-                                (next_, 1, alone, "test_model_causal_on_shorter_input")):
-        if x.shape[1] > upto and np.abs(_prefix_logits(sub, MODEL, seed, x, what)[:, :upto]
-                                        - base[:, :upto]).max() > 1e-5:
-            pytest.skip(f"judged by {test}: the logits of the first tokens depend on the tokens after them, so they "
-                        "differ with the tokens that follow whatever the positions")
-    return POSITIONS_FROM_END_HINT if np.abs(alone[:, 0] - full[:, 0]).max() > 1e-4 else LENGTH_IN_ATTENTION_HINT
+@pytest.mark.question("model")
+@pytest.mark.weight(4)  # each head must attend over tokens: heads cut across tokens are no multi-head attention
+@pytest.mark.parametrize("cfg", [MODEL] + [c for c in MODEL_MORE if c[3] > 1], ids=["d20-h2", "d24-h3", "d8-h4"])
+@_sizes_from_arguments
+def test_model_heads_attend_over_whole_tokens(sub, close, rng, seed, cfg):
+    # Each head attends over the tokens: row t of its (B, h, T, C/h) queries, keys and values is token t's. Split
+    # by a reshape without the transpose, a head's rows are pieces of several tokens; the model can stay causal,
+    # but how the tokens are cut depends on how many there are, so the first T tokens alone no longer give the
+    # logits they have at the start of a full block. Judged against the same model with one head, which has no
+    # split to get wrong: a model that fails so with one head too (positions, dropout) is judged by the prefix test.
+    _check_heads_whole_tokens(sub, close, rng, seed, cfg)
 
 
 @pytest.mark.question("model")
