@@ -20,7 +20,7 @@ import zipfile
 
 import pytest
 
-from checker.spec import assignment_dir, assignment_ids, example_dirs, load_spec, reference_file
+from checker.spec import assignment_dir, assignment_ids, load_spec, reference_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HWCHECK = [sys.executable, "-m", "checker.cli"]
@@ -119,12 +119,15 @@ def _add_causal_question(folder):
                      "outputs": [], "source": ["def causal_self_attention(X, W_Q, W_K, W_V):\n",
                                                "    raise NotImplementedError\n"]}]
     (folder / "starter.ipynb").write_text(json.dumps(nb, indent=1))
+    # step 6: the examples copied in step 1 lack Q4's function; keep correct.py, drop the rest (the doc's `find
+    # ... ! -name correct.py -exec rm -r {} +`), extend correct.py, add the mistake, write expected.json anew
     examples = folder / "examples"
-    examples.mkdir()
-    correct = next(os.path.join(d, "correct.py") for d in example_dirs("attention")
-                   if os.path.isfile(os.path.join(d, "correct.py")))
-    src = open(correct, encoding="utf-8").read()
-    (examples / "correct.py").write_text(src + "\nimport numpy as np\n" + CAUSAL_REFERENCE)
+    for entry in examples.iterdir():
+        if entry.name != "correct.py":
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    src = (examples / "correct.py").read_text(encoding="utf-8")
+    assert "import numpy as np" in src  # the doc says it already imports numpy as np
+    (examples / "correct.py").write_text(src + CAUSAL_REFERENCE)
     (examples / "unmasked.py").write_text(src + UNMASKED)
     (examples / "expected.json").write_text(json.dumps({
         "correct": {"verdicts": {}},
@@ -134,9 +137,12 @@ def _add_causal_question(folder):
 @pytest.mark.slow
 def test_a_question_added_in_a_copy_of_an_assignment_touches_only_its_folder(tmp_path):
     folder = tmp_path / "course" / "attncausal"
-    shutil.copytree(assignment_dir("attention"), folder,
-                    ignore=shutil.ignore_patterns("__pycache__", "recorded.json", "examples"))
+    # step 1, literally: `cp -r assignments/attention course/attncausal` (its examples/ and all)
+    (tmp_path / "course").mkdir()
+    subprocess.run(["cp", "-r", assignment_dir("attention"), str(folder)], check=True)
+    assert (folder / "examples" / "correct.py").is_file()
     _add_causal_question(folder)
+    assert sorted(p.name for p in (folder / "examples").iterdir()) == ["correct.py", "expected.json", "unmasked.py"]
     env = _env(folder)
 
     r = _run(["validate", folder], env)

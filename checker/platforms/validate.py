@@ -41,6 +41,7 @@ import json
 import os
 
 from checker.errors import HwcheckError, SpecError
+from checker.judging.scorecard import SEE_QUESTION_MESSAGE, test_message
 
 __all__ = ["resolve", "validate", "spec_problems", "handout_problems", "kit_problems", "grading_problems",
            "example_problems", "judge_example", "test_functions", "extra_seeds", "CHECKS"]
@@ -227,28 +228,50 @@ def judge_example(card, exp):
         if q["manual"]:
             continue
         want = verdicts.get(q["id"], "full")
-        msgs = "\n".join([q.get("message", "")] + [t["message"] for t in q["tests"]
-                                                   if t["outcome"] != "passed" or t.get("message")])
+        msgs = _messages(q)
         got = f"{q['score']:g}/{q['max_score']:g}"
         if want == "full" and q["score"] != q["max_score"]:
-            problems.append(f"{q['id']} should get full marks, got {got}: {msgs.strip()[:300]}")
+            problems.append(f"{q['id']} should get full marks, got {got}: {_shown(msgs)}")
         elif want == "zero" and q["score"] != 0:
             problems.append(f"{q['id']} should score 0, got {got}")
         elif want == "lost" and not 0 <= q["score"] < q["max_score"]:
             problems.append(f"{q['id']} should lose points, got {got}")
         for hint in exp.get("hints", {}).get(q["id"], []):
             if hint.lower() not in msgs.lower():
-                problems.append(f"{q['id']}: the hint {hint!r} is not in its messages: {msgs.strip()[:300]}")
+                problems.append(f"{q['id']}: the hint {hint!r} is not in its messages: {_shown(msgs)}")
         for hint in exp.get("not_hints", {}).get(q["id"], []):
             if hint.lower() in msgs.lower():
                 problems.append(f"{q['id']}: the misleading {hint!r} is in its messages")
     return problems
 
 
+def _messages(q):
+    """A question's own message, then its tests' (those failed, or with a message), each once; a test's message
+    that only points to the question's (`SEE_QUESTION_MESSAGE`, the scorecard's placeholder where the question
+    says it once) is that message, already first, so it is not repeated."""
+    out = []
+    for text in [q.get("message", "")] + [test_message(q, t) for t in q["tests"]
+                                          if t["outcome"] != "passed" or t.get("message")]:
+        text = str(text or "").strip()
+        if text and text != SEE_QUESTION_MESSAGE and text not in out:
+            out.append(text)
+    return "\n".join(out)
+
+
+def _shown(msgs):
+    """Messages as one line of a problem (the report's lines are one per problem), at most 300 characters."""
+    return " / ".join(line.strip() for line in msgs.splitlines() if line.strip())[:300]
+
+
 def _full_marks(card):
-    return [f"{q['id']} {q['score']:g}/{q['max_score']:g}: "
-            f"{next((t['message'] for t in q['tests'] if t['outcome'] != 'passed'), q.get('message', ''))[:300]}"
-            for q in card["questions"] if not q["manual"] and q["score"] != q["max_score"]]
+    out = []
+    for q in card["questions"]:
+        if q["manual"] or q["score"] == q["max_score"]:
+            continue
+        failed = [test_message(q, t) for t in q["tests"] if t["outcome"] != "passed"]
+        first = next((m for m in failed if m and m != SEE_QUESTION_MESSAGE), "") or _messages(q)
+        out.append(f"{q['id']} {q['score']:g}/{q['max_score']:g}: {_shown(first)}")
+    return out
 
 
 def grading_problems(aid, grader):

@@ -85,6 +85,7 @@ class BatchResult:
         self.manual = None  # manual.csv, the TA's grades (checker.records.manual)
         self.manual_added = 0  # rows appended to it for new submissions
         self.manual_moved = 0  # rows appended to it: grades typed into grades.csv, moved there
+        self.manual_rewritten = 0  # rows whose points a grade changed in grades.csv replaced
         self.problems = []  # rows of manual.csv that could not be used, and why
         self.scores = {}  # id -> total with manual.csv merged (the summary's statistics)
         self.pending = ""  # the line naming the submissions whose manual grades are pending
@@ -269,7 +270,7 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         batch.stale, batch.gradebook, batch.answers = book.stale, book.gradebook, book.answers
         batch.seeds = collections.Counter(batch_seeds(book.cards.values(), mode))  # of every scorecard kept
         batch.manual, batch.manual_added, batch.problems = book.manual, book.added, book.problems
-        batch.manual_moved = book.moved
+        batch.manual_moved, batch.manual_rewritten = book.moved, book.rewritten
         _merged_scores(batch, book, spec)
     return batch
 

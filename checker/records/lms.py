@@ -62,7 +62,6 @@ What it is not: the grading (`checker.records.batch`) or the CSVs the LMSs impor
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -87,7 +86,6 @@ _CANVAS_ANON = re.compile(r"^(?P<late>LATE_)?(?P<uid>anon_[A-Za-z0-9]+)_(?P<file
 _CANVAS_TEXT = re.compile(r"^[\w\u0300-\u036f]*_(LATE_)?(\d+|anon_[A-Za-z0-9]+)_(text|link)\.html$")
 _MOODLE_FIELDS = re.compile(r"_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.+)$")
 _MOODLE_DIR = re.compile(r"^(?P<name>.+)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")  # read from the end
-_RESUBMITTED = re.compile(r"^(?P<stem>.+)-\d+(?P<ext>\.[^.]+)$")
 _GRADESCOPE_DIR = re.compile(r"^submission_\d+$")
 GRADESCOPE_METADATA = "submission_metadata.yml"
 
@@ -104,6 +102,7 @@ class Student:
         self.lms = {k: v for k, v in lms.items() if v not in (None, "", False)}
         self.files = []     # [(path, the file's own name)] (several: staged into one folder)
         self.uploads = {}   # {path: Canvas's attachment id of the file} (ids count up as files are uploaded)
+        self.late = set()   # the paths Canvas marked LATE_ (one download's files of a student: all or none)
         self.folder = None  # a folder the LMS made for this student
 
     def identity(self):
@@ -245,6 +244,8 @@ def _canvas(folder, names, rows=None):
                                         canvas_user_id=None if anonymous else m["uid"], anonymous=anonymous)
         s.lms["late"] = s.lms.get("late") or bool(m["late"])
         s.files.append((os.path.join(folder, n), m["file"]))
+        if m["late"]:
+            s.late.add(os.path.join(folder, n))
         s.uploads[os.path.join(folder, n)] = int(m["fileid"])
     return Layout("canvas", students.values(), ignored + flagged)
 
@@ -394,91 +395,6 @@ def recognise(folder, outdir=None, roster_rows=None):
     return Layout(None)
 
 
-def _own_names(files, uploads=None):
-    """({path: name in the staged folder}, [(path, why)] of the files left out, why none is graded or None).
-
-    The LMS's prefix is taken off, Canvas's `-N` too where that frees no clash. A file whose own name
-    cannot be a file in a folder (`..`, `.`, empty, a separator) is left out; two whose own names would be
-    one file on a case-insensitive disk keep the names the LMS gave them. Of the files of one own name (a
-    file uploaded again; two downloads unzipped into one folder) only the latest is kept: the one of the
-    highest Canvas attachment id (`uploads`, {path: id}; Canvas numbers attachments as they are uploaded),
-    else of the highest `-N`. Where that cannot tell them apart and their bytes differ, no file is picked:
-    the third value says why, and the student is not graded."""
-    out, odd, taken = {}, [], set()
-    uploads = uploads or {}
-    usable = []
-    for path, name in sorted(files, key=lambda pf: (pf[1], pf[0])):
-        if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
-            odd.append((path, f"its own file name {name!r} cannot be a file in the student's folder: left out of "
-                              f"the submission, the rest of it is graded"))
-        else:
-            usable.append((path, name))
-    # a file uploaded again under the same name (Canvas's `-N`, N counting up): only the latest is the student's
-    # submission; loading both ran the older one last (`attention.py` sorts after `attention-1.py`), so its
-    # functions were graded
-    def upload(name):  # (the name's key without Canvas's `-N`, N; 0 for the first upload)
-        m = _RESUBMITTED.match(name)
-        return (key(f"{m['stem']}{m['ext']}"), int(name[len(m['stem']) + 1:-len(m['ext'])])) if m else (key(name), 0)
-    groups = {}  # plain name's key -> [(path, name, N)] of its uploads
-    for path, name in usable:
-        plain, n = upload(name)
-        groups.setdefault(plain, []).append((path, name, n))
-    keep, undecided = set(), []
-    for group in groups.values():
-        if len(group) == 1:
-            keep.add(group[0][0])
-            continue
-        by_id = all(isinstance(uploads.get(path), int) for path, _, _ in group)
-        order = (lambda f: uploads[f[0]]) if by_id else (lambda f: f[2])
-        top = max(order(f) for f in group)
-        latest = [f for f in group if order(f) == top]
-        if len(latest) > 1 and len({_file_sha(path) for path, _, _ in latest}) > 1:
-            shown = " and ".join(os.path.basename(path) for path, _, _ in latest)
-            undecided.append(f"{shown} are different files under one name, and which is the later cannot be told "
-                             f"({'the same Canvas attachment id' if by_id else 'the same upload number'})")
-            continue
-        path0, name0, _ = latest[0]
-        keep.add(path0)
-        for f in group:
-            path, name, _ = f
-            if path == path0:
-                continue
-            if order(f) == top:
-                why = f"{os.path.basename(path)} is the same file as {os.path.basename(path0)}: one of them is graded"
-            elif by_id:
-                why = (f"{name} (Canvas attachment {uploads[path]}) is an earlier upload than {name0} (attachment "
-                       f"{uploads[path0]}; Canvas numbers attachments in the order they are uploaded): the later one "
-                       f"is graded")
-            else:
-                why = (f"{name} is an earlier upload of {name0} (Canvas numbers a file uploaded again under the same "
-                       f"name): the later one is graded")
-            odd.append((path, why))
-    if undecided:
-        return {}, odd, ("; ".join(undecided) + ": none is graded rather than either; keep only the file to grade "
-                         "in the folder (the one of the latest submission) and grade again")
-    usable = [(path, name) for path, name in usable if path in keep]
-    wanted = {key(name) for _, name in usable}
-    for path, name in usable:
-        m = _RESUBMITTED.match(name)
-        plain = f"{m['stem']}{m['ext']}" if m else name
-        if plain != name and key(plain) not in wanted and key(plain) not in taken:
-            name = plain
-        if key(name) in taken:
-            name = os.path.basename(path)
-        taken.add(key(name))
-        out[path] = name
-    return out, odd, None
-
-
-def _file_sha(path):
-    """The sha256 of a file's bytes (two files of one name and attachment id: the same file twice, or not)."""
-    try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        return path  # unreadable: told apart from every other file
-
-
 def _stage(outdir, student, names):
     """OUTDIR/.lms/<id>/ holding the student's files under their own names (rewritten each run: same bytes, same hash)."""
     from checker.records.owned import ensure_folder, join_inside
@@ -527,6 +443,7 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
     not_graded = list(layout.ignored)
     skipped = [(n, why) for n, why in skipped_entries(folder) if not is_ours(outdir, os.path.join(folder, n))]
     ungraded = []  # submissions of the folder refused (look-alike names, no id left): `hwcheck grade` exits 1
+    handed = {}  # {id: identity} of the students who handed something in that is not graded (the roster says so)
     if layout.platform is None:
         entries, refused, said = scan_entries(folder, skip=lambda path: is_ours(outdir, path))
         notes.extend(said)
@@ -535,16 +452,19 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
         people = {sid: {} for sid, _ in entries}
     else:
         undecided = []
-        entries, people = _lms_entries(layout, outdir, not_graded, undecided)
+        entries, people = _lms_entries(layout, outdir, not_graded, undecided, handed, assignment)
         ungraded = sorted(set(undecided))  # `hwcheck grade` exits 1: the TA must pick the file
         not_graded += [(n, why) for n, why in skipped if n.startswith(".")]
         notes.append(f"{folder} is a {layout.platform} export: {len(entries)} students' submissions")
-    entries, people = _apart_from_older(outdir, entries, people, not_graded)
+    if layout.platform == "canvas":
+        from checker.records.lms_attempts import same_canvas_user
+        entries, people = same_canvas_user(outdir, entries, people, old, notes)
+    entries, people = _apart_from_older(outdir, entries, people, not_graded, handed)
     if not entries:  # nothing to grade: the command stops before its summary, so the reasons go with the notes
         notes.extend(f"not graded: {name}: {why}" for name, why in sorted(not_graded))
     report = None
     if rows is not None:
-        people, report = match_roster(people, rows)
+        people, report = match_roster(people, rows, handed_in=handed)
     data = {"platform": layout.platform, "assignment": assignment, "students": people,
             "identical": identical_groups(entries, assignment),
             "roster_file": os.path.abspath(roster) if roster else None, "roster": report,
@@ -555,7 +475,7 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
     return entries
 
 
-def _apart_from_older(outdir, entries, people, not_graded):
+def _apart_from_older(outdir, entries, people, not_graded, handed=None):
     """The entries whose output files are no older scorecard's of another id that is one name with theirs
     (OUTDIR/jdoe.json beside a new `JDOE`: one file on a case-insensitive disk, one name to a TA); the others
     are refused into `not_graded`."""
@@ -572,25 +492,42 @@ def _apart_from_older(outdir, entries, people, not_graded):
                                                        f"scorecard {alike[0]}.json the output folder holds: not "
                                                        f"graded, so neither takes the other's files and grades; "
                                                        f"name it as before, or move the older scorecard away"))
-            people.pop(sid, None)
+            who = people.pop(sid, None)
+            if handed is not None and who is not None:
+                handed[sid] = who
         else:
             kept.append((sid, path))
     return kept, people
 
 
-def _lms_entries(layout, outdir, not_graded, refused=None):
+def _lms_entries(layout, outdir, not_graded, refused=None, handed=None, assignment=None):
     """([(id, path)], {id: identity}) of an LMS layout's students; what is not graded goes to `not_graded`, and the
-    files of a student left ungraded for want of a file to pick (`_own_names`) to `refused` too."""
+    files of a student left ungraded for want of a file to pick (`lms_attempts.own_names`) to `refused` too; `handed` gets
+    {id: identity} of each student who handed something in that is not graded (no code, no file to pick)."""
+    from checker.records.lms_attempts import graded_names, latest_attempt, newest_definitions, own_names
     entries, people = [], {}
+    handed = {} if handed is None else handed
+    graded = graded_names(assignment)
     for sid, s in sorted(layout.students.items()):  # `Layout` left out ids that are one name
+        handed[sid] = s.identity()  # until the student's submission is among the entries
         shown = [os.path.basename(p) for p, _ in s.files] or [os.path.basename(s.folder or sid)]
-        names, odd, undecided = _own_names(s.files, s.uploads)
+        # Canvas: the files of one attempt only (`checker.records.lms_attempts`); then of one own name, the latest
+        files, odd, undecided = latest_attempt(s.files, s.uploads, s.late)
+        if not undecided:
+            names, more, undecided = own_names(files, s.uploads)
+            odd += more
         not_graded += [(os.path.basename(p), why) for p, why in odd]
         if undecided:  # the student is flagged, never graded on a file picked at random
             not_graded += [(n, f"{sid}: {undecided}") for n in shown if n not in {os.path.basename(p) for p, _ in odd}]
             if refused is not None:
                 refused += shown
             continue
+        names, aside = newest_definitions(names, s.uploads, graded)  # files that would override each other
+        not_graded += [(os.path.basename(p), why) for p, why in aside]
+        if s.late:
+            s.lms["late"] = any(p in s.late for p in names)  # the attempt graded was late, or was not
+            if not s.lms["late"]:
+                s.lms.pop("late")
         code = [p for p, name in names.items() if name.endswith(CODE)]
         if s.folder is not None:
             path = s.folder
@@ -609,5 +546,6 @@ def _lms_entries(layout, outdir, not_graded, refused=None):
                                    f"not graded") for n in shown]
                 continue
         entries.append((sid, path))
+        handed.pop(sid, None)
         people[sid] = s.identity()
     return entries, people

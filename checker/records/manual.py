@@ -1,8 +1,9 @@
 """Grades a person gives: OUTDIR/manual.csv, read, checked, kept and merged into the scorecards' totals.
 
 What it is for: the TA's own file of points and comments, which hwcheck
-creates once and afterwards only appends to (never rewrites a row the TA
-may have edited). Columns: `id, question, points, comment` (a header naming
+creates once and afterwards appends to; it rewrites a row's points only for
+a grade the TA changed in grades.csv (`replace_points`, the file as it was
+kept first), never its comment or another row. Columns: `id, question, points, comment` (a header naming
 them in another order, with other columns beside them, is read by the names,
 and rows are appended in its order). The rule for
 `question`:
@@ -34,11 +35,10 @@ of a scorecard with those points merged (questions' scores, `pending`,
 `pending_line(cards, spec)`: the TA's line naming the merged scorecards whose
 questions graded by a person are still pending (said by the batch's summary
 and by `hwcheck export`: their totals lack those points).
-`typed_into_gradebook(...)`: the grades typed into grades.csv since hwcheck wrote it, as rows to append
-here (a question's cell; a `total` changed, as the `adjustment` of the difference), never a cell holding
-a value hwcheck itself wrote in that row before (a spreadsheet open across a regrade saves its old cells
-back); `moved_line(row)` says each. A row whose id lost characters to a spreadsheet's encoding (`? ??_205`
-for `李 小龙_205`, Windows-1252) is reported with that likely cause.
+`replace_points(path, changes)` rewrites the points of rows already there (a grade changed by typing it into
+grades.csv, `checker.records.typed`, which finds the grades typed there), every other byte kept. A row whose
+id lost characters to a spreadsheet's encoding (`? ??_205` for `李 小龙_205`, Windows-1252) is reported with
+that likely cause.
 
 What it is not: a writer of scorecards (they stay the automatic grading,
 so `--resume` can trust them) or of the gradebook (`checker.records.gradebook`).
@@ -56,8 +56,7 @@ from checker.records.atomic import write_text_atomic
 from checker.records.csvfile import cell, csv_text
 
 __all__ = ["MANUAL_CSV", "HEADER", "ADJUSTMENT", "manual_path", "ensure_rows", "read_manual", "apply_manual",
-           "decode_csv", "csv_delimiter", "missing_columns", "adjustment_limit", "describe", "typed_into_gradebook",
-           "moved_line",
+           "decode_csv", "csv_delimiter", "missing_columns", "adjustment_limit", "describe", "replace_points",
            "pending_questions", "pending_line"]
 
 MANUAL_CSV = "manual.csv"
@@ -213,146 +212,40 @@ def ensure_rows(path, ids, spec, extra=()):
     return len(missing) + len(extra)
 
 
-def typed_into_gradebook(gradebook_text, spec, entries, written=None, earlier=None, said=None):
-    """[[id, question, points, comment]] of grades typed by hand into grades.csv that manual.csv does not hold:
-    to be appended there. A manual question's cell (hwcheck writes it empty while pending) is a grade; with
-    `written`, the grades.csv hwcheck would write now (what the TA edited), an automatic question's cell whose
-    number differs from it is an override (an appeal: `Q1` 22.78 made 30), and a `total` that differs from it
-    is an `adjustment` row: the total typed minus what the row's own question cells and manual.csv's
-    adjustments add up to (90 made 85, a late penalty: -5), so that the row comes to the total typed.
-
-    `earlier`: {id: {column: [cells hwcheck wrote there before]}} (`checker.records.outputs.WrittenCells`). A
-    cell equal to one of them is no grade typed: it is hwcheck's own value of an older grades.csv, saved back by
-    a spreadsheet that had the file open across a regrade (a resubmission, a changed spec.toml); those cells
-    are named in one line of `said`, not moved. Only a value hwcheck never wrote in that row's cell is typed.
-    `said`: a list the TA's lines are appended to (those cells; a total typed that is no number, or beside a
-    cell that is none, which cannot be moved).
-
-    `gradebook_text` is read as a spreadsheet saved it (decoded by `decode_csv`): its separator found as
-    manual.csv's is (`;` with decimal commas, `8,5` is 8.5, or a tab); a number is moved as the number it is."""
-    qids = _manual_ids(spec)
-    auto = [str(q["id"]) for q in spec.get("questions") or [] if not q.get("manual")]
-    ours = {}
-    if written is not None:
-        ours = {_clean_id(r.get("id") or ""): r for r in csv.DictReader(io.StringIO(written, newline=""))}
-    earlier = earlier or {}
-    said = [] if said is None else said
-    delim = _delimiter(gradebook_text)
-
-    def number(cell, sep):
-        try:
-            return _number(cell, sep)
-        except ValueError:
-            return None
-
-    def hwchecks(sid, column, cell):
-        """Whether `cell` is a value hwcheck wrote in this row's column before (the same number, or text)."""
-        x = number(cell, delim)
-        for old in (earlier.get(sid) or {}).get(column) or []:
-            y = number(old, ",")
-            if (x is not None and y is not None and abs(x - y) <= 5e-5) or (x is None and old.strip() == cell):
-                return True
-        return False
-
-    out, stale = [], []
-    for row in csv.DictReader(io.StringIO(gradebook_text, newline=""), delimiter=delim):
-        row = {(k or "").strip(): v for k, v in row.items() if isinstance(v, str)}
-        sid = _clean_id(row.get("id") or "")
-        graded = {r["question"] for r in entries.get(sid, []) if r["points"] is not None}
-        mine = ours.get(sid)
-        for qid in qids:
-            cell = (row.get(qid) or "").strip()
-            if not (sid and cell and qid not in graded):
+def replace_points(path, changes):
+    """Rewrite the points of rows already in manual.csv, atomically: changes {line: points} (a row by the line
+    `read_manual` gives it, the number as it is to be read back). That row's other cells (the TA's comment)
+    and every other row are kept byte for byte; the points are written as the file writes numbers (`7,5`
+    where `;` separates). Returns the lines rewritten (a line that is no row of the file is left)."""
+    text, bom = _read_text(path)
+    if text is None or not changes:
+        return []
+    delim = _delimiter(text)
+    physical = text.splitlines(keepends=True)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
+    order = None
+    done, start = [], 0
+    for row in reader:
+        end = reader.line_num  # the record's physical lines are start+1..end (a quoted cell may hold a newline)
+        first, start = start, end
+        if end == 1:
+            order = _header_order(row)
+            if order is not None:
                 continue
-            if mine is not None and (mine.get(qid) or "").strip() == cell:
-                continue  # as hwcheck writes it now (a grade of manual.csv's row that was deleted since)
-            if hwchecks(sid, qid, cell):
-                stale.append(f"{sid} {qid} {cell}")
-                continue
-            x = number(cell, delim)
-            out.append([sid, qid, cell if x is None else _num(x), "typed into grades.csv"])
-        for qid in auto if mine is not None else ():
-            cell = (row.get(qid) or "").strip()
-            x, was = number(cell, delim), number((mine.get(qid) or "").strip(), ",")
-            if x is not None and (was is None or abs(x - was) > 5e-5) and qid not in graded:
-                if hwchecks(sid, qid, cell):
-                    stale.append(f"{sid} {qid} {cell}")
-                else:
-                    out.append([sid, qid, _num(x), "typed into grades.csv"])
-        if mine is not None and sid:
-            moved = _typed_total(sid, row, mine, spec, delim, hwchecks, stale, said)
-            if moved:
-                out.append(moved)
-    if stale:
-        shown = "; ".join(stale[:5]) + (f"; and {len(stale) - 5} more" if len(stale) > 5 else "")
-        said.append(f"grades.csv: {len(stale)} cell{'s' if len(stale) > 1 else ''} ({shown}) "
-                    f"{'hold' if len(stale) > 1 else 'holds'} what hwcheck wrote there before a regrade, not what it "
-                    f"writes now (the file was open in a spreadsheet across the regrade, which saved the old values "
-                    f"back): not taken for grades typed, so the new grades stand; a grade you meant to give there "
-                    f"goes in {MANUAL_CSV}")
-    return out
-
-
-def _typed_total(sid, row, mine, spec, delim, hwchecks, stale, said):
-    """The `adjustment` row [id, "adjustment", points, comment] of a total typed into grades.csv's row (see
-    `typed_into_gradebook`), None when the total is hwcheck's (now or earlier); a total that cannot be moved is
-    said in `said`."""
-    cell = (row.get("total") or "").strip()
-    now = (mine.get("total") or "").strip()
-    try:
-        x = _number(cell, delim) if cell else None
-    except ValueError:
-        x = None
-    try:
-        was = _number(now, ",") if now else None
-    except ValueError:
-        was = None
-    if not cell or cell == now or (x is not None and was is not None and abs(x - was) <= 5e-5):
-        return None
-    if hwchecks(sid, "total", cell):
-        stale.append(f"{sid} total {cell}")
-        return None
-    # what the row's own cells add up to: hwcheck's total now, moved by each cell of the row that differs from
-    # what hwcheck writes now (a grade typed beside the total, or a spreadsheet's older cell)
-    base, odd = was, []
-    for q in spec.get("questions") or []:
-        qid = str(q["id"])
-        qcell, qnow = (row.get(qid) or "").strip(), (mine.get(qid) or "").strip()
-        try:
-            base = None if base is None else base + (_number(qcell, delim) if qcell else 0.0) - \
-                (_number(qnow, ",") if qnow else 0.0)
-        except ValueError:
-            odd.append(f"{qid} {qcell!r}")
-    if x is None or odd or base is None:
-        why = ("it is no number" if x is None or base is None else
-               f"the row's {', '.join(odd)} {'is' if len(odd) == 1 else 'are'} no number, so the difference cannot "
-               f"be told")
-        said.append(f"grades.csv: the total {cell!r} typed for {sid} is not kept ({why}; hwcheck rewrites "
-                    f"grades.csv, whose total it adds up): write the points to add or take off as a row "
-                    f"`{sid},{ADJUSTMENT},-5,why` in {MANUAL_CSV}")
-        return None
-    points = _num(x - base)
-    if abs(points) <= 5e-5:
-        return None  # the total of the row's own cells (updated by hand beside a grade typed in that row)
-    return [sid, ADJUSTMENT, points, f"{_TOTAL_TYPED}{_num(x)}, where the row added up to {_num(base)}"]
-
-
-_TOTAL_TYPED = "total typed into grades.csv: "
-
-
-def moved_line(row, known=True):
-    """The TA's line for a row of `typed_into_gradebook` appended to manual.csv; known: its id is a graded one."""
-    sid, qid, points, comment = row
-    if not known:
-        return (f"grades.csv: {sid} {qid} = {points} was typed into grades.csv in a row whose id is no graded "
-                f"submission's: moved to {MANUAL_CSV}, where you can correct its id (its line is said below)")
-    if qid == ADJUSTMENT and str(comment).startswith(_TOTAL_TYPED):
-        typed, _, base = str(comment)[len(_TOTAL_TYPED):].partition(", where the row added up to ")
-        return (f"grades.csv: {sid}'s total was changed to {typed} in grades.csv, which hwcheck rewrites (its "
-                f"questions and adjustments add up to {base}): moved to {MANUAL_CSV} as an adjustment of "
-                f"{points:+g}, where grades are kept")
-    return (f"grades.csv: {sid} {qid} = {points} was typed into grades.csv, which hwcheck rewrites: moved to "
-            f"{MANUAL_CSV}, where grades are kept")
+        if end not in changes:
+            continue
+        where = (order or list(range(len(HEADER))))[2]
+        cells = row + [""] * (where + 1 - len(row))
+        value = str(_num(changes[end]))
+        cells[where] = value.replace(".", ",") if delim != "," else value
+        ending = physical[end - 1][len(physical[end - 1].rstrip("\r\n")):]
+        out = io.StringIO()
+        csv.writer(out, delimiter=delim, lineterminator=ending).writerow(cells)
+        physical[first:end] = [out.getvalue()] + [""] * (end - first - 1)
+        done.append(end)
+    if done:
+        write_text_atomic(path, "".join(physical), encoding="utf-8-sig" if bom else "utf-8")
+    return done
 
 
 def _match_id(typed, ids, keys):

@@ -55,7 +55,8 @@ from checker.records import owned
 from checker.records.gradebook import answers_text, gradebook_text
 from checker.render.gradescope import make_results
 from checker.records.manual import (MANUAL_CSV, apply_manual, csv_delimiter, decode_csv, describe, ensure_rows,
-                                    manual_path, moved_line, read_manual, typed_into_gradebook)
+                                    manual_path, read_manual, replace_points)
+from checker.records.typed import changed_line, moved_line, typed_into_gradebook
 
 __all__ = ["OWN_FILES", "OVERRIDES_JSON", "CELLS_JSON", "is_own_output", "load_note", "Gradebook", "Overrides",
            "WrittenCells"]
@@ -111,6 +112,8 @@ class Gradebook:
         self.overrides = Overrides(outdir)  # which submission each override of manual.csv was given for
         self.cells = WrittenCells(outdir)  # every value hwcheck wrote in grades.csv's cells, per id and column
         self.moved = self.told = 0  # grades typed into grades.csv moved to manual.csv; other lines about it
+        self.changes = []  # grades changed in grades.csv where manual.csv held one (`_typed`), for its rows
+        self.rewritten = 0  # how many of them
         try:  # made here, before processes write results.json side by side (one of them must not take the
             owned.ensure_folder(outdir, "gradescope")  # other's half-made folder for a student's)
         except OSError:
@@ -134,15 +137,33 @@ class Gradebook:
         cards, notes = self.merged()  # the grades.csv hwcheck wrote last (what the TA edited), as it would now
         written = gradebook_text(cards, self.spec, notes, self.people)
         text = decode_csv(raw)  # as a spreadsheet saved it: UTF-8 or Windows-1252, `,` `;` or a tab
-        said = []
-        rows = typed_into_gradebook(text, self.spec, entries, written, earlier=self.cells.earlier, said=said)
+        said, self.changes = [], []
+        rows = typed_into_gradebook(text, self.spec, entries, written, earlier=self.cells.earlier, said=said,
+                                    changed=self.changes)
         # a total typed is moved as an adjustment; a row whose id is no one's (an id a spreadsheet's encoding could
-        # not hold) is moved too, for the TA to correct there, and said so
+        # not hold) is moved too, for the TA to correct there, and said so; a grade changed where manual.csv held
+        # one is said once its row is rewritten (`_change_rows`)
         self.problems += [moved_line(row, row[0] in self.cards) for row in rows]
         said += _typed_elsewhere(text, written, self.cells.earlier)
         self.problems += said
-        self.moved, self.told = len(rows), len(said)
+        self.moved, self.told, self.rewritten = len(rows), len(said), len(self.changes)
         return rows
+
+    def _change_rows(self):
+        """Put the grades changed in grades.csv (`_typed`) into their rows of manual.csv, a copy of the file as it
+        was kept first (the TA's earlier values are never lost), and say each."""
+        if not self.changes:
+            return
+        copy = owned.keep_copy(self.outdir, self.manual)
+        done = set(replace_points(self.manual, {c["line"]: c["new"] for c in self.changes}))
+        for c in self.changes:
+            if c["line"] in done:
+                self.problems.append(changed_line(c, copy))
+            else:  # the row moved since it was read (edited meanwhile): the grade typed is said, not lost
+                self.problems.append(f"grades.csv: {c['id']} {c['question']} was changed from {c['old']} to "
+                                     f"{c['new']} in grades.csv, but {MANUAL_CSV} line {c['line']} is no longer "
+                                     f"that row: not applied; write {c['new']} in {MANUAL_CSV}")
+        self.changes = []
 
     def ensure_manual(self, grading=None):
         """Create manual.csv or append the rows of new submissions (those with a scorecard, and `grading`: the
@@ -161,6 +182,7 @@ class Gradebook:
                                          f"grades are applied as yours (an older hwcheck's, or one you wrote); if it "
                                          f"came with the students' files, move it away and grade again")
             self.manual = owned.place_kept(self.outdir, MANUAL_CSV, record=True) or self.manual
+            self._change_rows()
             ids = self.ids if grading is None else set(grading)
             self.added = ensure_rows(self.manual, ids | set(self.cards), self.spec, typed) - len(typed)
         except OSError as e:
@@ -236,7 +258,7 @@ class Gradebook:
                 # the file's own name: set-aside/ adds .2, .3 ... to a name already there (grades.csv.2)
                 shown = re.sub(r"(\.(?:csv|json))\.[2-9]\d*$", r"\1", name.replace("%", "/"))
                 if shown in self.edited:
-                    if self.moved:
+                    if self.moved or self.rewritten:
                         what = f"the grades typed there are in {MANUAL_CSV} (said above)"
                     elif self.told:
                         what = f"nothing there was moved to {MANUAL_CSV} (what it held is said above)"

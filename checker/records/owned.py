@@ -51,6 +51,7 @@ import hmac
 import json
 import os
 import secrets
+import shutil
 
 from checker.records.atomic import dumps_json, encode_text, is_temp_name, write_text_atomic
 
@@ -436,6 +437,20 @@ def remove(outdir, name):
 def set_aside_file(outdir, name):
     """Move the regular file `name` of OUT (not hwcheck's) into the state folder's set-aside/; its new path."""
     return _set_aside(outdir, name)
+
+
+def keep_copy(outdir, path):
+    """Copy the file at `path` (the TA's manual.csv, about to have a row rewritten) into the state folder's
+    earlier/, under a name not taken (`manual.csv`, `manual.csv.2`, ...); its path. Not set-aside/: the file stays
+    where it is, and set-aside/ lists the files hwcheck moved away."""
+    base = os.path.join(state_dir(outdir), "earlier", os.path.basename(path))
+    os.makedirs(os.path.dirname(base), exist_ok=True)
+    dest, n = base, 1
+    while os.path.lexists(dest):
+        n += 1
+        dest = f"{base}.{n}"
+    shutil.copyfile(path, dest)
+    return dest
 
 
 def has_record(outdir, name):

@@ -126,11 +126,15 @@ def summary_lines(batch):
         lines.append(f"  wrote {batch.answers}: the written answers, for the questions graded by a person")
     if batch.manual:
         added, moved = batch.manual_added, getattr(batch, "manual_moved", 0)
+        rewritten = getattr(batch, "manual_rewritten", 0)
         said = ([f"{added} row{'s' if added != 1 else ''} added for new submissions"] if added else []) + \
-            ([f"{moved} grade{'s' if moved != 1 else ''} typed into grades.csv moved here"] if moved else [])
+            ([f"{moved} grade{'s' if moved != 1 else ''} typed into grades.csv moved here"] if moved else []) + \
+            ([f"{rewritten} grade{'s' if rewritten != 1 else ''} changed in grades.csv written into "
+              f"{'their rows' if rewritten != 1 else 'its row'}"] if rewritten else [])
         added = f" ({'; '.join(said)})" if said else ""
         lines.append(f"  manual grades: {_line(batch.manual)}{added}, yours to edit (points and comments; "
-                     f"hwcheck only appends rows), merged into grades.csv and the totals")
+                     f"hwcheck appends rows, and rewrites a row's points only for a grade changed in grades.csv), "
+                     f"merged into grades.csv and the totals")
     if getattr(batch, "pending", ""):
         lines.append(f"  {_line(batch.pending)}")
     for problem in batch.problems[:20]:

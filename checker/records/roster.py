@@ -206,9 +206,13 @@ def _exact(sid, person, row, kind):
     return bool({_norm(x) for x in mine if x} & (theirs - {""}))
 
 
-def match_roster(people, rows):
+def match_roster(people, rows, handed_in=None):
     """(people with the roster's data merged, report {matched, students, missing: [row], unmatched: [id],
-    ambiguous: [{id, row, with, given_to}]}).
+    ambiguous: [{id, row, with, given_to}], not_graded: [{id, row}]}).
+
+    handed_in: {id: identity} of the students who handed something in that was not graded (only a `.zip`, two
+    files hwcheck would not pick between): they claim their rows as a submission does, so such a row is not
+    "missing" (no submission) but listed in `not_graded`; they are not among the people returned.
 
     people: {id: identity}. Each submission claims the row its most trusted key finds alone (a key two rows
     share decides nothing). A row one submission claims is that submission's. A row several claim goes to
@@ -220,9 +224,11 @@ def match_roster(people, rows):
     for i, row in enumerate(rows):
         for k in _row_keys(row):
             index.setdefault(k, set()).add(i)
+    handed_in = {sid: who for sid, who in (handed_in or {}).items() if sid not in people}
+    everyone = {**people, **handed_in}
     claims = {}
-    for sid in sorted(people):
-        for member in _members(people[sid]):  # a group submission: each submitter claims their own row
+    for sid in sorted(everyone):
+        for member in _members(everyone[sid]):  # a group submission: each submitter claims their own row
             for k in _person_keys(sid, member):
                 found = index.get(k, set())
                 if len(found) == 1:
@@ -255,21 +261,34 @@ def match_roster(people, rows):
                     person[field] = "; ".join(str(r.get(key) or "") for r in mine)
             person["roster"] = "matched"
         merged[sid] = person
-    used = {i for rows_of in owner.values() for i in rows_of}
-    missing = [rows[i] for i in range(len(rows)) if i not in used]
+    used = {i for sid, rows_of in owner.items() if sid in people for i in rows_of}
+    handed = {i: sid for sid, rows_of in owner.items() if sid in handed_in for i in rows_of}
+    missing = [rows[i] for i in range(len(rows)) if i not in used and i not in handed]
+    not_graded = [{"id": sid, "row": _shown_row(rows[i])} for i, sid in sorted(handed.items())]
+    ambiguous = [a for a in ambiguous if a["id"] in people]
     return merged, {"matched": len(used), "students": len(rows), "missing": missing, "unmatched": unmatched,
-                    "ambiguous": ambiguous}
+                    "ambiguous": ambiguous, "not_graded": not_graded}
+
+
+def _shown_row(row):
+    """A roster row as the TA's lines name it: the name, then its other ids in brackets."""
+    who = row.get("name") or row.get("email") or row.get("student_id") or ""
+    extra = ", ".join(x for x in (row.get("student_id"), row.get("email")) if x and x != who)
+    return who + (f" ({extra})" if extra else "")
 
 
 def roster_lines(report, people):
     """The TA's lines about the roster: how many matched, who has no submission, which submissions match no one."""
     if not report:
         return []
-    lines = [f"roster: {report['matched']} of {report['students']} students have a submission"]
+    handed = [h for h in report.get("not_graded") or [] if isinstance(h, dict)]
+    lines = [f"roster: {report['matched']} of {report['students']} students have a submission"
+             + (f" graded; {len(handed)} more handed in one that was not graded" if handed else "")]
     for row in report["missing"]:
-        who = row.get("name") or row.get("email") or row.get("student_id")
-        extra = ", ".join(x for x in (row.get("student_id"), row.get("email")) if x and x != who)
-        lines.append(f"roster: no submission from {who}" + (f" ({extra})" if extra else ""))
+        lines.append(f"roster: no submission from {_shown_row(row)}")
+    for h in handed:  # the batch's summary lists the reason first, under "not graded"
+        lines.append(f"roster: {h.get('row')} handed in {h.get('id')}, which was not graded (see its "
+                     f"\"not graded\" line above)")
     ambiguous = {a.get("id"): a for a in report.get("ambiguous") or [] if isinstance(a, dict)}
     for sid, a in sorted(ambiguous.items()):
         given = (f"it went to {a['given_to']}, whose id is the roster's exactly" if a.get("given_to") else

@@ -1,0 +1,261 @@
+"""Which of a Canvas student's files are one attempt, and which id a Canvas student keeps across downloads.
+
+What it is for: `checker.records.lms.prepare` on a Canvas "Download Submissions" folder.
+
+- `latest_attempt(files, uploads, late)`: one download holds each student's latest submission, whose files
+  all carry its `LATE_` mark or none (canvas-lms lib/content_zipper.rb `get_filename`: name, `LATE` when
+  the submission is late, user id; then each file's attachment id). Files of one student with and without
+  the mark are two attempts (two downloads unzipped into one folder): merged, the older one's functions
+  could override the newer's. The attempt whose attachment ids are all above the other's (Canvas numbers
+  attachments as they are uploaded) is graded, the other set aside and said; attempts whose ids interleave
+  cannot be ordered, and neither is graded. (Canvas's names carry no submission id or attempt number.)
+- `own_names(files, uploads)`: the names the files of one student are graded under, and of the files of one
+  own name (a file uploaded again, Canvas's `-N`; two downloads unzipped into one folder) the latest only.
+- `newest_definitions(names, uploads, graded)`: of a student's files of different names that define one
+  graded function (two attempts of one mark, or a notebook and the `.py` exported from it), the one uploaded
+  last (the highest attachment id) is graded and the older set aside, said: loading both lets the file
+  loaded last decide, whichever it is. Files that define different functions (one submission in parts) are
+  graded together, as before; the shipped starter, which grading leaves out, never counts.
+
+- `same_canvas_user(outdir, entries, people, old, notes)`: Canvas's id is `<sortable name>_<user id>`, and the
+  sortable name is the student's (a name changed in Canvas between two downloads changes it); the user id is
+  Canvas's own and stays. A student whose user id OUTDIR graded before under another name is graded under that
+  id again, said in one line, so their scorecard, the grades of manual.csv and their row of grades.csv stay one
+  (the name in grades.csv's `student` column is the new one).
+
+What it is not: the reading of Canvas's file names (`checker.records.lms`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+
+from checker.records.ids import key
+
+__all__ = ["same_canvas_user", "latest_attempt", "own_names", "newest_definitions", "graded_names"]
+
+_RESUBMITTED = re.compile(r"^(?P<stem>.+)-\d+(?P<ext>\.[^.]+)$")  # Canvas's `-N`: a file uploaded again
+
+_CANVAS_ID = re.compile(r"^[\w\u0300-\u036f]*_(?P<uid>\d+)$")
+
+
+def _uid_of(sid, person):
+    """The Canvas user id of an earlier id: from the students.json of its run, else from the id's own shape."""
+    uid = (person or {}).get("canvas_user_id") if isinstance(person, dict) else None
+    if uid:
+        return str(uid)
+    m = _CANVAS_ID.match(sid)
+    return m["uid"] if m and person is None else None
+
+
+def same_canvas_user(outdir, entries, people, old, notes):
+    """(entries, people) with each Canvas student whose user id OUTDIR holds an older scorecard of, under another
+    id, graded under that older id (see the module docstring); `old`: the students.json of the last run."""
+    from checker.records.outfolder import scorecard_ids
+    before = set(scorecard_ids(outdir))
+    known = old.get("students") if isinstance(old.get("students"), dict) else {}
+    ids = {sid for sid, _ in entries}
+    by_uid = {}
+    for o in sorted(before - ids):
+        uid = _uid_of(o, known.get(o))
+        if uid:
+            by_uid.setdefault(uid, []).append(o)
+    renamed = {}
+    for sid, _ in entries:
+        person = people.get(sid) or {}
+        uid = str(person.get("canvas_user_id") or "")
+        if not uid or sid in before or not by_uid.get(uid):
+            continue
+        olds = by_uid[uid]
+        if len(olds) > 1:
+            notes.append(f"Canvas user {uid} ({sid}) was graded into {outdir} before as {' and '.join(olds)}: graded "
+                         f"as {sid}, a row of its own in grades.csv; the grades manual.csv gives those ids stay "
+                         f"with them: move them to {sid} there if they are this student's")
+            continue
+        renamed[sid] = olds[0]
+        notes.append(f"Canvas user {uid} was graded into {outdir} before as {olds[0]}; Canvas's file names now "
+                     f"call them {person.get('student') or sid!r} ({sid}: a name changed in Canvas): graded as "
+                     f"{olds[0]} again, so their scorecard, the grades of manual.csv and their row of grades.csv "
+                     f"stay one")
+    if not renamed:
+        return entries, people
+    entries = [(renamed.get(sid, sid), path) for sid, path in entries]
+    people = {renamed.get(sid, sid): {**person, **({"canvas_id_in_files": sid} if sid in renamed else {})}
+              for sid, person in people.items()}
+    return entries, people
+
+
+def latest_attempt(files, uploads, late):
+    """(files of the latest attempt, [(path, why)] set aside, why none is graded or None): see the module
+    docstring. files: [(path, own name)]; uploads: {path: attachment id}; late: the paths marked `LATE_`."""
+    marked = [f for f in files if f[0] in late]
+    plain = [f for f in files if f[0] not in late]
+    if not marked or not plain or not all(isinstance(uploads.get(p), int) for p, _ in files):
+        return files, [], None
+    ids = {"LATE": {uploads[p] for p, _ in marked}, "on time": {uploads[p] for p, _ in plain}}
+    shared = ids["LATE"] & ids["on time"]  # one attachment in both (the same file handed in again): no order
+    if not ids["LATE"] - shared or not ids["on time"] - shared:
+        return files, [], None  # nothing tells the attempts apart: the files of one own name are judged as such
+    shown = {k: ", ".join(map(str, sorted(v))) for k, v in ids.items()}
+    if min(ids["LATE"] - shared) > max(ids["on time"] - shared):
+        newer, older, kind, other = marked, plain, "LATE", "on time"
+    elif min(ids["on time"] - shared) > max(ids["LATE"] - shared):
+        newer, older, kind, other = plain, marked, "on time", "LATE"
+    else:
+        return [], [], (f"its files are of two attempts (two downloads unzipped into one folder?): the LATE one "
+                        f"(Canvas attachments {shown['LATE']}) and the one on time (attachments {shown['on time']}), "
+                        f"whose attachment ids interleave, so which is the later cannot be told: neither is graded "
+                        f"rather than a mix of both; keep only the files of the submission to grade and grade again")
+    newest = ", ".join(sorted(os.path.basename(p) for p, _ in newer))
+    why = (f"a file of an earlier attempt ({other}, Canvas attachment{'s' if len(ids[other]) > 1 else ''} "
+           f"{shown[other]}) than the {kind} one of {newest} (attachment{'s' if len(ids[kind]) > 1 else ''} "
+           f"{shown[kind]}; Canvas numbers attachments as they are uploaded): set aside, the latest attempt is graded "
+           f"(two downloads unzipped into one folder)")
+    return newer, [(p, why) for p, _ in older], None
+
+
+_DEF = re.compile(r"^(?:async[ \t]+def|def|class)[ \t]+([A-Za-z_]\w*)", re.M)
+
+
+def _defined(path):
+    """The names a student's `.py` file or notebook defines at its top level (`def`, `class`), read as text (no
+    student code runs); empty when it cannot be read."""
+    from checker.records.identical import notebook_cells
+    from checker.running.safe_read import Refused, read_bytes
+    try:
+        text = read_bytes(path).decode("utf-8-sig", errors="replace")
+    except (Refused, OSError):
+        return set()
+    pieces = (notebook_cells(text) or []) if path.endswith(".ipynb") else [text]
+    return {m[1] for piece in pieces for m in _DEF.finditer(piece)}
+
+
+def graded_names(assignment):
+    """The names the assignment's questions grade (None when it is not known: every name defined counts)."""
+    if not assignment:
+        return None
+    try:
+        from checker.spec import load_spec
+        spec = load_spec(assignment)
+    except Exception:  # noqa: BLE001 - an unknown assignment is refused by the batch itself
+        return None
+    return {str(n) for q in spec.get("questions") or [] for n in q.get("names") or []}
+
+
+def newest_definitions(names, uploads, graded=None):
+    """({path: own name} kept, [(path, why)] set aside): see the module docstring. names: `own_names`'s
+    {path: own name}; uploads: {path: Canvas attachment id}; graded: the names that count (None: all)."""
+    from checker.running.starter import is_starter
+    code = [p for p, n in names.items() if n.endswith((".py", ".ipynb")) and isinstance(uploads.get(p), int)]
+    if len(code) < 2:
+        return names, []
+    defined = {}
+    for p in code:
+        try:
+            if is_starter(p):
+                continue  # grading leaves the shipped starter out
+        except OSError:
+            continue
+        found = _defined(p)
+        defined[p] = found if graded is None else found & graded
+    kept, aside, have = dict(names), [], {}
+    for p in sorted(defined, key=lambda q: uploads[q], reverse=True):  # the latest upload first
+        clash = sorted(defined[p] & set(have))
+        if not clash:
+            have.update({n: p for n in defined[p]})
+            continue
+        newer = have[clash[0]]
+        shown = ", ".join(clash[:4]) + (f" and {len(clash) - 4} more" if len(clash) > 4 else "")
+        aside.append((p, f"{names[p]} (Canvas attachment {uploads[p]}) defines {shown} as {names[newer]} "
+                         f"(attachment {uploads[newer]}), uploaded later, does: the later file is graded and "
+                         f"this one set aside (two attempts, or two versions of one file; graded together, the "
+                         f"file loaded last would decide)"))
+        kept.pop(p)
+    return kept, aside
+
+
+def own_names(files, uploads=None):
+    """({path: name in the staged folder}, [(path, why)] of the files left out, why none is graded or None).
+
+    The LMS's prefix is taken off, Canvas's `-N` too where that frees no clash. A file whose own name
+    cannot be a file in a folder (`..`, `.`, empty, a separator) is left out; two whose own names would be
+    one file on a case-insensitive disk keep the names the LMS gave them. Of the files of one own name (a
+    file uploaded again; two downloads unzipped into one folder) only the latest is kept: the one of the
+    highest Canvas attachment id (`uploads`, {path: id}; Canvas numbers attachments as they are uploaded),
+    else of the highest `-N`. Where that cannot tell them apart and their bytes differ, no file is picked:
+    the third value says why, and the student is not graded."""
+    out, odd, taken = {}, [], set()
+    uploads = uploads or {}
+    usable = []
+    for path, name in sorted(files, key=lambda pf: (pf[1], pf[0])):
+        if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+            odd.append((path, f"its own file name {name!r} cannot be a file in the student's folder: left out of "
+                              f"the submission, the rest of it is graded"))
+        else:
+            usable.append((path, name))
+    # a file uploaded again under the same name (Canvas's `-N`, N counting up): only the latest is the student's
+    # submission; loading both ran the older one last (`attention.py` sorts after `attention-1.py`), so its
+    # functions were graded
+    def upload(name):  # (the name's key without Canvas's `-N`, N; 0 for the first upload)
+        m = _RESUBMITTED.match(name)
+        return (key(f"{m['stem']}{m['ext']}"), int(name[len(m['stem']) + 1:-len(m['ext'])])) if m else (key(name), 0)
+    groups = {}  # plain name's key -> [(path, name, N)] of its uploads
+    for path, name in usable:
+        plain, n = upload(name)
+        groups.setdefault(plain, []).append((path, name, n))
+    keep, undecided = set(), []
+    for group in groups.values():
+        if len(group) == 1:
+            keep.add(group[0][0])
+            continue
+        by_id = all(isinstance(uploads.get(path), int) for path, _, _ in group)
+        order = (lambda f: uploads[f[0]]) if by_id else (lambda f: f[2])
+        top = max(order(f) for f in group)
+        latest = [f for f in group if order(f) == top]
+        if len(latest) > 1 and len({_file_sha(path) for path, _, _ in latest}) > 1:
+            shown = " and ".join(os.path.basename(path) for path, _, _ in latest)
+            undecided.append(f"{shown} are different files under one name, and which is the later cannot be told "
+                             f"({'the same Canvas attachment id' if by_id else 'the same upload number'})")
+            continue
+        path0, name0, _ = latest[0]
+        keep.add(path0)
+        for f in group:
+            path, name, _ = f
+            if path == path0:
+                continue
+            if order(f) == top:
+                why = f"{os.path.basename(path)} is the same file as {os.path.basename(path0)}: one of them is graded"
+            elif by_id:
+                why = (f"{name} (Canvas attachment {uploads[path]}) is an earlier upload than {name0} (attachment "
+                       f"{uploads[path0]}; Canvas numbers attachments in the order they are uploaded): the later one "
+                       f"is graded")
+            else:
+                why = (f"{name} is an earlier upload of {name0} (Canvas numbers a file uploaded again under the same "
+                       f"name): the later one is graded")
+            odd.append((path, why))
+    if undecided:
+        return {}, odd, ("; ".join(undecided) + ": none is graded rather than either; keep only the file to grade "
+                         "in the folder (the one of the latest submission) and grade again")
+    usable = [(path, name) for path, name in usable if path in keep]
+    wanted = {key(name) for _, name in usable}
+    for path, name in usable:
+        m = _RESUBMITTED.match(name)
+        plain = f"{m['stem']}{m['ext']}" if m else name
+        if plain != name and key(plain) not in wanted and key(plain) not in taken:
+            name = plain
+        if key(name) in taken:
+            name = os.path.basename(path)
+        taken.add(key(name))
+        out[path] = name
+    return out, odd, None
+
+
+def _file_sha(path):
+    """The sha256 of a file's bytes (two files of one name and attachment id: the same file twice, or not)."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return path  # unreadable: told apart from every other file
