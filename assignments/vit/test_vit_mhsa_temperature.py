@@ -9,53 +9,90 @@ from test_vit_mhsa.py because every other mhsa test holds at any temperature.
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
 
 
+MAX_WAYS = 4  # readings of the layout tried, each one set_params and one forward (all sent together)
+
+
+def _head_index(name, h):
+    """The head a per-head parameter's name numbers (`heads.2.query.weight`, `W_Q.2`: its first number), or None."""
+    head = re.findall(r"(?<!\d)\d{1,6}(?!\d)", name)  # a head index; a run of 5,000 digits is none
+    return int(head[0]) if head and 0 <= int(head[0]) < h else None
+
+
+def _identity_readings(shape, D, h, head=None):
+    """The values that make a projection of `shape` the identity, in each way its shape can be read (the
+    reading its forward uses is not known: every distinct one is a candidate). One axis of size D holds the
+    input features; the other axes, flattened in order, hold k = 1, 2 or 3 copies (Q; K and V; Q, K and V) of
+    the output features: of all D of them, or, for a per-head parameter (`head`), of that head's D/h. Output
+    feature j of copy c is input feature j: as a layer's weight (D last) or used as `x @ W` (D first), a fused
+    (3D, D), to_kv's (2D, D), the heads' stacks (h, D, D/h) and (h, D/h, D) (W_O's too), Keras' EinsumDense
+    kernels (D, h, D/h), a per-head fused qkv (3D/h, D). The copies of a whole-width one may also be
+    interleaved head by head, (h, k, D/h) (timm's `reshape(B, N, h, 3, D/h)`). The last axis is read as the
+    input first (nn.Linear's (out, in))."""
+    dh = D // h
+    width, first = (D, 0) if head is None else (dh, head * dh)
+    found = []
+    for a in reversed(range(len(shape))):
+        if shape[a] != D:
+            continue
+        rest = tuple(shape[:a]) + tuple(shape[a + 1:])
+        n = int(np.prod(rest))
+        if n % width or not 1 <= n // width <= 3:
+            continue
+        k, o = n // width, np.arange(n)
+        features = [first + o % width]                                  # copy after copy: q | k | v
+        if head is None and k > 1 and h > 1:
+            features.append((o // (k * dh)) * dh + o % dh)              # head after head: (h, k, D/h)
+        for f in features:
+            v = (np.arange(D)[:, None] == f[None, :]).astype(np.float32).reshape((D,) + rest)   # input first
+            v = np.ascontiguousarray(np.moveaxis(v, 0, a))
+            if not any(np.array_equal(v, w) for w in found):
+                found.append(v)
+    return found
+
+
 def _identity_weights(m, D, h):
-    """The ways to make the module's projections the identity and its biases zero that its names and shapes
-    allow, each {name: value}: square (D, D) projections, a fused (3D, D) one (any order of Q, K, V: all are
-    the identity; or split head by head, timm's `reshape(B, N, h, 3, D/h)`), a (h, D, D/h) tensor of the heads'
-    projections, and one projection of Q, K and V per head, (D/h, D) as a layer's weight or (D, D/h) used as
-    `X @ W` (`heads.2.query`, `W_Q.2`: the head's number in the name gives its slice). An empty list for any
-    other parameter (a norm's weight, a per-head layout it cannot number): the temperature is then not checked
-    here. A learnable scalar (a gain on the output, a temperature) is left as the module made it, and in a
-    second way set to 1."""
-    dh, eye = D // h, np.eye(D, dtype=np.float32)
-    values, per_head, fused, scalars = {}, {}, [], []
+    """(ways, unknown): the ways to make the module's projections the identity and its biases zero that its names
+    and shapes allow, each {name: value} (_identity_readings: every reading of every projection's layout; way i
+    takes each parameter's i-th reading, or its first), and the parameters no reading explains (`name` (shape)),
+    with no way then: the temperature is not checked. A per-head parameter (`heads.2.qkv.weight`, `W_Q.2`: the
+    first number of its name gives its head; read so only where the numbers cover every head) may also read as
+    a whole-width one (a (D, D) named `proj.0` is either). A bias is any other parameter with at most 3D values
+    (q, k and v's biases, in any shape: (D,), (3D,), (h, D/h), (1, 1, D)), set to zero: no projection of D
+    features fits in so few (it holds at least D * D/h). A learnable scalar or one a head ((h,): a gain, a
+    temperature) is left as the module made it, and in a second way set to 1."""
+    dh = D // h
+    readings, heads, scalars, unknown, biases = {}, {}, [], [], {}
     for p in m.params:
         name, shape = p.get("name"), tuple(p.get("shape", ()))
-        if not isinstance(name, str):
-            return []
-        if int(np.prod(shape)) == 1:  # a learnable scalar (a gain, a temperature): as built, or 1
+        if not isinstance(name, str) or not all(type(n) is int and n >= 0 for n in shape):
+            return [], [repr(name)[:60]]
+        head = _head_index(name, h) if h > 1 else None
+        per_head = _identity_readings(shape, D, h, head) if head is not None else []
+        whole = _identity_readings(shape, D, h)
+        size = int(np.prod(shape))
+        if per_head or whole:
+            readings[name] = (per_head, whole)
+            if per_head:
+                heads.setdefault(head, []).append(name)
+        elif size == 1 or (size == h and h > 1):  # a learnable scalar or one per head: as built, or 1
             scalars.append((name, shape))
-            continue
-        if shape == (D, D):
-            values[name] = eye
-        elif shape == (3 * D, D):
-            values[name] = np.concatenate([eye, eye, eye])
-            fused.append(name)
-        elif shape in ((D,), (3 * D,), (dh,)):
-            values[name] = np.zeros(shape, dtype=np.float32)
-        elif shape == (h, D, dh):  # one (D, D/h) matrix a head, used as x @ W[i]
-            values[name] = np.stack([eye[:, i * dh:(i + 1) * dh] for i in range(h)])
-        elif shape == (h, dh, D) and dh != D:  # ... used as x @ W[i].T
-            values[name] = np.stack([eye[i * dh:(i + 1) * dh] for i in range(h)])
-        elif shape in ((dh, D), (D, dh)) and h > 1:  # one head's projection: a layer's weight, or x @ W
-            head = re.findall(r"(?<!\d)\d{1,6}(?!\d)", name)  # a head index; a run of 5,000 digits is none
-            if not head or not 0 <= int(head[0]) < h:
-                return []
-            per_head.setdefault(int(head[0]), []).append(name)
-            rows = eye[int(head[0]) * dh:(int(head[0]) + 1) * dh]                      # (dh, D)
-            values[name] = rows if shape == (dh, D) else np.ascontiguousarray(rows.T)
+        elif size <= 3 * D:
+            biases[name] = np.zeros(shape, dtype=np.float32)
         else:
-            return []
-    if per_head and sorted(per_head) != list(range(h)):
-        return []
-    ways = [values]
-    if fused and h > 1:  # rows of the fused projection head by head: (head, Q/K/V, D/h)
-        by_head = np.concatenate([eye[i * dh:(i + 1) * dh] for i in range(h) for _ in range(3)])
-        ways.append({**values, **{name: by_head for name in fused}})
+            unknown.append(f"`{name[:60]}` {shape}")
+    by_head = sorted(heads) == list(range(h))  # per-head readings only where every head has its parameters
+    chosen = {}
+    for name, (per_head, whole) in readings.items():
+        chosen[name] = (per_head if by_head else []) + whole
+        if not chosen[name]:
+            unknown.append(f"`{name[:60]}` {tuple(per_head[0].shape)}")
+    if unknown:
+        return [], unknown
+    ways = [{**biases, **{n: r[i] if i < len(r) else r[0] for n, r in chosen.items()}}
+            for i in range(min(MAX_WAYS, max((len(r) for r in chosen.values()), default=1)))]
     if scalars:  # each way with its scalars as the module made them, then set to 1 (a gain that starts elsewhere)
         ways += [{**way, **{n: np.ones(shape, dtype=np.float32) for n, shape in scalars}} for way in list(ways)]
-    return ways
+    return ways, []
 
 
 def _attention_with_identity_weights(x, h, tau, strided=False):
@@ -177,22 +214,37 @@ def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
     # on each input, and the test fails naming what the scores are divided by (a divisor that changes with the
     # number of tokens reads the wrong axis). Only a module that answers as attention at no temperature (a mask
     # or a norm inside, a head split the grader does not know), or whose projections the grader cannot set from
-    # their names and shapes, is skipped: the other tests judge it (a skip earns nothing, and costs a right
-    # module nothing).
+    # their names and shapes (the skip names the parameters it cannot read), is skipped: the other tests judge it
+    # (a skip earns nothing, and costs a right module nothing). A forward that fails with these weights fails
+    # here, though it runs with its own: a right module runs whatever its weights hold, and a skip would reward
+    # a forward that refuses the grader's weights (seen on charlm's version of this test).
     D, h, Ns = 12, 3, (5, 7)
     dh = D // h
+    what = f"MultiHeadSelfAttention({D}, {h})"
     m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
-    ways = _identity_weights(m, D, h)
-    if not ways:  # no parameters, or a layout the names and shapes do not tell: the other tests judge it
+    ways, unknown = _identity_weights(m, D, h)
+    if not ways:  # a layout the names and shapes do not tell: the other tests judge it
         pytest.skip("the temperature was not checked: the grader cannot set this module's projections to the "
-                    "identity from their names and shapes (the other tests judge it)")
+                    "identity from their names and shapes: it does not know how to read "
+                    f"{', '.join(unknown[:4])}{' ...' if len(unknown) > 4 else ''} (the other tests judge it)")
     xs = [randn(rng, (1, n, D)) for n in Ns]
     plain = [as_np(x[0]) for x in xs]                                                  # (N, D) each
+    # every way's weights and its forward go to the worker together, in one round trip
+    with sub.together(chain=True) as t:
+        asks = [(t.set_params(m, {n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in values.items()}),
+                 t.forward(m, xs)) for values in ways]
     answers = []
-    for values in ways:  # a right module passes in the first way its names allow that makes it attention
-        m.set_params({n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in values.items()})
-        outs = forward(m, xs).outputs
-        got = [check_shape(o, (1, n, D), f"MultiHeadSelfAttention({D}, {h}) output")[0] for o, n in zip(outs, Ns)]
+    for was_set, out in asks:  # a right module passes in the first way its names allow that makes it attention
+        try:
+            with naming_globals(m.sub, getattr(m, "sizes", {}), m.cls), explained():
+                was_set.get()
+                outs = out.get().outputs
+        except GradingFailure as e:
+            # a forward that fails only with these weights (it runs with its own: the other tests say so) is
+            # failed here, never skipped: a right module runs whatever values its weights hold
+            raise e.retold(f"{what}, with its projections set to the identity and its biases to zero (to read the "
+                           f"temperature of its softmax), failed: {e.message}") from None
+        got = [check_shape(o, (1, n, D), f"{what} output")[0] for o, n in zip(outs, Ns)]
         if all(any(_close_to(g, _attention_with_identity_weights(p, h, np.sqrt(dh), strided))
                    for strided in (False, True)) for g, p in zip(got, plain)):
             return
