@@ -399,3 +399,28 @@ def test_an_anonymous_canvas_download_says_why_there_is_no_canvas_csv(tmp_path):
     assert not (out / "canvas.csv").exists()
     assert "anonymous Canvas assignment" in said and "holds no Canvas or Moodle students" not in said, said
     assert str(out / "grades.csv") in said
+
+
+def test_canvas_names_with_combining_marks_are_read_as_canvas_writes_them(tmp_path):
+    """A sortable name in Devanagari, Thai, Arabic or Hebrew keeps its combining marks (vowel signs, points), which
+    Python's `\\w` does not match: one such student made a whole class folder unreadable as Canvas's, and a name
+    holding fields of its own (`x_1001_5_y` + a Thai mark) could be read only one way, as user 1001's, so the
+    victim was left ungraded (an attacker's probe). Every reading of a name with marks is weighed now."""
+    names = {"doejohn_1001_500_attention.py": "correct.py",
+             "smithann_1003_510_attention.py": "context_average.py",
+             "\u0936\u0930\u094d\u092e\u093e\u092a\u094d\u0930\u093f\u092f\u093e_1004_520_attention.py": "correct.py",
+             "\u0633\u064e\u0644\u0645\u0649_1005_530_attention.py": "correct.py",
+             "\u05e9\u05b8\u05c1\u05dc\u05d5\u05b9\u05dd_1006_540_attention.py": "correct.py",
+             "x_1001_5_y\u0e34_2002_555_attention.py": "no_scaling.py"}
+    for name, example in names.items():
+        _copy(example, tmp_path / name)
+    layout = lms.recognise(str(tmp_path))
+    assert layout.platform == "canvas"
+    got = {s.sid: s.lms.get("canvas_user_id") for s in layout.students.values()}
+    assert got["doejohn_1001"] == "1001" and got["smithann_1003"] == "1003"
+    for sid, uid in [("\u0936\u0930\u094d\u092e\u093e\u092a\u094d\u0930\u093f\u092f\u093e_1004", "1004"),
+                     ("\u0633\u064e\u0644\u0645\u0649_1005", "1005"),
+                     ("\u05e9\u05b8\u05c1\u05dc\u05d5\u05b9\u05dd_1006", "1006")]:
+        assert got.get(unicodedata.normalize("NFC", sid)) == uid, got
+    # the student whose name holds fields is never read as user 1001
+    assert [uid for sid, uid in got.items() if uid == "1001"] == ["1001"], got

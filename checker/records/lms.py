@@ -70,6 +70,7 @@ import unicodedata
 
 from checker.errors import HwcheckError
 from checker.records.ids import canonical, key
+from checker.records.lms_attempts import canvas_name
 
 __all__ = ["Student", "Layout", "recognise", "prepare", "read_students", "students_path", "nfc",
            "STUDENTS_JSON", "STAGE"]
@@ -81,9 +82,8 @@ CODE = (".py", ".ipynb")
 # Canvas: `<name>_[LATE_]<user id>_<attachment id>_<file>`; the name and the file are the student's, so a name is
 # read at every `_` that could end it (`_parses`), and `_settle` decides which reading holds
 _CANVAS_FIELDS = re.compile(r"_(?P<late>LATE_)?(?P<uid>\d+)_(?P<fileid>\d+)_(?P<file>.+)$")
-_CANVAS_NAME = re.compile(r"^[\w\u0300-\u036f]*$")
 _CANVAS_ANON = re.compile(r"^(?P<late>LATE_)?(?P<uid>anon_[A-Za-z0-9]+)_(?P<fileid>\d+)_(?P<file>.+)$")
-_CANVAS_TEXT = re.compile(r"^[\w\u0300-\u036f]*_(LATE_)?(\d+|anon_[A-Za-z0-9]+)_(text|link)\.html$")
+_CANVAS_TEXT = re.compile(r"^(?P<name>.*?)_(LATE_)?(\d+|anon_[A-Za-z0-9]+)_(text|link)\.html$")
 _MOODLE_FIELDS = re.compile(r"_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.+)$")
 _MOODLE_DIR = re.compile(r"^(?P<name>.+)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")  # read from the end
 _GRADESCOPE_DIR = re.compile(r"^submission_\d+$")
@@ -148,7 +148,7 @@ def _canvas_parses(name):
     name = nfc(name)
     out = [{**m.groupdict(), "name": ""} for m in [_CANVAS_ANON.match(name)] if m]
     # a name is Canvas's sortable name, lower-cased, word characters only: never `..._LATE` (that is the flag)
-    out += _parses(name, _CANVAS_FIELDS, lambda n: bool(_CANVAS_NAME.match(n)) and not re.search(r"(^|_)LATE$", n))
+    out += _parses(name, _CANVAS_FIELDS, lambda n: canvas_name(n) and not re.search(r"(^|_)LATE$", n))
     return out
 
 
@@ -217,8 +217,13 @@ def _roster_names(rows, field):
 
 
 def _canvas_form(row):
-    """A roster name as Canvas writes it into file names: word characters, lower case."""
-    return re.sub(r"[^\w]", "", nfc(row.get("name", ""))).lower()
+    """A roster name as Canvas writes it into file names: word characters and their marks, lower case."""
+    return "".join(ch for ch in nfc(row.get("name", "")) if canvas_name(ch)).lower()
+
+
+def _canvas_text(name):
+    m = _CANVAS_TEXT.match(name)
+    return bool(m) and canvas_name(m["name"])
 
 
 def _canvas(folder, names, rows=None):
@@ -229,7 +234,7 @@ def _canvas(folder, names, rows=None):
     parsed = {n: _canvas_parses(n) for n in files}
     if not all(parsed[n] for n in code):
         return None
-    ignored = [(n, "a text entry or web link handed in on Canvas, not code" if _CANVAS_TEXT.match(nfc(n))
+    ignored = [(n, "a text entry or web link handed in on Canvas, not code" if _canvas_text(nfc(n))
                 else "not named as Canvas names a student's file") for n in files if not parsed[n]]
     chosen, flagged = _settle("canvas", {n: ps for n, ps in parsed.items() if ps},
                               _roster_names(rows, "canvas_user_id"))

@@ -38,7 +38,17 @@ __all__ = ["same_canvas_user", "latest_attempt", "own_names", "newest_definition
 
 _RESUBMITTED = re.compile(r"^(?P<stem>.+)-\d+(?P<ext>\.[^.]+)$")  # Canvas's `-N`: a file uploaded again
 
-_CANVAS_ID = re.compile(r"^[\w\u0300-\u036f]*_(?P<uid>\d+)$")
+_CANVAS_ID = re.compile(r"^(?P<name>.*)_(?P<uid>\d+)$")
+
+
+def canvas_name(text):
+    """Whether `text` can be a name as Canvas writes it into a download's file name: word characters in any
+    script, with their combining marks (Devanagari's vowel signs, Thai's, Arabic's, Hebrew's points: not in
+    Python's `\\w`) and connector punctuation. Refusing a mark made an honest student's file unreadable, and a
+    sortable name with fields of its own inside could then be read only one way, as someone else's."""
+    import unicodedata
+    return all(ch == "_" or ch.isalnum() or unicodedata.category(ch)[0] == "M" or unicodedata.category(ch) == "Pc"
+               for ch in text)
 
 
 def _uid_of(sid, person):
@@ -47,7 +57,7 @@ def _uid_of(sid, person):
     if uid:
         return str(uid)
     m = _CANVAS_ID.match(sid)
-    return m["uid"] if m and person is None else None
+    return m["uid"] if m and canvas_name(m["name"]) and person is None else None
 
 
 def same_canvas_user(outdir, entries, people, old, notes):
