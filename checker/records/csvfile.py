@@ -26,7 +26,7 @@ import io
 
 from checker.render.escape import for_csv_cell
 
-__all__ = ["FORMULA_START", "cell", "csv_text"]
+__all__ = ["FORMULA_START", "cell", "csv_text", "ta_row_text"]
 
 FORMULA_START = ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20", "\t", "\r", "\n")
 
@@ -55,4 +55,13 @@ def csv_text(rows, delimiter=","):
     writer = csv.writer(buffer, delimiter=delimiter)  # excel dialect: CRLF rows, minimal quoting
     for row in rows:
         writer.writerow([cell(v) for v in row])
+    return buffer.getvalue()
+
+
+def ta_row_text(cells, delimiter, lineterminator):
+    """One row of a file the TA wrote (manual.csv), written back with one cell changed by hwcheck (a number):
+    the TA's own cells as they are, quoted as the csv module quotes, never defused (their text is theirs, and
+    a comment "-2 late" must stay as typed)."""
+    buffer = io.StringIO()
+    csv.writer(buffer, delimiter=delimiter, lineterminator=lineterminator).writerow(cells)
     return buffer.getvalue()

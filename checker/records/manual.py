@@ -53,7 +53,7 @@ import math
 import os
 
 from checker.records.atomic import write_text_atomic
-from checker.records.csvfile import cell, csv_text
+from checker.records.csvfile import cell, csv_text, ta_row_text
 
 __all__ = ["MANUAL_CSV", "HEADER", "ADJUSTMENT", "manual_path", "ensure_rows", "read_manual", "apply_manual",
            "decode_csv", "csv_delimiter", "missing_columns", "adjustment_limit", "describe", "replace_points",
@@ -239,9 +239,7 @@ def replace_points(path, changes):
         value = str(_num(changes[end]))
         cells[where] = value.replace(".", ",") if delim != "," else value
         ending = physical[end - 1][len(physical[end - 1].rstrip("\r\n")):]
-        out = io.StringIO()
-        csv.writer(out, delimiter=delim, lineterminator=ending).writerow(cells)
-        physical[first:end] = [out.getvalue()] + [""] * (end - first - 1)
+        physical[first:end] = [ta_row_text(cells, delim, ending)] + [""] * (end - first - 1)
         done.append(end)
     if done:
         write_text_atomic(path, "".join(physical), encoding="utf-8-sig" if bom else "utf-8")
