@@ -28,6 +28,21 @@ def blocks(data, block_size):
     return data[idx], data[idx + 1], data[extra]
 
 
+def block_mistakes(data, block_size):
+    """make_blocks(data, block_size) with known mistakes, numpy int arrays: "stride" [x of non-overlapping
+    windows, one every block_size tokens, for each count a loop is likely to make: (L - 1) // block_size and
+    L // block_size], "chunked" (x of the data cut into chunks of block_size + 1, `view(n, block_size + 1)`,
+    each chunk less its last token; None where no chunk fits), "next_only" (y as the one token after each
+    window, shape (L - block_size,))."""
+    data = np.asarray(data)
+    L, bs = len(data), block_size
+    stride = [data[np.arange(n)[:, None] * bs + np.arange(bs)[None, :]]
+              for n in sorted({(L - 1) // bs, L // bs}) if n > 0]
+    n = L // (bs + 1)
+    chunked = data[np.arange(n)[:, None] * (bs + 1) + np.arange(bs)[None, :]] if n > 0 else None
+    return {"stride": stride, "chunked": chunked, "next_only": data[np.arange(L - bs) + bs]}
+
+
 def attend(Q, K, V, scale, mask, dim):
     """Attention with the scores times `scale`, `mask` (True: hidden) filled with -inf, a softmax over `dim`."""
     s = (Q @ K.transpose(-2, -1)) * scale
@@ -88,6 +103,8 @@ def ln_mistakes(x, eps, default=False):
             "no_eps": ((x - mean) / torch.sqrt(var_b)).numpy(),
             "eps_after_division": ((x - mean) / torch.sqrt(var_b) + eps).numpy(),
             "first_axis": None if over_first is None else over_first.numpy(),
+            "whole_tensor": ((x - x.mean()) / torch.sqrt(x.var(unbiased=False) + eps)).numpy()
+            if x.dim() > 1 else None,
             "eps": {e: ((x - mean) / torch.sqrt(var_b + e)).numpy() for e in others}}
 
 
@@ -108,7 +125,9 @@ def pe_mistakes(T, d):
             "exponent_i": build(torch.sin(freq(i)), torch.cos(freq(i)[:, :n_cos])),
             "cos_own_index": build(torch.sin(a), torch.cos(freq(two_i[:n_cos] + 1))),
             "halves": torch.cat([torch.sin(a), torch.cos(a[:, :n_cos])], dim=1).numpy(),
-            "column_doubled": build(torch.sin(freq(2 * two_i)), torch.cos(freq(2 * (two_i[:n_cos] + 1))))}
+            "column_doubled": build(torch.sin(freq(2 * two_i)), torch.cos(freq(2 * (two_i[:n_cos] + 1)))),
+            "from_1": build(torch.sin((pos + 1) / 10000.0 ** (two_i / d)),
+                            torch.cos((pos + 1) / 10000.0 ** (two_i[:n_cos] / d)))}
 
 
 def vocab(text):

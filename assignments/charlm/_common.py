@@ -48,6 +48,7 @@ from checker.judging.compare import compare_lowp, lowp_blind
 from checker.judging.edge_gate import logged_close, only_if_right_elsewhere
 from checker.errors import GradingFailure, StudentError, StudentTimeout, WorkerCrashed
 from checker.running.recorded import Answers
+from checker.running.together import asked
 from checker.judging.notebook_globals import naming_globals
 from checker.judging.portability import check_call_on_another_device, check_runs_on_another_device
 
@@ -169,6 +170,13 @@ def _as_index(v):
     return None
 
 
+def _ids_to_chars(d):
+    """Is the dict `d` an id -> character table (the keys exactly 0..V-1, the values one-character strings)?"""
+    keys = [_as_index(k) for k in d]
+    return (bool(d) and None not in keys and sorted(keys) == list(range(len(d)))
+            and all(isinstance(v, str) and len(v) == 1 for v in d.values()))
+
+
 def _check_vocab(got, text):
     chars, want, first_seen = A.vocab(text)
     what = f"build_vocab({text[:30]!r}{'...' if len(text) > 30 else ''})"
@@ -179,6 +187,19 @@ def _check_vocab(got, text):
     if not isinstance(stoi, dict):
         _fail(f"{what}: stoi should be a dict character -> id, got {type(stoi).__name__}")
     stoi_n = {k: _as_index(v) for k, v in stoi.items()}
+    if stoi_n != want and _ids_to_chars(stoi):  # an itos where stoi belongs: say so, not "a global?"
+        looks = sorted(stoi.items(), key=lambda kv: _as_index(kv[0]))[:4]
+        msg = (f"{what}: stoi has the ids as its keys and the characters as its values "
+               f"({', '.join(f'{_as_index(k)}: {v!r}' for k, v in looks)}{', ...' if len(stoi) > 4 else ''}): "
+               "that is itos, id -> character")
+        if isinstance(itos, dict) and {k: _as_index(v) for k, v in itos.items()} == want:
+            msg += ("\nLikely mistake: the pair is returned in the wrong order, (itos, stoi); build_vocab returns "
+                    "(stoi, itos), stoi first: `return stoi, itos`, which is how the caller unpacks it "
+                    "(`stoi, itos = build_vocab(text)`).")
+        else:
+            msg += ("\nLikely mistake: stoi is built the wrong way round; stoi maps each character to its id "
+                    "({ch: i for i, ch in enumerate(chars)}), and comes first in the pair (stoi, itos).")
+        _fail(msg)
     if stoi_n != want:
         missing = [c for c in chars if c not in stoi_n]
         extra = [c for c in stoi_n if c not in want]
@@ -214,29 +235,101 @@ def _check_vocab(got, text):
               + (f"; it has {len(itos_n)} entries for {len(chars)} characters" if len(itos_n) != len(chars) else ""))
 
 
+BLOCKS_EVERY_WINDOW = ("make_blocks returns every window, the overlapping ones included: row i of x is "
+                       "data[i : i + block_size] for each i = 0 .. L - block_size - 1, so L - block_size rows")
+BLOCKS_STRIDE_HINT = ("non-overlapping windows, one every block_size tokens (data[i*block_size : (i+1)*block_size]): "
+                      + BLOCKS_EVERY_WINDOW)
+BLOCKS_CHUNKED_HINT = ("the data is cut into non-overlapping chunks of block_size + 1 tokens "
+                       "(data[:n*(block_size+1)].view(n, block_size+1), x and y taken from each chunk): "
+                       + BLOCKS_EVERY_WINDOW)
+BLOCKS_RANDOM_HINT = ("the windows start at random positions (torch.randint, as nanoGPT's get_batch samples a "
+                      "training batch) or come in a shuffled order: " + BLOCKS_EVERY_WINDOW + ", each once and in "
+                      "this order (sample or shuffle batches of these rows later, when training)")
+BLOCKS_NEXT_ONLY_HINT = ("y holds only the one token after each window, shape (L - block_size,): y is a whole "
+                         "window too, row i of y is data[i + 1 : i + block_size + 1], the next token at every "
+                         "position of x (the model predicts one at each position)")
+BLOCKS_GATE = "make_blocks(data of length 10, block_size=3)"  # where non-overlapping or random windows show
+
+
 def _check_blocks(sub, close, rng, L, bs):
+    """make_blocks on random data of length L: a test with one window (L = block_size + 1) or block_size 1,
+    where non-overlapping or random windows are right too, earns only if the function is right on
+    BLOCKS_GATE as well (edge_gate.only_if_right_elsewhere), both asked in one round trip."""
+    gated = L - bs == 1 or bs == 1
+    with sub.together(chain=True) as t:
+        edge = asked(_ask_blocks(t, sub, close, rng, L, bs))
+        other = asked(_ask_blocks(t, sub, close, rng, 10, 3)) if gated else None
+    edge()
+    if other:
+        only_if_right_elsewhere("make_blocks", "a single window" if L - bs == 1 else "block_size 1",
+                                BLOCKS_GATE, other)
+
+
+def _window_starts(x, windows):
+    """Where each row of `x` starts among `windows` (every window of the data, in order), or None when a
+    row is not one of them, or is more than one (a short window's values repeat: block_size 1)."""
+    try:
+        x = np.asarray(x)
+    except (TypeError, ValueError):
+        return None
+    if x.ndim != 2 or x.shape[1] != windows.shape[1] or not len(x) or x.dtype.kind not in "iuf":
+        return None
+    hits = (x[:, None, :] == windows[None, :, :]).all(-1)
+    return [int(h.argmax()) for h in hits] if (hits.sum(-1) == 1).all() else None
+
+
+def _windows_hint(got_x, windows, bs):
+    """The Likely-mistake words for an x whose rows are all windows of the data but the wrong ones: a stride
+    of block_size or block_size + 1, random or shuffled starts; None otherwise."""
+    starts = _window_starts(got_x, windows)
+    if starts is None or len(starts) < 2:
+        return None
+    steps = set(np.diff(starts).tolist())
+    if starts[0] == 0 and steps == {bs}:
+        return BLOCKS_STRIDE_HINT
+    if starts[0] == 0 and steps == {bs + 1}:
+        return BLOCKS_CHUNKED_HINT
+    if min(steps) <= 0:
+        return BLOCKS_RANDOM_HINT
+    return None
+
+
+def _ask_blocks(asker, sub, close, rng, L, bs):
+    """make_blocks judged on random data, a generator (checker.running.together.asked) over `asker`, the
+    handle `sub` or a Together of it."""
     data_np = rng.integers(0, 20, size=L)
     data = torch.tensor(data_np, dtype=torch.int64)
     what = f"make_blocks(data of length {L}, block_size={bs})"
     try:
-        got, info = sub.call_info("make_blocks", data, bs)
+        got = yield asker.call("make_blocks", data, bs)
     except StudentError as e:
         if "non-empty" not in e.message and "need at least one array" not in e.message:
             raise
         raise e.retold(f"{e.message}\nLikely mistake: no window was made, and L - block_size = {L - bs} windows "
                        "were due: the windows start at 0, 1, ..., L - block_size - 1 "
                        "(range(len(data) - block_size)).") from None
+    kinds = list(sub.last_dtypes)
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         _fail(f"{what}: expected a pair (x, y), got {type(got).__name__}")
     x_want, y_want, one_too_many = A.blocks(data_np, bs)
-    close(got[0], x_want, what=f"{what}: x", hints=[
-        ("one window too many: the last window needs a next token for y, so there are L - block_size windows",
-         one_too_many),
-        ("one window too few: the windows start at 0, 1, ..., L - block_size - 1, so there are L - block_size "
-         "of them (range(len(data) - block_size))", x_want[:-1])])
+    m = A.block_mistakes(data_np, bs)
+    try:
+        close(got[0], x_want, what=f"{what}: x", hints=[
+            ("one window too many: the last window needs a next token for y, so there are L - block_size windows",
+             one_too_many),
+            ("one window too few: the windows start at 0, 1, ..., L - block_size - 1, so there are L - block_size "
+             "of them (range(len(data) - block_size))", x_want[:-1]),
+            *[(BLOCKS_STRIDE_HINT, x) for x in m["stride"]], (BLOCKS_CHUNKED_HINT, m["chunked"]),
+            ("x and y are swapped: x starts one token ahead; row i of x is data[i : i + block_size] and row i "
+             "of y is data[i + 1 : i + block_size + 1], the targets", y_want)])
+    except GradingFailure as e:
+        hint = None if "Likely mistake" in e.message else _windows_hint(got[0], one_too_many, bs)
+        if hint is None:
+            raise
+        raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None
     close(got[1], y_want, what=f"{what}: y", hints=[
-        ("y is x itself: y must be the next token at every position (x shifted one ahead)", x_want)])
-    kinds = list(info.get("dtypes", []))
+        ("y is x itself: y must be the next token at every position (x shifted one ahead)", x_want),
+        (BLOCKS_NEXT_ONLY_HINT, m["next_only"])])
     if any(d != "int64" for d in kinds):  # F.cross_entropy takes int64 targets only: int32 ones raise in training
         _fail(f"{what}: x and y should be LongTensors (int64) of token ids, came back as {kinds}; "
               "F.cross_entropy refuses other targets: make them with dtype=torch.long (or .long())")
@@ -353,6 +446,10 @@ def _ln_hints(x, eps, default=False):
          m["eps_after_division"]),
         ("no eps at all", m["no_eps"]),
     ]
+    if m.get("whole_tensor") is not None:
+        hints.append(("the mean and variance are taken over the whole tensor (x.mean() with no dim): each row is "
+                      "normalized on its own, over its last axis: x.mean(-1, keepdim=True) and "
+                      "x.var(-1, unbiased=False, keepdim=True)", m["whole_tensor"]))
     if m["first_axis"] is not None:
         hints.append(("normalized over the first axis instead of the last one", m["first_axis"]))
     if x.dim() >= 3 and x.shape[1] > 1:  # dim=1 is the last axis of a (T, d) input only
@@ -407,11 +504,31 @@ def _pe_variants(T, d):
         ("the exponent doubles the column index j (10000^(2j/d_model) for column j): the pair index i of columns "
          "2i and 2i+1 goes there, 10000^(2i/d_model), so column j = 2i uses j itself and column 2i+1 uses j - 1",
          m.get("column_doubled")),
+        ("the positions are counted from 1 (torch.arange(1, T + 1)): p runs 0 .. T-1, so row 0 is sin(0) = 0 "
+         "and cos(0) = 1 (torch.arange(T))", m.get("from_1")),
     ]
 
 
+ODD_WIDTH_HINT = ("with an odd d_model there is one more sine column than cosine columns ((d_model + 1) // 2 "
+                  "even columns, d_model // 2 odd ones), so the cosines take only the first d_model // 2 "
+                  "frequencies (`pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])`); the handout: "
+                  "\"If d_model is odd, the last column is a sine column: just follow the formula\"")
+
+
+def _student_words(message):
+    """What the student's exception says, without the file, line and code the message quotes after it."""
+    said = message.split(" raised ", 1)[-1]
+    return re.split(r" at [^\n]*?, (?:cell \d+, )?line \d+", said, maxsplit=1)[0]
+
+
 def _check_positions(sub, ref, close, T, d):
-    got = sub.call("sinusoidal_positions", T, d)
+    try:
+        got = sub.call("sinusoidal_positions", T, d)
+    except StudentError as e:
+        if d % 2 == 0 or "Likely mistake" in e.message or not re.search(
+                r"size|shape|broadcast|out of (range|bounds)", _student_words(e.message)):
+            raise
+        raise e.retold(f"{e.message}\nLikely mistake: {ODD_WIDTH_HINT}.") from None
     expected = ref.sinusoidal_positions(T, d)
     close(got, _np64(expected), what=f"sinusoidal_positions({T}, {d})", dtype="float32",
           hints=_pe_variants(T, d))

@@ -36,3 +36,25 @@ def test_layer_norm_leaves_its_argument_unchanged(sub, ref, close, rng):
     x = _tensor(_ln_input(rng, (2, 3, 8)), "float64")
     _check_arguments_unchanged(sub, close, "layer_norm", (x,), ("x",), ref.layer_norm(x, 1e-5),
                                "layer_norm(x) on a (2, 3, 8) float64 input")
+
+
+@pytest.mark.question("layernorm")
+@pytest.mark.weight(2)
+def test_layer_norm_runs_on_another_device(sub, close, rng):
+    # a model's activations live on the GPU: a constant made on the CPU (torch.tensor([eps])) or a numpy round
+    # trip (.cpu().numpy()) fails there, even where the grader has no GPU (the meta device stands in). Only a
+    # layer_norm that is right (on the CPU) earns here: a wrong one earns nothing, as in the test above
+    x = _tensor(_ln_input(rng, (2, 5, 8)), "float32")
+    try:
+        close(sub.call("layer_norm", x), _np64(A.torch_layer_norm(x.to(torch.float64), 1e-5)), dtype="float32",
+              what="layer_norm(x) with x (2, 5, 8) float32 on cpu (default eps)")
+    except (StudentTimeout, WorkerCrashed):
+        raise
+    except GradingFailure:
+        pytest.skip("judged by the other tests, not here: the answer on the CPU is not right (a wrong answer "
+                    "earns nothing here)")
+    shape = check_call_on_another_device(sub, "layer_norm", [(2, 5, 8)], "layer_norm(x)")
+    if isinstance(shape, str):
+        pytest.skip(shape)
+    if list(shape) != [2, 5, 8]:
+        _fail(f"layer_norm(x) on another device returned shape {_shape(shape)}; expected (2, 5, 8)")

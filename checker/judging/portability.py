@@ -122,9 +122,11 @@ def _copied_back(run, first, done, what):
         r = None
     if isinstance(r, dict) and r.get("device") == "meta":
         return r.get("shape")
-    raise first.retold(f"{first.message}\n({done}.)\nLikely mistake: the code copies a tensor to the CPU "
-                       f"({_TO_CPU}) and does not bring it back to the input's device (`.to(x.device)`); keep "
-                       "the work on the input's device.") from None
+    told = first.retold(f"{first.message}\n({done}.)\nLikely mistake: the code copies a tensor to the CPU "
+                        f"({_TO_CPU}) and does not bring it back to the input's device (`.to(x.device)`); keep "
+                        "the work on the input's device.")
+    told.told_here = True  # _judge passes it on as it is (one hint, not two)
+    raise told from None
 
 
 def _judge(run, done, what):
@@ -146,6 +148,8 @@ def _judge(run, done, what):
                     return NOT_CHECKED
                 raise
     except StudentError as e:
+        if getattr(e, "told_here", False):
+            raise
         said = _said(e.message)
         if re.match(r"typeerror: .*(required positional|keyword-only) argument", said):
             raise  # the call itself is wrong, on any device: the device would only mislead
