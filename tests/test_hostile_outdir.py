@@ -149,20 +149,22 @@ def test_a_rerun_trusts_what_hwcheck_wrote_and_the_tas_grades_survive(hostile, e
 
 
 def test_grades_typed_into_grades_csv_move_to_manual_csv(tmp_path, env):
-    dl = tmp_path / "dl"
+    """(In an OUT of its own: where OUT holds the students' files, a changed grades.csv may be a student's upload,
+    and no grade in it is applied: the test below.)"""
+    dl, out = tmp_path / "dl", tmp_path / "out"
     dl.mkdir()
     (dl / "john.py").write_text(GOOD)
-    assert _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public").returncode == 0
-    path = dl / "grades.csv"
+    assert _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(out), "--public").returncode == 0
+    path = out / "grades.csv"
     rows = list(csv.reader(open(path, newline="", encoding="utf-8-sig")))
     col = rows[0].index("Q3-text")
     rows[1][col] = "6"
     with open(path, "w", newline="", encoding="utf-8-sig") as f:
         csv.writer(f).writerows(rows)
-    r = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public", "--resume")
+    r = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(out), "--public", "--resume")
     assert r.returncode == 0, r.stdout + r.stderr
     assert _rows(path)["john"]["total"] == "96"
-    assert "john,Q3-text,6,typed into grades.csv" in (dl / "manual.csv").read_text(encoding="utf-8-sig")
+    assert "john,Q3-text,6,typed into grades.csv" in (out / "manual.csv").read_text(encoding="utf-8-sig")
 
 
 def test_a_forged_gradebook_is_no_source_of_typed_grades(tmp_path, env, genuine):
@@ -298,3 +300,28 @@ def test_a_manual_csv_hwcheck_did_not_make_beside_no_submission_is_the_tas(tmp_p
     assert r.returncode == 0, r.stdout + r.stderr
     assert "manual.csv was in" in r.stdout + r.stderr and "applied as yours" in r.stdout + r.stderr
     assert _rows(out / "grades.csv")["john"]["total"] == "100"
+
+
+def test_a_students_grades_csv_copied_into_the_download_folder_changes_no_grade(tmp_path, env):
+    """OUT is the download folder (-o DIR) and a later download is copied into it: a student's file named
+    grades.csv replaces hwcheck's, and was read as grades the TA typed there (a probe: it rewrote the TA's
+    manual grades, alice's 9 to 0 and mallory's 2 to 10, and added 30s and a +400 adjustment). Where OUT holds
+    the students' files, a changed grades.csv is set aside and said, and no grade in it is applied."""
+    dl = tmp_path / "dl"
+    dl.mkdir()
+    (dl / "alice.py").write_text(GOOD)
+    (dl / "mallory.py").write_text(WRONG)
+    r = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public")
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    manual = "id,question,points,comment\nalice,Q3-text,9,great\nmallory,Q3-text,2,weak\n"
+    (dl / "manual.csv").write_text(manual)
+    (dl / "grades.csv").write_text("id,student,student_id,total,Q1,Q2,Q3,Q3-text,max_total,status,mode,note\n"
+                                   "alice,,,99,30,30,30,0,100,graded,public,\n"
+                                   "mallory,,,500,30,30,30,10,100,graded,public,\n")
+    r = _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public", "--resume")
+    out = r.stdout + r.stderr
+    assert "no grade in it is applied" in out, out
+    assert (dl / "manual.csv").read_text() == manual
+    rows = _rows(dl / "grades.csv")
+    assert rows["alice"]["Q3-text"] == "9" and rows["mallory"]["Q3-text"] == "2", rows
+    assert float(rows["mallory"]["total"]) <= 100, rows

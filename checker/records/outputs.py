@@ -132,6 +132,13 @@ class Gradebook:
         raw = owned.changed_bytes(self.outdir, "grades.csv")  # the file hwcheck wrote, changed since; else None
         if raw is None:
             return []
+        if self.holds_submissions:  # a student's upload named grades.csv, copied in with a later download, must
+            # never grade anyone (nor change a grade the TA gave in manual.csv): set aside, said, not read
+            self.problems.append(f"grades.csv in {self.outdir}, which holds the students' files, changed since "
+                                 f"hwcheck wrote it: a student's file of that name could have replaced it, so no "
+                                 f"grade in it is applied; type grades into {MANUAL_CSV}, or grade into an output "
+                                 f"folder of its own (-o) to type them into grades.csv")
+            return []
         self.edited.add("grades.csv")
         entries, _ = read_manual(self.manual, self.spec)
         cards, notes = self.merged()  # the grades.csv hwcheck wrote last (what the TA edited), as it would now
