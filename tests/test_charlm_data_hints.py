@@ -1,4 +1,4 @@
-"""assignments/charlm/_common.py's words for make_blocks and build_vocab answers that are wrong in a known way,
+"""assignments/charlm/_data.py's words for make_blocks and build_vocab answers that are wrong in a known way,
 judged on the trusted side without a worker (the examples blocks_*, vocab_* grade them end to end).
 
   * make_blocks with windows that are all windows of the data but the wrong ones: one every block_size tokens,
@@ -9,7 +9,7 @@ judged on the trusted side without a worker (the examples blocks_*, vocab_* grad
 import numpy as np
 import pytest
 
-C = pytest.importorskip("assignments.charlm._common")
+C = pytest.importorskip("assignments.charlm._data")
 M = pytest.importorskip("assignments.charlm._answers")
 
 

@@ -1,6 +1,7 @@
 """Grading tests of `charlm`, question data (see _common.py for what the tests share)."""
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+from ._data import *  # noqa: F401,F403 - build_vocab and make_blocks checks
 
 
 @pytest.mark.question("data")
