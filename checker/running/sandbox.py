@@ -237,7 +237,7 @@ class SubmissionHandle:
         them there. A lane's worker is loaded at its first ask (`start`: now, outside the submission's
         budget, as a first load is), its load messages not said twice; the budget, the timeouts and the
         names are the submission's, shared."""
-        if getattr(self, "_lanes", None) is None or lane == self.lane:  # a stand-in without a worker (bench)
+        if lane == self.lane:
             return
         self._lanes[self.lane] = {k: getattr(self, k) for k in self._WORKER}
         other = self._lanes.pop(lane, None)
