@@ -133,11 +133,6 @@ class HwcheckPlugin:
         called = getattr(self._handle, "called", None)
         if isinstance(called, list):
             called.clear()
-        # a hidden test's asks go to a worker of their own, never the one whose answers visible messages quote
-        # (checker.running.sandbox.SubmissionHandle.use_lane)
-        use_lane = getattr(self._handle, "use_lane", None)
-        if use_lane is not None and _BASE in item.stash:
-            use_lane(item.stash[_BASE]["visibility"])
 
     # property tests' examples run without hypothesis's engine while they pass (checker.running.examples_first;
     # False: the engine runs every one, tests/test_examples_first.py compares the scorecards)

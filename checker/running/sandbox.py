@@ -144,7 +144,6 @@ class SubmissionHandle:
         self._call_id = _secrets.randbits(40)  # the id of the last request; each reply must echo its own
         self._since = None   # when the current wait on the worker began
         self.status = "graded"
-        self.lane, self._lanes = "visible", {}  # the other lanes' workers (use_lane)
 
     # ------------------------------------------------------------ lifecycle
     def time_left(self):
@@ -209,15 +208,6 @@ class SubmissionHandle:
         self.pid = self.sock = self.workdir = self.pidfd = None
 
     def close(self):
-        self._close_one()
-        while self._lanes:  # the other lanes' workers too (use_lane)
-            lane, worker = self._lanes.popitem()
-            for k, v in worker.items():
-                setattr(self, k, v)
-            self.lane = lane
-            self._close_one()
-
-    def _close_one(self):
         if self.sock and self.pid:
             try:
                 call_id = self._next_id()
@@ -226,37 +216,6 @@ class SubmissionHandle:
             except (OSError, EOFError, TimeoutError, wire.WireError):
                 pass
         self._kill()
-
-    # ------------------------------------------------------------ lanes
-    _WORKER = ("pid", "sock", "workdir", "pidfd", "generation")
-
-    def use_lane(self, lane, start=True):
-        """Send the next asks to the worker of `lane` ("visible" or "hidden", the plugin's per test): a hidden
-        test's inputs never reach the worker that answers the visible tests, whose messages quote what the code
-        says (its exceptions, output, returned values), so code that keeps a hidden test's inputs cannot show
-        them there. A lane's worker is loaded at its first ask (`start`: now, outside the submission's
-        budget, as a first load is), its load messages not said twice; the budget, the timeouts and the
-        names are the submission's, shared."""
-        if lane == self.lane:
-            return
-        self._lanes[self.lane] = {k: getattr(self, k) for k in self._WORKER}
-        other = self._lanes.pop(lane, None)
-        self.lane = lane
-        if other is not None:
-            for k, v in other.items():
-                setattr(self, k, v)
-            return
-        self.pid = self.sock = self.workdir = self.pidfd = None
-        if start and self.loaded and self.load_ok:
-            said = list(self.load_messages)
-            try:
-                self._clock(False)
-                self._load(first=True)
-            finally:
-                self._clock(False)
-            texts = {m.get("text") for m in said}
-            self.load_messages = said + [m for m in self.load_messages[len(said):]
-                                         if m.get("kind") in ("crash", "timeout") and m.get("text") not in texts]
 
     def __enter__(self):
         self.load()
