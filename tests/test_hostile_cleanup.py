@@ -488,6 +488,25 @@ def test_a_zygote_killed_by_sigkill_leaves_no_worker_dir(tmp_path):
     assert not os.path.lexists(workdir), "the dead zygote's worker dir is left"
 
 
+def test_a_worker_dir_is_named_for_the_client_before_it_exists(tmp_path, monkeypatch):
+    """The zygote names each worker dir in MADE before making it: a zygote stopped (or killed) between making
+    a dir and naming it left that dir to no one (a CI run of the pool's frozen-zygote test left one)."""
+    from checker.worker import zygote
+    made = str(tmp_path / "made")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    seen = []
+    real_mkdir = os.mkdir
+
+    def mkdir(path, *args, **kwargs):
+        seen.append(open(made).read().splitlines() if os.path.exists(made) else [])
+        return real_mkdir(path, *args, **kwargs)
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    paths = [zygote.make_worker_dir(made) for _ in range(3)]
+    assert [path in names for path, names in zip(paths, seen)] == [True] * 3
+    assert all(os.path.isdir(p) and os.path.basename(p).startswith("hwcheck-w-") for p in paths)
+    assert open(made).read().splitlines() == paths
+
+
 def _cgroups_named(name):
     """Every folder called `name` in the cgroup hierarchies mounted here."""
     with open("/proc/self/mountinfo") as f:

@@ -20,9 +20,9 @@ removes them (op "remove", and when a worker ends), with
 `checker.worker.cleanup`: iteratively, a little at a time (what a student
 left there may be a chain of folders deeper than any recursion, or millions
 of files), and whatever is not gone yet stays on a list for the next turn of
-the loop. Killed by SIGKILL it removes nothing: it names each dir it makes in
-MADE of its own folder, and its client removes what is left, with the same
-remover. Nothing a worker left can raise out of the loop: a step that fails
+the loop. Killed by SIGKILL it removes nothing: it names each dir in MADE of its
+own folder before making it, and its client removes what is left, with the
+same remover. Nothing a worker left can raise out of the loop: a step that fails
 is written to the zygote's stderr and the loop goes on.
 
 What it is not: a place student code ever runs; it runs only in the children.
@@ -31,6 +31,7 @@ What it is not: a place student code ever runs; it runs only in the children.
 import ctypes
 import json
 import os
+import secrets
 import select
 import signal
 import socket
@@ -40,7 +41,7 @@ import time
 
 from checker.worker import cleanup, memory
 
-__all__ = ["main", "LEFTOVER", "MADE"]
+__all__ = ["main", "make_worker_dir", "LEFTOVER", "MADE"]
 
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 _TURN_S = 0.1      # removing worker dirs: at most this long per turn of the loop
@@ -147,13 +148,30 @@ class _Removals:
                 self.paths.pop(path, None)
 
 
-def _note_made(path):
-    """Name a worker dir just made in MADE of the zygote's own dir: a zygote killed by SIGKILL removes none
-    and names none in LEFTOVER, and its client (in a batch, not the process the dir was made for) removes
-    from this list what is left."""
+def make_worker_dir(made=MADE):
+    """Make a fresh worker dir (mode 0700) in the temp dir, named in the file `made` (MADE of the zygote's
+    own dir) BEFORE it exists: a zygote killed by SIGKILL (or stopped, then killed) removes none and names
+    none in LEFTOVER, and its client (in a batch, not the process the dir was made for) removes from this
+    list what is left. Named after it was made, a kill between the two left it to no one."""
+    for _ in range(100):
+        path = os.path.join(tempfile.gettempdir(), "hwcheck-w-" + secrets.token_hex(6))
+        _note_made(path, made)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError("no free name for a worker dir")
+
+
+def _note_made(path, made):
+    """One line in `made`, written by one write() (O_APPEND): never half a name, never left in a buffer."""
     try:
-        with open(MADE, "a") as f:
-            f.write(path + "\n")
+        fd = os.open(made, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, (path + "\n").encode())
+        finally:
+            os.close(fd)
     except OSError as e:
         _log("naming a worker dir", e)
 
@@ -258,9 +276,8 @@ def main(argv=None):
             _reply(ctrl, {"pid": pid})
         elif op == "mkdir":
             try:
-                path = tempfile.mkdtemp(prefix="hwcheck-w-")
+                path = make_worker_dir()
                 made.add(path)
-                _note_made(path)
                 _reply(ctrl, {"path": path})
             except OSError as e:
                 _reply(ctrl, {"error": f"cannot make a worker dir: {e}"})
