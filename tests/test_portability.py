@@ -95,6 +95,26 @@ SUB = textwrap.dedent('''\
             assert x.abs().max().item() > 0, "an all-zero input"  # a stand-in 0 fails this
             return self.lin(x)
 
+    class HidesOnMeta(ZerosOnCpu):
+        def forward(self, x):
+            if x.is_meta:  # an attacker's: an empty answer of the right shape where the grader stands in for a GPU
+                return torch.empty_like(x)
+            return super().forward(x)
+
+
+    class ExcusesItselfOffTheCpu(ZerosOnCpu):
+        def forward(self, x):
+            if x.device.type != "cpu":  # the meta device's limit, in its words, raised by the code itself
+                raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+            return super().forward(x)
+
+
+    def masked_hidden(q, k):
+        if str(q.device) == "meta":
+            return torch.empty(q.shape[:-1] + (k.shape[-2],), device=q.device)
+        return masked(q, k)
+
+
     class Positions(nn.Module):
         def __init__(self, d, follow_input):
             super().__init__()
@@ -209,3 +229,24 @@ def test_a_copy_through_the_cpu_and_back_runs_on_another_device(sub):
     with pytest.raises(StudentError) as info:
         check_runs_on_another_device(sub.new("CpuNotBack", 4), (2, 3, 4), "CpuNotBack(4)")
     assert "does not bring it back to the input's device" in info.value.message
+
+
+def test_code_that_looks_for_the_meta_device_is_not_judged_by_its_run_there(sub):
+    """The meta device stands in for a GPU; code that tells it apart (`x.is_meta`, a "meta" device string,
+    read on the trusted side from the source of all it reaches) could answer there what it would not on a
+    GPU: the check fails, naming it, whatever the run would have given."""
+    for make, what in ((lambda: check_runs_on_another_device(sub.new("HidesOnMeta", 4), (2, 3, 4), "H(4)"), "x.is_meta"),
+                       (lambda: check_call_on_another_device(sub, "masked_hidden", [(2, 5, 4), (2, 5, 4)], "m"), "'meta'")):
+        with pytest.raises(GradingFailure, match="looks for PyTorch's `meta` device") as info:
+            make()
+        assert what in info.value.message and not isinstance(info.value, StudentError)
+    # code that names no meta device is run there as before
+    assert check_call_on_another_device(sub, "masked_moved", [(2, 5, 4), (2, 5, 4)], "masked_moved") == [2, 5, 5]
+
+
+def test_the_meta_devices_limit_in_the_codes_own_raise_is_not_an_excuse(sub):
+    """An error in the words of the meta device's limits ("cannot be called on meta tensors") excuses a
+    device test only when torch raised it: raised by the code itself (off the CPU), it fails the test."""
+    with pytest.raises(StudentError, match="cannot be called on meta tensors") as info:
+        check_runs_on_another_device(sub.new("ExcusesItselfOffTheCpu", 4), (2, 3, 4), "E(4)")
+    assert "raise RuntimeError" in info.value.message

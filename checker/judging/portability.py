@@ -129,11 +129,24 @@ def _copied_back(run, first, done, what):
     raise told from None
 
 
+def _own_raise(e):
+    """Did a `raise` or `assert` of the student's own code stop it (its innermost line of theirs is one)? The
+    meta device's limits (values it cannot read, copies it cannot make) are torch's errors, never the code's
+    own: code that raises such words itself there is judged by them as by any other error."""
+    where = getattr(e, "where", None)
+    code = (str(where.get("code") or "") if isinstance(where, dict) else "").strip()
+    # (an `assert` line stops with torch's own error where what it asserts reads a value: `.item()`)
+    return re.match(r"raise\b", code) is not None or (re.match(r"assert\b", code) is not None
+                                                      and "AssertionError" in getattr(e, "exc_types", ()))
+
+
 def _judge(run, done, what):
     try:
         try:
             r = run(False)
         except StudentError as e:
+            if _own_raise(e):
+                raise
             if _copies_out(e.message):
                 return _copied_back(run, e, done, what)
             if not meta_only(e.message):

@@ -434,20 +434,22 @@ def _shown(node, limit=40):
         return "(...)"
 
 
-def library_use(path, name, forbidden, secrets=()):
+def library_use(path, name, forbidden, secrets=(), strings=()):
     """A SourceReport for the function `name` of the submission at `path`; `forbidden`: the bare names of
     library functions and classes the handout rules out there (softmax, scaled_dot_product_attention...).
 
     Every reading of the student's syntax trees here is iterative or bounded first (`_shown`); should any
     still recurse too deep on code built for it (the parser accepts what no reading of it may), the code is
-    unclear (`STOPPED`), as code past MAX_WALKED is, never a grader's error and never "by hand"."""
+    unclear (`STOPPED`), as code past MAX_WALKED is, never a grader's error and never "by hand".
+    `strings`: string constants (lower case, before any ":") the code reached must not hold either ("meta" in
+    `device="meta"`, `x.device.type == "meta"`); found, they are in `used`, quoted."""
     try:
-        return _library_use(path, name, forbidden, secrets)
+        return _library_use(path, name, forbidden, secrets, frozenset(strings))
     except RecursionError:
         return SourceReport([], [STOPPED])
 
 
-def _library_use(path, name, forbidden, secrets=()):
+def _library_use(path, name, forbidden, secrets=(), strings=frozenset()):
     code = _read_code(path, secrets)
     trees, own_modules = code.trees, code.own
     if code.binds is None:  # the same for each by-hand test of one grade (the scan is read once, _read_code)
@@ -571,6 +573,9 @@ def _library_use(path, name, forbidden, secrets=()):
                     # module-level `__getattr__`, which answers for any name the module does not bind
                     follow(("name", node.attr), binds.get(node.attr, []), node.attr)
                     follow(("name", "__getattr__"), binds.get("__getattr__", []), "__getattr__")
+            elif isinstance(node, ast.Constant) and type(node.value) is str and strings \
+                    and node.value.strip().lower().split(":")[0] in strings:
+                say(used, repr(node.value[:40]))
             elif isinstance(node, ast.keyword) and node.arg in UNPICKLING_KEYWORDS:
                 safe = UNPICKLING_KEYWORDS[node.arg]
                 if not (isinstance(node.value, ast.Constant) and node.value.value is safe):

@@ -9,9 +9,9 @@ timed there. `ForwardResult` holds forward's outputs, their dtypes and devices.
 What it is not: a place that runs student code or talks to a socket (`checker.running.sandbox` does), or a judge.
 """
 
-from checker.errors import BadReturn, WorkerCrashed
+from checker.errors import BadReturn, GradingFailure, WorkerCrashed
 
-__all__ = ["ModuleHandle", "ForwardResult"]
+__all__ = ["ModuleHandle", "ForwardResult", "refuse_meta_aware", "META_ATTRS", "META_STRINGS"]
 
 
 class ForwardResult:
@@ -70,6 +70,31 @@ def output_dtypes(outputs, wire_dtypes):
     return names
 
 
+# what, in the source, tells the meta device (the grader's stand-in for a GPU) apart: code that reaches one of these
+# is not run there (refuse_meta_aware)
+META_ATTRS = frozenset({"is_meta"})
+META_STRINGS = frozenset({"meta"})
+
+
+def refuse_meta_aware(sub, name, what):
+    """Raise a GradingFailure when the code of `name` (its source, read on this side, and all it reaches:
+    `checker.running.by_hand.library_use`) looks for the meta device (`x.is_meta`, a "meta" device string):
+    such code can answer there what it would not answer on a GPU (an empty tensor of the right shape, the
+    error a data-dependent operation raises), so a run of it on the meta device says nothing. Read once
+    per name and submission (`sub.meta_named`)."""
+    named = getattr(sub, "meta_named", None)
+    if not isinstance(named, dict) or not isinstance(getattr(sub, "path", None), str):
+        return  # not a submission's handle (a test's stand-in)
+    if name not in named:
+        from checker.running.by_hand import library_use
+        named[name] = library_use(sub.path, name, META_ATTRS, getattr(sub, "secrets", ()), META_STRINGS).used
+    if named[name]:
+        raise GradingFailure(
+            f"{what} was not run on the meta device: your code looks for PyTorch's `meta` device "
+            f"({', '.join(named[name][:3])}), which stands in for a GPU on this grader, so what it does there "
+            "says nothing about a GPU. Code that runs on any device needs no such test: remove it.")
+
+
 class ModuleHandle:
     """A student's nn.Module instance living in the worker."""
 
@@ -113,6 +138,7 @@ class ModuleHandle:
 
     def on_meta(self, input_shape, input_dtype="float32", vocab=None, lenient=False):
         """Move the module to the meta device and run forward on a meta input there (see Probes.on_meta)."""
+        refuse_meta_aware(self.sub, self.cls, self.cls)
         return self._req("on_meta", {"input_shape": list(input_shape), "input_dtype": input_dtype,
                                      "vocab": vocab, "lenient": bool(lenient)}, f"{self.cls} moved to another device")
 

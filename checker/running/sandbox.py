@@ -31,7 +31,7 @@ from checker.running.answers import (defs_from, describe_status, failure_from, l
                              where_text)
 from checker.errors import BadReturn, MissingName, StudentTimeout, WorkerCrashed
 from checker.running.limits import Limits
-from checker.running.modules import ForwardResult, ModuleHandle
+from checker.running.modules import ForwardResult, ModuleHandle, refuse_meta_aware
 from checker.judging.names import call_text, close_names
 from checker.running.submission_files import copy_submission, file_source, secret_paths, sha256_of
 from checker.running.zygote_client import Zygote
@@ -94,6 +94,7 @@ class SubmissionHandle:
         self._call_id = _secrets.randbits(40)  # the id of the last request; each reply must echo its own
         self._since = None   # when the current wait on the worker began
         self.status = "graded"
+        self.meta_named = {}  # name -> what its code names of the meta device (modules.refuse_meta_aware)
 
     # ------------------------------------------------------------ lifecycle
     def time_left(self):
@@ -560,6 +561,7 @@ class SubmissionHandle:
         self.called.append(name)
         if self.loaded and name not in self.names and self.load_ok:
             raise self.missing(name)
+        refuse_meta_aware(self, name, f"{name}(...)")
         return self.request("call_on_meta", {"name": name, "shapes": [list(s) for s in shapes], "dtype": dtype,
                                              "lenient": bool(lenient)}, what=f"{name}(...) on another device")
 
@@ -583,6 +585,7 @@ class SubmissionHandle:
         self.called.append(cls)
         if self.loaded and cls not in self.names and self.load_ok:
             raise self.missing(cls)
+        refuse_meta_aware(self, cls, cls)
         return self.request("meta_forward", {"cls": cls, "args": list(args), "kwargs": kwargs,
                                              "input_shape": list(input_shape), "input_dtype": input_dtype,
                                              "vocab": vocab}, what=f"{cls} on the meta device")
