@@ -146,3 +146,29 @@ def test_replace_points_keeps_every_other_byte(tmp_path):
     assert entries["alice"][0]["points"] == 6.25 and entries["alice"][0]["comment"] == "two\nlines"
     assert entries["bob"][0]["points"] == 25
     assert replace_points(str(path), {99: 1}) == [] and path.read_bytes().decode("utf-8") == got
+
+
+def test_grades_typed_in_a_canvas_class_whose_student_handed_in_two_files_reach_manual_csv(tmp_path):
+    """A Canvas download where one student handed in two files (hwcheck grades them together from its own copy
+    in OUT/.lms/<id>/), graded into an OUT of its own: a grade typed into grades.csv reaches manual.csv. Those
+    staged copies counted as "OUT holds the students' files", so every grade typed was set aside (a TA's probe,
+    h22: in most real classes one student hands in several files). In the download folder itself it is still
+    set aside (tests/test_hostile_outdir.py)."""
+    folder = tmp_path / "canvas"
+    folder.mkdir()
+    shutil.copyfile(os.path.join(EXAMPLES, "correct.py"), folder / "doejane_1001_5001_attention.py")
+    shutil.copyfile(os.path.join(EXAMPLES, "correct.py"), folder / "smithjohn_1002_5002_attention.py")
+    (folder / "smithjohn_1002_5003_notes.py").write_text("# my notes\n")
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, ["grade", str(folder), "-a", "attention", "-o", str(out), "--public",
+                                  "--timeout", "5"])
+    assert r.exit_code == 0, r.output
+    assert "canvas" in r.output.lower(), r.output
+    assert any(os.scandir(out / ".lms")), "the two files of smithjohn were not staged together"
+    book = _book(out)
+    ids = sorted(book)
+    _retype(out, {(ids[0], MANUAL_Q): "7"})
+    said = _export(out)
+    assert "no grade in it is applied" not in said, said
+    assert [r for r in _rows(out / "manual.csv") if r[0] == ids[0] and r[1] == MANUAL_Q and r[2] == "7"], said
+    assert _book(out)[ids[0]][MANUAL_Q] == "7"

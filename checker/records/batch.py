@@ -52,7 +52,7 @@ from checker.records.entries import MAX_ID_BYTES, SUBMISSION_SUFFIXES, list_entr
 from checker.errors import HwcheckError
 from checker.records.exports import export_lines
 from checker.records.grading import crash, disk_full, grade_one, new_grader, one_line, summary_of, warm_up
-from checker.records.lms import read_students
+from checker.records.lms import STAGE, read_students
 from checker.records.outfolder import (collect_scorecards, is_current, lock_outdir, other_assignments, remove_stale_temps,
                                read_scorecard, restore_results, results_path, scorecard_path)
 from checker.records.outputs import Gradebook, is_own_output
@@ -182,12 +182,25 @@ def resolve_only(entries, only):
     return only
 
 
+def holds_submissions(outdir, paths):
+    """Does OUTDIR hold the students' own files, so that a grades.csv or manual.csv there may be a student's
+    upload (`checker.records.outputs.Gradebook`)? Where `lms.prepare` graded a folder that is OUTDIR or holds
+    it (students.json says so), or where a path graded is in OUTDIR, hwcheck's own copies aside: the files
+    of a student who handed in several, which it puts into OUTDIR/.lms/<id>/ (in most classes one student
+    does) are no student's files in OUTDIR, and counting them set aside every grade a TA typed."""
+    if read_students(outdir).get("holds_submissions") is True:
+        return True
+    real = os.path.realpath(outdir)
+    stage = os.path.join(real, STAGE) + os.sep
+    return any(p.startswith(real + os.sep) and not p.startswith(stage)
+               for p in (os.path.realpath(path) for path in paths if path))
+
+
 def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, timeout, mode, keep_raw,
                  on_progress, seed, devices, only=None, executor=None):
     remove_stale_temps(outdir)
     batch = BatchResult(assignment, outdir, len(entries), jobs)
-    real = os.path.realpath(outdir)
-    holds = any(os.path.realpath(path).startswith(real + os.sep) for _, path in entries)  # OUT is the download folder
+    holds = holds_submissions(outdir, [path for _, path in entries])
     book = Gradebook(outdir, spec, collect_scorecards(outdir, assignment), [sid for sid, _ in entries],
                      holds_submissions=holds)
     # the TA's file exists, with a row per submission, before the first scorecard (--only: those it grades)
@@ -305,9 +318,7 @@ def refresh_gradebook(outdir):
         return False, []
     lock = lock_outdir(outdir)
     try:
-        real = os.path.realpath(outdir)
-        holds = any(os.path.realpath(str((c.get("submission") or {}).get("path") or "")).startswith(real + os.sep)
-                    for c in cards)  # OUT is (or holds) the students' folder, as the batch judged it
+        holds = holds_submissions(outdir, [str((c.get("submission") or {}).get("path") or "") for c in cards])
         book = Gradebook(outdir, load_spec(assignment), cards, [str(c["submission"].get("id")) for c in cards],
                          holds_submissions=holds)
         book.ensure_manual()  # grades typed into grades.csv move to manual.csv, as `grade --resume` moves them

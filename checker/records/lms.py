@@ -473,11 +473,20 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
     data = {"platform": layout.platform, "assignment": assignment, "students": people,
             "identical": identical_groups(entries, assignment),
             "roster_file": os.path.abspath(roster) if roster else None, "roster": report,
-            "not_graded": [list(item) for item in sorted(set(not_graded))], "ungraded": ungraded}
+            "not_graded": [list(item) for item in sorted(set(not_graded))], "ungraded": ungraded,
+            # OUT is the folder graded or inside it (its files are the students'): a grades.csv or manual.csv
+            # there may be a student's upload (checker.records.batch.holds_submissions)
+            "holds_submissions": _inside(outdir, folder)}
     os.makedirs(outdir, exist_ok=True)
     from checker.records.owned import write_json
     write_json(outdir, STUDENTS_JSON, data, kind="students")  # hwcheck's own, beside a student's file of that name
     return entries
+
+
+def _inside(outdir, folder):
+    """Is OUTDIR the folder graded, or inside it?"""
+    real, out = os.path.realpath(folder), os.path.realpath(outdir)
+    return out == real or out.startswith(real.rstrip(os.sep) + os.sep)
 
 
 def _apart_from_older(outdir, entries, people, not_graded, handed=None):
