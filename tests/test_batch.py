@@ -607,3 +607,27 @@ def test_sigterm_midway_says_how_to_resume_and_leaves_nothing(subs, tmp_path):
     while os.listdir(tmp) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not os.listdir(tmp), "the batch left temp dirs behind"
+
+
+def test_a_class_graded_as_the_wrong_assignment_is_said_once_in_the_summary(tmp_path):
+    """A TA's probe (h22): `-a charlm` on a class of attention homework gave every student 0, and the summary
+    said only "load_failed"; each scorecard asked "the right assignment?". The scorecards name the
+    assignment the code was written for (load.written_for, in the schema), and the summary says it once."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name, example in (("alice", "correct.py"), ("bob", "no_scaling.py")):
+        shutil.copyfile(os.path.join(ROOT, "submissions", "attention", example), folder / f"{name}.py")
+    (folder / "carol.py").write_text("x = 1\n")  # defines nothing of any assignment: named by no warning
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, ["grade", str(folder), "-a", "charlm", "-o", str(out), "--public", "--timeout", "5"])
+    assert r.exit_code == 0, r.output
+    assert ("warning: 2 of 3 submissions define none of charlm's names and most of attention's: were they "
+            "written for attention? (hwcheck grade ... -a attention)") in r.output, r.output
+    cards = {n: json.loads((out / f"{n}.json").read_text()) for n in ("alice", "bob", "carol")}
+    assert [cards[n]["load"].get("written_for") for n in ("alice", "bob", "carol")] == ["attention", "attention", None]
+    for card in cards.values():
+        validate(card)
+    # graded as the right assignment, nothing is said
+    r = CliRunner().invoke(main, ["grade", str(folder), "-a", "attention", "-o", str(tmp_path / "right"),
+                                  "--public", "--timeout", "5"])
+    assert r.exit_code == 0 and "were they written for" not in r.output, r.output

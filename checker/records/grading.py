@@ -78,7 +78,8 @@ def summary_of(sid, card, seconds):
             "max_score": card.get("max_score"), "seconds": round(seconds, 3),
             "internal": (card.get("grader") or {}).get("internal_error"), "resumed": False,
             "grader_failure": bool((card.get("grader") or {}).get("grader_failure")),
-            "gaps": isolation_gaps((card.get("grader") or {}).get("isolation"))}
+            "gaps": isolation_gaps((card.get("grader") or {}).get("isolation")),
+            "written_for": (card.get("load") or {}).get("written_for")}
 
 
 def grade_one(grader, sid, path, assignment, outdir, *, keep_raw=False):

@@ -105,6 +105,12 @@ def summary_lines(batch):
         lines.append(f"  score: mean {_pts(round(statistics.mean(scores), 2))}, "
                      f"median {_pts(round(statistics.median(scores), 2))}, "
                      f"min {_pts(min(scores))}, max {_pts(max(scores))} ({out_of})")
+    elsewhere = collections.Counter(r["written_for"] for r in results if isinstance(r.get("written_for"), str))
+    for other, n in elsewhere.most_common(1):  # most of the class handed in another assignment's names: a wrong -a
+        if n * 2 >= len(results):
+            lines.append(f"  warning: {n} of {len(results)} submissions define none of {batch.assignment}'s names "
+                         f"and most of {_line(other)}'s: were they written for {_line(other)}? (hwcheck grade ... "
+                         f"-a {_line(other)})")
     gaps = sorted({g for r in results for g in r.get("gaps") or ()})
     if gaps:  # once per batch: how protected this run was (the README's trust model says what each means)
         lines.append(f"  isolation: walls missing on this machine: {_line(', '.join(gaps))} "

@@ -399,13 +399,20 @@ class Grader:
         load = handle.load_report()
         messages = ([note] if note else []) + load["messages"] + getattr(handle, "answer_notes", [])[:10]
         status = _status(handle, spec)
+        written_for = None
         if status == "load_failed" and load["ok"]:  # it ran without an error, and defined nothing asked for
             messages.append(nothing_defined(handle.path, handle.names, spec))
             load["ok"] = False
+            other, share = infer_assignment(handle.names)  # the names of another assignment: the wrong -a?
+            if other is not None and other != assignment and share >= 0.5:
+                written_for = other
+                messages.append(f"It defines {share:.0%} of the names of the assignment {other}: was it written "
+                                f"for {other}?")
         scorecard = build_scorecard(
             report, spec,
             submission={"id": handle.id, "path": handle.path, "sha256": sha256_of(handle.path)},
-            load={"ok": load["ok"], "messages": messages, "skipped": skipped_in_load(handle.load_messages)},
+            load={"ok": load["ok"], "messages": messages, "skipped": skipped_in_load(handle.load_messages),
+                  **({"written_for": written_for} if written_for else {})},
             environment=environment(),
             grader={"version": __version__, "mode": self.mode, "spec_sha256": spec_sha256(assignment),
                     "seed": self.seed,
