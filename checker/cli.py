@@ -363,11 +363,24 @@ def export_command(outdir, canvas_title):
     this after grading by hand, or to give Canvas's column title (--canvas, kept
     for later runs). It names the submissions whose manual grades are pending.
     """
+    import errno
+
     from checker.records import batch
-    wrote, problems = batch.refresh_gradebook(outdir)  # grades.csv and results.json with manual.csv's grades too
-    for problem in problems:
-        echo(f"hwcheck: {for_terminal(problem, newlines=False)}", err=True)
-    lines = batch.after_batch(outdir, None, canvas_title, roster=False)
+    try:
+        wrote, problems = batch.refresh_gradebook(outdir)  # grades.csv and results.json with manual.csv's grades too
+        for problem in problems:
+            echo(f"hwcheck: {for_terminal(problem, newlines=False)}", err=True)
+        lines = batch.after_batch(outdir, None, canvas_title, roster=False)
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        # each file is written whole beside its old self, then put in its place (checker.records.atomic): the
+        # one that failed, and those after it, are as the last run left them; the TA's manual.csv is theirs
+        raise Fail(f"stopped: the disk holding {outdir} is full ({e.strerror or e}"
+                   + (f", writing {os.path.basename(str(e.filename))}" if e.filename else "") + "): the exports "
+                   "(grades.csv, canvas.csv or moodle.csv, results.json) may not have been all written again "
+                   "and may still hold the last run's grades. Free some space, then run `hwcheck export "
+                   f"{outdir}` again.") from None
     if not lines and not wrote:
         raise Fail(f"{outdir} holds no scorecards of hwcheck's: grade into it first (hwcheck grade ... -o {outdir})")
     if not lines:

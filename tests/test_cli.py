@@ -596,6 +596,33 @@ def test_export_of_a_plain_folder_writes_the_gradebook_and_says_there_is_no_lms_
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mount"), reason="mounting a small tmpfs takes root")
+def test_export_on_a_full_disk_says_what_may_be_stale_and_the_command_again(warm, subs, tmp_path):
+    """`hwcheck export` with OUT's disk full said only "hwcheck: error: [Errno 28] No space left on device" (a
+    TA's probe, h22): it says the disk is full, which file, that the exports may hold the last run's grades,
+    and the command to run again; manual.csv, the TA's, is as it was."""
+    import subprocess
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(small)], check=True)
+    try:
+        folder = tmp_path / "class"
+        folder.mkdir()
+        shutil.copy(subs / "good.py", folder / "s0.py")
+        out = small / "out"
+        r = run("grade", folder, "-a", "attention", "-o", out, "--public", "--seed", 3)
+        assert r.exit_code == 0, r.output
+        manual = (out / "manual.csv").read_bytes()
+        free = os.statvfs(small)
+        (small / "filler").write_bytes(b"\0" * (free.f_bavail * free.f_frsize))
+        r = run("export", out)
+        assert r.exit_code != 0 and "is full" in r.stderr and "Errno" not in r.stderr, r.stderr
+        assert f"hwcheck export {out}" in r.stderr and "may still hold the last run's grades" in r.stderr, r.stderr
+        assert (out / "manual.csv").read_bytes() == manual
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mount"), reason="mounting a small tmpfs takes root")
 def test_a_full_disk_stops_the_batch_naming_the_resume_command(warm, subs, tmp_path):
     """OUT on a disk that fills midway (a 2 MB tmpfs, nearly full): the batch ended with the bare
     "[Errno 28] No space left on device"; it says what is kept and the command that goes on, as Ctrl-C does."""
