@@ -402,6 +402,59 @@ def test_a_body_that_left_its_process_group_dies_with_its_worker_at_once(tmp_pat
             h.close()
 
 
+CHAIN = textwrap.dedent('''\
+    import ctypes, os, time
+
+    def chain(name, depth):
+        """An attacker's (h23): a chain of processes, each in a session of its own (setsid) and sleeping but
+        the last, which forks on. Killed a level at a time (the parent's children, then theirs, re-parented),
+        it outran the killing and outlived the batch where no cgroup and no PID namespace hold it."""
+        if os.fork():
+            return "started"
+        libc = ctypes.CDLL(None)
+        for _ in range(depth):
+            os.setsid()
+            libc.prctl(1, 0, 0, 0, 0)                            # PR_SET_PDEATHSIG: none
+            libc.prctl(15, name.encode(), 0, 0, 0)               # PR_SET_NAME
+            if os.fork():
+                while True:
+                    time.sleep(1)
+        while True:
+            if os.fork() == 0:
+                libc.prctl(15, name.encode(), 0, 0, 0)
+                time.sleep(60)
+                os._exit(0)
+            time.sleep(0.01)
+    ''')
+
+
+@pytest.mark.slow
+@pytest.mark.walls
+@pytest.mark.parametrize("cgroups", ["1", "0"], ids=["cgroups", "no-cgroups"])
+def test_a_chain_of_sessions_dies_with_its_worker_where_nothing_else_holds_it(tmp_path, monkeypatch, cgroups):
+    """A worker killed from outside (a timeout, the end of its submission) whose code left a deep chain of
+    processes, each in a session of its own: none is left once the worker is gone, with no cgroup (HWCHECK_CGROUPS=0:
+    Gradescope's read-only cgroups) and, under capsh, no PID namespace either (every process of the worker's own
+    uid is killed at once, checker.worker.namespaces.kill_uid)."""
+    from checker.running.sandbox import Limits, SubmissionHandle
+    from checker.running.zygote_client import Zygote
+    monkeypatch.setenv("HWCHECK_CGROUPS", cgroups)
+    name = f"hwchain{os.getpid() % 10000}"
+    with Zygote() as z:
+        h = SubmissionHandle(write(tmp_path, "chain.py", CHAIN), z, Limits(call_s=10, cell_s=10, submission_s=60))
+        try:
+            report = h.load()
+            if not report["ok"] and REFUSED in h.isolation:
+                pytest.skip("the grader refuses to run code here: root, no namespaces, this Python closed to others")
+            assert report["ok"], report
+            assert any(w.startswith("address-space-") for w in h.isolation) == (cgroups == "0"), h.isolation
+            assert h.call("chain", name, 300) == "started"
+            assert wait_until(lambda: len(_named(name)) > 100, timeout=20), "the chain did not grow"
+        finally:
+            h.close()  # the worker is killed (SIGKILL: it cleans up nothing itself), and the zygote reaps it
+        assert wait_until(lambda: not _named(name), timeout=5), f"{len(_named(name))} processes outlived their worker"
+
+
 @pytest.mark.slow
 def test_the_zygote_removes_its_own_worker_dirs_and_nothing_else(tmp_path, outside):
     """op "remove": a dir the zygote made goes, chain and all; a path that is not one of its worker dirs

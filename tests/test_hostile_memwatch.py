@@ -25,7 +25,8 @@ SCRIPT = textwrap.dedent('''
     import json, mmap, os, sys, tempfile, time
     sys.path.insert(0, {repo!r})
     from checker.worker import isolation
-    isolation._gpu_devices = lambda: ["/dev/zero"]  # a GPU here: no RLIMIT_AS
+    if {gpu}:
+        isolation._gpu_devices = lambda: ["/dev/zero"]  # a GPU here: no RLIMIT_AS
     work = {work!r}  # made by the test, which removes it (the worker, once walled in, cannot)
     tempfile.gettempdir()  # known before the walls, as in a zygote, which made the worker's folder there
     try:
@@ -71,6 +72,18 @@ SCRIPT = textwrap.dedent('''
     if what == "honest":
         kept = [private(64), shared(64), memfd(32)]
         time.sleep(1.0)
+    elif what == "children_private":  # each child within RLIMIT_AS, which is each process's own; together past it
+        kids = []
+        for _ in range(4):
+            pid = os.fork()
+            if pid == 0:
+                kept = private(300)
+                kept[::4096] = b"\x01" * len(range(0, 300 * MiB, 4096))
+                time.sleep(3)
+                os._exit(0)
+            kids.append(pid)
+        for pid in kids:
+            os.waitpid(pid, 0)
     elif what == "child_shared":
         pid = os.fork()
         if pid == 0:
@@ -85,10 +98,10 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-def _run(what, namespaces):
+def _run(what, namespaces, gpu=True):
     work = tempfile.mkdtemp(prefix="memwatch-")  # in the system's temp dir, open to the worker's identity
     os.chmod(work, 0o755)
-    code = SCRIPT.format(repo=REPO, namespaces=namespaces, what=what, work=work)
+    code = SCRIPT.format(repo=REPO, namespaces=namespaces, what=what, work=work, gpu=gpu)
     env = {**os.environ, **({} if namespaces else {"HWCHECK_NAMESPACES": "0"})}
     try:
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
@@ -120,3 +133,14 @@ def test_honest_use_within_the_budget_goes_on(namespaces):
     proc, said, walls = _run("honest", namespaces)
     assert said == [{"kept": "honest"}], (proc.returncode, proc.stderr[-2000:])
     assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "fallback"])
+def test_children_within_rlimit_as_each_but_past_the_budget_together_end_the_worker(namespaces):
+    """Where no cgroup caps the worker (Gradescope: its cgroups are read-only) and RLIMIT_AS does, that limit is
+    each process's own: four children of 1.5 GiB held 6 GiB on a 4 GiB budget (an attacker's probe, h23). The
+    watch of their sum runs beside it: four children of 300 MiB on a 384 MiB budget end the worker."""
+    proc, said, walls = _run("children_private", namespaces, gpu=False)
+    assert any(w.startswith("address-space-") for w in walls), walls
+    assert said == [], (said, walls)
+    assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stderr[-2000:])

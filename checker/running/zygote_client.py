@@ -30,7 +30,7 @@ START_S = 120  # a zygote's first reply on a channel may wait for its import of 
 REPLY_S = 30   # a started zygote answers any request within this, or it is taken for hung (and replaced)
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-            "LD_LIBRARY_PATH", "HWCHECK_NAMESPACES")  # HWCHECK_NAMESPACES=0: test the fallback walls
+            "LD_LIBRARY_PATH", "HWCHECK_NAMESPACES", "HWCHECK_CGROUPS")  # =0: test the fallback walls
 
 
 class Zygote:

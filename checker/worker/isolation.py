@@ -4,9 +4,10 @@ What it is for: called once in a freshly forked worker. In order:
 
 1. resource limits: no core dumps, files up to 256 MiB, RLIMIT_DATA;
 2. a cap on all of the worker's memory (`checker.worker.memory`: a cgroup
-   where the grader can make one, else RLIMIT_AS; where neither, as with a
-   GPU and no delegated cgroup, a watch from the worker's parent:
-   `checker.worker.memwatch`), shared mappings included, and with a GPU a
+   where the grader can make one, else RLIMIT_AS, each process's own, with a
+   watch of their sum from the worker's parent, `checker.worker.memwatch`, which
+   alone caps it where RLIMIT_AS cannot, as with a GPU and no delegated
+   cgroup), shared mappings included, and with a GPU a
    share of its memory for torch's allocator (`checker.worker.gpumem`),
    and on its tasks (processes and threads: the pids controller of cgroup v2
    or v1, else RLIMIT_NPROC of its uid once that is set, below);
@@ -18,7 +19,9 @@ What it is for: called once in a freshly forked worker. In order:
    its own dir, a tmpfs bounded in bytes and files (`checker.worker.diskcap`);
    it has no network at all. Without namespaces the worker's parent stays
    outside every wall below, watches the worker's dir (the same bounds) and
-   kills all below it past them, or when the worker ends;
+   kills all below it past them, or when the worker ends: every process of
+   the worker's own uid at once (`namespaces.kill_uid`; the zygote does the
+   same when it reaps a worker killed from outside);
 4. identity: a uid and gid of the worker's own (`worker_ids`: 2^30 plus the
    worker's pid, unique among the workers alive, owning no file of the host
    and in no passwd), with no capabilities and `no_new_privs`, whether the
@@ -81,7 +84,7 @@ __all__ = ["apply_isolation", "landlock_abi", "allowed_read_roots", "WEAK_MARKS"
 landlock_abi = landlock.landlock_abi
 allowed_read_roots = landlock.allowed_read_roots
 
-UID_BASE = 1 << 30  # a worker's uid and gid: this plus its pid (pid_max is at most 2^22)
+UID_BASE = namespaces.WORKER_UIDS  # a worker's uid and gid: this plus its pid (pid_max is at most 2^22)
 
 
 def worker_ids(pid=None):
@@ -161,14 +164,19 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
         applied.append(f"memory-{memory_mb}MiB")
     gpu = bool(_gpu_devices())
     cap = memory.cap_memory(memory_mb, cgroup_parent, gpu=gpu) if memory_mb else None
-    mem_watch = None
-    if memory_mb and not cap:  # no cgroup, no RLIMIT_AS (a GPU): watched from the parent (checker.worker.memwatch)
+    mem_watch = watched = None
+    # no cgroup, no RLIMIT_AS (a GPU), or RLIMIT_AS, which is each process's own (a fork has one of its own, so
+    # four children of 1.5 GiB held 6 GiB on a 4 GiB budget): the sum, watched from the parent (memwatch)
+    if memory_mb and (not cap or cap.startswith("address-space-")):
         try:
             mem_watch = memwatch.Watch(memory_mb)
-            cap = memwatch.watch_name(memory_mb, diskcap.INTERVAL_S)
+            watched = memwatch.watch_name(memory_mb, diskcap.INTERVAL_S)
         except OSError as e:
-            cap = f"no-memory-cap(shared memory not counted; the watch failed: {e.strerror or e})"
-    applied.append(cap or "no-memory-cap(shared memory not counted)")
+            watched = (f"memory-watch-failed(each process's memory capped on its own: {e.strerror or e})" if cap
+                       else f"no-memory-cap(shared memory not counted; the watch failed: {e.strerror or e})")
+    applied.append(cap or watched or "no-memory-cap(shared memory not counted)")
+    if cap and watched:
+        applied.append(watched)
     gpu_cap = gpumem.cap_gpu_memory(memory_mb, gpu)  # its share of the GPU, for the moment CUDA starts
     if gpu_cap:
         applied.append(gpu_cap)
@@ -208,7 +216,7 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
     else:
         # no mount: the worker's dir stays the host's, watched from a parent outside every wall below
         watcher = os.getpid()
-        namespaces.fork_init(**_watching(mem_watch, diskcap.Watch(workdir)))
+        namespaces.fork_init(**_watching(mem_watch, diskcap.Watch(workdir)), uid=uid)  # W kills all of `uid` at the end
         applied.append(diskcap.watch_name())
         try:
             applied += _without_namespaces(workdir, was_root, uid, gid)

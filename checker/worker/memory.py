@@ -83,9 +83,13 @@ def cgroup_parent():
     v2 needs the memory controller delegated to this process's cgroup (listed in its
     cgroup.subtree_control after we ask for it in a child of ours; pids with it where delegated
     too); v1 needs a writable memory hierarchy, and, for the tasks, a writable pids hierarchy.
-    Anything else: kind None, and workers fall back to RLIMIT_AS (and RLIMIT_NPROC)."""
+    Anything else: kind None, and workers fall back to RLIMIT_AS (and RLIMIT_NPROC); so does HWCHECK_CGROUPS=0,
+    the tests' way to put up the walls of a host whose cgroups are read-only (Gradescope's Docker)."""
     if "parent" in _PARENT:
         return _PARENT["parent"]
+    if os.environ.get("HWCHECK_CGROUPS", "1") == "0":  # tests of the walls where none can be made (Gradescope)
+        _PARENT["parent"] = None
+        return None
     kind, base = _memory_parent()
     pids = _v1_parent("pids", "pids.max") if kind != "cgroup2" or not _has(base, "pids") else None
     _PARENT["parent"] = (kind, base, pids) if kind or pids else None

@@ -1,4 +1,4 @@
-"""A watched cap on a worker's memory, where neither a cgroup nor RLIMIT_AS can cap it.
+"""A watched cap on a worker's memory, where no cgroup caps it (RLIMIT_AS, where there is one, caps each process).
 
 What it is for: on a machine with a GPU whose cgroup does not delegate the
 memory controller (the first H200 VM hwcheck ran on: its own cgroup listed
@@ -31,7 +31,8 @@ after which W's path /proc would be the body's own PID namespace's.
 What it is not: exact. The overshoot is what the body allocates in one
 interval; a share of the pages the body inherited from the zygote moves as
 other workers come and go (bounded by what W held, and inside the headroom).
-Where a cgroup or RLIMIT_AS caps the worker, this watch is not used.
+Where a cgroup caps the worker, this watch is not used; beside RLIMIT_AS, which
+caps each process on its own (a fork has a limit of its own), it caps their sum.
 """
 
 import os
