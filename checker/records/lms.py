@@ -28,16 +28,25 @@ The layouts (each fact and where it comes from):
   `Full Name_participantid_assignsubmission_file_` holding the files under their own names
   (and `..._assignsubmission_onlinetext_` for online text, not graded). id:
   `Full Name_participantid`.
-- Gradescope, "Export Submissions": `submission_metadata.yml` maps each `submission_<id>`
-  folder to its `:submitters:` (`:name:`, `:sid:`, `:email:`; several for a group). id: the
-  folder's name. Recognised only by its whole structure: the metadata file and nothing but
-  the `submission_<id>` folders it names (one uploaded `submission_metadata.yml` among
-  students' files makes no export).
+- Gradescope, "Export Submissions" (read, as GitHub Classroom is, in `checker.records.lms_folders`):
+  `submission_metadata.yml` maps each `submission_<id>` folder to its `:submitters:` (`:name:`,
+  `:sid:`, `:email:`; several for a group). id: the folder's name. Recognised only by its whole
+  structure: the metadata file and nothing but the `submission_<id>` folders it names (one
+  uploaded `submission_metadata.yml` among students' files makes no export).
 - GitHub Classroom (the Classroom Assistant clones one repository per student, named
   `<assignment prefix>-<github username>`): every entry a folder, all sharing a prefix that
   ends in `-` (the assignment's slug where the folder is `gh classroom clone`'s
   `<slug>-submissions`; else the longest shared prefix, so usernames that share a start lose it
   unless a roster tells them). id: the folder's name; student and student id: the username.
+
+A download is recognised by the names the LMS wrote, not spoilt by entries it did not write (a student's archive
+unpacked where it lay, a TA's notes, a reference solution): of the entries a plain folder would grade (.py and
+.ipynb files, folders), all, or at least two and more than half, must be named as the LMS names them (`dominates`;
+a plain class folder, `alice.py` and `bob.py` beside one crafted `x_1_2_y.py`, stays a plain folder). The others
+are listed as not graded, each with why, and the TA's line says how many; a folder named as the LMS names a file
+(`doejohn_1001_5001_hw1/`, from `doejohn_1001_5001_hw1.zip`) is that student's submission
+(`checker.records.lms_students`). A folder that falls short while some of its entries are so named is graded
+as a plain folder, and the TA's line says so.
 
 Names a student chooses: Canvas's sortable name and Moodle's full name, and the name of every
 file handed in, are the student's, and both may hold what looks like the fixed fields
@@ -49,9 +58,9 @@ roster exported from that LMS is given, the roster (user id and name). A file st
 more than one student's is merged into no one's submission and listed, with the students it
 could be (`_settle`). A Moodle folder's name is read from its end, where its fields are fixed.
 
-Several files of one student are copied (under their own names, `-N` taken off where no
-other file has that name; an own name that cannot be a file, such as `..`, left out with a
-message) into OUTDIR/.lms/<id>/, graded as one folder submission; a student with one file is
+Several files of one student (`checker.records.lms_students`) are copied (under their own names,
+`-N` taken off where no other file has that name; an own name that cannot be a file, such as `..`,
+left out with a message) into OUTDIR/.lms/<id>/, graded as one folder submission; a student with one file is
 graded from that file. Ids are canonical (`checker.records.ids`); names are NFC-normalised (macOS
 writes NFD), so `Müller` in a file name matches `Müller` in a roster. Every entry of the
 folder not graded (and why) is kept in students.json's `not_graded`, and `checker.records.batch.after_batch`
@@ -62,21 +71,19 @@ What it is not: the grading (`checker.records.batch`) or the CSVs the LMSs impor
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
 import unicodedata
 
 from checker.errors import HwcheckError
 from checker.records.ids import canonical, key
 from checker.records.lms_attempts import canvas_name
+from checker.records.lms_students import STAGE
 
-__all__ = ["Student", "Layout", "recognise", "prepare", "read_students", "students_path", "nfc",
+__all__ = ["Student", "Layout", "recognise", "dominates", "prepare", "read_students", "students_path", "nfc",
            "STUDENTS_JSON", "STAGE"]
 
 STUDENTS_JSON = ".students.json"  # hidden: a student `students.py` has OUT/students.json
-STAGE = ".lms"
 CODE = (".py", ".ipynb")
 
 # Canvas: `<name>_[LATE_]<user id>_<attachment id>_<file>`; the name and the file are the student's, so a name is
@@ -86,8 +93,6 @@ _CANVAS_ANON = re.compile(r"^(?P<late>LATE_)?(?P<uid>anon_[A-Za-z0-9]+)_(?P<file
 _CANVAS_TEXT = re.compile(r"^(?P<name>.*?)_(LATE_)?(\d+|anon_[A-Za-z0-9]+)_(text|link)\.html$")
 _MOODLE_FIELDS = re.compile(r"_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.+)$")
 _MOODLE_DIR = re.compile(r"^(?P<name>.+)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")  # read from the end
-_GRADESCOPE_DIR = re.compile(r"^submission_\d+$")
-GRADESCOPE_METADATA = "submission_metadata.yml"
 
 
 def nfc(text):
@@ -103,17 +108,19 @@ class Student:
         self.files = []     # [(path, the file's own name)] (several: staged into one folder)
         self.uploads = {}   # {path: Canvas's attachment id of the file} (ids count up as files are uploaded)
         self.late = set()   # the paths Canvas marked LATE_ (one download's files of a student: all or none)
-        self.folder = None  # a folder the LMS made for this student
+        self.folders = []   # the folders of this student: one the LMS made, or an archive of theirs unpacked
 
     def identity(self):
         return {"student": self.student, "student_id": self.student_id, "email": self.email, **self.lms}
 
 
 class Layout:
-    """platform (canvas, moodle, gradescope, classroom or None) and its students, by id."""
+    """platform (canvas, moodle, gradescope, classroom or None) and its students, by id; for Canvas and Moodle,
+    `vote`: (entries named, entries counted) as `dominates` weighed them; for None, `near`: (platform, named,
+    counted) of the LMS that named some of its entries, too few to take it for its download (else None)."""
 
-    def __init__(self, platform, students=(), ignored=()):
-        self.platform = platform
+    def __init__(self, platform, students=(), ignored=(), vote=None, near=None):
+        self.platform, self.vote, self.near = platform, vote, near
         self.students, ignored = {}, list(ignored)
         groups = {}
         for s in students:
@@ -126,7 +133,7 @@ class Layout:
             ids = " and ".join(repr(s.sid) for s in group)
             ignored += [(os.path.basename(p), f"the ids {ids} would be one (they differ only by letter case, "
                                               f"Unicode form or invisible characters): none of them is graded")
-                        for s in group for p in ([p for p, _ in s.files] or [s.folder or s.sid])]
+                        for s in group for p in ([p for p, _ in s.files] + s.folders or [s.sid])]
         self.ignored = sorted(ignored)  # [(name, why)] of the entries of the layout not graded
 
 
@@ -226,16 +233,70 @@ def _canvas_text(name):
     return bool(m) and canvas_name(m["name"])
 
 
+_KINDS_SHOWN = {"canvas": "Canvas", "moodle": "Moodle"}
+_PATTERN = {"canvas": "`<name>_<user id>_<attachment id>_<file>`",
+            "moodle": "`<full name>_<participant id>_assignsubmission_file_<file>`"}
+
+
+def _kinds(folder, names):
+    """{name: "file", "dir", "link" (a link to a folder: never followed) or "odd" (neither: a broken link)}."""
+    out = {}
+    for n in names:
+        path = os.path.join(folder, n)
+        out[n] = ("link" if os.path.islink(path) else "dir") if os.path.isdir(path) else \
+            "file" if os.path.isfile(path) else "odd"
+    return out
+
+
+def _vote(kinds, parsed):
+    """(named, counted): of the entries a plain folder would grade (.py and .ipynb files, folders), how many are
+    named as the LMS names a student's (`parsed`: {name: readings}, empty for none)."""
+    counted = [n for n, k in kinds.items() if k == "dir" or (k == "file" and n.endswith(CODE))]
+    return sum(1 for n in counted if parsed.get(n)), len(counted)
+
+
+def dominates(named, counted):
+    """Whether a folder whose `counted` gradable entries hold `named` the LMS named is that LMS's download.
+
+    Every one of them (as the LMS writes a download), or, beside entries it did not name (a student's archive
+    unpacked under another name, a TA's notes or reference solution), at least two and more than half: one stray
+    entry does not turn a class's download into one student per file, and a plain class folder (`alice.py`,
+    `bob.py`) is taken for a download only where most of its entries carry the LMS's fixed fields."""
+    return named >= 1 and (named == counted or (named >= 2 and 2 * named > counted))
+
+
+def _strays(platform, kinds, parsed, text=lambda n: False):
+    """[(name, why)] of the entries of an LMS's download it did not name, none of them graded (see `dominates`)."""
+    shown, out = _KINDS_SHOWN[platform], []
+    for n, k in sorted(kinds.items()):
+        if parsed.get(n):
+            continue
+        if k == "link":
+            from checker.records.entries import LINKED_FOLDER
+            out.append((n, LINKED_FOLDER))
+        elif k == "odd":
+            out.append((n, "not a regular file (a broken link?)"))
+        elif k == "dir":
+            out.append((n, f"a folder not named as {shown} names a student's ({_PATTERN[platform]}): not graded as "
+                           f"anyone's; a student's archive unpacked is graded as theirs when its folder keeps the "
+                           f"archive's name (`doejohn_1001_5001_hw1.zip` into `doejohn_1001_5001_hw1/`)"))
+        elif text(n):
+            out.append((n, f"a text entry or web link handed in on {shown}, not code"))
+        elif n.endswith(CODE):
+            out.append((n, f"not named as {shown} names a student's file ({_PATTERN[platform]}), so whose it is "
+                           f"cannot be told: not graded (a student's? grade it on its own; a file of the TA's? keep "
+                           f"it out of the download)"))
+        else:
+            out.append((n, f"not named as {shown} names a student's file"))
+    return out
+
+
 def _canvas(folder, names, rows=None):
-    files = [n for n in names if os.path.isfile(os.path.join(folder, n))]
-    code = [n for n in files if n.endswith(CODE)]
-    if not code or len(files) < len(names):
+    kinds = _kinds(folder, names)
+    parsed = {n: _canvas_parses(n) for n, k in kinds.items() if k in ("file", "dir")}
+    vote = _vote(kinds, parsed)
+    if not dominates(*vote):
         return None
-    parsed = {n: _canvas_parses(n) for n in files}
-    if not all(parsed[n] for n in code):
-        return None
-    ignored = [(n, "a text entry or web link handed in on Canvas, not code" if _canvas_text(nfc(n))
-                else "not named as Canvas names a student's file") for n in files if not parsed[n]]
     chosen, flagged = _settle("canvas", {n: ps for n, ps in parsed.items() if ps},
                               _roster_names(rows, "canvas_user_id"))
     students = {}
@@ -248,33 +309,34 @@ def _canvas(folder, names, rows=None):
             s = students[sid] = Student(sid, name, m["uid"], platform="canvas",
                                         canvas_user_id=None if anonymous else m["uid"], anonymous=anonymous)
         s.lms["late"] = s.lms.get("late") or bool(m["late"])
-        s.files.append((os.path.join(folder, n), m["file"]))
+        path = os.path.join(folder, n)
+        if kinds[n] == "dir":  # an archive the student handed in, unpacked where it lay
+            s.folders.append(path)
+            continue
+        s.files.append((path, m["file"]))
         if m["late"]:
-            s.late.add(os.path.join(folder, n))
-        s.uploads[os.path.join(folder, n)] = int(m["fileid"])
-    return Layout("canvas", students.values(), ignored + flagged)
+            s.late.add(path)
+        s.uploads[path] = int(m["fileid"])
+    return Layout("canvas", students.values(), _strays("canvas", kinds, parsed, lambda n: _canvas_text(nfc(n)))
+                  + flagged, vote)
 
 
 def _moodle(folder, names, rows=None):
-    students, ignored, parsed = {}, [], {}
-    for n in names:
-        path = os.path.join(folder, n)
-        if os.path.isdir(path):
-            m = _MOODLE_DIR.match(nfc(n))
-            if m is None:
-                return None
+    kinds = _kinds(folder, names)
+    parsed = {}
+    for n, k in kinds.items():
+        m = _MOODLE_DIR.match(nfc(n)) if k == "dir" else None
+        if m:  # "Download submissions in folders": one folder per student and plugin
             parsed[n] = [{"name": m["name"], "uid": m["pid"], "plugin": m["plugin"], "file": None}]
-            continue
-        ps = [{**p, "uid": p["pid"]} for p in _moodle_parses(n)]
-        if not ps:
-            if n.endswith(CODE):
-                return None
-            ignored.append((n, "not named as Moodle names a student's file"))
-            continue
-        parsed[n] = ps
-    if not parsed:
+        elif k in ("file", "dir"):  # a file, or an archive handed in and unpacked where it lay
+            parsed[n] = [{**p, "uid": p["pid"]} for p in _moodle_parses(n)]
+    vote = _vote(kinds, parsed)
+    if not dominates(*vote):
         return None
-    chosen, flagged = _settle("moodle", parsed, _roster_names(rows, "moodle_participant"))
+    ignored = _strays("moodle", kinds, parsed)
+    students = {}
+    chosen, flagged = _settle("moodle", {n: ps for n, ps in parsed.items() if ps},
+                              _roster_names(rows, "moodle_participant"))
     for n, m in chosen.items():
         path = os.path.join(folder, n)
         sid = f"{m['name']}_{m['uid']}"
@@ -282,135 +344,53 @@ def _moodle(folder, names, rows=None):
                                              moodle_participant=m["uid"]))
         if m["plugin"] != "file":
             ignored.append((n, f"Moodle's {m['plugin']} of {sid}, not a file handed in: not code"))
-        elif os.path.isdir(path):
-            s.folder = path
+        elif kinds[n] == "dir":
+            s.folders.append(path)
         else:
             s.files.append((path, m["file"]))
-    return Layout("moodle", students.values(), ignored + flagged)
+    return Layout("moodle", students.values(), ignored + flagged, vote)
 
 
-def _unquote(value):
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] == "'":
-        return value[1:-1].replace("''", "'")
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value[1:-1]
-    return value
-
-
-def read_gradescope_metadata(path):
-    """{submission folder: [{name, sid, email}]} from Gradescope's submission_metadata.yml.
-
-    Only what hwcheck needs is read, line by line (the file is Ruby's YAML, with `:key:`
-    symbols; a general YAML loader is not needed and would meet Ruby's own tags).
-    """
-    out, current, person, inside = {}, None, None, False
-    with open(path, encoding="utf-8-sig") as f:
-        for line in f:
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            indent = len(line) - len(line.lstrip(" "))
-            text = line.strip()
-            if indent == 0:
-                current = _unquote(text[:-1]) if text.endswith(":") else None
-                if current is not None:
-                    out[current] = []
-                person, inside = None, False
-                continue
-            if current is None:
-                continue
-            if indent <= 2 and text.startswith(":"):  # a key of the submission: :submitters:, :created_at:, ...
-                person, inside = None, text.split(":")[1] == "submitters"
-                continue
-            if not inside:
-                continue
-            if text.startswith("- "):
-                text, person = text[2:].strip(), {}
-                out[current].append(person)
-            m = re.match(r"^:(name|sid|email):\s*(.*)$", text)
-            if m and person is not None:
-                person[m[1]] = _unquote(m[2])
-    return out
-
-
-def _gradescope(folder, names, rows=None):
-    """Gradescope's export, by its whole structure: its metadata file and nothing but the `submission_<id>`
-    folders it names (a lone `submission_metadata.yml` among students' files makes no export)."""
-    meta = os.path.join(folder, GRADESCOPE_METADATA)
-    if not os.path.isfile(meta):
-        return None
-    others = [n for n in names if n != GRADESCOPE_METADATA]
-    if not others or not all(_GRADESCOPE_DIR.match(n) and os.path.isdir(os.path.join(folder, n)) for n in others):
-        return None
-    try:
-        who = read_gradescope_metadata(meta)
-    except (OSError, UnicodeDecodeError) as e:
-        raise HwcheckError(f"{meta} could not be read: {e}") from None
-    if not all(n in who for n in others):
-        return None
+def _from_folders(platform, found):
+    """The `Layout` of the rows `checker.records.lms_folders` gives: one folder per student."""
     students = []
-    for n in others:
-        people = [p for p in who[n] if isinstance(p, dict)]
-        s = Student(n, "; ".join(p.get("name", "") for p in people), "; ".join(p.get("sid", "") for p in people),
-                    "; ".join(p.get("email", "") for p in people), platform="gradescope")
-        s.folder = os.path.join(folder, n)
+    for sid, path, student, student_id, email, extra in found:
+        s = Student(sid, student, student_id, email, platform=platform, **extra)
+        s.folders.append(path)
         students.append(s)
-    return Layout("gradescope", students)
-
-
-def _classroom(folder, names, rows=None):
-    if len(names) < 2 or not all(os.path.isdir(os.path.join(folder, n)) for n in names):
-        return None
-    prefix = os.path.commonprefix(names)
-    prefix = prefix[:prefix.rfind("-") + 1]
-    if not prefix or any(len(n) == len(prefix) for n in names):
-        return None
-    # `gh classroom clone student-repos` clones into `<assignment slug>-submissions`: the slug is the repos'
-    # prefix, so usernames that share a start (ucb-alice, ucb-bob) keep it
-    base = os.path.basename(os.path.normpath(folder))
-    slug = base[:-len("-submissions")] + "-" if base.endswith("-submissions") else ""
-    if slug and len(slug) < len(prefix) and prefix.startswith(slug):
-        prefix = slug
-    students = []
-    for n in names:
-        user = n[len(prefix):]
-        s = Student(n, user, user, platform="classroom", github_username=user)
-        s.folder = os.path.join(folder, n)
-        students.append(s)
-    return Layout("classroom", students)
+    return Layout(platform, students)
 
 
 def recognise(folder, outdir=None, roster_rows=None):
-    """The `Layout` of `folder`: the first of Gradescope, Moodle, Canvas, GitHub Classroom it is, else platform None.
+    """The `Layout` of `folder`: Gradescope's export, else Moodle's or Canvas's download (of the two, the one that
+    names more of its entries), else GitHub Classroom's repositories, else platform None.
 
+    Canvas and Moodle: a download is recognised when the entries they named dominate (`dominates`); the others
+    are the layout's `ignored`, never graded. A folder neither recognises that holds entries one of them named
+    gives `Layout(None)` its `near` (platform, named, counted), for the TA's line.
     outdir: hwcheck's output folder, whose files (when it lies inside `folder`) are no entry of the layout.
     roster_rows: a roster's rows (`checker.records.roster.read_roster`); one exported from Canvas or Moodle settles
     a file name that reads as more than one student's."""
+    from checker.records.lms_folders import classroom, gradescope
     from checker.records.owned import is_ours
     if not os.path.isdir(folder):
         raise HwcheckError(f"{folder} is not a folder")
     names = [n for n in _entries(folder) if not (outdir and is_ours(outdir, os.path.join(folder, n)))]
-    for kind in (_gradescope, _moodle, _canvas, _classroom):
-        layout = kind(folder, names, roster_rows)
-        if layout is not None:
-            return layout
-    return Layout(None)
-
-
-def _stage(outdir, student, names):
-    """OUTDIR/.lms/<id>/ holding the student's files under their own names (rewritten each run: same bytes, same hash)."""
-    from checker.records.owned import ensure_folder, join_inside
-    # hwcheck's own folder (a student's `.lms`, a link out of OUTDIR, is left alone: checker.records.owned), the id a plain name
-    dest = join_inside(ensure_folder(outdir, STAGE, stage=True), student.sid)
-    if os.path.isdir(dest) and not os.path.islink(dest):
-        shutil.rmtree(dest)
-    os.makedirs(dest)
-    for path, name in names.items():
-        shutil.copyfile(path, os.path.join(dest, name))
-    return dest
+    found = gradescope(folder, names)
+    if found is not None:
+        return _from_folders("gradescope", found)
+    layouts = [x for x in (_moodle(folder, names, roster_rows), _canvas(folder, names, roster_rows)) if x]
+    if layouts:
+        return max(layouts, key=lambda x: x.vote[0])  # the first of the most named: Moodle's before Canvas's
+    found = classroom(folder, names)
+    if found is not None:
+        return _from_folders("classroom", found)
+    kinds = _kinds(folder, names)
+    near = [(platform, *_vote(kinds, {n: reads(n) for n, k in kinds.items() if k in ("file", "dir")}))
+            for platform, reads in (("moodle", lambda n: _moodle_parses(n) or _MOODLE_DIR.match(nfc(n))),
+                                    ("canvas", _canvas_parses))]
+    near = max(near, key=lambda x: x[1])
+    return Layout(None, near=near if near[1] else None)
 
 
 def students_path(outdir):
@@ -437,6 +417,7 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
     """
     from checker.records.entries import scan_entries, skipped_entries
     from checker.records.identical import identical_groups
+    from checker.records.lms_students import lms_entries
     from checker.records.owned import is_ours
     from checker.records.roster import match_roster, read_roster
     notes = [] if notes is None else notes
@@ -451,16 +432,16 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
     handed = {}  # {id: identity} of the students who handed something in that is not graded (the roster says so)
     if layout.platform is None:
         entries, refused, said = scan_entries(folder, skip=lambda path: is_ours(outdir, path))
-        notes.extend(said)
+        notes.extend(([_layout_line(folder, layout, entries)] if layout.near else []) + said)
         not_graded += refused + skipped
         ungraded = sorted({n for n, _ in refused})
         people = {sid: {} for sid, _ in entries}
     else:
         undecided = []
-        entries, people = _lms_entries(layout, outdir, not_graded, undecided, handed, assignment)
+        entries, people = lms_entries(layout, outdir, not_graded, undecided, handed, assignment)
         ungraded = sorted(set(undecided))  # `hwcheck grade` exits 1: the TA must pick the file
         not_graded += [(n, why) for n, why in skipped if n.startswith(".")]
-        notes.append(f"{folder} is a {layout.platform} export: {len(entries)} students' submissions")
+        notes.append(_layout_line(folder, layout, entries))
     if layout.platform == "canvas":
         from checker.records.lms_attempts import same_canvas_user
         entries, people = same_canvas_user(outdir, entries, people, old, notes)
@@ -481,6 +462,23 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
     from checker.records.owned import write_json
     write_json(outdir, STUDENTS_JSON, data, kind="students")  # hwcheck's own, beside a student's file of that name
     return entries
+
+
+def _layout_line(folder, layout, entries):
+    """The TA's line on the layout `folder` was taken for, and on the entries that did not fit it."""
+    if layout.platform is None:
+        platform, named, counted = layout.near
+        return (f"{folder} is graded as a plain folder, one submission per .py, .ipynb file or folder: only {named} "
+                f"of its {counted} are named as {_KINDS_SHOWN[platform]} names a student's file, too few to take it "
+                f"for a {_KINDS_SHOWN[platform]} download (that takes all of them, or at least two and more than "
+                f"half); if it is one, take out what is not the download's and grade again")
+    line = f"{folder} is a {layout.platform} export: {len(entries)} students' submissions"
+    if layout.vote and layout.vote[1] > layout.vote[0]:
+        n = layout.vote[1] - layout.vote[0]
+        line += (f"; {n} of its .py, .ipynb files and folders {'is' if n == 1 else 'are'} not named as "
+                 f"{_KINDS_SHOWN[layout.platform]} names a student's, and not graded (the summary's \"not graded\" "
+                 f"lines name {'it' if n == 1 else 'them'})")
+    return line
 
 
 def _inside(outdir, folder):
@@ -512,54 +510,3 @@ def _apart_from_older(outdir, entries, people, not_graded, handed=None):
         else:
             kept.append((sid, path))
     return kept, people
-
-
-def _lms_entries(layout, outdir, not_graded, refused=None, handed=None, assignment=None):
-    """([(id, path)], {id: identity}) of an LMS layout's students; what is not graded goes to `not_graded`, and the
-    files of a student left ungraded for want of a file to pick (`lms_attempts.own_names`) to `refused` too; `handed` gets
-    {id: identity} of each student who handed something in that is not graded (no code, no file to pick)."""
-    from checker.records.lms_attempts import graded_names, latest_attempt, newest_definitions, own_names
-    entries, people = [], {}
-    handed = {} if handed is None else handed
-    graded = graded_names(assignment)
-    for sid, s in sorted(layout.students.items()):  # `Layout` left out ids that are one name
-        handed[sid] = s.identity()  # until the student's submission is among the entries
-        shown = [os.path.basename(p) for p, _ in s.files] or [os.path.basename(s.folder or sid)]
-        # Canvas: the files of one attempt only (`checker.records.lms_attempts`); then of one own name, the latest
-        files, odd, undecided = latest_attempt(s.files, s.uploads, s.late)
-        if not undecided:
-            names, more, undecided = own_names(files, s.uploads)
-            odd += more
-        not_graded += [(os.path.basename(p), why) for p, why in odd]
-        if undecided:  # the student is flagged, never graded on a file picked at random
-            not_graded += [(n, f"{sid}: {undecided}") for n in shown if n not in {os.path.basename(p) for p, _ in odd}]
-            if refused is not None:
-                refused += shown
-            continue
-        names, aside = newest_definitions(names, s.uploads, graded)  # files that would override each other
-        not_graded += [(os.path.basename(p), why) for p, why in aside]
-        if s.late:
-            s.lms["late"] = any(p in s.late for p in names)  # the attempt graded was late, or was not
-            if not s.lms["late"]:
-                s.lms.pop("late")
-        code = [p for p, name in names.items() if name.endswith(CODE)]
-        if s.folder is not None:
-            path = s.folder
-        elif not code:
-            not_graded += [(n, f"{sid} handed in no .py or .ipynb file: not graded")
-                           for n in shown if n not in {os.path.basename(p) for p, _ in odd}]
-            continue
-        elif len(names) == 1:
-            path = code[0]
-        else:
-            try:
-                path = _stage(outdir, s, names)
-            except (OSError, ValueError) as e:  # ValueError: an id that is no plain name (join_inside)
-                why = getattr(e, "strerror", None) or e
-                not_graded += [(n, f"{sid}'s files could not be put into one folder ({why}): "
-                                   f"not graded") for n in shown]
-                continue
-        entries.append((sid, path))
-        handed.pop(sid, None)
-        people[sid] = s.identity()
-    return entries, people

@@ -1,7 +1,8 @@
 """The class roster: who should have handed in, matched with the submissions graded.
 
 What it is for: `hwcheck grade ... --roster roster.csv`. `read_roster(path)` reads a CSV
-(UTF-8, with or without a byte order mark; a Canvas gradebook export, a Moodle grading
+(as a spreadsheet saves it: UTF-8 with or without a byte order mark, Windows-1252 or UTF-16, separated by
+`,`, `;` or a tab; a Canvas gradebook export, a Moodle grading
 worksheet, a GitHub Classroom roster or a plain `name,student_id,email` file) into rows
 {name, student_id, email, canvas_user_id, sis_user_id, sis_login_id, section,
 moodle_participant}; `match_roster(people, rows)` matches each submission's identity
@@ -29,6 +30,7 @@ import re
 import unicodedata
 
 from checker.errors import HwcheckError
+from checker.records.manual import csv_delimiter, decode_csv
 
 __all__ = ["read_roster", "match_roster", "roster_lines", "name_keys", "canvas_columns", "canvas_column"]
 
@@ -57,17 +59,22 @@ def _letters(text):
     return "".join(ch for ch in _key(text) if ch.isalnum())
 
 
+def _table(path):
+    """The roster's cells, read as a spreadsheet saved the file (one reading for `read_roster` and
+    `canvas_columns`, as manual.csv's): UTF-8 with or without a byte order mark, else Windows-1252 (Excel's
+    plain "CSV"), UTF-16 (its "Unicode Text"); separated by `,`, or by `;` (Excel in a locale whose decimal
+    separator is a comma) or a tab, found from the first row; CRLF or LF."""
+    with open(path, "rb") as f:
+        text = decode_csv(f.read())
+    return list(csv.reader(io.StringIO(text, newline=""), delimiter=csv_delimiter(text)))
+
+
 def read_roster(path):
     """The roster's rows (see the module docstring); a file with no name, id or e-mail column is an error."""
     try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise HwcheckError(f"the roster {path} could not be read: {e}") from None
-    first = text.split("\n", 1)[0]
-    # a roster saved by a spreadsheet in a locale whose decimal comma makes `;` the separator (as manual.csv)
-    table = list(csv.reader(io.StringIO(text, newline=""), delimiter=";" if first.count(";") > first.count(",")
-                            else ","))
+        table = _table(path)
+    except OSError as e:
+        raise HwcheckError(f"the roster {path} could not be read: {e.strerror or e}") from None
     if not table:
         raise HwcheckError(f"the roster {path} is empty")
     header = [_FIELDS.get(_key(h)) for h in table[0]]
@@ -107,9 +114,8 @@ def canvas_columns(path):
     """[(title, points possible)] of the assignment columns of Canvas's gradebook export at `path`, in order;
     None when the file is no Canvas gradebook export (its header lacks `SIS User ID` or `Section`)."""
     try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            table = list(csv.reader(f))
-    except (OSError, UnicodeDecodeError):
+        table = _table(path)
+    except OSError:
         return None
     if not table:
         return None
