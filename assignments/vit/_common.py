@@ -15,8 +15,9 @@ the graph (and are not frozen), permutation equivariance, token mixing and
 weights that average over the keys, scores that are not symmetric, the
 temperature sqrt(D/num_heads), and every weight reaching the output (MHSA
 only), batch independence, determinism in eval mode, dependence on every
-patch, a class-token readout, pre-norm residual blocks that are chained, both
-branches reading LN(Z), and an MLP that is not linear (ViT only), dtype and
+patch, a class-token readout, positions that reach the encoder blocks, pre-norm
+residual blocks that are chained, both branches reading LN(Z), an MLP that reads
+the attention's output and is not linear (ViT only), dtype and
 device of the output, and the full
 ViT-B/16 size on the meta device. An edge-case input on which a listed
 mistake is invisible (one patch, a module's parameters without its forward)
@@ -294,6 +295,56 @@ def _positions_hint(m, img, patch):
     if not shape or len(shape) < 2:
         return None
     return _patch_count_mistake(int(shape[-2]) - 1, img, patch)
+
+
+def _positional_param(m, N, D=None):
+    """(name, shape, None) of the registered parameter that is the model's positional embedding, of shape
+    (N+1, D) or (1, N+1, D), or (None, None, why not) for a test's skip message. Found by the attribute the
+    handout names, `positional_embedding`: a parameter of that name, else the registered parameter that the
+    attribute is (a @property returning `self.embeddings.position_embeddings`, an alias `self.positional_embedding
+    = self.pos`), told by swapping two of its rows through the attribute; where the model has no such attribute,
+    the one parameter of that shape (a renamed `pos_embed`, which test_vit_embedding_shapes charges). Never by a
+    parameter name alone, so the tests that set it judge every layout."""
+    params = {p["name"]: tuple(p["shape"]) for p in m.params
+              if isinstance(p, dict) and isinstance(p.get("name"), str) and isinstance(p.get("shape"), list)}
+
+    def fits(s):
+        return (len(s) == 2 or (len(s) == 3 and s[0] == 1)) and s[-2] == N + 1 and (D is None or s[-1] == D)
+
+    if fits(params.get("positional_embedding", ())):
+        return "positional_embedding", params["positional_embedding"], None
+    with explained():
+        info = m.attr_shape("positional_embedding")
+    shape = info.get("shape") if isinstance(info, dict) else None
+    shape = tuple(shape) if isinstance(shape, list) else None
+    same = [n for n, s in params.items() if fits(s) and (shape is None or s == shape)]
+    if shape is None:
+        if len(same) == 1:
+            return same[0], params[same[0]], None
+        return None, None, ("the model has no attribute `positional_embedding` (test_vit_embedding_shapes charges "
+                            f"that) and {'no' if not same else 'more than one'} parameter of shape ({N + 1}, "
+                            f"{D if D is not None else 'D'}) or (1, {N + 1}, {D if D is not None else 'D'}) that "
+                            "could be it")
+    if not fits(shape):
+        return None, None, (f"`positional_embedding` has shape {shape}, not N+1 = {N + 1} rows of width "
+                            f"{D if D is not None else 'D'} (test_vit_embedding_shapes checks that shape)")
+    if len(same) == 1 and (not isinstance(info, dict) or info.get("is_parameter") is not False):
+        return same[0], shape, None
+    if len(same) > 1:  # which of them the attribute is: swap two of its rows and see which parameter moved
+        with explained():
+            before = m.get_params(same)
+            m.swap_rows("positional_embedding", 0, N)
+            try:
+                after = m.get_params(same)
+            finally:
+                m.swap_rows("positional_embedding", 0, N)
+        moved = [n for n in same if n in before and n in after
+                 and not np.array_equal(np.asarray(before[n]), np.asarray(after[n]))]
+        if len(moved) == 1:
+            return moved[0], shape, None
+    return None, None, ("`positional_embedding` is not one of the model's registered parameters "
+                        "(named_parameters()): a plain tensor or buffer, or a parameter kept outside the module "
+                        "tree, so this test cannot set it")
 
 
 def _vit_shape(sub, rng, seed, B, img, patch, D, h, out, blocks):

@@ -70,21 +70,24 @@ def _zeroed_block(sub, close, rng, seed, note):
         if _unchained_block(sub, rng, seed) is not None:
             return "skipped", ("judged by test_vit_blocks_are_chained, not here: a block's weights do not reach the "
                                "logits, so a block's own structure cannot be seen through them")
-        hint = POSITIONS_IN_BLOCKS_HINT if _positions_explain(one, two, shapes_one, x, out) else PRE_NORM_HINT
+        N = (img[1] // (patch if isinstance(patch, int) else patch[0])) * \
+            (img[2] // (patch if isinstance(patch, int) else patch[1]))
+        hint = POSITIONS_IN_BLOCKS_HINT if _positions_explain(one, two, N, D, x, out) else PRE_NORM_HINT
         return "failed", e.retold(f"{e.message}\nLikely mistake: {hint}.")
     return "passed", None
 
 
-def _positions_explain(one, two, shapes, x, out):
+def _positions_explain(one, two, N, D, x, out):
     """With positional_embedding set to zero in both models, do the one-block model and the two-block model
     whose second block is zero give the same logits? Then that block's only effect came through the
     positional embedding: it is added inside the blocks. False when the models have no such parameter."""
-    if "positional_embedding" not in shapes:
-        return False
     try:
-        with explained():
-            for model in (one, two):
-                model.set_params({"positional_embedding": torch.zeros(shapes["positional_embedding"])})
+        for model in (one, two):
+            pe, shape, _ = _positional_param(model, N, D)
+            if pe is None:
+                return False
+            with explained():
+                model.set_params({pe: torch.zeros(shape)})
         a, b = (check_shape(model.forward([x]).outputs[0], (x.shape[0], out), "output") for model in (one, two))
     except GradingFailure:
         return False
@@ -286,22 +289,26 @@ MLP_NOT_NORMED_HINT = ("the MLP branch reads the residual stream itself, not LN(
                        "with a LayerNorm of its own before the MLP: `z = z + self.mlp(self.norm2(z))`")
 
 
-def _shift_blind(m, name, out, x, shifts):
+def _shift_blind(m, name, out, x, shifts, D=None):
     """Does adding shifts[i] * (1, ..., 1) to row i + 1 of `positional_embedding` (every patch token, not the
-    class token) leave the logits of `m` on `x` as they were? None when the parameter cannot be set so."""
+    class token) leave the logits of `m` on `x` as they were? The reason it cannot be checked (a str) when the
+    parameter cannot be found (_positional_param)."""
+    key, _, why = _positional_param(m, len(shifts), D)
+    if key is None:
+        return why
     with explained():
-        got = m.get_params(["positional_embedding"])
-    pe = got.get("positional_embedding") if isinstance(got, dict) else None
+        got = m.get_params([key])
+    pe = got.get(key) if isinstance(got, dict) else None
     if pe is None:
-        return None
+        return "the positional embedding could not be read"
     pe = np.array(pe, dtype=np.float32)
     if pe.ndim < 2 or pe.shape[-2] != len(shifts) + 1:
-        return None
+        return "the positional embedding has another shape than it was said to have"
     before = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
     moved = pe.copy()
     moved[..., 1:, :] += shifts.astype(np.float32)[:, None]
     with explained():
-        m.set_params({"positional_embedding": torch.from_numpy(moved)})
+        m.set_params({key: torch.from_numpy(moved)})
     after = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
     return not changed(after, before, float(np.max(np.abs(before))))
 
@@ -326,11 +333,10 @@ def test_vit_mlp_branch_reads_a_normalized_input(sub, rng, seed):
     verdicts = []
     for blocks in (2, 1):
         m = _vit(sub, seed, img, patch, D, h, out, blocks)
-        blind = _shift_blind(m, _vit_name(img, patch, D, h, out, blocks), out, x, shifts)
-        if blind is None:
-            pytest.skip(f"judged by the other tests, not here: the model has no parameter `positional_embedding` "
-                        f"with N+1 = {N + 1} rows (test_vit_embedding_shapes says why), through which this test "
-                        "shifts the patch tokens")
+        blind = _shift_blind(m, _vit_name(img, patch, D, h, out, blocks), out, x, shifts, D)
+        if isinstance(blind, str):
+            pytest.skip(f"judged by the other tests, not here: {blind}; this test shifts the patch tokens through "
+                        "its rows")
         if blind and blocks == 2:
             return
         verdicts.append(blind)
@@ -372,16 +378,15 @@ def test_vit_attention_branch_reads_a_normalized_input(sub, close, rng, seed):
     shifts = rng.uniform(1.0, 3.0, N) * rng.choice([-1.0, 1.0], N)
     x = randn(rng, (1, *img))
     name = _vit_name(img, patch, D, h, out, 1)
-    blind = _shift_blind(_vit(sub, seed, img, patch, D, h, out, 1), name, out, x, shifts)
-    if blind is None:
-        pytest.skip(f"judged by the other tests, not here: the model has no parameter `positional_embedding` with "
-                    f"N+1 = {N + 1} rows (test_vit_embedding_shapes says why), through which this test shifts the "
-                    "patch tokens")
+    blind = _shift_blind(_vit(sub, seed, img, patch, D, h, out, 1), name, out, x, shifts, D)
+    if isinstance(blind, str):
+        pytest.skip(f"judged by the other tests, not here: {blind}; this test shifts the patch tokens through its "
+                    "rows")
     if blind:
         return
     try:
         bare = _vit(sub, seed, img, patch, D, h, out, 0)
-        readout_moves = _shift_blind(bare, _vit_name(img, patch, D, h, out, 0), out, x, shifts) is False
+        readout_moves = _shift_blind(bare, _vit_name(img, patch, D, h, out, 0), out, x, shifts, D) is False
     except StudentError:  # no model without blocks (the handout does not ask for one): the readout is not seen here
         readout_moves = False
     if readout_moves:
@@ -402,3 +407,60 @@ def test_vit_attention_branch_reads_a_normalized_input(sub, close, rng, seed):
         "branches read LN(Z) it only rides along the residual stream and the class token, which got no constant, "
         "ends as it was. With one block the class token's MLP reads the class token alone, so the constant "
         "reached it through the attention.\nLikely mistake: " + ATTENTION_NOT_NORMED_HINT + ".")
+
+
+PARALLEL_BLOCK_HINT = ("the MLP branch reads the block's input, not the stream after the attention branch: `y = "
+                       "self.norm1(z); z = z + self.attn(y); z = z + self.mlp(self.norm2(y))` (a \"parallel\" block, "
+                       "as in GPT-J or PaLM, or an MLP handed the block's input `x` instead of the updated `z`). The "
+                       "handout's block is sequential: `z = z + self.attn(self.norm1(z))`, then `z = z + "
+                       "self.mlp(self.norm2(z))` on that new z")
+
+
+@pytest.mark.question("vit")
+@pytest.mark.weight(2)  # the handout's block; the zeroed-block and LayerNorm tests pass a parallel block
+def test_vit_mlp_reads_the_attention_output(sub, rng, seed):
+    # In the handout's block the MLP reads LN(Z + MHSA(LN(Z))), the stream after the attention. With one block the
+    # class token's attention output carries the image, so its MLP's input, and its output, depend on the image.
+    # The MLP's two layers are found as in test_vit_mlp_is_not_linear (parameters of shapes (m, D) and (D, m), m >
+    # D) and given random weights 100 times the usual size (set here, whatever the model's init): the MLP's output
+    # then dominates the class token, and still depends on the image. A block whose MLP reads the stream from
+    # before the attention (a "parallel" block) feeds the class token's MLP the class token alone: its large output
+    # is the same for every image, and the logits nearly stop depending on the image (relative to their size, or
+    # after a final LayerNorm).
+    img, patch, D, h, out = (2, 8, 8), 4, 12, 3, 5
+    name = _vit_name(img, patch, D, h, out, 1)
+    m = _vit(sub, seed, img, patch, D, h, out, 1)
+    x = randn(rng, (2, *img))
+
+    def spread():
+        y = check_shape(forward(m, [x]).outputs[0], (2, out), f"{name} output")
+        return float(np.max(np.abs(y[0] - y[1]))) / max(float(np.max(np.abs(y))), 1e-12)
+
+    base = spread()
+    if base < 1e-4:
+        pytest.skip("judged by test_vit_depends_on_every_patch, not here: the logits are the same for two random "
+                    "images, so what the MLP reads cannot show")
+    shapes = {p["name"]: tuple(p["shape"]) for p in m.params}
+    pairs = [(a, b) for a, sa in shapes.items() for b, sb in shapes.items()
+             if a != b and len(sa) == 2 and sa[1] == D and sa[0] > D and sb == (D, sa[0])]
+    if not pairs:
+        pytest.skip("no pair of parameters of shapes (m, D) and (D, m), m > D, the two layers of a widening MLP: "
+                    "what the MLP reads was not checked")
+    noise = np.random.default_rng(seed)
+    for a, b in pairs:
+        with explained():
+            kept = {n: np.array(v, dtype=np.float32) for n, v in m.get_params([a, b]).items()}
+            m.set_params({n: torch.from_numpy((100.0 * noise.standard_normal(shapes[n])
+                                               / np.sqrt(max(shapes[n]))).astype(np.float32)) for n in (a, b)})
+        try:
+            big = spread()
+        finally:
+            with explained():
+                m.set_params({n: torch.from_numpy(v) for n, v in kept.items()})
+        if big < 0.01 * base:
+            raise GradingFailure(
+                f"{name} on two random images: with large random weights in `{a}` {shapes[a]} and `{b}` {shapes[b]} "
+                f"(the MLP's two layers) the logits became nearly the same for both images (their difference "
+                f"fell from {base:.3g} to {big:.2g} of their size): the MLP's large output is the same for every "
+                "image, so the class token's MLP reads nothing of the image, which only the attention brings "
+                f"it.\nLikely mistake: {PARALLEL_BLOCK_HINT}.")

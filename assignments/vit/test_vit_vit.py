@@ -388,9 +388,12 @@ def _last_row_unused(m, x, before, close, name, out):
     token uses it: the embedding was added before the class token was prepended)? False when the row is
     used, or when the embedding is not a parameter by that name; the row is put back either way."""
     try:
+        key, _, _ = _positional_param(m, 4, None)  # (the constant image of test_vit_classifies_from_the_class_token)
+        if key is None:
+            return False
         with explained():
-            got = m.get_params(["positional_embedding"])
-        pe = got.get("positional_embedding") if isinstance(got, dict) else None
+            got = m.get_params([key])
+        pe = got.get(key) if isinstance(got, dict) else None
         if pe is None:
             return False
         pe = np.array(pe, dtype=np.float32)
@@ -398,12 +401,12 @@ def _last_row_unused(m, x, before, close, name, out):
         # a random change: a constant one would vanish in every LayerNorm
         changed_pe[..., -1, :] += np.random.default_rng(0).standard_normal(pe.shape[-1]).astype(np.float32)
         with explained():
-            m.set_params({"positional_embedding": torch.from_numpy(changed_pe)})
+            m.set_params({key: torch.from_numpy(changed_pe)})
         try:
             again = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
         finally:
             with explained():
-                m.set_params({"positional_embedding": torch.from_numpy(pe)})
+                m.set_params({key: torch.from_numpy(pe)})
         close(again, before, dtype="float32", what="")
     except GradingFailure:
         return False
@@ -483,16 +486,15 @@ def test_vit_tokens_are_tiles_of_the_image(sub, rng, seed, note):
     N = (H // P_h) * (W // P_w)
     name = _vit_name(img, patch, D, h, out, blocks)
     m = _vit(sub, seed, img, patch, D, h, out, blocks)
-    shapes = {p["name"]: tuple(p["shape"]) for p in m.params}
-    pe = shapes.get("positional_embedding")
-    if pe is None or len(pe) < 2 or pe[-2] != N + 1:
-        pytest.skip("judged by the other tests, not here: the model has no parameter `positional_embedding` with "
-                    f"N+1 = {N + 1} rows (test_vit_embedding_shapes says why), which this test sets to the same row at every position")
+    key, pe, why = _positional_param(m, N, D)
+    if key is None:
+        pytest.skip(f"judged by the other tests, not here: {why}; this test sets it to the same row at every "
+                    "position")
     # the same random row at every position (not zeros, which code could tell from a trained embedding): no
     # token can be told from another by its position
     row = torch.from_numpy(rng.standard_normal(pe[-1]).astype(np.float32))
     with explained():
-        m.set_params({"positional_embedding": row.expand(pe).contiguous()})
+        m.set_params({key: row.expand(pe).contiguous()})
     x = randn(rng, (1, *img))
     first, last = 0, N - 1  # two tiles in different rows and columns of the grid
     inputs = [x, _swapped_tiles(x, patch, first, last), _swapped_runs(x, N, first, last, False),
@@ -524,3 +526,54 @@ def test_vit_tokens_are_tiles_of_the_image(sub, rng, seed, note):
         f"{first} and {last} of the grid) changed the logits, which a ViT whose tokens are the tiles cannot do; "
         f"swapping two runs of {C * P_h * P_w} consecutive values of the flattened image instead left them as "
         f"they were: each token is such a run.\nLikely mistake: {RESHAPED_TOKENS_HINT.format(order=order)}.")
+
+
+POSITIONS_AFTER_ENCODER_HINT = (
+    "the positions never reach the encoder blocks: the positional embedding is added after them (`z = "
+    "self.encoder(z) + self.positional_embedding`), or to the class token alone, so the blocks see the patch tokens "
+    "as an unordered set and the class token cannot tell where a tile was. Add all N+1 rows to the tokens, the class "
+    "token prepended, before the first block: `z = torch.cat([cls, x], dim=1) + self.positional_embedding`, then "
+    "`z = self.encoder(z)`")
+
+
+@pytest.mark.question("vit")
+@pytest.mark.weight(3)  # what the positional embedding is for; added after the encoder it passes every other test
+def test_vit_positions_reach_the_encoder(sub, rng, seed, note):
+    # The positional embedding is what tells the tokens' places apart. With its rows set to random values (set
+    # here, so that a model that starts it at zero is judged the same), swapping two tiles of the image puts each
+    # tile's content at another position: the tokens the blocks read are other sums of content and position, and
+    # the class token's logits change. A ViT whose blocks never see the positions (added after the encoder, or to
+    # the class token only) is equivariant to the order of the patch tokens, so its class token ends as it was.
+    D, h, out, blocks = 16, 2, 10, 2
+    img, patch = _geometry_it_takes(sub, rng, seed, (3, 8, 12), 4, D, h, out, note)
+    C, H, W = img
+    P_h, P_w = (patch, patch) if isinstance(patch, int) else patch
+    N = (H // P_h) * (W // P_w)
+    name = _vit_name(img, patch, D, h, out, blocks)
+    m = _vit(sub, seed, img, patch, D, h, out, blocks)
+    key, pe, why = _positional_param(m, N, D)
+    if key is None:
+        pytest.skip(f"judged by the other tests, not here: {why}; this test sets it to random rows")
+    with explained():
+        m.set_params({key: torch.from_numpy(rng.standard_normal(pe).astype(np.float32))})
+    x, other = randn(rng, (1, *img)), randn(rng, (1, *img))
+    first, last = 0, N - 1  # two tiles in different rows and columns of the grid
+    outs = [check_shape(o, (1, out), f"{name} output")
+            for o in forward(m, [x, _swapped_tiles(x, patch, first, last), other]).outputs]
+    scale = float(np.max(np.abs(outs[0])))
+    if changed(outs[1], outs[0], scale):
+        return
+    if not changed(outs[2], outs[0], scale):
+        pytest.skip("judged by test_vit_depends_on_every_patch, not here: the logits are the same for two random "
+                    "images, so no order of the tiles can show")
+    with explained():  # does the positional embedding count at all? (test_vit_every_parameter_in_graph says so)
+        m.set_params({key: torch.from_numpy(rng.standard_normal(pe).astype(np.float32))})
+    again = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
+    if not changed(again, outs[0], scale):
+        pytest.skip("judged by test_vit_every_parameter_in_graph, not here: new values of the positional embedding "
+                    "leave the logits as they were, so it takes no part in the output")
+    raise GradingFailure(
+        f"{name}, with random rows in its positional embedding: swapping two {P_h} x {P_w} tiles of the image (tiles "
+        f"{first} and {last} of the grid) left the logits as they were, although the positional embedding does "
+        "change them: the model cannot tell where in the image a tile is.\nLikely mistake: "
+        f"{POSITIONS_AFTER_ENCODER_HINT}.")
