@@ -493,6 +493,11 @@ def report(outdir, output, submissions_dir, top):
         raise Fail(str(e)) from None
     for note in data.get("notes") or []:
         echo(f"hwcheck: {note}", err=True)
+    from checker.records.outfolder import batch_running
+    if batch_running(outdir):  # the batch's lock: taken and let go at once (a TA's probe, h22: said nothing)
+        echo(f"hwcheck: a `hwcheck grade` is writing into {outdir} now: this report shows the {data['submissions']} "
+             "submissions graded so far (and may name students not graded yet among manual.csv's rows); "
+             "write it again when the batch is done", err=True)
     echo(f"wrote {path}: {data['submissions']} submissions of {data['assignment']}")
 
 

@@ -245,3 +245,18 @@ def test_a_submission_there_without_code_to_read_is_not_called_moved(tmp_path):
     codes, where = locate_code(cards)
     assert codes == {}
     assert where["unreadable"] == ["ana"] and where["missing"] == ["ben"]
+
+
+def test_a_report_written_while_a_batch_grades_into_the_folder_says_so(batch, tmp_path):
+    """A TA's probe (h22): `hwcheck report` during a batch wrote a report of 19 of 43 submissions saying nothing.
+    While a batch holds OUTDIR's lock it says the report shows those graded so far; after, nothing."""
+    from checker.records.outfolder import lock_outdir
+    _base, _subs, out = batch
+    lock = lock_outdir(str(out))  # what a running `hwcheck grade` holds
+    try:
+        proc = _hwcheck("report", str(out), "-o", str(tmp_path / "during.html"))
+    finally:
+        os.close(lock)
+    assert "is writing into" in proc.stderr and "graded so far" in proc.stderr, proc.stderr
+    proc = _hwcheck("report", str(out), "-o", str(tmp_path / "after.html"))
+    assert "is writing into" not in proc.stderr, proc.stderr

@@ -50,7 +50,8 @@ from checker.running.submission_files import sha256_of
 
 __all__ = ["scorecard_name", "results_name", "raw_name", "scorecard_path", "results_path", "raw_path",
            "gradebook_path", "write_submission", "is_current", "restore_results", "remove_stale_temps",
-           "read_scorecard", "scorecard_ids", "scorecards_in", "other_assignments", "collect_scorecards", "lock_outdir"]
+           "read_scorecard", "scorecard_ids", "scorecards_in", "other_assignments", "collect_scorecards", "lock_outdir",
+           "batch_running"]
 
 
 # ---------------------------------------------------------------------------
@@ -225,6 +226,23 @@ def other_assignments(outdir, assignment):
 def collect_scorecards(outdir, assignment):
     """Every scorecard of `assignment` hwcheck wrote into OUTDIR (no other file is read)."""
     return [c for c in scorecards_in(outdir) if c["assignment"] == assignment]
+
+
+def batch_running(outdir):
+    """Is a `hwcheck grade` (or merge, or export) writing into OUTDIR now (it holds the folder's lock)? Asked,
+    never waited for: the lock is taken and let go at once; a folder never locked has no lock file to make."""
+    import fcntl
+    try:
+        fd = os.open(os.path.join(owned.state_dir(outdir), "lock"), os.O_RDWR | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def lock_outdir(outdir):
