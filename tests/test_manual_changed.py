@@ -172,3 +172,19 @@ def test_grades_typed_in_a_canvas_class_whose_student_handed_in_two_files_reach_
     assert "no grade in it is applied" not in said, said
     assert [r for r in _rows(out / "manual.csv") if r[0] == ids[0] and r[1] == MANUAL_Q and r[2] == "7"], said
     assert _book(out)[ids[0]][MANUAL_Q] == "7"
+
+
+def test_grades_typed_with_the_output_folder_inside_the_class_folder_reach_manual_csv(tmp_path):
+    """`-o DIR/out`: the output folder inside the folder graded holds none of the students' files (hwcheck's
+    own folder, never graded), so a grade typed into its grades.csv is the TA's."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    shutil.copyfile(os.path.join(EXAMPLES, "correct.py"), folder / "alice.py")
+    out = folder / "out"
+    r = CliRunner().invoke(main, ["grade", str(folder), "-a", "attention", "-o", str(out), "--public",
+                                  "--timeout", "5"])
+    assert r.exit_code == 0, r.output
+    _retype(out, {("alice", MANUAL_Q): "7"})
+    said = _export(out)
+    assert "no grade in it is applied" not in said, said
+    assert _book(out)["alice"][MANUAL_Q] == "7", said

@@ -455,9 +455,9 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
             "identical": identical_groups(entries, assignment),
             "roster_file": os.path.abspath(roster) if roster else None, "roster": report,
             "not_graded": [list(item) for item in sorted(set(not_graded))], "ungraded": ungraded,
-            # OUT is the folder graded or inside it (its files are the students'): a grades.csv or manual.csv
+            # OUT is the folder graded or holds it (its files are the students'): a grades.csv or manual.csv
             # there may be a student's upload (checker.records.batch.holds_submissions)
-            "holds_submissions": _inside(outdir, folder)}
+            "holds_submissions": _holds(outdir, folder)}
     os.makedirs(outdir, exist_ok=True)
     from checker.records.owned import write_json
     write_json(outdir, STUDENTS_JSON, data, kind="students")  # hwcheck's own, beside a student's file of that name
@@ -481,10 +481,11 @@ def _layout_line(folder, layout, entries):
     return line
 
 
-def _inside(outdir, folder):
-    """Is OUTDIR the folder graded, or inside it?"""
+def _holds(outdir, folder):
+    """Is the folder graded OUTDIR, or inside it (its students' files in OUTDIR's tree)? An OUTDIR inside the
+    folder graded (`-o DIR/out`) holds none of them: hwcheck's own output folder, never graded."""
     real, out = os.path.realpath(folder), os.path.realpath(outdir)
-    return out == real or out.startswith(real.rstrip(os.sep) + os.sep)
+    return out == real or real.startswith(out.rstrip(os.sep) + os.sep)
 
 
 def _apart_from_older(outdir, entries, people, not_graded, handed=None):
