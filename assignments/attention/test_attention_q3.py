@@ -208,8 +208,18 @@ def _close_mha(sub, ref, close, note, got, X, Ws, h, **kw):
             heads = ask([(Xs, *(np.asarray(b, dtype=Xs.dtype) for b in bs)) for bs in zip(*blocks)])
             return np.concatenate(heads, axis=1) @ args[4]
 
+        def alike(ask):
+            """One head of the full width, what a multi_head_attention that splits nothing gives, where the
+            handout's answer differs from it (one head, num_heads=1, is the whole: nothing to tell apart)."""
+            right, one = ref.multi_head_attention(*args, h), ref.self_attention(*args[:4]) @ args[4]
+            if np.max(np.abs(right - one)) <= 1e-3 * max(float(np.max(np.abs(right))), 1e-300):
+                return []
+            whole = ask([(Xs, *(np.asarray(a, dtype=Xs.dtype) for a in args[1:4]))])[0]
+            return [("one head of the full width (self_attention on the whole W_Q, W_K, W_V, times W_O)",
+                     np.asarray(whole, dtype=np.float64) @ args[4])]
+
         carry.close_carried(sub, close, note, failure, got, name="multi_head_attention", by="self_attention",
-                            question="Q2", compose=compose, vary=_other_tokens, dtype=kw.get("dtype"))
+                            question="Q2", compose=compose, vary=_other_tokens, dtype=kw.get("dtype"), alike=alike)
 
 
 def _other_tokens(args):

@@ -22,6 +22,8 @@ Use from a grading test module (docs/authoring.md, "Carried-forward credit"):
   * `close_carried(sub, close, note, failure, got, name=B, by=A, question=..., compose=..., vary=...)`
     when B's own check failed with `failure`: `compose(ask)` builds B's expected value from
     `ask([args, ...])`, A's answers to those arguments; `vary(args)` gives other arguments to A;
+    `alike(ask)` what wrong B's would give with the same A: a composition equal to one of them carries
+    nothing (A's mistake erased what B's answer could show);
   * `close_workers()` at the end of the module (a module-scoped fixture), `set_seed(seed)` at its start.
 
 What it is not: a judge of values (the test's `close` decides) or a runner of student code (the fresh
@@ -179,22 +181,43 @@ def answers(sub, name, calls, vary):
     return [got[("s", i)][0] for i in range(len(calls))]
 
 
-def close_carried(sub, close, note, failure, got, *, name, by, question, compose, vary, dtype=None):
+def close_carried(sub, close, note, failure, got, *, name, by, question, compose, vary, dtype=None, alike=None):
     """After B's (`name`) own check failed with `failure`: pass with a note when A (`by`) lost points in
     its own `question` in this run and `got` equals `compose(ask)`, B's value built from A's answers
     (`ask(calls)`, from the fresh worker); else raise `failure` again (with the reason where A's answers
-    were refused)."""
+    were refused).
+
+    alike(ask): [(what, value)], what a wrong B would give with the same A (multi-head attention as one head
+    of the full width; the caller gives none where the handout's B is as close to it, as with one head). Where
+    the composition equals one of them (to the answer's precision), A's mistake has erased what B's answer
+    could show of B's own work (a self_attention that ignores W_Q and W_K, linear in W_V: its heads,
+    concatenated, are one head), so nothing is carried, and the reason is told."""
     if not lost_points(sub, by):
         raise failure
     try:
-        carried = compose(lambda calls: answers(sub, by, calls, vary))
+        ask = lambda calls: answers(sub, by, calls, vary)  # noqa: E731
+        carried = compose(ask)
         carried = np.asarray(carried, dtype=np.float64)
         if not (np.isfinite(carried).all() and np.any(carried)):
             raise failure from None
-        close(got, carried, what="", dtype=dtype)
+        # the same answer, as far as numbers of the answer's precision tell (float32: a few units of its last place)
+        rel = 1e-5 if str(np.dtype(dtype or np.float64)) in ("float32", "float16") else 1e-9
+        for what, value in (alike(ask) if alike is not None else ()):
+            value = np.asarray(value, dtype=np.float64)
+            scale = max(float(np.max(np.abs(carried))), 1e-300)
+            if value.shape == carried.shape and np.max(np.abs(carried - value)) <= rel * scale:
+                erased = (f"with it, {what} gives the same answer as the handout's {name}, so your answer cannot "
+                          f"show your {name}'s own work")
+                break
+        else:
+            erased = None
+        if erased is None:
+            close(got, carried, what="", dtype=dtype)
     except GradingFailure as e:
         refused = _state(sub, by).refused
         if e is not failure and refused and e.message == refused:
             raise failure.retold(failure.message + NOT_CARRIED.format(by=by, why=refused)) from None
         raise failure from None
+    if erased is not None:
+        raise failure.retold(failure.message + NOT_CARRIED.format(by=by, why=erased)) from None
     note(OWN_FUNCTION.format(by=by, question=question, name=name))
