@@ -531,9 +531,8 @@ def test_vit_tokens_are_tiles_of_the_image(sub, rng, seed, note):
 POSITIONS_AFTER_ENCODER_HINT = (
     "the positions never reach the encoder blocks: the positional embedding is added after them (`z = "
     "self.encoder(z) + self.positional_embedding`), or to the class token alone, so the blocks see the patch tokens "
-    "as an unordered set and the class token cannot tell where a tile was. Add all N+1 rows to the tokens, the class "
-    "token prepended, before the first block: `z = torch.cat([cls, x], dim=1) + self.positional_embedding`, then "
-    "`z = self.encoder(z)`")
+    "as an unordered set and the class token cannot tell where a tile was. Add all N+1 rows to the tokens, once the "
+    "class token is prepended, and run the first block on that sum")
 
 
 @pytest.mark.question("vit")
