@@ -198,9 +198,10 @@ def _close_mha(sub, ref, close, note, got, X, Ws, h, **kw):
     handout's split, not by their split_heads) passes with a note naming self_attention."""
     args = [_f64(a) for a in (X, *Ws)]
     blocks = [ref.split_heads(W, h) for W in args[1:4]]  # asked up front, so that the kit has them recorded
+    right = ref.multi_head_attention(*args, h)
+    one = ref.self_attention(*args[:4]) @ args[4]  # (alike, below: up front too, for the kit's recording)
     try:
-        _close_own_softmax(sub, close, note, "multi_head_attention", got, ref.multi_head_attention(*args, h),
-                           own=_own_mha(sub, *args, h), **kw)
+        _close_own_softmax(sub, close, note, "multi_head_attention", got, right, own=_own_mha(sub, *args, h), **kw)
     except GradingFailure as failure:
         Xs = np.asarray(X)
 
@@ -211,7 +212,6 @@ def _close_mha(sub, ref, close, note, got, X, Ws, h, **kw):
         def alike(ask):
             """One head of the full width, what a multi_head_attention that splits nothing gives, where the
             handout's answer differs from it (one head, num_heads=1, is the whole: nothing to tell apart)."""
-            right, one = ref.multi_head_attention(*args, h), ref.self_attention(*args[:4]) @ args[4]
             if np.max(np.abs(right - one)) <= 1e-3 * max(float(np.max(np.abs(right))), 1e-300):
                 return []
             whole = ask([(Xs, *(np.asarray(a, dtype=Xs.dtype) for a in args[1:4]))])[0]
