@@ -250,3 +250,19 @@ def test_the_meta_devices_limit_in_the_codes_own_raise_is_not_an_excuse(sub):
     with pytest.raises(StudentError, match="cannot be called on meta tensors") as info:
         check_runs_on_another_device(sub.new("ExcusesItselfOffTheCpu", 4), (2, 3, 4), "E(4)")
     assert "raise RuntimeError" in info.value.message
+
+
+def test_a_file_that_never_spells_meta_is_not_read_again_and_one_that_may_is(tmp_path):
+    """The source scan for the meta device (~10-20 ms a grade) is skipped for a one-file submission whose bytes
+    never spell "meta" (a notebook's "metadata" aside); bytes that Python may read as other letters (escapes,
+    non-ASCII, a coding line) go to the scan, which reads the source as Python does."""
+    from checker.running.modules import _no_meta_in
+    cases = {"plain.py": ("def f(x):\n    return x * 2\n", True),
+             "looks.py": ("def f(x):\n    return x.is_meta\n", False),
+             "escaped.py": ("def f(x):\n    return x.device.type == '\\x6deta'\n", False),
+             "wide.py": ("def f(x):\n    return x.is_\uff4deta\n", False),
+             "coded.py": ("# -*- coding: utf-8 -*-\ndef f(x):\n    return x\n", False)}
+    for name, (text, quick) in cases.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        assert _no_meta_in(str(tmp_path / name)) is quick, name
+    assert _no_meta_in(str(tmp_path)) is False  # a folder: the scan reads it
