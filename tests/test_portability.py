@@ -256,7 +256,7 @@ def test_a_file_that_never_spells_meta_is_not_read_again_and_one_that_may_is(tmp
     """The source scan for the meta device (~10-20 ms a grade) is skipped for a one-file submission whose bytes
     never spell "meta" (a notebook's "metadata" aside); bytes that Python may read as other letters (escapes,
     non-ASCII, a coding line) go to the scan, which reads the source as Python does."""
-    from checker.running.modules import _no_meta_in
+    from checker.running.meta_scan import _no_meta_in
     cases = {"plain.py": ("def f(x):\n    return x * 2\n", True),
              "looks.py": ("def f(x):\n    return x.is_meta\n", False),
              "escaped.py": ("def f(x):\n    return x.device.type == '\\x6deta'\n", False),

@@ -31,7 +31,8 @@ from checker.running.answers import (defs_from, describe_status, failure_from, l
                              where_text)
 from checker.errors import BadReturn, MissingName, StudentTimeout, WorkerCrashed
 from checker.running.limits import Limits
-from checker.running.modules import ForwardResult, ModuleHandle, refuse_meta_aware
+from checker.running.meta_scan import refuse_meta_aware
+from checker.running.modules import ForwardResult, ModuleHandle
 from checker.judging.names import call_text, close_names
 from checker.running.submission_files import copy_submission, file_source, secret_paths, sha256_of
 from checker.running.zygote_client import Zygote
@@ -94,7 +95,7 @@ class SubmissionHandle:
         self._call_id = _secrets.randbits(40)  # the id of the last request; each reply must echo its own
         self._since = None   # when the current wait on the worker began
         self.status = "graded"
-        self.meta_named = {}  # name -> what its code names of the meta device (modules.refuse_meta_aware)
+        self.meta_named = {}  # name -> what its code names of the meta device (meta_scan; None: the one-file look)
 
     # ------------------------------------------------------------ lifecycle
     def time_left(self):
