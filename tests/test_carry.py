@@ -159,3 +159,72 @@ def test_a_that_answers_its_own_question_otherwise_is_refused(load):
     assert "it answered inputs of its own question's tests otherwise than it did in those tests" in e.value.message
     assert notes == []
 
+
+
+# A that drops an axis (np.squeeze: a one-row x gives a 1-D answer); B is `pairs(x)`, specified as the doubles of
+# x's rows, each asked as a one-row array, joined along axis 1 (or, the same for right answers, the last axis)
+SCALAR_DOUBLE = """
+    import numpy as np
+    def double(x):
+        x = np.asarray(x)
+        return np.squeeze(3 * x)
+    def pairs(x):
+        return np.concatenate([double(row[None, :]) for row in x], axis=1)
+"""
+
+
+def _join(axis):
+    return lambda ask: np.concatenate(ask([(row[None, :],) for row in X]), axis=axis)
+
+
+def _grade_pairs(sub, notes, compose):
+    got_a = sub.call("double", X[:1])
+    with pytest.raises(GradingFailure):
+        carry.judged(sub, "double", (X[:1],), got_a, lambda: close(got_a, 2 * X[:1], what="double"))
+    try:
+        sub.call("pairs", X)
+    except carry.StudentError as error:
+        carry.close_raised(sub, notes.append, error, name="pairs", by="double", question="Q1", compose=compose,
+                           vary=lambda args: (args[0] + 1,))
+        return "carried"
+    return "answered"
+
+
+def test_an_error_that_the_composition_of_a_wrong_a_raises_too_is_carried(load):
+    notes = []
+    assert _grade_pairs(load(SCALAR_DOUBLE), notes, [_join(-1), _join(1)]) == "carried"
+    assert notes == ["right with your own double, which is wrong: counted in Q1 only (fix double and pairs follows)"]
+
+
+def test_an_error_that_no_composition_raises_is_b_own(load):
+    notes = []
+    with pytest.raises(carry.StudentError, match="AxisError|axis 1"):
+        _grade_pairs(load(SCALAR_DOUBLE), notes, [_join(-1)])  # joined along the last axis: no error
+    assert notes == []
+
+
+def test_an_error_is_not_carried_when_a_lost_no_points(load):
+    sub, notes = load(SCALAR_DOUBLE), []
+    with pytest.raises(carry.StudentError):
+        try:
+            sub.call("pairs", X)
+        except carry.StudentError as error:
+            carry.close_raised(sub, notes.append, error, name="pairs", by="double", question="Q1",
+                               compose=_join(1), vary=lambda args: (args[0] + 1,))
+    assert notes == []
+
+
+def test_a_composition_that_raises_on_a_answers_carries_no_value_and_says_why(load):
+    sub, notes = load(SCALAR_DOUBLE + "    def total(x):\n        return sum(double(row) for row in x)\n"), []
+    got_a = sub.call("double", X)
+    with pytest.raises(GradingFailure):
+        carry.judged(sub, "double", (X,), got_a, lambda: close(got_a, 2 * X, what="double"))
+    got = sub.call("total", X)
+    with pytest.raises(GradingFailure) as e:
+        try:
+            close(got, (2 * X).sum(0), what="total")
+        except GradingFailure as failure:
+            carry.close_carried(sub, close, notes.append, failure, got, name="total", by="double", question="Q1",
+                                compose=lambda ask: np.concatenate(ask([(row[None, :],) for row in X]), axis=1),
+                                vary=lambda args: (args[0] + 1,))
+    assert "with its answers, the handout's total itself raises AxisError" in e.value.message and notes == []

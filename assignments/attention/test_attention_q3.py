@@ -181,13 +181,33 @@ def _mha_case(rng, T, d, dtype):
 
 
 def _check_mha(sub, ref, close, note, X, Ws, h, dtype, label, ask=None):
-    got = ask.get() if ask is not None else sub.call("multi_head_attention", X, *Ws, h)
     args = [_f64(a) for a in (X, *Ws)]
+    blocks = [ref.split_heads(W, h) for W in args[1:4]]  # asked up front, so that the kit has them recorded
+    try:
+        got = ask.get() if ask is not None else sub.call("multi_head_attention", X, *Ws, h)
+    except StudentError as error:  # an error that the student's own self_attention may have caused (Q2's)
+        carry.close_raised(sub, note, error, name="multi_head_attention", by="self_attention", question="Q2",
+                           compose=[_composed(X, blocks, args[4]), _composed(X, blocks, args[4], axis=1)],
+                           vary=_other_tokens)
+        return
     _close_mha(sub, ref, close, note, got, X, Ws, h, what=f"multi_head_attention({label}, num_heads={h})",
-               dtype=dtype, hints=_mha_hints(*args, h))
+               dtype=dtype, hints=_mha_hints(*args, h), blocks=blocks)
 
 
-def _close_mha(sub, ref, close, note, got, X, Ws, h, **kw):
+def _composed(X, blocks, W_O, axis=-1):
+    """compose(ask) for checker.running.carry: the handout's multi-head attention built from A's answers,
+    `ask`, to each head's (X, W_Q_i, W_K_i, W_V_i), the blocks cut by the handout's split, the heads joined
+    along their last axis, the features (`axis=1`, the same for the (T, d_v) heads the handout's
+    self_attention gives, is another faithful way, which heads of one axis fewer make raise)."""
+    Xs = np.asarray(X)
+
+    def compose(ask):
+        heads = ask([(Xs, *(np.asarray(b, dtype=Xs.dtype) for b in bs)) for bs in zip(*blocks)])
+        return np.concatenate(heads, axis=axis) @ W_O
+    return compose
+
+
+def _close_mha(sub, ref, close, note, got, X, Ws, h, blocks=None, **kw):
     """close() for multi_head_attention with both mistakes of earlier questions carried forward: the
     student's softmax (Q1, _close_own_softmax) and their self_attention (Q2, checker.running.carry).
 
@@ -195,19 +215,17 @@ def _close_mha(sub, ref, close, note, got, X, Ws, h, **kw):
     W_K_i, W_V_i) with the i-th column blocks (HOMEWORK.md, Q3), the heads concatenated in order and
     multiplied by W_O. Where the student's self_attention lost points in Q2, an answer equal to that
     composition with their own self_attention (asked of a fresh worker; the blocks cut here, by the
-    handout's split, not by their split_heads) passes with a note naming self_attention."""
+    handout's split, not by their split_heads) passes with a note naming self_attention; so does an error
+    of theirs that the composition raises too (_check_mha: a head of the wrong shape)."""
     args = [_f64(a) for a in (X, *Ws)]
-    blocks = [ref.split_heads(W, h) for W in args[1:4]]  # asked up front, so that the kit has them recorded
+    if blocks is None:
+        blocks = [ref.split_heads(W, h) for W in args[1:4]]  # asked up front, so that the kit has them recorded
     right = ref.multi_head_attention(*args, h)
     one = ref.self_attention(*args[:4]) @ args[4]  # (alike, below: up front too, for the kit's recording)
     try:
         _close_own_softmax(sub, close, note, "multi_head_attention", got, right, own=_own_mha(sub, *args, h), **kw)
     except GradingFailure as failure:
         Xs = np.asarray(X)
-
-        def compose(ask):
-            heads = ask([(Xs, *(np.asarray(b, dtype=Xs.dtype) for b in bs)) for bs in zip(*blocks)])
-            return np.concatenate(heads, axis=1) @ args[4]
 
         def alike(ask):
             """One head of the full width, what a multi_head_attention that splits nothing gives, where the
@@ -219,7 +237,8 @@ def _close_mha(sub, ref, close, note, got, X, Ws, h, **kw):
                      np.asarray(whole, dtype=np.float64) @ args[4])]
 
         carry.close_carried(sub, close, note, failure, got, name="multi_head_attention", by="self_attention",
-                            question="Q2", compose=compose, vary=_other_tokens, dtype=kw.get("dtype"), alike=alike)
+                            question="Q2", compose=_composed(X, blocks, args[4]), vary=_other_tokens,
+                            dtype=kw.get("dtype"), alike=alike)
 
 
 def _other_tokens(args):

@@ -24,6 +24,8 @@ Use from a grading test module (docs/authoring.md, "Carried-forward credit"):
     `ask([args, ...])`, A's answers to those arguments; `vary(args)` gives other arguments to A;
     `alike(ask)` what wrong B's would give with the same A: a composition equal to one of them carries
     nothing (A's mistake erased what B's answer could show);
+  * `close_raised(sub, note, error, name=B, by=A, question=..., compose=..., vary=...)` when B raised
+    `error` instead: it passes when the same composition of A's answers raises the very exception B's code did;
   * `close_workers()` at the end of the module (a module-scoped fixture), `set_seed(seed)` at its start.
 
 What it is not: a judge of values (the test's `close` decides) or a runner of student code (the fresh
@@ -39,7 +41,7 @@ import numpy as np
 from checker.errors import GradingFailure, StudentError
 
 __all__ = ["OWN_FUNCTION", "NOT_CARRIED", "judged", "lost_points", "answers", "close_carried", "close_workers",
-           "set_seed"]
+           "close_raised", "set_seed"]
 
 OWN_FUNCTION = ("right with your own {by}, which is wrong: counted in {question} only "
                 "(fix {by} and {name} follows)")
@@ -191,26 +193,30 @@ def close_carried(sub, close, note, failure, got, *, name, by, question, compose
     of the full width; the caller gives none where the handout's B is as close to it, as with one head). Where
     the composition equals one of them (to the answer's precision), A's mistake has erased what B's answer
     could show of B's own work (a self_attention that ignores W_Q and W_K, linear in W_V: its heads,
-    concatenated, are one head), so nothing is carried, and the reason is told."""
+    concatenated, are one head), so nothing is carried, and the reason is told. Where the composition itself
+    raises (A's answers of a shape the handout's B cannot compose), nothing is carried either, and that is told."""
     if not lost_points(sub, by):
         raise failure
+    erased = None
     try:
         ask = lambda calls: answers(sub, by, calls, vary)  # noqa: E731
-        carried = compose(ask)
-        carried = np.asarray(carried, dtype=np.float64)
-        if not (np.isfinite(carried).all() and np.any(carried)):
+        try:
+            carried = np.asarray(compose(ask), dtype=np.float64)
+        except GradingFailure:
+            raise
+        except Exception as e:  # A's answers do not fit the handout's composition (a head of the wrong shape)
+            erased = f"with its answers, the handout's {name} itself raises {type(e).__name__}"
+        if erased is None and not (np.isfinite(carried).all() and np.any(carried)):
             raise failure from None
         # the same answer, as far as numbers of the answer's precision tell (float32: a few units of its last place)
         rel = 1e-5 if str(np.dtype(dtype or np.float64)) in ("float32", "float16") else 1e-9
-        for what, value in (alike(ask) if alike is not None else ()):
+        for what, value in (alike(ask) if alike is not None and erased is None else ()):
             value = np.asarray(value, dtype=np.float64)
             scale = max(float(np.max(np.abs(carried))), 1e-300)
             if value.shape == carried.shape and np.max(np.abs(carried - value)) <= rel * scale:
                 erased = (f"with it, {what} gives the same answer as the handout's {name}, so your answer cannot "
                           f"show your {name}'s own work")
                 break
-        else:
-            erased = None
         if erased is None:
             close(got, carried, what="", dtype=dtype)
     except GradingFailure as e:
@@ -221,3 +227,28 @@ def close_carried(sub, close, note, failure, got, *, name, by, question, compose
     if erased is not None:
         raise failure.retold(failure.message + NOT_CARRIED.format(by=by, why=erased)) from None
     note(OWN_FUNCTION.format(by=by, question=question, name=name))
+
+
+def close_raised(sub, note, error, *, name, by, question, compose, vary):
+    """After B (`name`) raised `error` (a StudentError) where its question's check would have judged a value:
+    pass with a note when A (`by`) lost points in its own `question` in this run and a composition of A's
+    own answers as the handout specifies B (`compose(ask)` as for `close_carried`, or a list of such, each a
+    faithful way of writing B: they differ only on answers of A that the handout's B was never given) raises
+    an exception of the very class B's code raised (a head of the wrong shape meeting the concatenation:
+    numpy's AxisError in both), so that B's error is what A's mistake gives B, charged in A's question only.
+    Else raise `error` again (with the reason where A's answers were refused)."""
+    if not lost_points(sub, by) or not getattr(error, "exc_types", ()):
+        raise error
+    for way in (compose if isinstance(compose, (list, tuple)) else [compose]):
+        try:
+            way(lambda calls: answers(sub, by, calls, vary))
+        except GradingFailure as e:
+            refused = _state(sub, by).refused
+            if refused and e.message == refused:
+                raise error.retold(error.message + NOT_CARRIED.format(by=by, why=refused)) from None
+            raise error from None
+        except Exception as e:
+            if type(e).__name__ == error.exc_types[0]:
+                note(OWN_FUNCTION.format(by=by, question=question, name=name))
+                return
+    raise error
