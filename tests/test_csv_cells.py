@@ -113,3 +113,71 @@ def test_manual_csv_appends_no_row_twice_for_an_id_it_wrote_neutralised(tmp_path
     added = manual.ensure_rows(str(path), ids, SPEC)
     assert added == len(ids)
     assert manual.ensure_rows(str(path), ids, SPEC) == 0
+
+
+# h25: Excel in a locale whose list separator is `;` (German, French) splits a line of a `,` file at every `;`
+# (a `"` opens a quoted field only at the start of such a piece) and a newline ends its row: each piece a
+# student's text starts there is a cell of its own, defused or not
+SPLIT = ["carol,Heads see different things;=cmd|' /C calc'!A0", "frank;=SUM(A1+1);", "x; +1", "x;\"=1",
+         "x;\"\" -1", "x\t=1", "x\t\t@SUM(A1)", "line one\n=1+1", "a;\uff1d1", "a;\u3000=1", "=a;=b",
+         "ok;'=already text"]
+
+
+def _pieces(text):
+    """Every piece of `text` a spreadsheet may start a cell or a row at, whatever its list separator: after a `;`,
+    a tab or a line end (what a `,` splits is checked as the csv module reads it, `_check`)."""
+    import re
+    return re.split("[;\t\r\n]", text)
+
+
+def _dangerous_piece(piece):
+    return piece.lstrip().lstrip('"').lstrip()[:1] in FORMULA
+
+
+@pytest.mark.parametrize("value", SPLIT)
+def test_every_piece_a_separator_starts_is_defused(value):
+    from checker.records import csvfile
+    out = csvfile.cell(value)
+    assert not [p for p in _pieces(out) if _dangerous_piece(p)], repr(out)
+    assert csvfile.cell(out) == out  # written twice (gradebook.csv_row, then csv_text) it is written once
+
+
+@pytest.mark.parametrize("value", HOSTILE + SPLIT)
+def test_the_rule_is_idempotent(value):
+    from checker.records import csvfile
+    assert csvfile.cell(csvfile.cell(value)) == csvfile.cell(value)
+
+
+def test_every_writer_defuses_what_a_semicolon_or_a_newline_starts(tmp_path):
+    """The files as a `;`-locale Excel reads them: split at every `;`, tab and line end, quotes or not."""
+    cards = [_card(v, v) for v in SPLIT]
+    people = {v: {"student": v, "student_id": v, "canvas_user_id": "1001", "sis_user_id": v, "sis_login_id": v,
+                  "section": v, "moodle_participant": "7", "email": v} for v in SPLIT}
+    notes = {v: v for v in SPLIT}
+    texts = [gradebook.gradebook_text(cards, SPEC, notes, people), gradebook.answers_text(cards, SPEC),
+             exports.canvas_text(cards, people, "=title;=x", 100), exports.moodle_text(cards, people, "2026;=x")]
+    path = tmp_path / "manual.csv"
+    manual.ensure_rows(str(path), set(SPLIT), SPEC, extra=[[v, "Q3-text", v, v] for v in SPLIT])
+    path2 = tmp_path / "semicolon.csv"
+    path2.write_text("id;question;points;comment\r\n", encoding="utf-8")
+    manual.ensure_rows(str(path2), set(SPLIT), SPEC)
+    texts += [path.read_text(encoding="utf-8-sig"), path2.read_text(encoding="utf-8")]
+    for text in texts:
+        bad = [p for p in _pieces(text) if _dangerous_piece(p) and p.strip() not in ("-3",)]
+        assert not bad, bad
+        _check(text)
+
+
+def test_manual_csv_reads_back_the_ids_it_wrote_defused(tmp_path):
+    """The round trip: a row hwcheck wrote for an id whose `;` piece it defused (`carol;'=x`) is that id's grade,
+    and ensure_rows appends no second row for it."""
+    ids = {"carol;=x", "frank;=SUM(A1+1);", "tab\t-1", "ok"}
+    path = tmp_path / "manual.csv"
+    assert manual.ensure_rows(str(path), ids, SPEC) == len(ids)
+    assert manual.ensure_rows(str(path), ids, SPEC) == 0
+    text = path.read_text(encoding="utf-8-sig")
+    assert "carol;'=x" in text and "carol;=x" not in text, text
+    rows = text.replace(",Q3-text,,", ",Q3-text,5,")
+    path.write_text(rows, encoding="utf-8-sig")
+    entries, problems = manual.read_manual(str(path), SPEC, ids)
+    assert problems == [] and sorted(entries) == sorted(ids), (entries, problems)

@@ -484,3 +484,97 @@ def test_an_id_a_windows_1252_save_could_not_hold_is_said_so(tmp_path):
     assert ["? ??_205", "Q3-text", "8", "typed into grades.csv"] in _manual_rows(out)
     assert "no submission '? ??_205'" in r.output and "it may be '李 小龙_205'" in r.output, r.output
     assert "an encoding that cannot hold them" in r.output and '"CSV UTF-8"' in r.output, r.output
+
+
+def _cp1252_save(path, text):
+    """What Excel's "CSV (Comma delimited)" writes: Windows-1252, `?` for each character it cannot hold."""
+    path.write_bytes(text.encode("cp1252", errors="replace"))
+
+
+def test_a_row_an_encoding_lost_is_no_ones_grade_even_where_another_id_is_it_exactly(tmp_path):
+    """h25: beside `李小龙.py`, a student who handed in `???.py` got 李小龙's grade: the TA's row `李小龙,Q3-text,10`,
+    saved by Excel in Windows-1252, reads `???`, and `???` was taken as that student's id exactly. A row whose id
+    is also what a lossy save makes of another graded id is no one's: both ids are named, neither gets it."""
+    path = tmp_path / "manual.csv"
+    _cp1252_save(path, "id,question,points,comment\r\n???,Q3-text,,\r\nalice,Q3-text,7,\r\n"
+                       "李小龙,Q3-text,10,excellent answer\r\n")
+    entries, problems = read_manual(str(path), SPEC, {"???", "alice", "李小龙"})
+    assert list(entries) == ["alice"], entries
+    line4 = [p for p in problems if p.startswith("manual.csv line 4:")]
+    assert len(line4) == 1 and "'???'" in line4[0] and "'李小龙'" in line4[0], problems
+    assert "no one's grade" in line4[0] and "Windows-1252" in line4[0] and line4[0].endswith("ignored"), line4
+    # the class without the look-alike: as before, the row is said to be the id it may be, and is no one's
+    entries, problems = read_manual(str(path), SPEC, {"alice", "李小龙"})
+    assert list(entries) == ["alice"] and "it may be '李小龙'" in problems[-1], problems
+    # the id typed whole (a file saved as UTF-8) is that id's grade: nothing saves 李小龙 from another id
+    path.write_text("id,question,points,comment\r\n李小龙,Q3-text,10,\r\n", encoding="utf-8")
+    entries, problems = read_manual(str(path), SPEC, {"???", "李小龙"})
+    assert problems == [] and entries["李小龙"][0]["points"] == 10.0, (entries, problems)
+
+
+def test_a_row_whose_id_lost_its_leading_zeros_is_no_ones_grade_even_where_another_id_is_it(tmp_path):
+    """h25: Excel reads the id `0012345` as the number 12345 and saves `12345`: beside `0012345.py`, a student who
+    handed in `12345.py` got 0012345's grade. Such a row is no one's, naming both; `0012345` typed whole is its
+    own (no save drops zeros into an id), and a class without `12345` is told which id the row may be."""
+    path = tmp_path / "manual.csv"
+    path.write_text("id,question,points,comment\r\n12345,Q3-text,10,great\r\n0012345,Q3-text,6,\r\n",
+                    encoding="utf-8")
+    entries, problems = read_manual(str(path), SPEC, {"0012345", "12345"})
+    assert entries == {"0012345": [{"question": "Q3-text", "points": 6.0, "comment": "", "line": 3,
+                                    "kind": "manual"}]}, entries
+    assert len(problems) == 1 and problems[0].startswith("manual.csv line 2:"), problems
+    assert "'0012345'" in problems[0] and "'12345'" in problems[0] and "leading zeros" in problems[0], problems
+    entries, problems = read_manual(str(path), SPEC, {"0012345"})
+    assert list(entries) == ["0012345"] and "it may be '0012345'" in problems[0], problems
+    # an honest class of ids of digits, none of which a save turns into another: as before
+    entries, problems = read_manual(str(path), SPEC, {"0012345", "12346"})
+    assert problems[0].startswith("manual.csv line 2: no submission '12345'") and list(entries) == ["0012345"]
+
+
+def test_a_row_that_is_one_id_and_how_hwcheck_writes_another_is_no_ones_grade(tmp_path):
+    """An id is also found as hwcheck's CSV files write it (`zw\\u200bspace` for an invisible character): a
+    student who names a file with that escape's very characters makes the row fit two ids, and it is no one's."""
+    path = tmp_path / "manual.csv"
+    path.write_text("id,question,points,comment\r\nzw\\u200bspace,Q3-text,9,\r\n", encoding="utf-8")
+    entries, problems = read_manual(str(path), SPEC, {"zw\u200bspace"})
+    assert problems == [] and list(entries) == ["zw\u200bspace"]  # as before: the id as grades.csv shows it
+    entries, problems = read_manual(str(path), SPEC, {"zw\u200bspace", "zw\\u200bspace"})
+    assert entries == {} and "no one's grade" in problems[0], (entries, problems)
+
+
+@pytest.fixture(scope="module")
+def lookalikes(tmp_path_factory):
+    """h25's class: a victim whose id Windows-1252 cannot hold and one whose id starts with 0, each beside a
+    student who named a file as Excel would save the victim's id."""
+    tmp = tmp_path_factory.mktemp("lookalikes")
+    folder = _class(tmp, names=(("李小龙", "correct.py"), ("???", "correct.py"), ("0012345", "correct.py"),
+                                ("12345", "correct.py")))
+    out = tmp / "out"
+    _grade(folder, out, "-j", "2")
+    return folder, out
+
+
+def test_a_grade_typed_into_grades_csv_saved_lossily_goes_to_no_look_alike(lookalikes, tmp_path):
+    """h25 (REPRO_cp1252.sh, num/): the TA types the victims' grades into grades.csv, and Excel saves it in
+    Windows-1252 (`李小龙` is `???`) with the leading zeros dropped (`0012345` is `12345`). The grades are moved to
+    manual.csv under the ids as saved, where neither the victim nor the look-alike gets them: the TA is told
+    which ids each may be, to correct there."""
+    _, out0 = lookalikes
+    out = tmp_path / "out"
+    shutil.copytree(out0, out)
+
+    def edit(head, row):
+        _typed("李小龙", "Q3-text", "10")(head, row)
+        _typed("0012345", "Q3-text", "9")(head, row)
+        if row[head.index("id")] == "0012345":
+            row[head.index("id")] = "12345"
+    _retype_grades_csv(out, edit, encoding="cp1252", errors="replace")
+    r = CliRunner().invoke(main, ["export", str(out)])
+    assert r.exit_code == 0, r.output
+    assert ["???", "Q3-text", "10", "typed into grades.csv"] in _manual_rows(out), _manual_rows(out)
+    assert ["12345", "Q3-text", "9", "typed into grades.csv"] in _manual_rows(out), _manual_rows(out)
+    book = _gradebook(out)
+    assert [book[sid]["Q3-text"] for sid in ("李小龙", "???", "0012345", "12345")] == ["", "", "", ""], book
+    said = [line for line in r.output.splitlines() if "no one's grade" in line]
+    assert any("'???'" in line and "'李小龙'" in line for line in said), r.output
+    assert any("'12345'" in line and "'0012345'" in line for line in said), r.output

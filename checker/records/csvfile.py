@@ -10,6 +10,22 @@ Injection": a text cell starting with `=` `+` `-` `@`, their full-width forms
 call); control, bidi and invisible characters are shown as escapes
 (`checker.render.escape.for_csv_cell`). Numbers (int, float) are written as they
 are, so a grade of -5 stays a number: a writer passes grades as numbers.
+
+A cell is not always one cell to a spreadsheet: Excel in a locale whose list
+separator is `;` (German, French) splits every line of a `,` file at each `;`,
+and there a `"` opens a quoted field only at the start of such a piece, so
+the csv module's quoting does not keep a cell whole unless it is the line's
+first (`alice,"x;=cmd|' /C calc'!A0"` is the cells `alice,"x` and a formula),
+and a newline inside a quoted cell ends the row. Quoting cannot be the
+defence; every piece is defused instead: in a cell's text, a piece after a
+`;`, a tab, LF or CR (SEPARATORS) that starts, after spaces and `"`, with a
+formula character gets a `'` in front of it, as the cell's start does
+(`carol;=cmd` is written `carol;'=cmd`; a piece already starting with `'` is
+text and is left, so `cell(cell(x)) == cell(x)`). hwcheck reads back its own
+ids as written: `checker.records.manual` matches a row's id to the graded id
+whose written form it is (and names the row as no one's where two ids share
+one).
+
 `csv_text(rows, delimiter=",")` is the CSV text of rows (stdlib `csv`, excel
 dialect: CRLF rows, minimal quoting) with every cell through `cell`; no
 other module of hwcheck makes a `csv.writer` (tests/test_csv_cells.py
@@ -23,12 +39,16 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 from checker.render.escape import for_csv_cell
 
-__all__ = ["FORMULA_START", "cell", "csv_text", "ta_row_text"]
+__all__ = ["FORMULA_START", "SEPARATORS", "cell", "csv_text", "ta_row_text"]
 
 FORMULA_START = ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20", "\t", "\r", "\n")
+SEPARATORS = (";", "\t", "\n", "\r")  # where a spreadsheet may start a new cell or row inside a cell's text
+# a piece after a separator that a spreadsheet would read as a formula: spaces or quotes, then a formula character
+_PIECE = re.compile("(?<=[%s])(?=[\\s\"]*[%s])" % ("".join(SEPARATORS), re.escape("".join(FORMULA_START[:8]))))
 
 
 def cell(value):
@@ -42,11 +62,10 @@ def cell(value):
     text = for_csv_cell(value)
     if not isinstance(text, str):
         text = str(text)
-    if text.startswith("'"):
-        return text  # already shown as text
-    if value[:1] in ("\t", "\r", "\n") or text[:1] in FORMULA_START or text.lstrip()[:1] in FORMULA_START:
-        return "'" + text
-    return text
+    if not text.startswith("'") and (  # a `'` first: already shown as text
+            value[:1] in ("\t", "\r", "\n") or text[:1] in FORMULA_START or text.lstrip()[:1] in FORMULA_START):
+        text = "'" + text
+    return _PIECE.sub("'", text)  # each piece a `;`, tab or newline starts (see the module)
 
 
 def csv_text(rows, delimiter=","):

@@ -19,9 +19,12 @@ and rows are appended in its order). The rule for
 One row per (id, question) except adjustments; a later duplicate is
 reported and ignored. A row's id matches a graded id exactly (its canonical
 form, `checker.records.ids`: spaces and invisible characters at its ends, and the
-`'` hwcheck writes before a cell, do not count) or else no one: a row for
-`JDOE` is never `jdoe`'s grade, and is reported. Rows that cannot be used (an id not graded, an unknown
-question, points that are not a number or out of range) are reported, each
+`'` hwcheck writes before a cell, do not count; or the id as hwcheck's CSV files write it) or else no one: a
+row for `JDOE` is never `jdoe`'s grade, and is reported. Nor is a row anyone's whose id is also what a
+spreadsheet's lossy save makes of another graded id: Windows-1252 writes `???` for `李小龙`, Excel writes
+`12345` for `0012345`; beside such an id, a student's own `???.py` or `12345.py` would otherwise get its grade,
+so the row is reported with the ids it may be, exact match or not. Rows that cannot be used (an id not
+graded, an unknown question, points that are not a number or out of range) are reported, each
 with its line number, and ignored; nothing here raises for the file's
 content. Excel's ways of saving are read: a UTF-8 byte order mark, `;` as the
 separator (then `7,5` is read as 7.5), CRLF rows.
@@ -247,25 +250,27 @@ def replace_points(path, changes):
 
 
 def _match_id(typed, ids, keys):
-    """(id, None) for a row whose id is a graded id in its canonical form (`checker.records.ids`: NFC, no spaces,
-    quotes or invisible characters at its ends); else (None, why). Exact or else nothing: a row that matches
-    an id only in another letter case or Unicode form (`JDOE` beside `jdoe`) gives no one its grade."""
+    """(id, None) for a row whose id names one graded id and can be no other's; else (None, why).
+
+    A row names a graded id by the id in its canonical form (`checker.records.ids`: NFC, no spaces, quotes or
+    invisible characters at its ends) or as hwcheck writes it in its CSV files (`checker.records.csvfile.cell`:
+    an invisible or control character as its escape, a formula's start defused). Exact or else nothing: a row
+    that matches an id only in another letter case or Unicode form (`JDOE` beside `jdoe`) gives no one its
+    grade. Nor does a row whose id is also what a spreadsheet's lossy save makes of another graded id
+    (`_lossy_fits`: Windows-1252's `?` for `李小龙`, Excel's `12345` for `0012345`): the grade typed in a
+    row of one may have been saved under the other's id, so the row is no one's, even where its id is one
+    of them exactly (else a student who hands in `???.py` or `12345.py` would get that grade), and the line
+    names the ids it may be."""
     from checker.records.ids import canonical, key
-    from checker.render.escape import for_csv_cell
-    if canonical(typed) in ids:
-        return canonical(typed), None
     if not keys:
-        for sid in ids:
-            keys.setdefault(key(sid), []).append(sid)
-            # as every CSV file hwcheck writes shows it (grades.csv, this file's own rows): an invisible or control
-            # character of the file name as its escape (`zw\u200bspace`), a formula's start defused
-            written = for_csv_cell(sid)
-            if written != sid:
-                keys.setdefault(("written", written), []).append(sid)
-                keys.setdefault(("written", written[1:] if written.startswith("'") else "'" + written), []).append(sid)
-    shown = keys.get(("written", typed.strip()), [])
-    if len(shown) == 1:
-        return shown[0], None
+        _fill_keys(keys, ids)
+    exact = canonical(typed)
+    named = sorted(({exact} if exact in ids else set()) | set(keys.get(("written", typed.strip()), [])))
+    lossy = {sid: how for sid, how in _lossy_fits(typed, ids, keys).items() if sid not in named}
+    if len(named) == 1 and not lossy:
+        return named[0], None
+    if named:
+        return None, _ambiguous(typed, exact, named, lossy)
     alike = sorted(keys.get(key(typed), []))
     if alike:
         return None, (f"{typed!r} is not the id {alike[0]!r} as written (letter case, Unicode form or an invisible "
@@ -277,7 +282,73 @@ def _match_id(typed, ids, keys):
                       f"characters{like}, as a file saved in an encoding that cannot hold them writes them "
                       f"(Excel's \"CSV (Comma delimited)\" keeps only Western European letters), so it is no "
                       f"one's grade; write the id as grades.csv shows it, and save the file as \"CSV UTF-8\"")
+    if lossy:  # only leading zeros can be left here: a `?` was answered above
+        lossy = sorted(lossy)
+        return None, (f"no submission {typed!r} was graded into this folder: it may be {_listed(lossy, ' or ')} "
+                      f"with the leading zeros dropped, as a spreadsheet that takes an id of digits for a number "
+                      f"saves it, so it is no one's grade; write the id as grades.csv shows it, with the id column "
+                      f"formatted as Text")
     return None, f"no submission {typed!r} was graded into this folder"
+
+
+def _fill_keys(keys, ids):
+    """What `_match_id` looks ids up by: an id's `checker.records.ids.key`; ("written", the id as hwcheck's CSV
+    files write it, with and without the `'` they put before a formula's start); ("zeros", an id of digits that
+    starts with 0, as a number: `0012345` as `12345`)."""
+    from checker.records.ids import key
+    for sid in ids:
+        keys.setdefault(key(sid), []).append(sid)
+        # as every CSV file hwcheck writes shows it (grades.csv, this file's own rows): an invisible or control
+        # character of the file name as its escape (`zw\u200bspace`), a formula's start defused
+        written = cell(sid)
+        if written != sid:
+            keys.setdefault(("written", written), []).append(sid)
+            keys.setdefault(("written", written[1:] if written.startswith("'") else "'" + written), []).append(sid)
+        if len(sid) > 1 and sid.startswith("0") and sid.isascii() and sid.isdigit():
+            keys.setdefault(("zeros", sid.lstrip("0") or "0"), []).append(sid)
+    keys.setdefault(("filled",), [])  # an empty class fills them once too
+
+
+def _lossy_fits(typed, ids, keys):
+    """{graded id: how}: the ids (`typed` itself among them, when it is one) that a spreadsheet's lossy save of
+    the file writes as `typed`, how being "encoding" (Windows-1252, Excel's "CSV (Comma delimited)", writes `?`
+    for each character it cannot hold: `_lost_to_encoding`) or "zeros" (Excel reads an id of digits as a number
+    and writes it without its leading zeros: `0012345` as `12345`)."""
+    typed = typed.strip()
+    fits = dict.fromkeys(_lost_to_encoding(typed, ids) or (), "encoding")
+    if typed.isascii() and typed.isdigit() and (typed == "0" or not typed.startswith("0")):
+        fits.update(dict.fromkeys(keys.get(("zeros", typed), ()), "zeros"))
+    return fits
+
+
+def _listed(sids, last=" and "):
+    shown = [repr(s) for s in sids[:5]] + ([f"{len(sids) - 5} more"] if len(sids) > 5 else [])
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + last + shown[-1]
+
+
+def _ambiguous(typed, exact, named, lossy):
+    """Why a row whose id names more than one graded id (`_match_id`; lossy: {id: how} of `_lossy_fits`, the
+    ids named left out) is no one's grade."""
+    how = []
+    if exact in named:
+        how.append(f"it is the id {exact!r}")
+    others = [sid for sid in named if sid != exact]
+    if others:
+        how.append(f"it is how hwcheck's CSV files write {_listed(others)}")
+    lost = sorted(sid for sid, why in lossy.items() if why == "encoding")
+    if lost:
+        how.append(f"it is what a file saved in Windows-1252 (Excel's \"CSV (Comma delimited)\", which writes '?' "
+                   f"for each character it cannot hold) makes of {_listed(lost)}")
+    zeros = sorted(sid for sid, why in lossy.items() if why == "zeros")
+    if zeros:
+        how.append(f"it is {_listed(zeros)} with the leading zeros dropped, as a spreadsheet that takes an id of "
+                   f"digits for a number saves it")
+    every = sorted(set(named) | set(lossy))
+    itself = (f" (a grade for {exact!r} itself cannot be told apart from theirs here: name that submission's file "
+              f"otherwise and grade it again)" if exact in named and lossy else "")
+    return (f"{typed!r} may be the id of any of {len(every)} submissions ({_listed(every, ' or ')}): "
+            f"{'; '.join(how)}; so it is no one's grade: write the id as grades.csv shows it, in a file saved as "
+            f"\"CSV UTF-8\" with the id column formatted as Text{itself}")
 
 
 def _lost_to_encoding(typed, ids):
@@ -333,7 +404,8 @@ def read_manual(path, spec, ids=None):
         problems.append(f"{name} line 1: the header names no {' or '.join(map(repr, lacking))} column, so no row "
                         f"has one: name the columns {', '.join(HEADER)} (in any order) in its first row")
     limit = adjustment_limit(spec)
-    keys = {}  # an id's `checker.records.ids.key` -> ids, filled when a row names no id exactly
+    keys = {}  # what `_match_id` looks ids up by, filled at the first row
+    ids = set(ids) if ids is not None else None
     for line, row in rows:
         row = row + [""] * (4 - len(row))
         sid, qid, points = _clean_id(row[0]), row[1].strip(), row[2]
@@ -342,7 +414,7 @@ def read_manual(path, spec, ids=None):
         if not sid:
             problems.append(f"{where}: no id: ignored")
             continue
-        if ids is not None and sid not in ids:
+        if ids is not None:  # every row, an exact one too: it may also be another id a lossy save wrote so
             sid, why = _match_id(sid, ids, keys)
             if sid is None:
                 problems.append(f"{where}: {why}: ignored")

@@ -4,12 +4,15 @@ What it is for: the secret trees no worker may read (`secret_paths`); a
 submission's hash (`sha256_of`); following a linked file submission unless
 it points at a secret (`file_source`); and copying a submission into a
 worker's private dir without following links out of it, leaving out the
-shipped starter beside the student's own file (`copy_submission`).
+shipped starter beside the student's own file (`copy_submission`), and what
+it does not copy (too many files, too big, a path too long, a link) named with
+why in the student's words: a submission's own folder never fails the copy.
 
 What it is not: a wall. The worker's namespaces and Landlock enforce what it
 may read; this decides what is put in front of it.
 """
 
+import errno
 import hashlib
 import importlib.util
 import os
@@ -18,7 +21,7 @@ import shutil
 from checker.walk import walk
 
 __all__ = ["secret_paths", "state_dirs", "own_dirs", "sha256_of", "file_source", "copy_submission", "folder_refused",
-           "LINK_REFUSED"]
+           "LINK_REFUSED", "TOO_LONG", "MAX_COPY_PATH"]
 
 
 def secret_paths(extra=()):
@@ -96,13 +99,16 @@ def sha256_of(path):
         for n in sorted(files):
             p = os.path.join(root, n)
             h.update(os.fsencode(os.path.relpath(p, path)) + b"\0")  # a name need not be UTF-8
-            mode = os.lstat(p).st_mode
-            if stat.S_ISLNK(mode):
-                h.update(b"\0link\0" + os.fsencode(os.readlink(p)))
-            elif stat.S_ISREG(mode):
-                feed(p)
-            else:
-                h.update(b"\0special\0")
+            try:
+                mode = os.lstat(p).st_mode
+                if stat.S_ISLNK(mode):
+                    h.update(b"\0link\0" + os.fsencode(os.readlink(p)))
+                elif stat.S_ISREG(mode):
+                    feed(p)
+                else:
+                    h.update(b"\0special\0")
+            except OSError as e:  # a path past PATH_MAX (ENAMETOOLONG), a file unreadable: its name and the error
+                h.update(b"\0unreadable\0" + str(e.errno).encode())
     return h.hexdigest()
 
 
@@ -142,7 +148,10 @@ def copy_submission(src, dest, secrets=()):
     no .py or .ipynb (`file_source`). A folder is walked without recursion, never deeper than
     checker.walk.MAX_DEPTH, never onto another filesystem (a mount of /proc, whose /proc/kmsg blocks a
     reader for ever) and never past MAX_COPY_ENTRIES entries; a folder that holds the grader's own files
-    is not copied at all (`folder_refused`). Returns [(name, why)] of what was left out.
+    is not copied at all (`folder_refused`). A file or folder whose path inside the submission is longer than
+    MAX_COPY_PATH bytes, or whose own path is past what the system takes (PATH_MAX), is left out with what it
+    holds (`TOO_LONG`): a nest of long folder names (30 of 253 characters) made the copy raise ENAMETOOLONG,
+    which was hwcheck's crash, not the student's message. Returns [(name, why)] of what was left out.
     """
     left_out = []
     if not os.path.isdir(src):
@@ -170,10 +179,20 @@ def copy_submission(src, dest, secrets=()):
                                                             "files and folders: the rest are not copied"))
             break
         rel = os.path.relpath(dirpath, src)
-        os.makedirs(os.path.normpath(os.path.join(dest, rel)), exist_ok=True)
+        try:
+            os.makedirs(os.path.normpath(os.path.join(dest, rel)), exist_ok=True)
+        except OSError as e:  # the checks below keep a copy short; in a long TMPDIR it may still pass PATH_MAX
+            if e.errno != errno.ENAMETOOLONG or rel == os.curdir:
+                raise  # the copy's own folder: the grader's, not the student's
+            left_out.append((_shown_path(rel), TOO_LONG))
+            dirnames[:] = []
+            continue
         keep = []
         for d in sorted(dirnames):
             if d in (".git", "__pycache__"):
+                continue
+            if _too_long(os.path.join(dirpath, d), os.path.join(rel, d)):
+                left_out.append((_shown_path(os.path.join(rel, d)), TOO_LONG))
                 continue
             if os.path.islink(os.path.join(dirpath, d)):
                 left_out.append((os.path.normpath(os.path.join(rel, d)), "links to folders are not followed"))
@@ -183,6 +202,9 @@ def copy_submission(src, dest, secrets=()):
         for n in sorted(filenames):
             p = os.path.join(dirpath, n)
             name = os.path.normpath(os.path.join(rel, n))
+            if _too_long(p, name):
+                left_out.append((_shown_path(name), TOO_LONG))
+                continue
             real = os.path.realpath(p)
             if os.path.islink(p) and not _inside(real, root):
                 left_out.append((name, "it is a link to a file outside the submission"))
@@ -203,7 +225,8 @@ def copy_submission(src, dest, secrets=()):
                     shutil.copyfile(real, os.path.join(dest, name))
                     data_bytes += 0 if code else size
                 except OSError as e:
-                    left_out.append((name, f"it could not be read ({e.strerror or e})"))
+                    left_out.append((name, TOO_LONG if e.errno == errno.ENAMETOOLONG else
+                                     f"it could not be read ({e.strerror or e})"))
     left_out += [(os.path.relpath(p, src), f"not copied: {why}") for p, why in cut]
     left_out += _leave_out_starters(dest)
     return left_out
@@ -229,6 +252,32 @@ def folder_refused(src, secrets=()):
 MAX_COPY_FILE = 64 << 20   # one file
 MAX_COPY_DATA = 128 << 20  # every file that is not code, in all
 MAX_COPY_ENTRIES = 20000   # files and folders looked at
+# A path inside the submission: the worker's copies of it lie deeper than the submission's own folder (its dir,
+# twice under its new root, and the scratch copy), all within the system's PATH_MAX (4096 bytes on Linux)
+MAX_COPY_PATH = 2048
+_PATH_MAX = 4096
+TOO_LONG = (f"a path in your folder is too long (more than {MAX_COPY_PATH} bytes from the folder's top): it and "
+            f"what it holds are not copied, so your code does not have them; use fewer nested folders, with "
+            f"shorter names")
+
+
+def _too_long(path, rel):
+    """Whether the file or folder `path` (`rel` inside the submission) is past what the copy takes: more than
+    MAX_COPY_PATH bytes of `rel`, or a path the system refuses (PATH_MAX)."""
+    return (len(os.fsencode(os.path.normpath(rel))) > MAX_COPY_PATH
+            or len(os.fsencode(os.path.abspath(path))) >= _PATH_MAX)
+
+
+def _shown_path(rel, room=160):
+    """A path of the submission for a message: whole when short, else each name cut to its start, and of more
+    than four folders the first two and the last two."""
+    rel = os.path.normpath(rel)
+    if len(rel) <= room:
+        return rel
+    parts = [p if len(p) <= 24 else p[:20] + "..." for p in rel.split(os.sep)]
+    if len(parts) > 4:
+        parts = parts[:2] + [f"({len(parts) - 4} more folders)"] + parts[-2:]
+    return os.sep.join(parts)
 
 
 def _leave_out_starters(dest):
