@@ -26,8 +26,8 @@ import sys
 import click
 
 from checker._version import __version__
-from checker.cli_base import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, FAILING, Fail, color_wanted,
-                              echo, guarded, isatty)
+from checker.cli_base import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, FAILING, Fail, cannot_write,
+                              color_wanted, disk_full, echo, guarded, isatty)
 from checker.errors import HwcheckError
 from checker.cli_course import COMMANDS as COURSE_COMMANDS
 from checker.render.escape import for_json_text, for_terminal
@@ -226,6 +226,30 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
     hwcheck could not grade some or refused some (look-alike names: see the
     summary), 2 on usage or hwcheck errors.
     """
+    again = resume_command(directory, assignment, outdir, jobs, timeout, public, seed, keep_raw, devices,
+                           scheduler=scheduler, cluster=cluster, shard=shard)
+    try:
+        _grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, keep_raw, devices, only, roster,
+               scheduler, cluster, shard, canvas_title, again)
+    except OSError as e:  # writing OUT failed outside the batch (students.json, the exports): said as the batch says it
+        why = cannot_write(e, outdir)
+        if why is None:
+            raise
+        from checker.records.outfolder import scorecard_ids
+        try:
+            kept = len(scorecard_ids(outdir))
+        except OSError:
+            kept = 0
+        if disk_full(e):
+            echo(f"hwcheck: stopped: {why}: {for_terminal(outdir, newlines=False)} keeps the {kept} scorecards it "
+                 f"holds (grades.csv holds them); free some space, then go on with:\n  "
+                 f"{for_terminal(again, newlines=False)}", err=True)
+            sys.exit(2)
+        raise Fail(f"{why}: make it writable (or grade into another folder, -o), then go on with: {again}") from None
+
+
+def _grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, keep_raw, devices, only, roster,
+           scheduler, cluster, shard, canvas_title, again):
     from checker.records import batch
     from checker.records.outputs import is_own_output
 
@@ -320,14 +344,14 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
                f"stopped: the disk holding {for_terminal(outdir, newlines=False)} is full ({e.strerror or e})")
         stopped = getattr(e, "batch", None)  # the batch's own count: the scorecards that landed in OUTDIR
         kept, total = stopped.counts() if stopped is not None else (state["kept"], state.get("total", len(entries)))
+        for problem in getattr(stopped, "problems", None) or []:  # grades typed into grades.csv, moved
+            if problem.startswith("grades.csv"):
+                echo(f"hwcheck: {for_terminal(problem, newlines=False)}", err=True)
         echo(f"hwcheck: {why}: {kept} of {total} submissions are graded "
               f"and kept in "
                    f"{for_terminal(outdir, newlines=False)} (grades.csv holds them); "
                    + ("" if isinstance(e, KeyboardInterrupt) else "free some space, then ")
-                   + "go on with:\n  "
-                   + for_terminal(resume_command(directory, assignment, outdir, jobs, timeout, public, seed,
-                                                 keep_raw, devices, scheduler=scheduler, cluster=cluster,
-                                                 shard=shard), newlines=False), err=True)
+                   + "go on with:\n  " + for_terminal(again, newlines=False), err=True)
         # said once (not again by guarded); Ctrl-C 130, SIGTERM 143 (128 + the signal, as a shell gives each)
         sys.exit(2 if not isinstance(e, KeyboardInterrupt) else
                  EXIT_TERMINATED if state.get("signal") == signal.SIGTERM else EXIT_INTERRUPTED)
@@ -362,33 +386,42 @@ def export_command(outdir, canvas_title):
     `grade` writes them when the folder graded is a Canvas or Moodle export; run
     this after grading by hand, or to give Canvas's column title (--canvas, kept
     for later runs). It names the submissions whose manual grades are pending.
+    Exit status 1 when a scorecard of OUTDIR cannot be read (emptied, cut short):
+    it names them, left out of the exports until `grade --resume` grades them.
     """
-    import errno
-
     from checker.records import batch
     try:
-        wrote, problems = batch.refresh_gradebook(outdir)  # grades.csv and results.json with manual.csv's grades too
+        wrote, problems, unreadable = batch.refresh_gradebook(outdir)  # grades.csv, results.json: manual.csv merged
         for problem in problems:
             echo(f"hwcheck: {for_terminal(problem, newlines=False)}", err=True)
         lines = batch.after_batch(outdir, None, canvas_title, roster=False)
     except OSError as e:
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+        why = cannot_write(e, outdir)
+        if why is None:
             raise
+        for problem in getattr(e, "problems", None) or []:  # what was done before the stop (grades moved)
+            echo(f"hwcheck: {for_terminal(problem, newlines=False)}", err=True)
+        if not disk_full(e):
+            raise Fail(f"{why}: hwcheck export writes grades.csv, canvas.csv or moodle.csv and the results.json "
+                       f"files there, so they were not written again; make it writable (or copy {outdir} to a "
+                       f"folder that is), then run `hwcheck export {outdir}` again") from None
         # each file is written whole beside its old self, then put in its place (checker.records.atomic): the
         # one that failed, and those after it, are as the last run left them; the TA's manual.csv is theirs
-        raise Fail(f"stopped: the disk holding {outdir} is full ({e.strerror or e}"
-                   + (f", writing {os.path.basename(str(e.filename))}" if e.filename else "") + "): the exports "
+        raise Fail(f"stopped: {why}: the exports "
                    "(grades.csv, canvas.csv or moodle.csv, results.json) may not have been all written again "
                    "and may still hold the last run's grades. Free some space, then run `hwcheck export "
                    f"{outdir}` again.") from None
-    if not lines and not wrote:
+    if not lines and not wrote and not unreadable:
         raise Fail(f"{outdir} holds no scorecards of hwcheck's: grade into it first (hwcheck grade ... -o {outdir})")
-    if not lines:
+    if not lines and wrote:
         lines = [f"wrote {os.path.join(outdir, 'grades.csv')} and the Gradescope results.json files again, manual.csv's "
                  f"grades merged; no canvas.csv or moodle.csv: {outdir} holds no Canvas or Moodle students (grade a "
                  f"Canvas or Moodle export, or give grade --roster a roster exported from one)"]
     for line in lines:
         echo(for_terminal(line, newlines=False))
+    if unreadable:  # said last, where it is seen; those students' grades are not exported
+        echo(f"hwcheck: {for_terminal(unreadable, newlines=False)}", err=True)
+        sys.exit(EXIT_FAILED)
 
 
 def _executor(jobs, scheduler, cluster):

@@ -2,8 +2,10 @@
 
 What it is for: `echo` (every printed text through `checker.render.escape.for_output`), `Fail` (an error in
 one line, exit status 2), `guarded` (hwcheck's errors and bugs as one line, never a traceback unless
-HWCHECK_DEBUG), the exit statuses, and whether a stream is a terminal. `checker.cli` (the student's and the
-TA's commands) and `checker.cli_course` (the course's: validate, kit, init-ci, gradescope) use them.
+HWCHECK_DEBUG), the exit statuses, whether a stream is a terminal, and `cannot_write` (an output folder on a
+full disk or a read-only file system, in words, for the commands' own stop messages). `checker.cli` (the
+student's and the TA's commands) and `checker.cli_course` (the course's: validate, kit, init-ci, gradescope)
+use them.
 
 What it is not: a command, or a place for logic.
 """
@@ -19,7 +21,7 @@ from checker.options import use_color
 from checker.render.escape import for_output, for_terminal
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "FAILING", "Fail", "echo",
-           "guarded", "isatty", "color_wanted"]
+           "guarded", "isatty", "color_wanted", "disk_full", "cannot_write"]
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT (Ctrl-C), 128 + SIGTERM, as a shell gives them
@@ -65,6 +67,32 @@ def guarded(f):
             raise Fail(f"internal error ({type(e).__name__}: {' '.join(str(e).split())[:300]}); "
                        "run again with HWCHECK_DEBUG=1 to see where") from None
     return wrapper
+
+
+def disk_full(e):
+    """Whether the OSError `e` is a full disk (or a quota reached)."""
+    import errno
+    return isinstance(e, OSError) and e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", 122))
+
+
+def cannot_write(e, outdir):
+    """Why the OSError `e` kept a command from writing into the output folder `outdir`, in words ("the disk
+    holding OUT is full (No space left on device, writing OUT/x)"), or None when it is no such failure (another
+    error, or about a file outside `outdir`: a bug or a student's file, said as it is)."""
+    import errno
+    if not isinstance(e, OSError):
+        return None
+    name = os.fsdecode(e.filename) if isinstance(e.filename, (str, bytes)) else None
+    inside = name is None or os.path.realpath(name).startswith(os.path.realpath(outdir).rstrip(os.sep) + os.sep)
+    where = f"{e.strerror or e}" + (f", writing {name}" if name else "")
+    shown = for_terminal(str(outdir), newlines=False)
+    if disk_full(e):
+        return f"the disk holding {shown} is full ({where})"
+    if e.errno == errno.EROFS and inside:
+        return f"{shown} is on a read-only file system" + (f" (writing {name})" if name else "")
+    if e.errno in (errno.EACCES, errno.EPERM) and name is not None and inside:
+        return f"{shown} cannot be written by this user ({where})"
+    return None
 
 
 def isatty(name):

@@ -5,6 +5,10 @@ Gradescope's results.json, the gradebook CSV) is written here: to a temporary
 file in the same folder, flushed and fsync'ed, then renamed over the target
 with `os.replace` (atomic on POSIX within one file system). Parent folders are
 created. A failed write leaves the old file untouched and no temporary behind.
+`write_temp` and `put_in_place` are the two halves, for a caller that must do
+something between the new file being whole on disk and the old one being
+replaced (`checker.records.owned` keeps a file that is not hwcheck's first);
+`copy_whole` copies a file so the copy is never left half-written.
 `read_json` reads such a file back, None when it is missing or not JSON.
 `is_temp_name(name)` tells a temporary file of this module by its name (for
 removing what a kill left behind): `.<target>.<random>.tmp`.
@@ -20,7 +24,8 @@ import os
 import re
 import tempfile
 
-__all__ = ["write_text_atomic", "write_json_atomic", "dumps_json", "encode_text", "read_json", "temp_affixes", "is_temp_name"]
+__all__ = ["write_text_atomic", "write_temp", "put_in_place", "discard_temp", "copy_whole", "write_json_atomic",
+           "dumps_json", "encode_text", "read_json", "temp_affixes", "is_temp_name"]
 
 _DEFAULT_MODE = 0o644
 _TEMP_SUFFIX = ".tmp"
@@ -57,6 +62,16 @@ def write_text_atomic(path, text, *, encoding="utf-8", mode=None):
     the permission bits of the file it replaces, else `mode` (default 0o644).
     Returns the path as a string.
     """
+    tmp = write_temp(path, text, encoding=encoding, mode=mode)
+    put_in_place(tmp, path)
+    return os.fspath(path)
+
+
+def write_temp(path, text, *, encoding="utf-8", mode=None):
+    """The first half of `write_text_atomic`: `text` written whole into a temporary file beside `path`,
+    flushed and fsync'ed, with the mode the file at `path` will have; its path. Nothing at `path` is touched:
+    `put_in_place(tmp, path)` puts it there, `discard_temp(tmp)` drops it. A failure (a full disk) leaves no
+    temporary behind."""
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
     path = os.fspath(path)
@@ -76,15 +91,52 @@ def write_text_atomic(path, text, *, encoding="utf-8", mode=None):
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
+    except BaseException:
+        discard_temp(tmp)
+        raise
+    return tmp
+
+
+def put_in_place(tmp, path):
+    """The second half of `write_text_atomic`: rename the temporary `tmp` (`write_temp`'s) over `path`
+    (a failure drops the temporary and leaves `path` as it was)."""
+    path = os.fspath(path)
+    try:
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        discard_temp(tmp)
+        raise
+    _fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def discard_temp(tmp):
+    """Remove a temporary of `write_temp` that is not to be put in place (gone already: nothing to do)."""
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+
+
+def copy_whole(src, dest):
+    """Copy the file `src` to `dest` (a name not taken) so that `dest` is never left half-written: copied into
+    a temporary beside it, fsync'ed, then renamed; a failure (a full disk) leaves no `dest` and no temporary."""
+    with open(src, "rb") as f:
+        data = f.read()
+    prefix, suffix = temp_affixes(dest)
+    parent = os.path.dirname(os.path.abspath(dest))
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix=prefix, suffix=suffix)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, _DEFAULT_MODE)
+        os.rename(tmp, dest)
+    except BaseException:
+        discard_temp(tmp)
         raise
     _fsync_dir(parent)
-    return path
+    return dest
 
 
 def _temp_stem(name):

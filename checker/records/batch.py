@@ -54,7 +54,8 @@ from checker.records.exports import export_lines
 from checker.records.grading import crash, disk_full, grade_one, new_grader, one_line, summary_of, warm_up
 from checker.records.lms import STAGE, read_students
 from checker.records.outfolder import (collect_scorecards, is_current, lock_outdir, other_assignments, remove_stale_temps,
-                               read_scorecard, restore_results, results_path, scorecard_path)
+                               read_scorecard, restore_results, results_path, scorecard_path,
+                               unreadable_scorecards)
 from checker.records.outputs import Gradebook, is_own_output
 from checker.records.pool import run_parallel
 from checker.records.progress import (batch_seeds, not_graded_lines, progress_bar, progress_line,  # noqa: F401
@@ -279,10 +280,16 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         raise
     finally:
         batch.elapsed = time.monotonic() - batch.started
-        book.write(final=True)
+        try:
+            book.write(final=True)
+        except OSError as e:
+            e.batch = batch  # a full disk: the stop says what is kept
+            raise
+        finally:
+            batch.problems = book.problems  # said on a stop too (grades typed into grades.csv, moved)
         batch.stale, batch.gradebook, batch.answers = book.stale, book.gradebook, book.answers
         batch.seeds = collections.Counter(batch_seeds(book.cards.values(), mode))  # of every scorecard kept
-        batch.manual, batch.manual_added, batch.problems = book.manual, book.added, book.problems
+        batch.manual, batch.manual_added = book.manual, book.added
         batch.manual_moved, batch.manual_rewritten = book.moved, book.rewritten
         _merged_scores(batch, book, spec)
     return batch
@@ -309,23 +316,45 @@ def _landed_since(todo, before, batch, book, outdir, tell, told):
 def refresh_gradebook(outdir):
     """grades.csv, answers.csv and each results.json of OUTDIR written again from its scorecards and manual.csv
     (after grading by hand: `hwcheck export`; grades typed into grades.csv are moved to manual.csv first, as a
-    batch moves them), under OUTDIR's lock (while a batch writes there, HwcheckError
-    says so). Returns (the gradebook written: True, or False when OUTDIR holds no scorecards, its problems)."""
+    batch moves them), under OUTDIR's lock (while a batch writes there, HwcheckError says so). Returns (the
+    gradebook written: True, or False when OUTDIR holds no scorecards, its problems, the line naming the
+    scorecards that cannot be read, '' when none: those submissions are left out of grades.csv and the exports
+    until `grade --resume` grades them again)."""
     known = read_students(outdir)
     assignment = known.get("assignment")
     cards = list(collect_scorecards(outdir, assignment)) if assignment else []
+    broken = unreadable_scorecards(outdir) if assignment else []
+    said = unreadable_line(outdir, assignment, broken)
     if not cards:
-        return False, []
+        return False, [], said
     lock = lock_outdir(outdir)
     try:
         holds = holds_submissions(outdir, [str((c.get("submission") or {}).get("path") or "") for c in cards])
         book = Gradebook(outdir, load_spec(assignment), cards, [str(c["submission"].get("id")) for c in cards],
-                         holds_submissions=holds)
+                         holds_submissions=holds, unreadable=broken)
         book.ensure_manual()  # grades typed into grades.csv move to manual.csv, as `grade --resume` moves them
-        book.write(final=True)
-        return True, book.problems
+        try:
+            book.write(final=True)
+        except OSError as e:  # a full disk: what was done before it (grades moved to manual.csv) is still said
+            e.problems = book.problems
+            raise
+        return True, book.problems, said
     finally:
         os.close(lock)
+
+
+def unreadable_line(outdir, assignment, ids):
+    """The TA's line naming the scorecards of OUTDIR that cannot be read (`unreadable_scorecards`), '' for none."""
+    if not ids:
+        return ""
+    shown = ", ".join(ids[:20]) + (f" and {len(ids) - 20} more" if len(ids) > 20 else "")
+    one = len(ids) == 1
+    return (f"{len(ids)} scorecard{'' if one else 's'} in {outdir} cannot be read (emptied, cut short or changed "
+            f"since hwcheck wrote {'it' if one else 'them'}): {shown}; grades.csv and the exports (canvas.csv, "
+            f"moodle.csv) leave {'that submission' if one else 'those submissions'} out, so their grades are not "
+            f"exported; grade {'it' if one else 'them'} again with `hwcheck grade <the folder graded> -a "
+            f"{assignment} -o {outdir} --resume` (it keeps every scorecard that is current), then run "
+            f"`hwcheck export {outdir}` again")
 
 
 def after_batch(outdir, assignment=None, canvas_title=None, roster=True):

@@ -443,8 +443,9 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
         not_graded += [(n, why) for n, why in skipped if n.startswith(".")]
         notes.append(_layout_line(folder, layout, entries))
     if layout.platform == "canvas":
-        from checker.records.lms_attempts import same_canvas_user
+        from checker.records.lms_attempts import older_than_graded, same_canvas_user
         entries, people = same_canvas_user(outdir, entries, people, old, notes)
+        older_than_graded(outdir, entries, people, old, notes)  # an older download over a later one: said
     entries, people = _apart_from_older(outdir, entries, people, not_graded, handed)
     if not entries:  # nothing to grade: the command stops before its summary, so the reasons go with the notes
         notes.extend(f"not graded: {name}: {why}" for name, why in sorted(not_graded))

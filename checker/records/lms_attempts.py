@@ -23,6 +23,11 @@ What it is for: `checker.records.lms.prepare` on a Canvas "Download Submissions"
   id again, said in one line, so their scorecard, the grades of manual.csv and their row of grades.csv stay one
   (the name in grades.csv's `student` column is the new one).
 
+- `older_than_graded(outdir, entries, people, old, notes)`: a student whose files graded now carry lower
+  attachment ids than those OUTDIR graded before (an older download unzipped and graded over a later one's
+  output folder): the older attempt replaces the newer one's scorecard, and a warning says so (the ids graded
+  before: students.json's `canvas_attachments`, else the file name the old scorecard graded).
+
 What it is not: the reading of Canvas's file names (`checker.records.lms`).
 """
 
@@ -34,7 +39,8 @@ import re
 
 from checker.records.ids import key
 
-__all__ = ["same_canvas_user", "latest_attempt", "own_names", "newest_definitions", "graded_names"]
+__all__ = ["same_canvas_user", "older_than_graded", "latest_attempt", "own_names", "newest_definitions",
+           "graded_names"]
 
 _RESUBMITTED = re.compile(r"^(?P<stem>.+)-\d+(?P<ext>\.[^.]+)$")  # Canvas's `-N`: a file uploaded again
 
@@ -95,6 +101,52 @@ def same_canvas_user(outdir, entries, people, old, notes):
     people = {renamed.get(sid, sid): {**person, **({"canvas_id_in_files": sid} if sid in renamed else {})}
               for sid, person in people.items()}
     return entries, people
+
+
+_CANVAS_FILE = re.compile(r"^.+?_(?:LATE_)?\d+_(?P<fileid>\d+)_.+$")
+
+
+def _graded_before(outdir, sid, person):
+    """(the Canvas attachment ids OUTDIR graded `sid` on before, the sha256 graded), from the old students.json's
+    identity, else the name of the one file the old scorecard graded; ([], sha) when neither says, ([], None)
+    when OUTDIR holds no scorecard of `sid` (nothing to replace)."""
+    from checker.records.outfolder import read_scorecard
+    card = read_scorecard(outdir, sid)
+    if not isinstance(card, dict):
+        return [], None
+    sub = card.get("submission")
+    sha = sub.get("sha256") if isinstance(sub, dict) else None
+    ids = (person or {}).get("canvas_attachments") if isinstance(person, dict) else None
+    if isinstance(ids, list) and ids and all(isinstance(i, int) for i in ids):
+        return ids, sha
+    m = _CANVAS_FILE.match(os.path.basename(str((sub or {}).get("path") or "")))
+    return ([int(m["fileid"])] if m else []), sha
+
+
+def older_than_graded(outdir, entries, people, old, notes):
+    """Warn, in `notes`, of each Canvas student whose files graded now are all older uploads (lower attachment
+    ids) than those OUTDIR graded before, where what is graded now differs: see the module docstring."""
+    from checker.running.submission_files import sha256_of
+    known = old.get("students") if isinstance(old.get("students"), dict) else {}
+    for sid, path in entries:
+        now = (people.get(sid) or {}).get("canvas_attachments")
+        if not now:
+            continue
+        before, sha = _graded_before(outdir, sid, known.get(sid))
+        if not before or max(now) >= max(before):
+            continue
+        try:
+            if sha is not None and sha256_of(path) == sha:
+                continue  # the same bytes: nothing is replaced
+        except OSError:
+            pass
+        shown = {k: ", ".join(map(str, v)) for k, v in (("now", now), ("before", before))}
+        notes.append(f"warning: {sid}: the files graded now (Canvas attachment{'s' if len(now) > 1 else ''} "
+                     f"{shown['now']}) are older uploads than the ones graded into {outdir} before (attachment"
+                     f"{'s' if len(before) > 1 else ''} {shown['before']}; Canvas numbers attachments as they are "
+                     f"uploaded): an older download graded over a later one's output folder? {sid} is graded on the "
+                     f"older attempt now, and its scorecard replaces the later attempt's; grade the latest download "
+                     f"into {outdir} (--resume) to grade the latest attempt again")
 
 
 def latest_attempt(files, uploads, late):

@@ -8,7 +8,9 @@ who handed in what. `lms_entries(layout, outdir, not_graded, ...)` gives [(id, p
   archive it was unpacked from said to be that); a student with several folders is graded on none (`_folder_of`);
 - of a student's files, the attempt and the files of one own name graded (`checker.records.lms_attempts`);
   one file is graded as it is, several are copied under their own names into OUTDIR/.lms/<id>/ (`stage`) and
-  graded as one folder; a student with no .py or .ipynb file is listed.
+  graded as one folder; a student with no .py or .ipynb file is listed. The Canvas attachment ids of the files
+  graded are kept in the student's identity (`canvas_attachments`, students.json), so a later run can tell an
+  older download from a newer one (`checker.records.lms_attempts.older_than_graded`).
 
 Everything not graded goes to `not_graded` as (name, why), for the batch's summary.
 
@@ -76,6 +78,9 @@ def lms_entries(layout, outdir, not_graded, refused=None, handed=None, assignmen
             continue
         names, aside = newest_definitions(names, s.uploads, graded)  # files that would override each other
         not_graded += [(os.path.basename(p), why) for p, why in aside]
+        ids = sorted({s.uploads[p] for p in names if isinstance(s.uploads.get(p), int)})
+        if ids:  # Canvas's attachment ids of the files graded: a later download older than these is said
+            s.lms["canvas_attachments"] = ids  # (`checker.records.lms_attempts.older_than_graded`)
         if s.late:
             s.lms["late"] = any(p in s.late for p in names)  # the attempt graded was late, or was not
             if not s.lms["late"]:

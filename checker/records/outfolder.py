@@ -24,7 +24,8 @@ know about OUTDIR's per-submission files:
 - reading the scorecards back (`read_scorecard`, `scorecards_in`,
   `collect_scorecards`, `other_assignments`): only the ones hwcheck recorded
   writing, with the bytes it wrote (a scorecard-shaped `notes.json`, a forged
-  `alice.json` are not read); the folder lock (`lock_outdir`, in OUTDIR's
+  `alice.json` are not read); `unreadable_scorecards` names those recorded
+  whose file is no longer what was written (emptied, cut short); the folder lock (`lock_outdir`, in OUTDIR's
   state folder) and the temporary files a kill left behind
   (`remove_stale_temps`, every name `checker.records.atomic` gives them).
 
@@ -50,7 +51,8 @@ from checker.running.submission_files import sha256_of
 
 __all__ = ["scorecard_name", "results_name", "raw_name", "scorecard_path", "results_path", "raw_path",
            "gradebook_path", "write_submission", "is_current", "restore_results", "remove_stale_temps",
-           "read_scorecard", "scorecard_ids", "scorecards_in", "other_assignments", "collect_scorecards", "lock_outdir",
+           "read_scorecard", "scorecard_ids", "unreadable_scorecards",
+           "scorecards_in", "other_assignments", "collect_scorecards", "lock_outdir",
            "batch_running"]
 
 
@@ -211,6 +213,20 @@ def scorecards_in(outdir):
         if (isinstance(card, dict) and card.get("schema_version") == SCHEMA_VERSION
                 and isinstance(card.get("assignment"), str) and isinstance(card.get("questions"), list)):
             yield card
+
+
+def unreadable_scorecards(outdir):
+    """The ids whose scorecard hwcheck recorded writing into OUTDIR and whose file there is no longer it (emptied,
+    cut short, changed since: not the bytes written, or not a scorecard). `read_scorecard` reads none of them;
+    `hwcheck export` names them, and `grade --resume` grades them again (`is_current`). A scorecard whose file
+    is gone (deleted) is none of them."""
+    out = []
+    for name, sid in owned.records(outdir, "scorecard"):
+        path = owned.path_of(outdir, name)
+        if sid is not None and os.path.isfile(path) and not os.path.islink(path):
+            if read_scorecard(outdir, sid) is None:
+                out.append(sid)
+    return sorted(out)
 
 
 def scorecard_ids(outdir):

@@ -15,8 +15,12 @@ What it is for:
   `write(final=True)` also rewrites each submission's Gradescope
   results.json with the grades of manual.csv merged in. The TA's manual.csv
   (`checker.records.manual`) is created / appended to by `ensure_manual(ids)` and
-  merged into every row; its problems are kept in `problems`, with the overrides of automatic
-  questions given for an earlier submission of a student (`Overrides`, below). Who each
+  merged into every row (grades typed into grades.csv that cannot be put into
+  manual.csv, a full disk, stop the command with `TypedNotMoved` before
+  grades.csv is rewritten: it keeps them for the next run); its problems are
+  kept in `problems` (a merge's lines, the overrides of automatic questions
+  given for an earlier submission of a student, `Overrides` below, are said
+  again by each merge, as of its scorecards). Who each
   submission is (grades.csv's `student`, `student_id`), the identical-code
   groups and the roster's verdicts come from OUTDIR/.students.json
   (`checker.records.lms.prepare`), read once per Gradebook. Grades typed into
@@ -51,6 +55,7 @@ import json
 import os
 import re
 
+from checker.errors import HwcheckError
 from checker.records import owned
 from checker.records.gradebook import answers_text, gradebook_text
 from checker.render.gradescope import make_results
@@ -59,10 +64,15 @@ from checker.records.manual import (MANUAL_CSV, apply_manual, csv_delimiter, dec
 from checker.records.typed import changed_line, moved_line, typed_into_gradebook
 
 __all__ = ["OWN_FILES", "OVERRIDES_JSON", "CELLS_JSON", "is_own_output", "load_note", "Gradebook", "Overrides",
-           "WrittenCells"]
+           "WrittenCells", "TypedNotMoved"]
 
 OWN_FILES = ("grades.csv", "answers.csv", MANUAL_CSV, ".students.json", "canvas.csv", "moodle.csv")
 STALE_NOTE = "not in the folder graded last: an older scorecard"
+
+
+class TypedNotMoved(HwcheckError):
+    """Grades typed into grades.csv could not be put into manual.csv (a full disk, a read-only folder): the
+    command stops before grades.csv is rewritten, naming them and where they are kept."""
 
 
 def is_own_output(outdir, path):
@@ -81,7 +91,8 @@ def load_note(card):
 
 
 def _people_notes(sid, person, same):
-    """grades.csv's notes from students.json: late (Canvas), identical code, no match in the roster."""
+    """grades.csv's notes from students.json: late (Canvas), identical code, no match in the roster (a group's
+    member the roster lacks; a name several students of the roster share)."""
     out = []
     if person.get("late"):
         out.append("late (the LMS marked it LATE)")
@@ -89,16 +100,24 @@ def _people_notes(sid, person, same):
         out.append(f"identical code to {', '.join(map(str, same))} (comments, whitespace and the starter aside)")
     if person.get("roster") == "unmatched":
         out.append("matches no student of the roster")
+    elif person.get("roster") == "shared":
+        out.append("the roster has several students of this name: match it by hand")
+    lone = person.get("roster_members_unmatched")
+    if isinstance(lone, list) and lone:
+        out.append(f"{'; '.join(map(str, lone))} {'matches' if len(lone) == 1 else 'match'} no student of the roster")
     return out
 
 
 class Gradebook:
     """grades.csv, answers.csv and the merge of manual.csv, kept current as scorecards land."""
 
-    def __init__(self, outdir, spec, cards, ids, holds_submissions=False):
+    def __init__(self, outdir, spec, cards, ids, holds_submissions=False, unreadable=()):
         """cards: OUTDIR's scorecards of this assignment; ids: the submissions of this batch; holds_submissions:
-        OUTDIR is (or holds) the folder of the students' files, so a file there may have come with them."""
+        OUTDIR is (or holds) the folder of the students' files, so a file there may have come with them;
+        unreadable: ids whose scorecard is there but cannot be read (`hwcheck export` names them): graded
+        submissions all the same, so manual.csv's rows for them are no stranger's."""
         self.outdir, self.spec = outdir, spec
+        self.unreadable = set(unreadable)
         self.holds_submissions = holds_submissions
         self.cards = {str(c["submission"].get("id")): c for c in cards}
         self.ids = set(ids)
@@ -114,6 +133,7 @@ class Gradebook:
         self.moved = self.told = 0  # grades typed into grades.csv moved to manual.csv; other lines about it
         self.changes = []  # grades changed in grades.csv where manual.csv held one (`_typed`), for its rows
         self.rewritten = 0  # how many of them
+        self.merge_lines = set()  # the lines `merged` said last (said again by each merge, as of its scorecards)
         try:  # made here, before processes write results.json side by side (one of them must not take the
             owned.ensure_folder(outdir, "gradescope")  # other's half-made folder for a student's)
         except OSError:
@@ -150,7 +170,7 @@ class Gradebook:
         # a total typed is moved as an adjustment; a row whose id is no one's (an id a spreadsheet's encoding could
         # not hold) is moved too, for the TA to correct there, and said so; a grade changed where manual.csv held
         # one is said once its row is rewritten (`_change_rows`)
-        self.problems += [moved_line(row, row[0] in self.cards) for row in rows]
+        self.problems += [moved_line(row, row[0] in self.cards or row[0] in self.unreadable) for row in rows]
         said += _typed_elsewhere(text, written, self.cells.earlier)
         self.problems += said
         self.moved, self.told, self.rewritten = len(rows), len(said), len(self.changes)
@@ -174,7 +194,10 @@ class Gradebook:
 
     def ensure_manual(self, grading=None):
         """Create manual.csv or append the rows of new submissions (those with a scorecard, and `grading`: the
-        ids about to be graded, default all the folder's); a file that cannot be written is a problem."""
+        ids about to be graded, default all the folder's); a file that cannot be written is a problem, but grades
+        typed into grades.csv that cannot be put into manual.csv stop the command (`TypedNotMoved`), before
+        grades.csv is rewritten: it keeps them, for the next run to move."""
+        typed = []
         try:
             typed = self._typed()
             if not owned.has_record(self.outdir, MANUAL_CSV) and os.path.isfile(self.manual):
@@ -193,8 +216,24 @@ class Gradebook:
             ids = self.ids if grading is None else set(grading)
             self.added = ensure_rows(self.manual, ids | set(self.cards), self.spec, typed) - len(typed)
         except OSError as e:
+            if typed or self.changes:
+                raise TypedNotMoved(self._not_moved(typed, e)) from e
             self.problems.append(f"{MANUAL_CSV} could not be written ({e.strerror or e}): grades typed there "
                                  f"are still read")
+
+    def _not_moved(self, rows, error):
+        """The words of `TypedNotMoved`: the grades typed into grades.csv that are not in manual.csv, why, and
+        where they are kept (grades.csv itself, not rewritten)."""
+        grades = owned.path_of(self.outdir, "grades.csv")
+        what = [f"{sid} {qid} {points}" for sid, qid, points, _ in rows]
+        what += [f"{c['id']} {c['question']} {c['new']} ({MANUAL_CSV} line {c['line']} gives {c['old']})"
+                 for c in self.changes]
+        shown = "; ".join(what[:10]) + (f"; and {len(what) - 10} more" if len(what) > 10 else "")
+        why = (error.strerror or str(error)) + (f", writing {error.filename}" if error.filename else "")
+        return (f"the grades typed into {grades} could not be moved into {self.manual} ({why}): not moved: {shown}. "
+                f"They are kept as you typed them in {grades}, which was not rewritten; free some space (or make "
+                f"{self.outdir} writable), then run this command again, or `hwcheck export {self.outdir}`: it finds "
+                f"them there and moves them")
 
     def update(self, sid, path=None):
         """Read the scorecard of `sid` that just landed, as hwcheck wrote it (a missing or broken one, or one
@@ -211,8 +250,12 @@ class Gradebook:
 
     def merged(self):
         """(cards with manual.csv merged, notes {id: text}); manual.csv's problems go to `problems`."""
-        entries, problems = read_manual(self.manual, self.spec, set(self.cards))
-        self.problems = [p for p in self.problems if not p.startswith(MANUAL_CSV + " line")] + problems
+        entries, problems = read_manual(self.manual, self.spec, set(self.cards) | self.unreadable)
+        # the lines of each merge are said as of the scorecards now (an override's line computed before a regrade
+        # that graded the submission it was given for again would be stale)
+        self.problems = [p for p in self.problems if not p.startswith(MANUAL_CSV + " line")
+                         and p not in self.merge_lines] + problems
+        self.merge_lines = set()
         cards, notes = [], {}
         for sid, card in sorted(self.cards.items()):
             merged = apply_manual(card, entries.get(sid))
@@ -223,22 +266,24 @@ class Gradebook:
                     text = (f"the written answer to {qid} changed since it was graded by hand ({_pts(typed[qid])} "
                             f"points in {MANUAL_CSV} line {typed[qid].get('line')}): check that grade")
                     note.append(text)
-                    line = f"{MANUAL_CSV}: {sid}: {text}"
-                    if line not in self.problems:
-                        self.problems.append(line)
+                    self._say(f"{MANUAL_CSV}: {sid}: {text}")
             was = {r["line"]: r.get("was") for r in merged.get("manual_grades") or [] if r["kind"] == "override"}
             for row in self.overrides.stale(sid, card, entries.get(sid, [])):
                 text = stale_text(row, was.get(row["line"]))
                 note.append(text)
-                line = f"{MANUAL_CSV}: {sid}: {text}"
-                if line not in self.problems:
-                    self.problems.append(line)
+                self._say(f"{MANUAL_CSV}: {sid}: {text}")
             note += [t for t in (load_note(card), describe(merged)) if t]
             note += _people_notes(sid, self.people.get(sid) or {}, self.identical.get(sid))
             if note:
                 notes[sid] = "; ".join(note)
             cards.append(merged)
         return cards, notes
+
+    def _say(self, line):
+        """A line of this merge for the TA (once; dropped by the next merge, which says it again if it holds)."""
+        if line not in self.problems:
+            self.problems.append(line)
+            self.merge_lines.add(line)
 
     def write(self, final=False):
         cards, notes = self.merged()

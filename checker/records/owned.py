@@ -14,11 +14,14 @@ this module says it wrote:
   OUT's state folder, `.hwcheck-<12 hex>`, a name derived from the key, so no
   student can have put anything there, nor block it. A folder moved to another
   account or machine (another key) is trusted with nothing: hwcheck grades again.
-- `write_text` / `write_json(outdir, name, ...)`: the record is written first,
-  then the file (atomically, `checker.records.atomic`): a file whose bytes match its
-  record is complete. Where the name is taken by something hwcheck did not
-  write: a regular file is moved into the state folder's `set-aside/` (never
-  lost, and `set_aside(outdir)` lists them for the TA), a folder, link or
+- `write_text` / `write_json(outdir, name, ...)`: the new file is written whole
+  beside the old, then the record, then the file is renamed into place
+  (`checker.records.atomic`): a file whose bytes match its record is complete,
+  and a failure (a full disk) leaves what was there as it was. Where the name
+  is taken by something hwcheck did not write: a regular file (a student's, or
+  grades a TA typed) is kept in the state folder's `set-aside/` once the new
+  file is whole, and only then replaced (never lost, and `set_aside(outdir)`
+  lists them for the TA), a folder, link or
   other thing is left alone and hwcheck's file is written beside it as
   `<stem>.hwcheck-<8 hex>.<ext>` (a name only the key gives), which its record
   points to. So a student's file never blocks, replaces or is taken for one of
@@ -46,14 +49,16 @@ files from being taken for hwcheck's.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import hmac
 import json
 import os
 import secrets
-import shutil
 
-from checker.records.atomic import dumps_json, encode_text, is_temp_name, write_text_atomic
+from checker.records.atomic import (copy_whole, discard_temp, dumps_json, encode_text, is_temp_name, put_in_place,
+                                    write_temp, write_text_atomic)
 
 __all__ = ["join_inside", "state_dir", "set_aside_file", "write_text", "write_json", "read_bytes", "read_json", "path_of",
            "written_by_hwcheck",
@@ -294,16 +299,27 @@ def _matches(full, sha):
         return False
 
 
-def _set_aside(outdir, rel):
-    """Move the file at rel (not hwcheck's) into the state folder's set-aside/, under a name not taken."""
-    src = os.path.join(outdir, *rel.split("/"))
-    base = os.path.join(state_dir(outdir), "set-aside", rel.replace("/", "%"))
+def _free_name(base):
+    """base, else `base.2`, `base.3` ...: the first name not taken (its folder made)."""
     os.makedirs(os.path.dirname(base), exist_ok=True)
     dest, n = base, 1
     while os.path.lexists(dest):
         n += 1
         dest = f"{base}.{n}"
-    os.rename(src, dest)
+    return dest
+
+
+def _keep_aside(outdir, rel):
+    """Keep the file at rel (not hwcheck's, about to be replaced) in set-aside/ while it stays where it is: a
+    hard link, else a whole copy (`copy_whole`); its path there. A failure leaves nothing half-made there."""
+    src = os.path.join(outdir, *rel.split("/"))
+    dest = _free_name(os.path.join(state_dir(outdir), "set-aside", rel.replace("/", "%")))
+    try:
+        os.link(src, dest, follow_symlinks=False)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", 122)):
+            raise
+        copy_whole(src, dest)  # no hard links there (another file system, a file system without them)
     return dest
 
 
@@ -372,15 +388,25 @@ def path_of(outdir, name):
 # ---------------------------------------------------------------------------
 
 def write_text(outdir, name, text, *, kind, sid=None, encoding="utf-8"):
-    """Write hwcheck's file `name` into OUT (record first, then the file, atomically); returns its path."""
+    """Write hwcheck's file `name` into OUT (whole beside the old, the record, then renamed into place); its path."""
     data = encode_text(text, encoding)
     rel, old = _file(outdir, name, True)
     full = os.path.join(outdir, *rel.split("/"))
-    if os.path.lexists(full) and not (old is not None and old["path"] == rel and _matches(full, old["sha256"])):
-        _set_aside(outdir, rel)  # not hwcheck's (a student's, an older hwcheck's, or edited since): kept aside
+    foreign = os.path.lexists(full) and not (old is not None and old["path"] == rel and _matches(full, old["sha256"]))
     os.makedirs(state_dir(outdir), exist_ok=True)
-    _write_record(outdir, name, rel, kind, sha256_bytes(data), sid)
-    write_text_atomic(full, text, encoding=encoding)
+    tmp = write_temp(full, text, encoding=encoding)
+    kept = None
+    try:
+        if foreign:  # not hwcheck's (a student's, an older hwcheck's, or edited since): kept aside, still in place
+            kept = _keep_aside(outdir, rel)
+        _write_record(outdir, name, rel, kind, sha256_bytes(data), sid)
+        put_in_place(tmp, full)
+    except BaseException:
+        discard_temp(tmp)
+        if kept is not None:  # the file is still where it was: no copy of it is said to be set aside
+            with contextlib.suppress(OSError):
+                os.unlink(kept)
+        raise
     if old is not None and old["path"] != rel:  # written at its alternate name before, free again now
         stale = os.path.join(outdir, *old["path"].split("/"))
         if os.path.isfile(stale) and not os.path.islink(stale) and _matches(stale, old["sha256"]):
@@ -436,21 +462,17 @@ def remove(outdir, name):
 
 def set_aside_file(outdir, name):
     """Move the regular file `name` of OUT (not hwcheck's) into the state folder's set-aside/; its new path."""
-    return _set_aside(outdir, name)
+    dest = _free_name(os.path.join(state_dir(outdir), "set-aside", name.replace("/", "%")))
+    os.rename(os.path.join(outdir, *name.split("/")), dest)
+    return dest
 
 
 def keep_copy(outdir, path):
     """Copy the file at `path` (the TA's manual.csv, about to have a row rewritten) into the state folder's
-    earlier/, under a name not taken (`manual.csv`, `manual.csv.2`, ...); its path. Not set-aside/: the file stays
-    where it is, and set-aside/ lists the files hwcheck moved away."""
-    base = os.path.join(state_dir(outdir), "earlier", os.path.basename(path))
-    os.makedirs(os.path.dirname(base), exist_ok=True)
-    dest, n = base, 1
-    while os.path.lexists(dest):
-        n += 1
-        dest = f"{base}.{n}"
-    shutil.copyfile(path, dest)
-    return dest
+    earlier/, under a name not taken (`manual.csv`, `manual.csv.2`, ...); its path. The copy is whole or not
+    there (`checker.records.atomic.copy_whole`: a full disk leaves no empty copy). Not set-aside/: the file
+    stays where it is, and set-aside/ lists the files hwcheck moved away."""
+    return copy_whole(path, _free_name(os.path.join(state_dir(outdir), "earlier", os.path.basename(path))))
 
 
 def has_record(outdir, name):

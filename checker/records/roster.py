@@ -11,7 +11,9 @@ case-folded (a name also as letters only, and as "lastfirst", which is how Canva
 it in file names), and returns the identities with the roster's name and ids filled in,
 plus the report: the students with no submission, the submissions that match no one, and
 those that matched a row another submission matched too (a row goes to the one submission
-that matches it exactly, or else to none of them: never first-come).
+that matches it exactly, or else to none of them: never first-come); a group submission keeps
+every member (one the roster lacks is named); students of one name, matched by name, are named
+as such, to match by hand, not as having no submission.
 
 `canvas_columns(path)` lists the assignment columns of a roster that is Canvas's gradebook
 export (Gradebook > Export: `Student, ID, SIS User ID, SIS Login ID, Section`, then one
@@ -214,7 +216,8 @@ def _exact(sid, person, row, kind):
 
 def match_roster(people, rows, handed_in=None):
     """(people with the roster's data merged, report {matched, students, missing: [row], unmatched: [id],
-    ambiguous: [{id, row, with, given_to}], not_graded: [{id, row}]}).
+    ambiguous: [{id, row, with, given_to}], not_graded: [{id, row}], members: [{id, member}],
+    shared: [{kind, value, rows, left, ids}]}).
 
     handed_in: {id: identity} of the students who handed something in that was not graded (only a `.zip`, two
     files hwcheck would not pick between): they claim their rows as a submission does, so such a row is not
@@ -225,6 +228,12 @@ def match_roster(people, rows, handed_in=None):
     the one whose value is the roster's exactly (`jdoe` for the login `jdoe`, not `JDOE`), when exactly one
     is; else to none of them: never first-come. The others are listed as ambiguous and get no row (so no
     LMS id and no grade in an LMS export).
+
+    A group submission (Gradescope's, `_members`) keeps every member: those the roster has with its data, the
+    others as submitted, each listed in `members` (no student of the roster). A submission whose only key
+    that finds rows finds several (two students of one name, matched by name) is matched to none of them and
+    listed with those rows in `shared` (roster "shared"): neither they nor those rows are said to have no
+    submission or no student; they are matched by hand.
     """
     index = {}
     for i, row in enumerate(rows):
@@ -232,16 +241,23 @@ def match_roster(people, rows, handed_in=None):
             index.setdefault(k, set()).add(i)
     handed_in = {sid: who for sid, who in (handed_in or {}).items() if sid not in people}
     everyone = {**people, **handed_in}
-    claims = {}
+    claims, member_of, shared = {}, {}, {}  # member_of: {(id, row): member}; shared: {id: (key, rows)}
     for sid in sorted(everyone):
-        for member in _members(everyone[sid]):  # a group submission: each submitter claims their own row
+        for m, member in enumerate(_members(everyone[sid])):  # a group submission: each claims their own row
+            several = None
             for k in _person_keys(sid, member):
                 found = index.get(k, set())
+                if len(found) > 1 and several is None:
+                    several = (k, frozenset(found))
                 if len(found) == 1:
                     i = next(iter(found))
                     if all(s != sid for s, _ in claims.get(i, [])):
                         claims.setdefault(i, []).append((sid, _exact(sid, member, rows[i], k[0])))
+                        member_of[(sid, i)] = m
                     break
+            else:
+                if several is not None:
+                    shared.setdefault(sid, several)
     owner, ambiguous = {}, []
     for i, claimants in sorted(claims.items()):
         exact = [sid for sid, is_exact in claimants if is_exact]
@@ -252,28 +268,58 @@ def match_roster(people, rows, handed_in=None):
             if sid != winner:
                 ambiguous.append({"id": sid, "row": rows[i].get("name") or rows[i].get("student_id") or "",
                                   "with": [s for s, _ in claimants if s != sid], "given_to": winner})
-    merged, unmatched = {}, []
+    shared = {sid: found for sid, found in shared.items() if sid not in owner}
+    merged, unmatched, members = {}, [], []
     for sid in sorted(people):
         person = dict(people[sid])
         if sid not in owner:
             unmatched.append(sid)
-            person["roster"] = "unmatched"
+            person["roster"] = "shared" if sid in shared else "unmatched"
         else:
             mine = [rows[i] for i in owner[sid]]
             person.update({k: v for k, v in mine[0].items() if v and k not in ("name",)})
             person["student"] = mine[0].get("name") or person.get("student", "")
-            if len(mine) > 1:  # a group's members, each as the roster has them
+            group = _members(people[sid])
+            if len(group) > 1:  # a group's members: each as the roster has them, or as submitted when it has not
+                by_member = {member_of[(sid, i)]: rows[i] for i in owner[sid]}
                 for field, key in (("student", "name"), ("student_id", "student_id"), ("email", "email")):
-                    person[field] = "; ".join(str(r.get(key) or "") for r in mine)
+                    person[field] = "; ".join(str((by_member[m].get(key) if m in by_member else who.get(field)) or "")
+                                              for m, who in enumerate(group))
+                alone = [_shown_member(who) for m, who in enumerate(group) if m not in by_member]
+                members += [{"id": sid, "member": who} for who in alone]
+                if alone:
+                    person["roster_members_unmatched"] = alone
             person["roster"] = "matched"
         merged[sid] = person
     used = {i for sid, rows_of in owner.items() if sid in people for i in rows_of}
     handed = {i: sid for sid, rows_of in owner.items() if sid in handed_in for i in rows_of}
-    missing = [rows[i] for i in range(len(rows)) if i not in used and i not in handed]
+    groups = {}
+    for sid, (key, found) in sorted(shared.items()):
+        if sid in people:
+            groups.setdefault((key, found), []).append(sid)
+    told = {i for (_, found) in groups for i in found}
+    missing = [rows[i] for i in range(len(rows)) if i not in used and i not in handed and i not in told]
     not_graded = [{"id": sid, "row": _shown_row(rows[i])} for i, sid in sorted(handed.items())]
     ambiguous = [a for a in ambiguous if a["id"] in people]
+    shared_out = [{"kind": key[0], "value": _shared_value(key, [rows[i] for i in sorted(found)]),
+                   "rows": [_shown_row(rows[i]) for i in sorted(found)], "left": len(found - used),
+                   "ids": ids} for (key, found), ids in groups.items()]
     return merged, {"matched": len(used), "students": len(rows), "missing": missing, "unmatched": unmatched,
-                    "ambiguous": ambiguous, "not_graded": not_graded}
+                    "ambiguous": ambiguous, "not_graded": not_graded, "members": members, "shared": shared_out}
+
+
+def _shown_member(member):
+    """A group's member as submitted: the name, then the id in brackets."""
+    who = member.get("student") or member.get("email") or member.get("student_id") or ""
+    extra = ", ".join(str(x) for x in (member.get("student_id"), member.get("email")) if x and x != who)
+    return who + (f" ({extra})" if extra else "")
+
+
+def _shared_value(key, found):
+    """What the rows of a key they share have in common, as the roster writes it (a name, an e-mail, an id)."""
+    field = {"name": "name", "email": "email"}.get(key[0], "student_id")
+    values = [_norm(r.get(field)) for r in found if r.get(field)]
+    return values[0] if values else key[1]
 
 
 def _shown_row(row):
@@ -288,8 +334,11 @@ def roster_lines(report, people):
     if not report:
         return []
     handed = [h for h in report.get("not_graded") or [] if isinstance(h, dict)]
+    same = sum(int(g.get("left") or 0) for g in report.get("shared") or [] if isinstance(g, dict))
     lines = [f"roster: {report['matched']} of {report['students']} students have a submission"
-             + (f" graded; {len(handed)} more handed in one that was not graded" if handed else "")]
+             + (f" graded; {len(handed)} more handed in one that was not graded" if handed else "")
+             + (f"; {same} more share a name with another student of the roster: matched by hand (below)"
+                if same else "")]
     for row in report["missing"]:
         lines.append(f"roster: no submission from {_shown_row(row)}")
     for h in handed:  # the batch's summary lists the reason first, under "not graded"
@@ -302,8 +351,26 @@ def roster_lines(report, people):
         lines.append(f"roster: submission {sid} matches the roster's {a.get('row')} as "
                      f"{', '.join(map(str, a.get('with') or []))} does: {given}; {sid} gets none of the roster's "
                      f"data (and no grade in an LMS export)")
+    shared = set()
+    for group in report.get("shared") or []:
+        if not isinstance(group, dict):
+            continue
+        ids = [str(i) for i in group.get("ids") or []]
+        shared |= set(ids)
+        what = {"name": "name", "email": "e-mail"}.get(group.get("kind"), "id")
+        rows = group.get("rows") or []
+        lines.append(f"roster: {len(rows)} students of the roster share the {what} {group.get('value')} "
+                     f"({'; '.join(map(str, rows))}), and submission{'s' if len(ids) > 1 else ''} {', '.join(ids)} "
+                     f"{'carry' if len(ids) > 1 else 'carries'} it: hwcheck cannot tell whose is whose, so "
+                     f"{'they get' if len(ids) > 1 else 'it gets'} none of the roster's data (grades.csv names them as "
+                     f"submitted); match them by hand, or give --roster a roster exported from the LMS (its ids "
+                     f"tell them apart where the files carry them)")
+    for m in report.get("members") or []:
+        if isinstance(m, dict):
+            lines.append(f"roster: {m.get('member')}, a member of the group submission {m.get('id')}, matches no "
+                         f"student of the roster (kept in grades.csv as submitted)")
     for sid in report["unmatched"]:
-        if sid in ambiguous:
+        if sid in ambiguous or sid in shared:
             continue
         who = (people.get(sid) or {}).get("student")
         lines.append(f"roster: submission {sid}" + (f" ({who})" if who and who != sid else "")
