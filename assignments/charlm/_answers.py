@@ -86,6 +86,15 @@ def torch_layer_norm(x, eps):
     return F.layer_norm(x, x.shape[-1:], eps=eps)
 
 
+def ln_one_pass(x, eps):
+    """layer_norm(x, eps) with the variance taken in one pass, E[x^2] - E[x]^2, computed in x's own dtype (in
+    float32 the two terms cancel on rows far from zero), as float64 numpy."""
+    x = x.detach().cpu()
+    mean = x.mean(-1, keepdim=True)
+    var = (x * x).mean(-1, keepdim=True) - mean * mean
+    return ((x - mean) / torch.sqrt(var + eps)).to(torch.float64).numpy()
+
+
 def ln_mistakes(x, eps, default=False):
     """{mistake: layer_norm(x, eps) with it, float64 numpy, or None where it cannot show}; "eps": {another
     eps: the right layer norm with it} (an ignored eps argument, or a default other than 1e-5)."""

@@ -313,6 +313,68 @@ def _check_layer_norm(sub, ref, close, rng, shape, eps, device, dtype):
     _check_dtype(info, dtype, what)
 
 
+LN_ONE_PASS_HINT = ("the variance is computed in one pass, E[x^2] - E[x]^2 (`(x * x).mean(-1) - mean ** 2`): on rows "
+                    "far from zero with a small spread the two terms are nearly equal, and their difference keeps "
+                    "few of float32's digits (a row of 1000 +- 1 keeps about one). Average the squared deviations "
+                    "instead (two passes): `((x - mean) ** 2).mean(-1, keepdim=True)` or "
+                    "`x.var(-1, unbiased=False, keepdim=True)`")
+LN_LOSES_DIGITS_HINT = ("layer_norm is right on the same rows in float64 but not in float32: it loses digits on rows "
+                        "far from zero with a small spread, as the one-pass variance E[x^2] - E[x]^2 does. Average "
+                        "the squared deviations instead: `((x - mean) ** 2).mean(-1, keepdim=True)` or "
+                        "`x.var(-1, unbiased=False, keepdim=True)`")
+
+
+# float32 loses up to ~3e-4 on rows far from zero (_ln_large_mean_input) in any two-pass layer norm, F.layer_norm's
+# included (2e-4 at most over 2000 draws, Welford's too); a one-pass variance loses 1.5e-2 or more
+LN_LARGE_MEAN_TOL = {"rtol": 1.3e-6, "atol": 2e-3}
+
+
+def _ln_large_mean_input(rng, shape):
+    """Rows far from zero (mean +-500..1000) with a spread of 1..2 (each row's std exactly so): the variance of
+    x - mean keeps its digits in float32, E[x^2] - E[x]^2 keeps one or two of them (a row's variance is
+    1e-6 to 2e-5 of E[x^2] there)."""
+    rows = tuple(shape[:-1]) + (1,)
+    z = rng.standard_normal(shape)
+    z = (z - z.mean(-1, keepdims=True)) / z.std(-1, keepdims=True)
+    return rng.choice([-1.0, 1.0], rows) * rng.uniform(500, 1000, rows) + rng.uniform(1, 2, rows) * z
+
+
+def _check_layer_norm_large_mean(sub, ref, close, rng, shape):
+    """layer_norm on float32 rows far from zero with a small spread (_ln_large_mean_input), against the exact
+    answer (float64 from the same float32 input) within LN_LARGE_MEAN_TOL.
+
+    Asked in one round trip with it: the same rows in float64 (an answer wrong in float32 only, for a reason
+    no hint names, is told that it loses digits) and rows of a small spread in float32 (_ln_input, at the usual
+    tolerance): beside a variance of 1 to 4, eps changes nothing a tolerance sees, so a pass earns only for a
+    layer_norm also right where eps, its place and the variance's divisor show (edge_gate)."""
+    x = _tensor(_ln_large_mean_input(rng, shape), "float32")
+    x64 = x.to(torch.float64)
+    small = _tensor(_ln_input(rng, (2, 3, 16)), "float32")
+    golden, small_expected = _np64(A.torch_layer_norm(x64, 1e-5)), _np64(ref.layer_norm(small))
+    hints = [(LN_ONE_PASS_HINT, A.ln_one_pass(x, 1e-5))] + _ln_hints(x, 1e-5, default=True)
+    small_hints = _ln_hints(small, 1e-5, default=True)
+    what = (f"layer_norm(x) with x {_shape(shape)} float32 on cpu (default eps), rows far from zero "
+            "(mean +-500..1000, std 1..2)")
+    with sub.together() as t:
+        asks = t.call("layer_norm", x), t.call("layer_norm", x64), t.call("layer_norm", small)
+    got = asks[0].get()
+    try:
+        close(got, golden, dtype="float32", what=what, hints=hints, **LN_LARGE_MEAN_TOL)
+    except GradingFailure as e:
+        if "Likely mistake" in e.message:
+            raise
+        try:
+            close(asks[1].get(), golden, dtype="float64", what="")  # what="": not logged as an answer
+        except GradingFailure:
+            raise e from None
+        raise e.retold(f"{e.message}\nLikely mistake: {LN_LOSES_DIGITS_HINT}.") from None
+    only_if_right_elsewhere(
+        "layer_norm", "rows far from zero, whose variance of 1 to 4 hides eps and where it is added",
+        "rows of a small spread (2, 3, 16) in float32", lambda: close(
+            asks[2].get(), small_expected, dtype="float32", hints=small_hints,
+            what="layer_norm(x) with x (2, 3, 16) float32 on cpu (default eps), rows of a small spread"))
+
+
 # positions --------------------------------------------------------------
 
 
@@ -396,6 +458,29 @@ def _logits(out, B, T, V, what):
 
 
 CFG_NAMES = ("vocab_size", "block_size", "d_model", "num_heads", "num_layers")
+SHARED_BLOCKS_HINT = ("the blocks share one set of weights: `nn.Sequential(*[block] * num_layers)` or "
+                      "`nn.ModuleList([Block(...)] * num_layers)` repeat one module num_layers times (a block run "
+                      "again and again, trained as one). Build num_layers modules: "
+                      "`nn.ModuleList([Block(...) for _ in range(num_layers)])`")
+
+
+def _blocks_share_weights(sub, m, deeper_m, cfg, idx, seed):
+    """Whether a model whose deeper copy (`deeper_m`, more num_layers than `m`, the same seed) has no more
+    parameters than `m` runs its blocks more often all the same: the blocks share one set of weights. False
+    where the parameters cannot hold a block (the blocks in a plain list, not registered: `m` holds fewer values
+    than the embeddings, the output layer and one attention's Q, K, V and output projections), where the two
+    give the same logits on `idx` (num_layers is ignored), or where either forward fails. Asked on a failure
+    only: the two forwards in one round trip."""
+    V, bs, D = cfg[0], cfg[1], cfg[2]
+    if m.n_params < 2 * V * D + bs * D + V + 4 * D + 4 * D * D:
+        return False
+    with sub.together() as t:
+        asks = [t.forward(m, [idx], seed=seed), t.forward(deeper_m, [idx], seed=seed)]
+    try:
+        a, b = (_logits(p.get().outputs[0], *idx.shape, V, "") for p in asks)
+    except GradingFailure:
+        return False
+    return bool(np.abs(a - b).max() > 1e-4 * max(1.0, float(np.abs(a).max())))
 
 
 def _sizes_from_arguments(test):

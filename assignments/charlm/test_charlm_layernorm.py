@@ -31,6 +31,14 @@ def test_layer_norm_more_shapes(sub, ref, close, rng, device, shape, eps, dtype)
 
 
 @pytest.mark.question("layernorm")
+@pytest.mark.weight(2)
+def test_layer_norm_large_mean(sub, ref, close, rng):
+    # the twin of masked_attention's large scores: rows far from zero with a small spread (a residual stream
+    # drifts so), where a variance taken in one pass, E[x^2] - E[x]^2, cancels in float32
+    _check_layer_norm_large_mean(sub, ref, close, rng, (2, 4, 16))
+
+
+@pytest.mark.question("layernorm")
 @pytest.mark.weight(3)  # in a model, x is the residual stream: a norm that changes it breaks the residual
 def test_layer_norm_leaves_its_argument_unchanged(sub, ref, close, rng):
     x = _tensor(_ln_input(rng, (2, 3, 8)), "float64")

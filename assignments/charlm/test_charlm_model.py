@@ -145,14 +145,20 @@ def test_model_batch_independent(sub, close, rng, seed):
 
 @pytest.mark.question("model")
 @_sizes_from_arguments
-def test_model_parameters_registered(sub, seed):
+def test_model_parameters_registered(sub, rng, seed):
     m = _new(sub, MODEL, seed)
     if not m.params:
         _fail(f"{_cfg_text(MODEL)} has no parameters: layers must be attributes of the module "
               "(self.x = nn.Linear(...)) or live in nn.ModuleList, created in __init__")
     deeper = MODEL[:4] + (MODEL[4] + 2,)
     m2 = _new(sub, deeper, seed)
+    idx = _ids(rng, 2, MODEL[1], MODEL[0])  # for _blocks_share_weights' two forwards (on a failure only)
     if m2.n_params <= m.n_params:
+        if _blocks_share_weights(sub, m, m2, MODEL, idx, seed):
+            _fail(f"{_cfg_text(deeper)} has {m2.n_params} parameters, no more than {m.n_params} with "
+                  f"num_layers={MODEL[4]}, and its logits differ from those of num_layers={MODEL[4]} (the same "
+                  f"seed): its blocks run more often with no weights of their own.\nLikely mistake: "
+                  f"{SHARED_BLOCKS_HINT}.")
         _fail(f"{_cfg_text(deeper)} has {m2.n_params} parameters, no more than {m.n_params} with "
               f"num_layers={MODEL[4]}: num_layers is ignored (the number of blocks read from the notebook, such as "
               "`n_layer`, or fixed in the code?), or the blocks' parameters are not registered (a plain Python "
