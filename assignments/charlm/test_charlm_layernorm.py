@@ -2,6 +2,7 @@
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
 from ._in_place import *  # noqa: F401,F403 - the arguments-unchanged check
+from ._layernorm import *  # noqa: F401,F403 - layer norm's checks, inputs and hints
 
 
 @pytest.mark.question("layernorm")
