@@ -17,7 +17,8 @@ temperature sqrt(D/num_heads), and every weight reaching the output (MHSA
 only), batch independence, determinism in eval mode, dependence on every
 patch, a class-token readout, positions that reach the encoder blocks, pre-norm
 residual blocks that are chained, both branches reading LN(Z), an MLP that reads
-the attention's output and is not linear (ViT only), dtype and
+the attention's output and is not linear, blocks wired as the handout's formula
+(each branch run in a block of its own gives what both give in one) (ViT only), dtype and
 device of the output, and the full
 ViT-B/16 size on the meta device. An edge-case input on which a listed
 mistake is invisible (one patch, a module's parameters without its forward)
@@ -28,6 +29,10 @@ its failure on the others is charged elsewhere.
 What it is not: a comparison of module outputs with the reference (the
 student's weights are not ours), or a place that runs student code; every
 student call goes through `sub` and comes back as plain data.
+
+Whether a ViT's logits change at all is judged in float64 where the model runs in it
+(_vit_precise): a correct model with tiny gains (LayerScale started at 1e-5) changes its
+logits by less than float32's rounding threshold, far more than float64's.
 
 Sizes are small (each test well under a second on a 2-core CPU). ViT
 configurations keep `hidden_dim`, `out_dim` and `N + 1` pairwise different
@@ -202,9 +207,32 @@ def forward(m, inputs):
         return m.forward(inputs)
 
 
-def changed(a, b, scale):
-    """True when a and b differ by clearly more than float32 rounding, relative to `scale`."""
-    return float(np.max(np.abs(a - b))) > 1e-4 * max(scale, 1e-6)
+def changed(a, b, scale, rel=1e-4):
+    """True when a and b differ by clearly more than rounding, relative to `scale`: `rel` 1e-4 for float32 answers,
+    PRECISE_REL for float64 ones (see _vit_precise)."""
+    return float(np.max(np.abs(a - b))) > rel * max(scale, 1e-6)
+
+
+# A float64 model's logits: a change this small relative to their size is rounding (float64 rounds at 1e-16), and a
+# real dependence is far above it even where a gain makes it tiny (LayerScale started at 1e-5 scales each block's
+# branches by 1e-5, under float32's 1e-4 threshold: a correct model would be told that it ignores the image).
+PRECISE_REL = 1e-9
+
+
+def _vit_precise(sub, seed, img, patch, D, h, out, blocks, inputs):
+    """(model, its ForwardResult on `inputs`, rel for `changed`): the ViT built and run in float64 (inputs given as
+    float64 tensors), so that "do the logits change at all" is told from rounding by PRECISE_REL whatever the gains
+    of the model; where it does not run in float64 or answers in another dtype (a cast inside forward, which
+    test_vit_dtype_and_device charges), built and run in float32 as before, with the float32 threshold."""
+    try:
+        m = _vit(sub, seed, img, patch, D, h, out, blocks, dtype="float64")
+        r = forward(m, inputs)
+        if list(r.dtypes[:1]) == ["float64"] and len(r.outputs) == len(inputs):
+            return m, r, PRECISE_REL
+    except GradingFailure:
+        pass
+    m = _vit(sub, seed, img, patch, D, h, out, blocks)
+    return m, forward(m, [x.float() for x in inputs]), 1e-4
 
 
 def check_registered(m, what, hint=LIST_HINT):
@@ -256,6 +284,23 @@ def check_in_graph(m, x, weight, what):
 
 def _vit_args(img, patch, D, h, out, blocks):
     return [img, patch, D, h, out], ({} if blocks is None else {"num_encoder_blocks": blocks})
+
+
+def _vits(sub, seed, img, patch, D, h, out, counts):
+    """[_vit(sub, seed, img, patch, D, h, out, n) for n in counts], asked of the worker in one round trip; where one
+    of them fails, all are built again one by one through `_vit`, whose failure names the mistake (a notebook global,
+    arguments in another order, a renamed num_encoder_blocks passed by position) as it does alone."""
+    args, _ = _vit_args(img, patch, D, h, out, None)
+    example = example_input("VisionTransformer", {"img_shape": img})
+    with sub.together() as t:
+        asked = [t.new("VisionTransformer", *args, seed=seed, example=example, num_encoder_blocks=n) for n in counts]
+    try:
+        models = [a.get() for a in asked]
+    except GradingFailure:
+        return [_vit(sub, seed, img, patch, D, h, out, n) for n in counts]
+    for m, n in zip(models, counts):
+        m.sizes = {**dict(zip(ARG_NAMES["VisionTransformer"], args)), "num_encoder_blocks": n}
+    return models
 
 
 def _vit_name(img, patch, D, h, out, blocks):
