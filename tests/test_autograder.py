@@ -305,6 +305,21 @@ def test_gpu_skips_left_out_hidden_folded_manual_not_scored():
     assert results["score"] == 6.6667  # 2 of the 3 tests that ran, of 10 points
 
 
+def test_only_the_plugins_own_reasons_fold_a_skip_into_the_gpu_line():
+    """A skip whose reason quotes a student's text that says CUDA (a test "judged by the other tests, not here:
+    get_scores: needs CUDA") stays a test of its own; the plugin's reasons (checker.judging.portability) fold."""
+    from checker.judging.portability import CUDA_ONLY, NO_CUDA
+    tests = [_rtest(i, "skipped") for i in range(4)]
+    reasons = ["judged by the other tests, not here: get_scores: needs CUDA", "CUDA", CUDA_ONLY.format("float16"),
+               NO_CUDA]
+    for test, reason in zip(tests, reasons):
+        test["call"]["longrepr"] = repr(("t.py", 3, "Skipped: " + reason))
+    results = autograder_results(_card(tests))
+    validate(results)
+    assert [t["name"] for t in results["tests"]] == ["Q1 \u203a test_0", "Q1 \u203a test_1"]
+    assert "2 test variants need a GPU" in results["output"]
+
+
 def test_internal_error_scorecard_maps_to_zero_with_a_message():
     card = _card([_rtest(0, "passed")])
     card["grader"]["internal_error"] = "boom"

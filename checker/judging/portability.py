@@ -21,7 +21,7 @@ import re
 
 from checker.errors import GradingFailure, StudentError
 
-__all__ = ["META_ONLY", "MOVE_HINT", "NOT_CHECKED", "meta_only", "check_runs_on_another_device", "check_call_on_another_device"]
+__all__ = ["META_ONLY", "MOVE_HINT", "NOT_CHECKED", "NO_CUDA", "CUDA_WALLED", "CUDA_ONLY", "gpu_skip_reason", "meta_only", "check_runs_on_another_device", "check_call_on_another_device"]
 
 # What a module that fails on the meta device only because it looks at values raises there.
 META_ONLY = ("cannot be called on meta tensors", "data-dependent", "data dependent", "register_meta",
@@ -39,6 +39,22 @@ _ELSEWHERE = ("PyTorch's `meta` device, which stands in for a GPU on this machin
 
 _TO_CPU = ("`.cpu()`, `.numpy()`, `.tolist()`, `torch.tensor(...)` of values, or `.to(...)` a fixed device "
            "(`.to('cpu')`, `.to(DEVICE)` with a notebook's DEVICE)")
+
+
+# the reasons the grading plugin's fixtures give for a variant not run on a machine without a working GPU
+# (checker.running.plugin), and only those: a student's message that says "CUDA" (a skip whose reason quotes
+# their exception) is no such reason
+NO_CUDA = "CUDA is not available on this machine: the cuda variant was not run"
+CUDA_WALLED = ("CUDA is present on this machine but does not start inside the grader's walls ({}): the cuda "
+               "variant was not run")
+CUDA_ONLY = "{} is checked on CUDA only"
+_GPU_SKIPS = re.compile("|".join([re.escape(NO_CUDA), re.escape(CUDA_WALLED).replace(r"\{\}", ".*"),
+                                  re.escape(CUDA_ONLY).replace(r"\{\}", "(?:float16|bfloat16)")]), re.S)
+
+
+def gpu_skip_reason(reason):
+    """Is `reason`, a skip's reason, one of those the grading plugin gives for want of a GPU (the whole text)?"""
+    return isinstance(reason, str) and _GPU_SKIPS.fullmatch(reason) is not None
 
 
 def meta_only(message):

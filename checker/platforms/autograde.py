@@ -32,6 +32,7 @@ import time
 import traceback
 from decimal import ROUND_FLOOR, Decimal
 
+from checker.judging.portability import gpu_skip_reason
 from checker.records.atomic import write_json_atomic
 from checker.walk import walk
 from checker.render.gradescope import make_failure_results, make_results
@@ -48,8 +49,9 @@ def results_file(root):
 
 
 def gpu_skipped(test):
-    """A scorecard test that did not run because this machine has no GPU (a CUDA variant, a CUDA-only dtype)."""
-    return test.get("outcome") == "skipped" and (test.get("device") == "cuda" or "CUDA" in str(test.get("message")))
+    """A scorecard test that did not run because this machine has no GPU (a CUDA variant, a CUDA-only dtype): by
+    its device or by the grading plugin's own reason, never by a word in a message a student's text may fill."""
+    return test.get("outcome") == "skipped" and (test.get("device") == "cuda" or gpu_skip_reason(test.get("message")))
 
 
 def _dec(x):

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from checker.judging.compare import compare
+from checker.judging.portability import CUDA_ONLY, CUDA_WALLED, NO_CUDA
 from checker.errors import GradingFailure
 from checker.running import examples_first
 
@@ -255,17 +256,16 @@ class HwcheckPlugin:
             elif callable(self._cuda):
                 self._cuda = self._cuda()
             if isinstance(self._cuda, str):
-                pytest.skip(f"CUDA is present on this machine but does not start inside the grader's walls "
-                            f"({self._cuda}): the cuda variant was not run")
+                pytest.skip(CUDA_WALLED.format(self._cuda))
             if not self._cuda:
-                pytest.skip("CUDA is not available on this machine: the cuda variant was not run")
+                pytest.skip(NO_CUDA)
         return param
 
     @pytest.fixture(params=FLOAT_DTYPES)
     def float_dtype(self, device):
         param = self._item.callspec.params["float_dtype"]
         if param in ("float16", "bfloat16") and device != "cuda":
-            pytest.skip(f"{param} is checked on CUDA only")
+            pytest.skip(CUDA_ONLY.format(param))
         return param
 
     @pytest.fixture
