@@ -226,3 +226,19 @@ def test_a_note_that_several_passing_tests_share_is_told_once():
     assert "test_other: checked another way" in text
     verbose = format_scorecard(card(tests=tests), verbose=True)
     assert verbose.count(note) == 6
+
+
+def test_github_annotations_group_a_tests_variants_that_fail_the_same_way():
+    """Five inputs of one wrong shape took five of the ten annotations GitHub shows, and another mistake was only
+    "2 more failing tests": variants of one test failing the same way (numbers aside) share one, as in the
+    terminal report."""
+    shapes = [rtest(f"test_get_scores[{n}-4]", "failed", "Q1", message=f"get_scores: expected shape ({n}, 4), got (4, {n})",
+                    where={"file": "hw1/attention.py", "line": 30}) for n in range(1, 6)]
+    other = [rtest(f"test_mistake_{i}", "failed", "Q2", message=f"mistake {i}") for i in range(9)]
+    lines = github_annotations(card(tests=shapes + other))
+    assert lines[0] == ("::error file=hw1/attention.py,line=30,title=Q1 \u203a test_get_scores[1-4] and 4 more "
+                        "(failed)::get_scores: expected shape (1, 4), got (4, 1)")
+    assert len(lines) == 10 and lines[9].endswith("::mistake 8")  # every other mistake has its own
+    # a variant that fails otherwise keeps an annotation of its own
+    odd = shapes + [rtest("test_get_scores[9-4]", "error", "Q1", message="get_scores raised ValueError")]
+    assert len(github_annotations(card(tests=odd))) == 2

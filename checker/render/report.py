@@ -404,7 +404,10 @@ def github_annotations(scorecard, min_score=None):
     """`::error ...::message` lines for the failed, error or timed-out tests.
 
     Tests of one question that fail with one message at one place share one
-    annotation ("test_x and 2 more"), and a question not started is one annotation;
+    annotation ("test_x and 2 more"), as do the variants of one test (its other
+    inputs) that fail the same way, numbers aside, as the terminal report groups them
+    (five inputs of one wrong shape would crowd out other mistakes); a question not
+    started is one annotation;
     past `MAX_ANNOTATIONS`, the last line says how many more failed and where to read them.
     With `min_score`: when the score reaches it the run passes, so the lines are
     `::notice` (information, not errors) and the first says the score reached it; when not,
@@ -415,10 +418,15 @@ def github_annotations(scorecard, min_score=None):
     if min_score is not None:
         head.append(f"::{level} title={_escape_property('hwcheck --min-score')}::"
                     + _escape_data(min_score_line(scorecard, min_score)))
-    groups = {}
+    variants = {}  # one test's variants that failed the same way (as the terminal report groups them)
     for question in scorecard.get("questions") or []:
         for test in question.get("tests") or []:
             if test.get("outcome") not in _FAILING:
+                continue
+            base = str(test.get("name", "")).split("[")[0]
+            key = (str(question.get("id")), base, test.get("outcome"), _failure_kind(test.get("message")))
+            if key in variants:
+                variants[key][1].append(test)
                 continue
             props = []
             where = test.get("where")
@@ -426,9 +434,10 @@ def github_annotations(scorecard, min_score=None):
                 props.append(f"file={_escape_property(where['file'])}")
                 if where.get("line") and not where.get("cell") and not question.get("not_started"):
                     props.append(f"line={_escape_property(where['line'])}")  # a notebook cell's line is no line of the file
-            message = test_message(question, test) or test.get("outcome")
-            key = (str(question.get("id")), tuple(props), message)
-            groups.setdefault(key, []).append(test)
+            variants[key] = (tuple(props), [test], test_message(question, test) or test.get("outcome"))
+    groups = {}  # and tests that fail with one message at one place
+    for (qid, *_), (props, tests, message) in variants.items():
+        groups.setdefault((qid, props, message), []).extend(tests)
     lines = []
     for (qid, props, message), tests in groups.items():
         outcomes = sorted({str(t.get("outcome")) for t in tests})
