@@ -41,6 +41,11 @@ TORCH_ERROR_NOTES = [
     (re.compile(r"Cannot copy out of meta tensor"),
      "your code copied a tensor to a device chosen once for the whole program (`x.to(device)` with a global `device`, `.cuda()`, `.cpu()`); inside a "
      "module, make tensors on the device of the input or of the parameters (`x.device`)"),
+    # .cuda() (or device="cuda") where this grader has no GPU: a device chosen by the code, not by its input
+    (re.compile(r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"),
+     "your code moved a tensor to the GPU itself (`.cuda()`, `device=\"cuda\"`, `.to(\"cuda\")`), and this "
+     "grader has none; code that runs on any device makes tensors on the device of its input or of the "
+     "parameters: `.to(x.device)`, `torch.zeros(..., device=x.device)`"),
     (re.compile(r"Dimension out of range"),
      "an axis that only inputs with more axes have: count axes from the end (dim=-1, .transpose(-2, -1)), "
      "so that any number of leading batch or head axes works"),
