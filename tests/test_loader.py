@@ -3,6 +3,7 @@
 Every submission is written into tmp_path and loaded by a real worker
 (`SubmissionHandle` on a real `Zygote`); names are then called for real.
 """
+import ast
 import json
 import os
 import textwrap
@@ -13,6 +14,7 @@ import pytest
 from checker.errors import MissingName, WorkerCrashed
 from checker.worker.isolation import landlock_abi
 from checker.running.sandbox import Limits, SubmissionHandle, Zygote, sha256_of
+from checker.worker.syntax import trainer_defs, training
 from sandbox_helpers import CONTEXT_D1, GOOD, H_D1, H_E, descendants, notebook, wait_until, write
 
 FAST = dict(call_s=5, cell_s=2, submission_s=60)
@@ -447,6 +449,129 @@ def test_training_at_the_top_level_is_not_run(zyg, tmp_path):
         context_ok(h)
     finally:
         h.close()
+
+
+def test_a_loop_calling_a_step_function_is_training_and_is_not_run(zyg, tmp_path):
+    """The usual script: a train_step() helper takes one gradient step (no loop of its own) and a top-level
+    loop calls it thousands of times, directly or through another helper (defined in either order), or
+    through a train() that loops over it. Each such loop is skipped as the loop calling .backward() itself
+    would be, not run to the statement limit; a loop over a helper that only does inference still runs."""
+    src = GOOD + textwrap.dedent('''
+        import time
+        import torch
+
+        model = torch.nn.Linear(3, 1)
+
+
+        def train_step(m):
+            loss = m(torch.randn(4, 3)).pow(2).mean()
+            loss.backward()
+            time.sleep(0.5)
+            return loss.item()
+
+
+        for epoch in range(10 ** 9):
+            l = train_step(model)
+
+
+        def outer_step(m):
+            return inner_step(m(torch.randn(4, 3)).sum())
+
+
+        def inner_step(loss):
+            loss.backward()
+            time.sleep(0.5)
+
+
+        while True:
+            outer_step(model)
+
+
+        def train(m, steps):
+            for _ in range(steps):
+                train_step(m)
+
+
+        train(model, 10 ** 9)
+
+
+        def evaluate(m):
+            with torch.no_grad():
+                return m(torch.randn(4, 3)).sum().item()
+
+
+        scores = []
+        for i in range(3):
+            scores.append(evaluate(model))
+        one_step = train_step(model)
+
+
+        def ran():
+            return [len(scores), isinstance(one_step, float)]
+        ''')
+    lines = src.splitlines()
+    h, report = load(zyg, write(tmp_path, "steps.py", src))
+    try:
+        text = "\n".join(report["messages"])
+        assert report["ok"], text
+        line = lines.index("for epoch in range(10 ** 9):") + 1
+        assert f"steps.py, line {line}: a training loop (it calls .backward()) was not run" in text, text
+        line = lines.index("while True:") + 1
+        assert f"steps.py, line {line}: a training loop (it calls .backward()) was not run either" in text, text
+        line = lines.index("train(model, 10 ** 9)") + 1
+        assert f"steps.py, line {line}: a call of train(), which trains a model" in text, text
+        assert "longer than" not in text and "raised" not in text, text
+        assert h.call("ran") == [3, True]  # the inference loop and the single step ran
+        context_ok(h)
+    finally:
+        h.close()
+
+
+def _units(*sources):
+    """What syntax.training says of each unit, loaded one after another as the loader does."""
+    trainers, out = set(), []
+    for src in sources:
+        tree = ast.parse(textwrap.dedent(src))
+        out.append(training(tree, trainers))
+        trainers.update(trainer_defs(tree))
+    return out
+
+
+STEP = "def train_step(m, xb, yb):\n    opt.zero_grad()\n    loss = f(m(xb), yb)\n    loss.backward()\n    opt.step()\n"
+
+
+def test_syntax_a_loop_over_a_step_helper_trains():
+    loop = "for epoch in range(2000):\n    l = train_step(model, xb, yb)\n"
+    assert _units(STEP, loop, "l = train_step(model, xb, yb)") == [
+        None, "a training loop (it calls .backward())", None]  # one step alone still runs
+    assert _units(STEP, "while l > 0.1:\n    if True:\n        l = float(train_step(model, xb, yb))\n")[1]
+
+
+def test_syntax_a_loop_over_a_chain_of_helpers_trains_in_any_order_and_cycles_end():
+    chain = ["def epoch(m):\n    return batch(m)\n", "def batch(m):\n    return backprop(m(1))\n",
+             "def backprop(loss):\n    loss.backward()\n"]
+    loop = "for i in range(10):\n    epoch(model)\n"
+    assert _units(*chain, loop)[-1] == "a training loop (it calls .backward())"
+    assert _units(*reversed(chain), loop)[-1] == "a training loop (it calls .backward())"
+    assert _units(*chain, "def train():\n    for i in range(9):\n        epoch(1)\n", "train()")[-1] == (
+        "a call of train(), which trains a model (a loop calling .backward())")
+    # mutual recursion with no step in it: answered, not followed forever; a step behind it still found
+    cycle = ["def ping(n):\n    return pong(n)\n", "def pong(n):\n    return ping(n)\n"]
+    assert _units(*cycle, loop.replace("epoch", "ping"))[-1] is None
+    assert _units(*cycle, "def pong(n):\n    return backprop(ping(n))\n", chain[2],
+                  loop.replace("epoch", "ping"))[-1] == "a training loop (it calls .backward())"
+
+
+def test_syntax_a_loop_over_an_inference_helper_runs_and_a_step_helper_beside_it_does_not():
+    evaluate = "def evaluate(m, xb):\n    with torch.no_grad():\n        return m(xb).argmax(-1)\n"
+    predict = "def predict(m, xb):\n    return evaluate(m, xb).tolist()\n"
+    assert _units(STEP, evaluate, predict,
+                  "for xb in batches:\n    preds.append(predict(model, xb))\n",
+                  "for xb, yb in batches:\n    preds.append(predict(model, xb))\n    train_step(model, xb, yb)\n",
+                  ) == [None, None, None, None, "a training loop (it calls .backward())"]
+    # a helper far deeper than any training code goes is not followed to the end
+    deep = [f"def h{i}():\n    return h{i + 1}()\n" for i in range(40)] + ["def h40():\n    x.backward()\n"]
+    assert _units(*deep, "while True:\n    h0()\n")[-1] is None
 
 
 def test_knock_on_failures_are_told_once_under_the_failure_that_caused_them(zyg, tmp_path):

@@ -121,7 +121,9 @@ class Loader:
         self.unit_s = unit_s
         self.on_unit = on_unit or (lambda unit: None)
         self.skip = {tuple(s) for s in skip}
-        self.trainers = set()   # functions of the submission that train a model (a loop calling .backward())
+        # functions of the submission that train a model (a loop calling .backward()), and, as tuples that no name
+        # equals, the call facts syntax.trainer_defs keeps for loops over a one-step helper (see there)
+        self.trainers = set()
         self.untrained = set()  # names only the training code the loader skipped would have bound
         self.assigned_in = {}   # notebook -> {name: [(cell, execution count)]} of the cells binding it
         self.missing_modules = {}  # top-level module an import failed to find -> index of that message
