@@ -169,6 +169,19 @@ def test_a_saved_notebook_is_checked_only_when_it_holds_what_was_run(tmp_path, m
     assert _saved_matches(str(path), ran)  # the check cell itself is not expected in the file
     assert not _saved_matches(str(path), [(1, "import numpy as np"), (2, "x = np.zeros(3)")])  # edited, unsaved
     assert not _saved_matches(str(path), ran[:2] + [(3, "z = 5")])  # run after the last save
+    # the last "Run All" saved check cells below this one with counts this kernel has not reached yet: they
+    # are hwcheck's own lines, not graded, and do not make the file differ; graded code saved so does
+    nb.cells += [nbformat.v4.new_code_cell("%load_ext checker", execution_count=4),
+                 nbformat.v4.new_code_cell("r = checker.check('Q1')", execution_count=5),
+                 nbformat.v4.new_code_cell("print(r.score)", execution_count=6)]
+    path.write_text(nbformat.writes(nb))
+    assert _saved_matches(str(path), ran)
+    assert not _saved_matches(str(path), [(1, "import numpy as np"), (2, "x = np.zeros(3)"), ran[2]])
+    nb.cells.append(nbformat.v4.new_code_cell("def f():\n    return 1", execution_count=7))
+    path.write_text(nbformat.writes(nb))
+    assert not _saved_matches(str(path), ran)  # graded code the kernel has not run
+    del nb.cells[-1]
+    path.write_text(nbformat.writes(nb))
     monkeypatch.chdir(tmp_path)  # a server root elsewhere: the path is relative to it, the kernel runs here
     monkeypatch.setenv("JPY_SESSION_NAME", "course/week1/hw.ipynb")
     assert saved_notebook_path(_Kernel({})) == str(path)
@@ -199,6 +212,51 @@ def test_check_reads_the_saved_notebook_when_jupyter_names_it_and_it_holds_what_
     nbclient.NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=True).execute()
     text = _output(nb.cells[-1])[0]
     assert "the code run in this kernel" in text and "save it before you hand it in" in text, text
+
+
+def test_rerun_of_a_saved_run_all_with_check_cells_below_is_the_saved_notebook(tmp_path, monkeypatch):
+    """Restart & Run All, save, then run it again from the top: when the check cell runs, the cells below it
+    (`%load_ext checker`, `%hwcheck Q1`) still hold the counts of the last run, which this kernel has not
+    reached. They are not graded code: the saved file holds what ran and is checked, with no word that it
+    differs. A graded cell edited and run without a save is still told."""
+    path = os.path.join(ROOT, "submissions", "attention", "correct.py")
+    code = _cells_of(path) + ["import checker\nchecker.check()", "%load_ext checker", "%hwcheck Q1"]
+    saved = nbformat.v4.new_notebook()
+    saved.cells = [nbformat.v4.new_code_cell(c, execution_count=i) for i, c in enumerate(code, 1)] + \
+        [nbformat.v4.new_markdown_cell("## Q3-text\n**Your answer:** each head can attend to a different "
+                                       "relation between tokens, in its own smaller subspace.")]
+    nb_path = tmp_path / "rerun.ipynb"
+    nb_path.write_text(nbformat.writes(saved))
+    monkeypatch.setenv("JPY_SESSION_NAME", str(nb_path))
+    nb = nbformat.reads(nb_path.read_text(), as_version=4)
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=True).execute()
+    check_cell = len(code) - 3
+    text = _output(nb.cells[check_cell])[0]
+    assert f"checked: the saved notebook {nb_path}" in text, text
+    assert "differs" not in text and "Your answer was found" in text, text
+    assert f"checked: the saved notebook {nb_path}" in _output(nb.cells[check_cell + 2])[0]
+    # a graded cell edited and run, not saved: the kernel's code is checked and the student told
+    nb = nbformat.reads(nb_path.read_text(), as_version=4)
+    nb.cells[0].source += "\nextra = 1"
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=True).execute()
+    text = _output(nb.cells[check_cell])[0]
+    assert "the code run in this kernel" in text and "save it before you hand it in" in text, text
+
+
+def test_a_module_next_to_the_notebook_is_named_with_the_folder_check(tmp_path):
+    """`from attn_helpers import softmax` with attn_helpers.py next to the notebook: check() grades the notebook
+    alone (as `hwcheck check NOTEBOOK`), so the import fails there; the student is told the file is next to the
+    notebook and how to check the folder, not to hand in a file they have."""
+    (tmp_path / "attn_helpers.py").write_text("def softmax(z):\n    return z\n")
+    cells = _cells_of(os.path.join(ROOT, "submissions", "attention", "correct.py"))
+    cells[0] += "\nfrom attn_helpers import softmax"
+    nb = _run(cells + ["import checker\nchecker.check()"], tmp_path)
+    text, page = _output(nb.cells[-1])
+    assert "ModuleNotFoundError: No module named 'attn_helpers'" in text, text
+    assert f"`attn_helpers.py` is next to your notebook, in {tmp_path}" in text, text
+    assert f"hwcheck check {tmp_path}" in text and "hand it in with the rest" not in text, text
+    assert "attn_helpers.py` is next to your notebook" in page
+    assert "Q1  30/30" in text, text  # the failed import costs only itself
 
 
 def test_the_page_shows_student_text_and_never_runs_it():

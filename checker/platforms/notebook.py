@@ -33,6 +33,7 @@ import ast
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -146,21 +147,32 @@ def _code_cells(nb):
 
 
 def _saved_matches(path, cells):
-    """Whether the saved notebook holds what was run: each of its run cells is the input run with that
-    count, and the last cell run (hwcheck's own left out) is saved."""
+    """Whether the saved notebook holds what was run, as far as grading goes: each of its cells run in this
+    kernel holds the code run with that count, the last cell run is saved, and a saved cell this kernel has
+    not run (a count from an earlier run, below the cell that checks) holds nothing but hwcheck's own lines.
+
+    The code compared is what is graded: hwcheck's own lines (`import checker`, `checker.check()`,
+    `%hwcheck`, `%load_ext checker`, the student's check session) are left out of both sides, so the check
+    cells saved after this one by the last "Run All" (`%hwcheck Q1` as In [12] while this kernel has reached
+    In [10]) cannot make the file differ."""
     try:
         with open(path, encoding="utf-8-sig") as f:
             saved = _code_cells(json.load(f))
     except (OSError, ValueError):
         return False
-    ran = {n: src for n, src in cells}
-    for count, src in saved:
-        if type(count) is int and ran.get(count, "").rstrip() != src.rstrip():
-            return False
-    bound, last = set(), None
+    bound, ran, last = set(), {}, None
     for count, src in cells:
-        if without_checker(src, bound).strip():
+        ran[count] = without_checker(src, bound).rstrip()
+        if ran[count].strip():
             last = count
+    bound = set()
+    for count, src in saved:  # in the file's order, as the grader reads it
+        code = without_checker(src, bound).rstrip()
+        if type(count) is int and count in ran:
+            if ran[count] != code:
+                return False
+        elif type(count) is int and code.strip():
+            return False  # graded code saved as run with a count this kernel has not reached
     return last is None or last in {c for c, _ in saved}
 
 
@@ -383,6 +395,8 @@ def _check(ip, question, assignment, timeout):
         view = _grade_in_subprocess(os.path.join(tmp, name), assignment, timeout)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    _note_modules_beside(view, os.path.dirname(saved) if saved else os.getcwd(),
+                         os.path.basename(saved) if saved else "YOUR_NOTEBOOK.ipynb")
     if not text_read:
         for q in view.get("questions") or []:
             if q.get("manual") and not q.get("answer"):
@@ -390,6 +404,36 @@ def _check(ip, question, assignment, timeout):
     if question is not None:
         view = select_question(view, question)
     return NotebookCheck(view, source)
+
+
+_NO_MODULE = re.compile(r"raised ModuleNotFoundError: No module named '([\w.]+)'")
+
+
+def _note_modules_beside(view, folder, notebook):
+    """A module the notebook imports that is a file next to it (`from attn_utils import softmax`, attn_utils.py
+    in the notebook's folder) is missing where the notebook alone is graded: say so, rather than the
+    loader's "hand it in with the rest", which the student has done. check() grades the notebook as
+    `hwcheck check NOTEBOOK` does; a folder is graded, its .py files included, by `hwcheck check FOLDER`."""
+    messages = (view.get("load") or {}).get("messages")
+    if not isinstance(messages, list) or not folder:
+        return
+    for i, msg in enumerate(messages):
+        m = _NO_MODULE.search(msg) if isinstance(msg, str) else None
+        if not m:
+            continue
+        top = m.group(1).split(".")[0]
+        if os.path.isfile(os.path.join(folder, top + ".py")):
+            found = f"`{top}.py`"
+        elif os.path.isfile(os.path.join(folder, top, "__init__.py")):
+            found = f"the package `{top}/`"
+        else:
+            continue
+        note = (f"\n  ({found} is next to your notebook, in {folder}, but checker.check() checks the notebook "
+                f"alone, as `hwcheck check {notebook}` does: hand "
+                f"in the folder, and check it with its modules from a terminal: hwcheck check {shlex.quote(folder)})")
+        hint = re.compile(r"\n  \(`" + re.escape(top) + r"` is neither a file of your submission.*?data loading\)",
+                          re.S)
+        messages[i] = hint.sub(lambda _: note, msg, count=1) if hint.search(msg) else msg + note
 
 
 def _hwcheck_magic(line):
