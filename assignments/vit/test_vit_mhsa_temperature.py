@@ -112,13 +112,20 @@ def _attention_with_identity_weights(x, h, tau, strided=False):
 
 # (hint, the temperature it gives as a function of D, D/num_heads, num_heads and the number of tokens N): the
 # scores of a module that divides them by one of these fail naming it; any other temperature fails too, with
-# the value the fit found. The sizes below keep them pairwise apart (D = 12, 3 heads, N = 5 and 7).
+# the value the fit found. The test's sizes keep them pairwise apart and apart from the right one, sqrt(6):
+# D = 24, 4 heads, N = 5 and 7 (with 3 heads of 4, `4 ** 1/2` = 2 = sqrt(4); with 2 heads, 2 D/h = D).
 SCALING_HINTS = (("no scaling: the scores Q K^T are not divided at all", lambda D, dh, h, N: 1.0),
                  ("the scores are divided by sqrt(D), the model's width, not by sqrt(D/num_heads), the width "
                   "of a head (a single-head formula such as `* C**-0.5` with C the input's last size)",
                   lambda D, dh, h, N: np.sqrt(D)),
                  ("the scores are divided by D/num_heads, not by its square root", lambda D, dh, h, N: float(dh)),
                  ("the scores are divided by D, not by sqrt(D/num_heads)", lambda D, dh, h, N: float(D)),
+                 ("operator precedence: `head_dim ** 1/2` is (head_dim ** 1) / 2 = D/num_heads / 2, not its square "
+                  "root, because `**` binds tighter than `/`; write `head_dim ** 0.5` or `math.sqrt(head_dim)`",
+                  lambda D, dh, h, N: dh / 2),
+                 ("operator precedence: `scores / head_dim ** 1/2` divides by head_dim and then by 2, because `**` "
+                  "binds tighter than `/`; write `scores / head_dim ** 0.5` or `scores / math.sqrt(head_dim)`",
+                  lambda D, dh, h, N: 2.0 * dh),
                  ("the scores are multiplied by sqrt(D/num_heads) instead of divided by it",
                   lambda D, dh, h, N: 1.0 / np.sqrt(dh)),
                  ("the scores are divided by sqrt(num_heads), the number of heads, not by sqrt(D/num_heads), the "
@@ -218,7 +225,8 @@ def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
     # (a skip earns nothing, and costs a right module nothing). A forward that fails with these weights fails
     # here, though it runs with its own: a right module runs whatever its weights hold, and a skip would reward
     # a forward that refuses the grader's weights (seen on charlm's version of this test).
-    D, h, Ns = 12, 3, (5, 7)
+    # a head width of 6 (at 4, head_width / 2, `hs ** 1/2`, equals sqrt(4)); see SCALING_HINTS for why 24, 4
+    D, h, Ns = 24, 4, (5, 7)
     dh = D // h
     what = f"MultiHeadSelfAttention({D}, {h})"
     m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
