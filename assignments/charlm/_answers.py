@@ -68,7 +68,10 @@ def attention_mistakes(Q, K, V):
            "zero_fill": torch.softmax(scores.masked_fill(upper, 0.0), dim=-1) @ V,
            "after_softmax": torch.softmax(scores, dim=-1).masked_fill(upper, 0.0) @ V,
            "T": attend(Q, K, V, 1 / math.sqrt(T), upper, -1) if T > 1 and T != d_k else None,
-           "d_v": attend(Q, K, V, 1 / math.sqrt(d_v), upper, -1) if d_v != d_k else None}
+           "d_v": attend(Q, K, V, 1 / math.sqrt(d_v), upper, -1) if d_v != d_k else None,
+           # `d_k ** 1/2` is d_k / 2 (equal to sqrt(d_k) at d_k = 4), `s / d_k ** 1/2` divides by 2 d_k
+           "half_d_k": attend(Q, K, V, 2 / d_k, upper, -1) if d_k != 4 else None,
+           "twice_d_k": attend(Q, K, V, 1 / (2 * d_k), upper, -1)}
     out = {k: None if v is None else v.numpy() for k, v in out.items()}
     out["batch_axes"] = [attend(Q, K, V, sc, upper, axis).numpy() for axis in range(Q.dim() - 2)]
     return out

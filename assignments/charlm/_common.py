@@ -189,6 +189,12 @@ def _attention_hints(Q, K, V):
                       "of the keys (K.shape[-1])", m["T"]))
     if m["d_v"] is not None:
         hints.append(("scaled by 1/sqrt(d_v) instead of 1/sqrt(d_k)", m["d_v"]))
+    if m.get("half_d_k") is not None:
+        hints.append(("operator precedence: `d_k ** 1/2` is (d_k ** 1) / 2 = d_k / 2, not sqrt(d_k), because `**` "
+                      "binds tighter than `/`; write `d_k ** 0.5` or `math.sqrt(d_k)`", m["half_d_k"]))
+    if m.get("twice_d_k") is not None:
+        hints.append(("operator precedence: `scores / d_k ** 1/2` divides by d_k and then by 2, because `**` binds "
+                      "tighter than `/`; write `scores / d_k ** 0.5` or `scores / math.sqrt(d_k)`", m["twice_d_k"]))
     for axis, value in enumerate(m["batch_axes"]):  # a batch or heads axis: softmax(dim=1) written for (B, T, T)
         hints.append((f"softmax over axis {axis} (dim={axis}), a batch or heads axis, instead of the keys (dim=-1): "
                       "the masked -inf scores line up along that axis, and a softmax of only -inf is NaN", value))

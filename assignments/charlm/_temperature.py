@@ -35,7 +35,10 @@ SCALE_HINTS = (("no scaling: the scores q @ k^T are not divided at all (divide t
                 lambda D, dh: float(dh)),
                ("the scores are divided by d_model, not by sqrt(d_model/num_heads)", lambda D, dh: float(D)),
                ("the scores are multiplied by sqrt(d_model/num_heads) instead of divided by it (`* math.sqrt(d_k)` "
-                "where `/ math.sqrt(d_k)` was meant)", lambda D, dh: 1.0 / math.sqrt(dh)))
+                "where `/ math.sqrt(d_k)` was meant)", lambda D, dh: 1.0 / math.sqrt(dh)),
+               ("operator precedence: `head_size ** 1/2` is (head_size ** 1) / 2 = head_size / 2, not its square "
+                "root, because `**` binds tighter than `/`; write `head_size ** 0.5` or `math.sqrt(head_size)`",
+                lambda D, dh: dh / 2))
 TEMPERATURE_RTOL = 2e-4  # float32 logits against float64 ones, relative to max(1, their largest)
 TEMPERATURE_APART = 2e-3  # a right and a wrong temperature's answers nearer than this tell nothing
 TEMPERATURE_SHORT = 5  # the shorter input: a scale computed from T shows as another value there (T = block_size = 7)

@@ -48,19 +48,20 @@ def test_causal_mask_more_sizes(sub, close, T):
 @pytest.mark.question("attention")
 @pytest.mark.weight(8)
 def test_masked_attention_by_hand(sub, ref, close, rng):
-    Q, K, V = (_tensor(rng.standard_normal((2, 5, 4)), "float32") for _ in range(3))
+    # d_k = 6 in every public test: at d_k = 4, d_k / 2 (`d_k ** 1/2`, precedence) equals sqrt(d_k)
+    Q, K, V = (_tensor(rng.standard_normal((2, 5, 6)), "float32") for _ in range(3))
     _check_by_hand(sub, close, ref.masked_attention(Q, K, V), "masked_attention", Q, K, V,
                    hints=_attention_hints(Q, K, V))
 
 
 @pytest.mark.question("attention")
 def test_masked_attention(sub, ref, close, rng, device, float_dtype):
-    _check_attention(sub, ref, close, rng, (6, 4), 4, device, float_dtype)
+    _check_attention(sub, ref, close, rng, (6, 6), 4, device, float_dtype)
 
 
 @pytest.mark.question("attention")
 def test_masked_attention_batched(sub, ref, close, rng, device, float_dtype):
-    _check_attention(sub, ref, close, rng, (2, 3, 5, 4), 3, device, float_dtype)
+    _check_attention(sub, ref, close, rng, (2, 3, 5, 6), 3, device, float_dtype)
 
 
 @pytest.mark.question("attention")
