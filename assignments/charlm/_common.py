@@ -76,6 +76,11 @@ CHANGED_BY_FORWARD_HINT = ("a forward on a shorter input changed the model, and 
                            "`self.mask = self.mask[:T, :T]` (or any `self.x = ...` in forward) overwrites the "
                            "registered buffer, so after generation's first one-token call the mask is 1 x 1. Slice "
                            "into a local variable instead: `mask = self.mask[:T, :T]`")
+TRAINING_ONLY_CAUSAL_HINT = (
+    "the model is causal in eval mode but not in training mode, where it learns: a layer mixes positions only "
+    "in model.train(). nn.BatchNorm1d (or F.batch_norm) normalizes each feature with the mean and variance of "
+    "the whole batch and every position, so while training each token's logits depend on later tokens (and on "
+    "the other sequences): use nn.LayerNorm(d_model), which normalizes each token over its own features")
 RANDOM_HINT = ("forward gives different logits for the same input under another random seed, in eval mode: "
                "something drops whatever the mode. F.dropout(x, p) drops even in eval mode (its training= defaults "
                "to True): use F.dropout(x, p, training=self.training); an nn.Dropout(p) created inside forward "

@@ -51,6 +51,36 @@ def test_model_stays_causal_after_shorter_inputs(sub, close, rng, seed):
 
 
 @pytest.mark.question("model")
+@pytest.mark.weight(2)  # the model learns in model.train(): a layer that mixes positions only there trains on the future
+@_sizes_from_arguments
+def test_model_causal_in_training_mode(sub, close, rng, seed):
+    # The other causality tests run in eval mode. Here the same module runs in training mode (its buffers put
+    # back afterwards) on a block and on the block with every token after t changed, each under one seed, so
+    # dropout drops the same entries of both: a causal model gives the same logits up to t. A model causal in
+    # eval mode only (nn.BatchNorm1d over the features: in training it normalizes with the batch's and every
+    # position's statistics) fails; one not causal in eval mode either is judged by test_model_causality.
+    V, T, B = MODEL[0], MODEL[1], 2
+    m = _new(sub, MODEL, seed)
+    idx = _ids(rng, B, T, V)
+    t = T // 2
+    later = idx.clone()
+    later[:, t + 1:] = (idx[:, t + 1:] + torch.tensor(rng.integers(1, V, size=(B, T - t - 1)))) % V
+    what = f"{_cfg_text(MODEL)} on ids {_shape(idx.shape)}"
+    evaluated = _forward(m, MODEL, [idx, later], seed)
+    e0, e1 = (_logits(o, B, T, V, what) for o in evaluated.outputs)
+    if np.abs(e1[:, : t + 1] - e0[:, : t + 1]).max() > 1e-4 * max(1.0, float(np.abs(e0).max())):
+        pytest.skip("judged by test_model_causality: the logits depend on later tokens in eval mode too")
+    trained = m.forward([idx, later], seed=seed, train=True)
+    base, out = (_logits(o, B, T, V, what + " in training mode") for o in trained.outputs)
+    try:
+        close(out[:, : t + 1], base[:, : t + 1], dtype="float32",
+              what=f"{what} in training mode (model.train()): logits at positions 0..{t} after changing the "
+                   f"tokens after position {t}")
+    except GradingFailure as e:
+        raise GradingFailure(f"{e.message}\nLikely mistake: {TRAINING_ONLY_CAUSAL_HINT}.") from None
+
+
+@pytest.mark.question("model")
 @pytest.mark.weight(3)  # without positions a transformer sees its context as a bag of characters
 @pytest.mark.parametrize("cfg", [MODEL[:4] + (1,)], ids=["one-layer"])
 @_sizes_from_arguments

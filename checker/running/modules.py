@@ -98,8 +98,12 @@ class ModuleHandle:
                 n += math.prod(shape)
         return min(n, 2**40)
 
-    def forward(self, inputs, seed=0):
-        r = self._req("forward", {"inputs": list(inputs), "seed": int(seed)}, f"{self.cls}.forward")
+    def forward(self, inputs, seed=0, train=False):
+        """The module's outputs on `inputs` (each under `seed`), in eval mode, or in training mode (`train`: its
+        buffers are put back afterwards)."""
+        extra = {"train": True} if train else {}
+        r = self._req("forward", {"inputs": list(inputs), "seed": int(seed), **extra},
+                      f"{self.cls}.forward{' in training mode' if train else ''}")
         return self.sub.finish("forward", r, {"cls": self.cls})
 
     def grads(self, x, weight, seed=0):

@@ -264,17 +264,28 @@ class Probes:
             raise ProbeError("unknown module handle (the worker was restarted)")
         return self.modules[handle]
 
-    def forward(self, handle, inputs, seed):
+    def forward(self, handle, inputs, seed, train=False):
+        """The module on each input, each under `seed` (so dropout draws the same masks for inputs of one shape),
+        in eval mode, or in training mode (`train`) with its buffers (BatchNorm's running statistics) put
+        back afterwards, so that no later ask sees what this one changed."""
         torch = _torch()
         m = self._module(handle)
         outs, filled = [], set()
-        with torch.no_grad():
-            for x in inputs:
-                torch.manual_seed(seed)
-                y = _call(m, x, filled)
-                if y is None:
-                    raise ProbeError("forward returned None: does forward end with `return ...`?")
-                outs.append(y)
+        kept = _buffers_of(m) if train else None
+        try:
+            if train:
+                m.train()
+            with torch.no_grad():
+                for x in inputs:
+                    torch.manual_seed(seed)
+                    y = _call(m, x, filled)
+                    if y is None:
+                        raise ProbeError("forward returned None: does forward end with `return ...`?")
+                    outs.append(y)
+        finally:
+            if train:
+                m.eval()
+                _put_back(m, kept)
         # the dtype and device of a nanoGPT-style (logits, loss) are its logits'
         firsts = [_logits_of(y) for y in outs]
         return {"outputs": outs,
@@ -399,6 +410,23 @@ class Probes:
             if "meta" not in str(e).lower() and "data-dependent" not in str(e).lower():
                 raise
             return {"shape": None, "fallback": f"{type(e).__name__}: {str(e)[:200]}"}
+
+
+def _buffers_of(m):
+    """Copies of the module's buffers, by name (torch's own tensor methods: a subclass's override runs nothing)."""
+    torch = _torch()
+    with torch._C.DisableTorchFunction():
+        return {n: torch._C.TensorBase.clone(b) for n, b in registered(m, "_buffers")
+                if isinstance(b, torch.Tensor)}
+
+
+def _put_back(m, kept):
+    """The buffers' values as _buffers_of copied them (a buffer replaced by another object is replaced back)."""
+    torch = _torch()
+    with torch.no_grad(), torch._C.DisableTorchFunction():
+        for n, b in registered(m, "_buffers"):
+            if n in kept and isinstance(b, torch.Tensor) and torch._C.TensorBase.size(b) == kept[n].shape:
+                torch._C.TensorBase.copy_(b, kept[n])
 
 
 def _is_lazy(m):
