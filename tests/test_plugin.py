@@ -148,22 +148,3 @@ def test_parametrized_values_given_before_pytest_looks_for_them_are_pytests_own(
     outcomes = {t["nodeid"].split("::")[-1]: t["outcome"] for t in report.report["tests"]}
     assert outcomes == {f"test_values[float32-5-{i}]": "passed" for i in ("zero", "three", "none")}
     assert len(given) == 3 and all(sorted(names) == ["dtype", "n"] for _, names in given), given
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("aid", assignment_ids())
-def test_scorecards_same_when_pytest_gives_every_parametrized_value(monkeypatch, aid):
-    """Graded with the plugin's parametrized values given up front, and with pytest's fixtures giving each
-    (`_direct_params` finding none), a sample of the examples gets the same scorecards byte for byte."""
-    from checker.running import plugin as plugin_module
-    from checker.running.runner import Grader
-    from test_ref_cache import SEED, _sample, _without_times
-
-    sample = _sample(aid)
-    with Grader(mode="hidden", seed=SEED) as fast:
-        got = [_without_times(fast.grade(p, aid)) for p in sample]
-    monkeypatch.setattr(plugin_module, "_direct_params", lambda item: ())
-    with Grader(mode="hidden", seed=SEED) as plain:
-        want = [_without_times(plain.grade(p, aid)) for p in sample]
-    for path, w, g in zip(sample, want, got):
-        assert g == w, path

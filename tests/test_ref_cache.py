@@ -1,11 +1,18 @@
-"""The reference's answers kept from one submission to the next (checker.running.ref_cache) change no scorecard.
+"""Every speed-up of grading, and the reference's answers kept from one submission to the next
+(checker.running.ref_cache) among them, changes no scorecard.
 
-A grader with the cache grades a sample of each assignment's example submissions (the reference, honest
+A grader as a batch runs it grades a sample of each assignment's example submissions (the reference, honest
 variants and named mistakes, whose hints are computed on the trusted side) one after another, so that each
-after the first is graded from the answers the earlier ones left; a grader without it, and without the one
-pytest session of checker.running.session (a pytest.main per submission: the way both speed-ups left
-out), grades the same files with the same seed. The scorecards must be the same byte for byte once the times (and the walls' per-worker uid) are left out, and
-the cache must really have served answers (else the comparison proves nothing).
+after the first is graded from the reference answers the earlier ones left, in one pytest session
+(checker.running.session, its items run by checker.running.lean_protocol), with each test's asks sent to the
+worker together (checker.running.together), the plugin giving the parametrized values up front
+(plugin._direct_params) and property tests' examples drawn once (HwcheckPlugin.replay_examples). A grader
+with none of them (no cache, a pytest.main per submission, every ask alone at its get(), every parametrized
+value from pytest's fixtures, every example drawn by hypothesis) grades the same files with the same seed.
+The scorecards must be the same byte for byte once the times (and the walls' per-worker uid) are left out,
+and each speed-up must really have acted (else the comparison proves nothing of it). One comparison for all
+of them, since each costs a grading of the whole sample: tests/test_lean_protocol.py, test_examples_first.py
+and test_session.py compare one speed-up alone on attention, raw reports included.
 """
 import json
 import os
@@ -13,6 +20,9 @@ import re
 
 import pytest
 
+import checker.running.together as together
+from checker.running import plugin as plugin_module
+from checker.running.plugin import HwcheckPlugin
 from checker.running.ref_cache import CachingRef, RefCache, cached_call
 from checker.running.runner import Grader
 from checker.spec import assignment_ids, example_dirs
@@ -46,24 +56,47 @@ def _sample(aid):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("aid", assignment_ids())
-def test_scorecards_same_with_and_without_the_cache(aid):
+def test_scorecards_same_with_every_speed_up_and_with_none(aid, monkeypatch):
     sample = _sample(aid)
     assert len(sample) >= 3, sample
+    sent, given = [], []  # what the speed-ups did: asks sent together, parametrized values given up front
+    send, direct = together.Together.send, plugin_module._direct_params
+
+    def counting_send(self):
+        was = self.sent
+        send(self)
+        if not was and self.round_trips:
+            sent.append(len(self.asks))
+
+    def counting_direct(item):
+        names = direct(item)
+        given.extend(names)
+        return names
+    monkeypatch.setattr(together.Together, "send", counting_send)
+    monkeypatch.setattr(plugin_module, "_direct_params", counting_direct)
+    with Grader(mode="hidden", seed=SEED) as fast:
+        got = [_without_times(fast.grade(p, aid)) for p in sample]
+        again = _without_times(fast.grade(sample[0], aid))  # every reference answer now from the cache
+        hits, kept = fast.ref_cache.hits, len(fast.ref_cache)
+        (held,) = fast._sessions.values()  # one session graded them all (checker.running.session)
+        lean, replayed = held.lean_items, held.plugin.examples_replayed
+    assert sent and given and lean > 0, (len(sent), len(given), lean)
+    if aid == "attention":  # its property tests are the ones whose examples are drawn once
+        assert replayed > 0
+    if aid != "vit":  # vit's tests ask the reference almost nothing: it may keep little
+        assert kept > 0 and hits > kept, (hits, kept)
+
+    monkeypatch.setattr(together, "SEND_TOGETHER", False)
+    monkeypatch.setattr(plugin_module, "_direct_params", lambda item: ())
+    monkeypatch.setattr(HwcheckPlugin, "replay_examples", False)
+    sent.clear()
     with Grader(mode="hidden", seed=SEED, ref_cache=False, reuse_session=False) as plain:
         assert plain.ref_cache is None and not plain._sessions
         want = [_without_times(plain.grade(p, aid)) for p in sample]
-    with Grader(mode="hidden", seed=SEED) as cached:
-        got = [_without_times(cached.grade(p, aid)) for p in sample]
-        again = _without_times(cached.grade(sample[0], aid))  # every reference answer now from the cache
-        hits, kept = cached.ref_cache.hits, len(cached.ref_cache)
-        assert len(cached._sessions) == 1  # one session graded them all (checker.running.session)
+    assert not sent
     for path, w, g in zip(sample, want, got):
-        assert g == w, f"{os.path.basename(path)}: the scorecard differs with the cache"
+        assert g == w, f"{os.path.basename(path)}: the scorecard differs with the speed-ups"
     assert again == want[0]
-    if aid == "vit":  # vit's tests ask the reference almost nothing: it may keep little
-        assert hits >= 0
-    else:
-        assert kept > 0 and hits > kept, (hits, kept)
 
 
 def test_cached_answers_are_copies_and_keyed_by_arguments():

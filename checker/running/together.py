@@ -49,7 +49,7 @@ from checker.judging.names import call_text
 __all__ = ["Together", "Pending", "SEND_LIMIT", "SEND_TOGETHER", "asked"]
 
 SEND_LIMIT = 64 * 1024  # bytes of requests in flight at once (a socketpair's buffer holds about 200 KiB)
-SEND_TOGETHER = True    # False: every ask goes alone at its get() (tests/test_together_cards.py compares)
+SEND_TOGETHER = True    # False: every ask goes alone at its get() (tests/test_ref_cache.py compares)
 _NOT_RUN = object()
 
 
