@@ -10,7 +10,10 @@ What it is for: called once in a freshly forked worker. In order:
    cgroup), shared mappings included, and with a GPU a
    share of its memory for torch's allocator (`checker.worker.gpumem`),
    and on its tasks (processes and threads: the pids controller of cgroup v2
-   or v1, else RLIMIT_NPROC of its uid once that is set, below);
+   or v1, else RLIMIT_NPROC of its uid once that is set, below); where the cpu
+   controller of cgroup v2 or v1 can be had, one CPU share for all its
+   processes (`memory.cap_cpu`; without it they share one session's
+   autogroup, seccomp refusing setsid);
 3. namespaces (`checker.worker.namespaces`): new mount, network, IPC, UTS
    and PID namespaces (plus a user namespace when the grader is not root);
    the worker's body runs as PID 1 of its PID namespace, so its whole process
@@ -42,7 +45,8 @@ What it is for: called once in a freshly forked worker. In order:
    process's command line, a grader's `--seed` among them);
 6. a seccomp filter (`checker.worker.seccomp`) refusing io_uring, System V
    IPC and message queues, ptrace and other processes' memory, keyrings,
-   new namespaces and mounts; where no network namespace could be made, every
+   new namespaces and mounts, and setsid (a session of its own is a CPU
+   share of its own on a host with sched_autogroup); where no network namespace could be made, every
    new socket too (no TCP, UDP, or unix sockets of the host).
 
 Where a GPU is present (/dev/nvidia*), two things CUDA's cuInit needs are let
@@ -183,6 +187,9 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
     tasks = memory.cap_tasks(cgroup_parent)  # None: RLIMIT_NPROC once the worker's uid is known
     if tasks:
         applied.append(tasks)
+    cpu = memory.cap_cpu(cgroup_parent)  # None: no cpu controller; seccomp keeps its processes to one session
+    if cpu:
+        applied.append(cpu)
     was_root = os.geteuid() == 0
     read_roots = allowed_read_roots(secrets)
     ns = None

@@ -1,4 +1,5 @@
-"""A cap on all of a worker's memory: private, shared (`mmap(-1, n)`), tmpfs pages and page tables.
+"""A cap on all of a worker's memory (private, shared `mmap(-1, n)`, tmpfs pages, page tables) and its tasks,
+and its one CPU share: a worker's cgroups.
 
 What it is for: RLIMIT_DATA counts private writable memory only, so a shared
 anonymous mapping or a file in /dev/shm went past it. `cap_memory(mb)` puts
@@ -22,20 +23,33 @@ where v2's pids controller was delegated with the memory controller,
 writable (a hybrid host, as root). Where neither is there, `isolation` sets
 RLIMIT_NPROC for the worker's own uid instead.
 
+`cap_cpu(parent)` gives the worker one CPU share, by the same cgroup: all of
+its processes, however many, weigh as one entity against a classmate's worker
+graded beside it (`cpu-cgroup2-cpu.weight-<W>` where v2's cpu controller was
+delegated with the memory controller, `cpu-cgroup1-cpu.shares-<S>` where
+cgroup v1's cpu hierarchy is mounted and writable, as root). A task in a cpu
+cgroup other than the root is in no scheduling autogroup either. Where neither
+is there, nothing is named: the worker's processes share the one session its
+outer process made (seccomp refuses setsid), so on a host with
+sched_autogroup they weigh as one autogroup, and without it as one process
+each, as any other user's processes do.
+
 The cgroups a worker was put in are named `hwcheck-<pid>` under parents
 the zygote made; `release(pid)` removes them after the worker was reaped.
 A zygote removes its parents as it exits; one killed by SIGKILL cannot, and
 the process that started and reaped it removes them (`remove_parent_of`).
 
-What it is not: a fair-share scheduler, or a disk quota (the worker's own
-dir is a small tmpfs, or watched: `checker.worker.diskcap`).
+What it is not: a CPU quota (no cpu.max: a worker may use every core nobody
+else wants), a time limit (the trusted side's budgets), or a disk quota (the
+worker's own dir is a small tmpfs, or watched: `checker.worker.diskcap`).
 """
 
 import os
 import resource
 import time
 
-__all__ = ["cap_memory", "data_limit", "cap_tasks", "release", "remove_parent", "remove_parent_of", "cgroup_parent", "HEADROOM_MB", "PIDS_MAX"]
+__all__ = ["cap_memory", "data_limit", "cap_tasks", "cap_cpu", "release", "remove_parent", "remove_parent_of",
+           "cgroup_parent", "HEADROOM_MB", "PIDS_MAX"]
 
 HEADROOM_MB = 256
 DATA_MARGIN_MB = 64  # RLIMIT_DATA stops this far under the cgroup's cap (data_limit)
@@ -78,11 +92,13 @@ def _write(path, text):
 
 
 def cgroup_parent():
-    """Made once per zygote: where its workers' cgroups go, as (kind, memory parent, v1 pids parent) or None.
+    """Made once per zygote: where its workers' cgroups go, as (kind, memory parent, v1 pids parent,
+    v1 cpu parent) or None.
 
     v2 needs the memory controller delegated to this process's cgroup (listed in its
     cgroup.subtree_control after we ask for it in a child of ours; pids with it where delegated
-    too); v1 needs a writable memory hierarchy, and, for the tasks, a writable pids hierarchy.
+    too; cpu too where delegated); v1 needs a writable memory hierarchy, and, for the tasks and the CPU share,
+    writable pids and cpu hierarchies.
     Anything else: kind None, and workers fall back to RLIMIT_AS (and RLIMIT_NPROC); so does HWCHECK_CGROUPS=0,
     the tests' way to put up the walls of a host whose cgroups are read-only (Gradescope's Docker)."""
     if "parent" in _PARENT:
@@ -92,7 +108,8 @@ def cgroup_parent():
         return None
     kind, base = _memory_parent()
     pids = _v1_parent("pids", "pids.max") if kind != "cgroup2" or not _has(base, "pids") else None
-    _PARENT["parent"] = (kind, base, pids) if kind or pids else None
+    cpu = _v1_parent("cpu", "cpu.shares") if kind != "cgroup2" or not _has(base, "cpu") else None
+    _PARENT["parent"] = (kind, base, pids, cpu) if kind or pids or cpu else None
     return _PARENT["parent"]
 
 
@@ -115,6 +132,11 @@ def _memory_parent():
             if "memory" in controllers:
                 _write(os.path.join(base, "cgroup.subtree_control"),
                        " ".join("+" + c for c in ("memory", "pids") if c in controllers))
+                if "cpu" in controllers:  # apart: a refusal (a realtime task somewhere) costs only the CPU share
+                    try:
+                        _write(os.path.join(base, "cgroup.subtree_control"), "+cpu")
+                    except OSError:
+                        pass
                 return "cgroup2", base
             os.rmdir(base)
         except OSError:
@@ -225,11 +247,51 @@ def cap_tasks(parent=None, limit=PIDS_MAX):
     return None
 
 
+def cap_cpu(parent=None):
+    """Put this process (and all it starts) in a cpu cgroup of its own: one CPU share however many processes
+    it has; the wall's name, or None (no cpu controller here: nothing else is done). Call after cap_memory
+    (v2 uses its cgroup)."""
+    if not parent:
+        return None
+    mine = f"hwcheck-{os.getpid()}"
+    if parent[0] == "cgroup2" and _has(parent[1], "cpu"):
+        path = os.path.join(parent[1], mine)
+        try:
+            with open(os.path.join(path, "cgroup.procs")) as f:
+                if str(os.getpid()) not in f.read().split():
+                    return None
+            return f"cpu-cgroup2-cpu.weight-{_read(os.path.join(path, 'cpu.weight'))}"
+        except OSError:
+            return None
+    if len(parent) > 3 and parent[3]:
+        path = os.path.join(parent[3], mine)
+        try:
+            os.mkdir(path)
+            _write(os.path.join(path, "cgroup.procs"), "0")
+            return f"cpu-cgroup1-cpu.shares-{_read(os.path.join(path, 'cpu.shares'))}"
+        except OSError:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+    return None
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def _v1_bases(parent):
+    """The v1 folders besides the memory one (pids, cpu) that a parent names."""
+    return [b for b in parent[2:] if b]
+
+
 def release(pid, parent):
     """Remove the cgroups of a reaped worker (and kill what is left in them)."""
     if not parent:
         return
-    for kind, base in ((parent[0], parent[1]), ("cgroup1", parent[2])):
+    for kind, base in ((parent[0], parent[1]), *[("cgroup1", b) for b in _v1_bases(parent)]):
         path = os.path.join(base, f"hwcheck-{pid}") if base else None
         if not path or not os.path.isdir(path):
             continue
@@ -262,7 +324,7 @@ def _kill_members(path):
 def remove_parent(parent):
     """The zygote's own cgroups, with what is left of its workers' (all of them dead by now)."""
     if parent:
-        for base in {parent[1], parent[2]} - {None}:
+        for base in {parent[1], *_v1_bases(parent)} - {None}:
             for name in _listdir(base):
                 if name.startswith("hwcheck-") and name[8:].isdigit():
                     release(int(name[8:]), parent)
@@ -279,11 +341,12 @@ def remove_parent_of(zygote_pid, seconds=2.0):
     (within `seconds`: a killed process leaves its cgroup only as it exits). True when none is left."""
     def mine(found):
         return os.path.join(found[0], found[1].lstrip("/"), f"hwcheck-{int(zygote_pid)}") if found else None
-    v2, v1_memory, v1_pids = mine(_own_cgroup_v2()), mine(_own_cgroup_v1("memory")), mine(_own_cgroup_v1("pids"))
+    v2, v1_memory = mine(_own_cgroup_v2()), mine(_own_cgroup_v1("memory"))
+    v1_pids, v1_cpu = mine(_own_cgroup_v1("pids")), mine(_own_cgroup_v1("cpu"))
     if v2 and os.path.isdir(v2):
-        parent = ("cgroup2", v2, v1_pids)
+        parent = ("cgroup2", v2, v1_pids, v1_cpu)
     else:
-        parent = ("cgroup1", v1_memory, v1_pids)
+        parent = ("cgroup1", v1_memory, v1_pids, v1_cpu)
     left = [p for p in parent[1:] if p and os.path.isdir(p)]
     deadline = time.monotonic() + seconds
     while left:

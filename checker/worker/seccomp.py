@@ -10,7 +10,9 @@ impossible to remove. `restrict(sockets=...)` installs a classic-BPF deny list:
   memory and files), the keyrings (shared by every process of a uid), bpf,
   perf_event_open, userfaultfd, new namespaces (unshare, setns, and clone
   with a CLONE_NEW* flag; clone3, whose flags a filter cannot read, answers
-  ENOSYS so that glibc falls back to clone), mounts, kexec and modules;
+  ENOSYS so that glibc falls back to clone), mounts, kexec and modules,
+  and setsid (a new session is a scheduling autogroup of its own, a CPU
+  share of its own where the host has sched_autogroup: see `DENIED`);
 - where no network namespace could be made (`sockets=False`): every new
   socket. `socket()` fails with EACCES for every family; `socketpair()` is
   allowed for AF_UNIX SOCK_STREAM only (multiprocessing's and asyncio's
@@ -29,7 +31,9 @@ bit 30 set, same audit arch) are refused, since both would number the calls
 differently and slip past the list.
 
 What it is not: an allow list (numpy, torch and CUDA use too many calls to
-name them safely), nor the file wall (Landlock, the uid) or the memory cap.
+name them safely), nor the file wall (Landlock, the uid), the memory cap or
+a CPU share (refusing setsid keeps a worker to its one autogroup; the share
+of its cgroup is `checker.worker.memory`'s).
 libseccomp's Python bindings are not on PyPI (the `seccomp` module comes with
 the distribution), so the program is written here, in `_program()`.
 """
@@ -69,6 +73,11 @@ DENIED = {
                "finit_module", "delete_module", "open_by_handle_at"),
     "namespaces": ("unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount",
                    "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"),
+    # a new session is a new autogroup: where the host has kernel.sched_autogroup_enabled (most desktop and
+    # many server kernels), the scheduler shares the CPU per session, so 128 children each in a session of its
+    # own took 128 shares and left a classmate graded beside them ~1% of a core. A worker's processes stay in
+    # the session its outer process made (checker.worker.zygote), which nothing of the worker leaves after this.
+    "sessions": ("setsid",),
 }
 
 _X86_64 = {
@@ -85,6 +94,7 @@ _X86_64 = {
     "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
     "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
     "mount_setattr": 442,
+    "setsid": 112,
 }
 _AARCH64 = {
     "socket": 198, "socketpair": 199, "clone": 220, "clone3": 435,
@@ -100,6 +110,7 @@ _AARCH64 = {
     "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
     "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
     "mount_setattr": 442,
+    "setsid": 157,
 }
 # machine -> (audit arch, syscall numbers, x32 bit to refuse)
 _ARCH = {
