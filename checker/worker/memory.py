@@ -287,8 +287,21 @@ def _v1_bases(parent):
     return [b for b in parent[2:] if b]
 
 
+_LEFT = set()  # cgroups whose members were killed but not yet gone when their worker was released
+
+
 def release(pid, parent):
-    """Remove the cgroups of a reaped worker (and kill what is left in them)."""
+    """Remove the cgroups of a reaped worker (and kill what is left in them). A cgroup whose killed members
+    have not exited yet cannot be removed: it is tried again at each later release, so a long batch of killed
+    workers leaves at most the last few folders until the zygote removes its parents."""
+    for path in list(_LEFT):
+        try:
+            os.rmdir(path)
+            _LEFT.discard(path)
+        except FileNotFoundError:
+            _LEFT.discard(path)
+        except OSError:
+            pass
     if not parent:
         return
     for kind, base in ((parent[0], parent[1]), *[("cgroup1", b) for b in _v1_bases(parent)]):
@@ -304,8 +317,10 @@ def release(pid, parent):
             _kill_members(path)
         try:
             os.rmdir(path)
-        except OSError:
+        except FileNotFoundError:
             pass
+        except OSError:
+            _LEFT.add(path)
 
 
 def _kill_members(path):
