@@ -173,6 +173,12 @@ def _rebinds_by_name(s):
     parts = [v for field, v in ast.iter_fields(s) if field not in ("body", "orelse", "finalbody", "handlers")]
     nodes = [n for part in parts for p in (part if isinstance(part, list) else [part]) if isinstance(p, ast.AST)
              for n in ast.walk(p)]
+    # every way below starts from a call of one of those names or from a namespace (`__dict__`, `modules`): a
+    # statement with neither (almost all of them) is answered without the second look
+    if not any((isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                and (n.func.id in _REBINDING_CALLS or n.func.id in _NAMESPACE_CALLS))
+               or (isinstance(n, ast.Attribute) and n.attr in ("__dict__", "modules")) for n in nodes):
+        return False
     # which nodes hold globals(), vars(), locals(), x.__dict__ or sys.modules: children before parents (ast.walk
     # gives parents first), so each node is looked at once (a walk per `.update` of a chain was quadratic)
     holds = {}
