@@ -559,30 +559,47 @@ def _check_arguments_unchanged(sub, close, calls):
     """Call each (name, {param: value}, expected answer) and fail if the function changed one of its array
     arguments in place (`scores /= ...`, `H *= w[:, None]`): the caller's array changes, so a second call
     gives another answer. The test passes only for right answers: a call that raises or answers wrongly
-    cannot earn the point here (its own tests say why), so the test is skipped then."""
+    cannot earn the point here (its own tests say why), so the test is skipped then. Each call is made with
+    float64 arguments and again with float32 ones (the float arrays cast): `np.asarray(x, dtype=np.float32)`
+    copies a float64 array but hands a float32 one back as it is, so `s -= s.max()` after it writes into the
+    caller's float32 array only."""
     changed, raised = [], []
+    variants = [(name, params, expected, dtype) for dtype in ("float64", "float32")
+                for name, params, expected in calls]
     with sub.together() as t:  # every call is made whatever the others answer: one round trip
-        asked_ = [t.call_changes(name, *[np.array(v, copy=True) for v in params.values()]) for name, params, _ in calls]
-    for (name, params, expected), ask in zip(calls, asked_):
+        asked_ = [t.call_changes(name, *[_as_dtype(v, dtype) for v in params.values()])
+                  for name, params, _, dtype in variants]
+    for (name, params, expected, dtype), ask in zip(variants, asked_):
         try:
             value, which = ask.get()
         except GradingFailure as e:  # it raised, hung, or is missing
-            raised.append(f"{name}: {e.message.splitlines()[0][:200]}")
+            raised.append(f"{name} ({dtype}): {e.message.splitlines()[0][:200]}")
             continue
         names = list(params)
-        changed += [f"{name} changed its argument `{names[i]}`" for i in which]
+        changed += [(name, names[i], dtype) for i in which]
         try:
-            close(value, expected, what=name)
+            close(value, expected, what=name, **({"dtype": dtype} if dtype != "float64" else {}))
         except GradingFailure:
-            raised.append(f"{name} does not give the right answer")
+            raised.append(f"{name} does not give the right answer ({dtype} arguments)")
     if changed:
+        dtypes = {}
+        for name, arg, dtype in changed:
+            dtypes.setdefault((name, arg), []).append(dtype)
+        said = [f"{name} changed its {'' if len(set(d)) > 1 else d[0] + ' '}argument `{arg}`"
+                for (name, arg), d in dtypes.items()]
         raise GradingFailure(
-            "; ".join(_unique_in_order(changed)) + " in place (an augmented assignment such as `x /= ...`, `x *= ...`, `x -= ...` or "
+            "; ".join(_unique_in_order(said)) + " in place (an augmented assignment such as `x /= ...`, `x *= ...`, `x -= ...` or "
             "`x[...] = ...` on an argument writes into the caller's array): the caller's data is changed, so "
             "calling it twice gives two answers. Make a new array instead: `x = x / ...`.")
     if raised:
         pytest.skip("judged by the other tests, not here (an answer that is not right earns nothing here): "
                     + "; ".join(raised))
+
+
+def _as_dtype(v, dtype):
+    """A copy of `v`, its floats in `dtype` (anything else as it is)."""
+    a = np.array(v, copy=True)
+    return a.astype(dtype) if a.dtype.kind == "f" else a
 
 
 # Library calls that would do a function's work for the student (the handout: "by hand", numpy only).

@@ -30,7 +30,18 @@ def _tensor_changes_seen(sub):
     return isinstance(kept, list) and len(kept) == 1 and kept[0] is not None
 
 
-def _check_arguments_unchanged(sub, close, name, args, params, expected, what):
+def _check_arguments_unchanged_in_both_dtypes(sub, close, name, args, params, expected, what):
+    """`_check_arguments_unchanged` with the float64 tensors `args`, then with them in float32 (what a model
+    passes): `x.to(torch.float64)` or `.double()` copies a float32 tensor but hands a float64 one back as it is,
+    and the reverse for float32, so a function may change only one dtype's arguments in place."""
+    for dtype in ("float64", "float32"):
+        cast = tuple(a.to(getattr(torch, dtype)) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                     for a in args)
+        _check_arguments_unchanged(sub, close, name, cast, params, expected, what.replace("float64", dtype),
+                                   dtype=None if dtype == "float64" else dtype)
+
+
+def _check_arguments_unchanged(sub, close, name, args, params, expected, what, dtype=None):
     """Call `name(*args)` (torch tensors) and fail where it changed one of its arguments in place: the caller's
     tensor (the residual stream a model passes to layer_norm, the queries it passes to attention) is then
     changed behind its back, and calling twice gives two answers. A call that answers wrongly earns nothing here
@@ -60,7 +71,7 @@ def _check_arguments_unchanged(sub, close, name, args, params, expected, what):
               "ending in `_` (`x.sub_(...)`, `Q.div_(...)`, `masked_fill_`) or `x[...] = ...` writes into the "
               "caller's tensor. Make a new tensor instead: `x = x - mean`, `Q = Q / math.sqrt(d_k)`.")
     try:
-        close(value, _np64(expected), what=what)
+        close(value, _np64(expected), what=what, **({"dtype": dtype} if dtype else {}))
     except GradingFailure:
         pytest.skip("judged by the other tests, not here: the answer is not right (a wrong answer earns nothing "
                     "here)")

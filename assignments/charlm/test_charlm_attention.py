@@ -96,5 +96,5 @@ def test_masked_attention_runs_on_another_device(sub):
 @pytest.mark.weight(3)  # a model's queries, keys and values are its own tensors: attention must not change them
 def test_masked_attention_leaves_its_arguments_unchanged(sub, ref, close, rng):
     Q, K, V = (_tensor(rng.standard_normal(s), "float64") for s in ((2, 5, 4), (2, 5, 4), (2, 5, 3)))
-    _check_arguments_unchanged(sub, close, "masked_attention", (Q, K, V), ("Q", "K", "V"),
+    _check_arguments_unchanged_in_both_dtypes(sub, close, "masked_attention", (Q, K, V), ("Q", "K", "V"),
                                ref.masked_attention(Q, K, V), "masked_attention(Q, K, V) on (2, 5, 4) float64 inputs")

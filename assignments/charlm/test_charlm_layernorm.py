@@ -43,7 +43,7 @@ def test_layer_norm_large_mean(sub, ref, close, rng):
 @pytest.mark.weight(3)  # in a model, x is the residual stream: a norm that changes it breaks the residual
 def test_layer_norm_leaves_its_argument_unchanged(sub, ref, close, rng):
     x = _tensor(_ln_input(rng, (2, 3, 8)), "float64")
-    _check_arguments_unchanged(sub, close, "layer_norm", (x,), ("x",), ref.layer_norm(x, 1e-5),
+    _check_arguments_unchanged_in_both_dtypes(sub, close, "layer_norm", (x,), ("x",), ref.layer_norm(x, 1e-5),
                                "layer_norm(x) on a (2, 3, 8) float64 input")
 
 
