@@ -96,11 +96,11 @@ def _repo_relative(view, submission):
     base = submission if os.path.isdir(submission) else os.path.dirname(submission)
     base = os.path.relpath(os.path.abspath(base)) if base else ""
     view = copy.deepcopy(view)
-    for q in view.get("questions", []):
-        for t in q.get("tests", []):
-            where = t.get("where")
-            if isinstance(where, dict) and where.get("file") and base not in ("", "."):
-                where["file"] = os.path.join(base, where["file"])
+    places = [t.get("where") for q in view.get("questions", []) for t in q.get("tests", [])]
+    places += (view.get("load") or {}).get("left_out") or []
+    for where in places:
+        if isinstance(where, dict) and where.get("file") and base not in ("", "."):
+            where["file"] = os.path.join(base, where["file"])
     return view
 
 

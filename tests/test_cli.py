@@ -469,6 +469,33 @@ def test_check_ci_annotations_point_at_the_students_file_and_line(warm, tmp_path
     assert all(ln.startswith("::error file=hw/q1.py,line=2,") for ln in located if ln not in raised)
 
 
+def test_code_that_did_not_load_is_a_warning_at_its_file_and_line(warm, tmp_path, monkeypatch):
+    # the statement that raised while loading is why a def after it is missing: CI points at it, once per
+    # place, as a warning beside the errors of the tests (a notebook cell's line is no line of the file)
+    repo = tmp_path / "repo"
+    (repo / "hw").mkdir(parents=True)
+    (repo / "hw" / "q1.py").write_text(
+        "import numpy as np\n"
+        "W = np.load('weights_on_my_laptop.npy')\n"
+        "def scale_scores(scores, n):\n"
+        "    return scores / W\n")
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": "import numpy as np\nprint(undefined_name)\n"}]}
+    (repo / "hw" / "q2.ipynb").write_text(json.dumps(nb))
+    monkeypatch.chdir(repo)
+    r = run("check", "hw", "-a", "attention", "--ci")
+    assert r.exit_code == 1
+    warnings = [ln for ln in r.stdout.splitlines() if ln.startswith("::warning ")]
+    assert len(warnings) == 2, warnings
+    assert warnings[0].startswith("::warning file=hw/q1.py,line=2,title=hwcheck › part of your code did not run::"), warnings
+    assert "FileNotFoundError" in warnings[0], warnings
+    assert warnings[1].startswith("::warning file=hw/q2.ipynb,title="), warnings
+    assert "NameError" in warnings[1], warnings
+    errors = [ln for ln in r.stdout.splitlines() if ln.startswith("::error ")]
+    assert 0 < len(errors) <= 10, errors  # the errors keep their own ten
+
+
 def test_a_wrong_answer_is_located_at_the_students_def(warm, tmp_path, monkeypatch):
     # no exception to take a line from: the annotation and the report point at the def the failure is about
     repo = tmp_path / "repo"

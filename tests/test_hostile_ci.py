@@ -192,7 +192,7 @@ def checked(request, folder):
 
 def _own_annotation(cmd):
     form, name, props, data = cmd
-    return form == "v2" and name in ("error", "notice") and set(props) <= {"file", "line", "title"}
+    return form == "v2" and name in ("error", "warning", "notice") and set(props) <= {"file", "line", "title"}
 
 
 @pytest.mark.slow

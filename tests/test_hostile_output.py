@@ -149,7 +149,7 @@ def checked(folder):
     return r, summary.read_text(encoding="utf-8"), (folder / "junit.xml").read_text(encoding="utf-8")
 
 
-_ANNOTATION = re.compile(r"::error (file=[^:,]+,line=\d+,)?title=[^:,]+::\S.*")
+_ANNOTATION = re.compile(r"::(error|warning) (file=[^:,]+,line=\d+,)?title=[^:,]+::\S.*")
 
 
 def test_check_ci_prints_no_raw_byte_and_only_its_own_annotations(checked):

@@ -409,6 +409,9 @@ def github_annotations(scorecard, min_score=None):
     (five inputs of one wrong shape would crowd out other mistakes); a question not
     started is one annotation;
     past `MAX_ANNOTATIONS`, the last line says how many more failed and where to read them.
+    Code the loader left out (`load.left_out`: a statement that raised or did not parse, the likely cause of
+    the tests that say a name is not defined) comes first, a `::warning` at its file and line each
+    (GitHub shows ten warnings of a step besides ten errors).
     With `min_score`: when the score reaches it the run passes, so the lines are
     `::notice` (information, not errors) and the first says the score reached it; when not,
     the first line is an error saying so and the most the automatic tests can give.
@@ -418,6 +421,16 @@ def github_annotations(scorecard, min_score=None):
     if min_score is not None:
         head.append(f"::{level} title={_escape_property('hwcheck --min-score')}::"
                     + _escape_data(min_score_line(scorecard, min_score)))
+    load = scorecard.get("load") if isinstance(scorecard.get("load"), dict) else {}
+    for place in (load.get("left_out") or [])[:MAX_ANNOTATIONS]:
+        if not isinstance(place, dict) or not place.get("file"):
+            continue
+        props = [f"file={_escape_property(place['file'])}"]
+        if place.get("line") and not place.get("cell"):  # a notebook cell's line is no line of the file
+            props.append(f"line={_escape_property(place['line'])}")
+        props.append(f"title={_escape_property('hwcheck › part of your code did not run')}")
+        head.append(f"::warning {','.join(props)}::" + _escape_data(
+            f"{place.get('text', '')} (what it would have defined is missing; the rest was graded)"))
     variants = {}  # one test's variants that failed the same way (as the terminal report groups them)
     for question in scorecard.get("questions") or []:
         for test in question.get("tests") or []:
@@ -444,7 +457,7 @@ def github_annotations(scorecard, min_score=None):
         what = str(tests[0].get("name")) + (f" and {len(tests) - 1} more" if len(tests) > 1 else "")
         title = f"{qid} \u203a {what} ({', '.join(outcomes)})"
         lines.append(f"::{level} {','.join([*props, f'title={_escape_property(title)}'])}::{_escape_data(message)}")
-    room = MAX_ANNOTATIONS - len(head)
+    room = MAX_ANNOTATIONS - sum(1 for h in head if not h.startswith("::warning"))
     if len(lines) > room:
         rest = sum(len(ts) for ts in list(groups.values())[room - 1:])
         lines = lines[:room - 1] + [

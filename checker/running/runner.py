@@ -38,7 +38,7 @@ from checker.running.zygote_client import Zygote
 from checker.judging.scorecard import build_scorecard
 from checker.spec import assignment_ids, infer_assignment, load_spec, spec_sha256, grading_test_files, tests_path, uses_torch
 
-__all__ = ["Grader", "environment", "run_pytest", "submission_id", "skipped_in_load"]
+__all__ = ["Grader", "environment", "run_pytest", "submission_id", "skipped_in_load", "left_out_places"]
 
 # Plugins are not autoloaded from entry points (run_pytest): a plugin of the TA's environment (pytest-timeout,
 # pytest-rerunfailures, ...) has no say in a grade, and pytest does not scan every installed distribution per
@@ -223,6 +223,32 @@ def skipped_in_load(messages):
         if m.get("kind") in _SKIPPING:
             line = str(m.get("text", "")).split("\n", 1)[0].strip()
             out.append(line[:160] + ("..." if len(line) > 160 else ""))
+    return out
+
+
+MAX_LEFT_OUT = 10  # places of left-out code a scorecard keeps (CI annotates them: checker.render.report)
+
+
+def left_out_places(messages):
+    """Where the loader left code out, as places a CI annotation can point at: [{"file", "line"?, "cell"?,
+    "text"}] for each load message of a kind that left code out (a statement that raised, did not parse,
+    exited, ran past its time, crashed the worker, a def replaced by another file's), a training loop aside
+    (skipped on purpose: it is not a fault). The messages come from the worker: each value is checked for its
+    type and cut to a bound, and what does not fit is left out."""
+    out = []
+    for m in messages:
+        if m.get("kind") not in _SKIPPING or m.get("kind") == "training" or len(out) >= MAX_LEFT_OUT:
+            continue
+        file, text = m.get("file"), str(m.get("text", "")).split("\n", 1)[0].strip()
+        if not isinstance(file, str) or not file or len(file) > 300 or not text:
+            continue
+        place = {"file": file}
+        for key in ("cell", "line"):
+            n = m.get(key)
+            if type(n) is int and 1 <= n < 10**7:
+                place[key] = n
+        place["text"] = text[:300] + ("..." if len(text) > 300 else "")
+        out.append(place)
     return out
 
 
@@ -412,6 +438,7 @@ class Grader:
             report, spec,
             submission={"id": handle.id, "path": handle.path, "sha256": sha256_of(handle.path)},
             load={"ok": load["ok"], "messages": messages, "skipped": skipped_in_load(handle.load_messages),
+                  "left_out": left_out_places(handle.load_messages),
                   **({"written_for": written_for} if written_for else {})},
             environment=environment(),
             grader={"version": __version__, "mode": self.mode, "spec_sha256": spec_sha256(assignment),
