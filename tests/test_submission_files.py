@@ -98,3 +98,27 @@ def test_a_folder_submission_too_deep_to_copy_is_graded_saying_what_was_left_out
     assert card["score"] > 0, card["load"]
     said = [m if isinstance(m, str) else m.get("text", "") for m in card["load"]["messages"]]
     assert any("was not given to your code: a path in your folder is too long" in m for m in said), said
+
+
+def test_the_hash_covers_every_folder_the_worker_gets_hidden_ones_too(tmp_path):
+    """--resume keeps a scorecard whose submission hash is unchanged: a file the worker can read (the copy holds
+    it) must change the hash, or a resubmission whose code lies under `.impl/` keeps its old grade."""
+    from checker.running.submission_files import COPY_SKIPS
+    sub = tmp_path / "alice"
+    (sub / ".impl").mkdir(parents=True)
+    (sub / "attention.py").write_text("exec(open('.impl/impl.py').read())\n")
+    (sub / ".impl" / "impl.py").write_text("def get_scores(matrix, vector):\n    return None\n")
+    before = sha256_of(str(sub))
+    copy = tmp_path / "copy"
+    copy_submission(str(sub), str(copy))
+    assert (copy / ".impl" / "impl.py").exists()  # the worker reads it
+    (sub / ".impl" / "impl.py").write_text("def get_scores(matrix, vector):\n    return matrix @ vector\n")
+    assert sha256_of(str(sub)) != before
+    changed = sha256_of(str(sub))
+    for skipped in COPY_SKIPS:  # what is not copied does not count
+        (sub / skipped).mkdir()
+        (sub / skipped / "x").write_text("anything")
+        assert sha256_of(str(sub)) == changed
+        copy2 = tmp_path / f"copy-{skipped}"
+        copy_submission(str(sub), str(copy2))
+        assert not (copy2 / skipped).exists()

@@ -21,7 +21,7 @@ import shutil
 from checker.walk import walk
 
 __all__ = ["secret_paths", "state_dirs", "own_dirs", "sha256_of", "file_source", "copy_submission", "folder_refused",
-           "LINK_REFUSED", "TOO_LONG", "MAX_COPY_PATH"]
+           "LINK_REFUSED", "TOO_LONG", "MAX_COPY_PATH", "COPY_SKIPS"]
 
 
 def secret_paths(extra=()):
@@ -77,11 +77,16 @@ def _assignment_secrets():
     return out
 
 
+COPY_SKIPS = (".git", "__pycache__")  # folders of a submission that are not copied for the worker, nor hashed
+
+
 def sha256_of(path):
     """A hash of a file, or of a folder's relevant files (names and contents).
 
     In a folder, a link counts by where it points and a pipe or device by its
-    name only: neither is opened (a pipe would block the grader for ever).
+    name only: neither is opened (a pipe would block the grader for ever). It covers
+    every folder `copy_submission` copies (all but `COPY_SKIPS`), hidden ones too: a
+    change under `.impl/` that the graded code reads must make `--resume` grade again.
     """
     import stat
     h = hashlib.sha256()
@@ -95,7 +100,7 @@ def sha256_of(path):
         feed(path)
         return h.hexdigest()
     for root, dirs, files in walk(path):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if d not in COPY_SKIPS)
         for n in sorted(files):
             p = os.path.join(root, n)
             h.update(os.fsencode(os.path.relpath(p, path)) + b"\0")  # a name need not be UTF-8
@@ -189,7 +194,7 @@ def copy_submission(src, dest, secrets=()):
             continue
         keep = []
         for d in sorted(dirnames):
-            if d in (".git", "__pycache__"):
+            if d in COPY_SKIPS:
                 continue
             if _too_long(os.path.join(dirpath, d), os.path.join(rel, d)):
                 left_out.append((_shown_path(os.path.join(rel, d)), TOO_LONG))
