@@ -1,9 +1,10 @@
 """Homework 1 - attention by hand (student submission, one mistake).
 
-The softmax works in float32 to save memory: `np.asarray(scores, dtype=np.float32)` copies a float64 array
-but hands a float32 one back as it is, and the in-place steps after it (`s -= ...`, `np.exp(s, out=s)`,
-`s /= ...`) then overwrite the caller's float32 scores with the weights (this file once got full marks: the
-arguments were checked in float64 only).
+The softmax keeps float32 scores in float32 and computes anything else in float64: `astype` copies a float64
+array, but a float32 one is used as it is, and the in-place steps after it (`s -= ...`, `np.exp(s, out=s)`,
+`s /= ...`) then overwrite the caller's float32 scores with the weights (a softmax written with
+`np.asarray(scores, dtype=np.float32)` does the same, and loses float64's precision besides; this file once got
+full marks: the arguments were checked in float64 only).
 """
 
 import math
@@ -24,7 +25,9 @@ def scale_scores(scores, n):
 
 
 def get_attention_weights(scores):
-    s = np.asarray(scores, dtype=np.float32)
+    s = np.asarray(scores)
+    if s.dtype != np.float32:  # float32 stays float32 (half the memory); ints and float64 in float64
+        s = s.astype(np.float64)
     s -= s.max(axis=-1, keepdims=True)
     np.exp(s, out=s)
     s /= s.sum(axis=-1, keepdims=True)
