@@ -146,6 +146,13 @@ def test_a_roster_with_several_assignment_columns_is_not_guessed_from(canvas, tm
     run = _ok(_hwcheck("grade", other, "-a", "attention", "-o", other, "--public", "--resume", "--roster", roster))
     assert _canvas_header(other)[-1] == "Attention (4569)"
     assert f"{TOTAL / 2:g} points possible" in run.stdout  # Canvas's points are not hwcheck's total: said
+    # and said again on each later run while they differ (the title itself was said once), not only when the
+    # column is first taken: a question's points changed since, or Canvas's did (a TA probe's regrade)
+    run = _ok(_hwcheck("grade", other, "-a", "attention", "-o", other, "--public", "--resume", "--roster", roster))
+    assert f"{TOTAL / 2:g} points possible" in run.stdout, run.stdout
+    _canvas_roster(roster, [TITLE, "Attention (4569)"], points=[f"{TOTAL:g}", f"{TOTAL:g}"])
+    run = _ok(_hwcheck("grade", other, "-a", "attention", "-o", other, "--public", "--resume", "--roster", roster))
+    assert "points possible" not in run.stdout, run.stdout
 
 
 # ---------------------------------------------------------------------------

@@ -159,6 +159,12 @@ def _points_differ(title, columns, spec):
             f"assignment's points in Canvas to {total:g} before the import")
 
 
+def _points_line(title, columns, spec):
+    """[the TA's line] when the roster's Points Possible of the kept column is not the assignment's total."""
+    note = _points_differ(title, columns or [], spec)
+    return [f'canvas.csv\'s column is "{title}"{note}'] if note else []
+
+
 def column_title(outdir, spec, given=None, roster_file=None):
     """(the title of canvas.csv's column, [lines for the TA]), kept in OUT for later runs (module docstring).
 
@@ -183,10 +189,12 @@ def column_title(outdir, spec, given=None, roster_file=None):
         if found and found != kept:
             return kept, [f'canvas.csv\'s column stays "{kept}", given with --canvas; the roster, Canvas\'s '
                           f'gradebook export, has "{found}" ({why}): give --canvas "{found}" to use it']
-        return kept, []
+        return kept, _points_line(kept, columns, spec)
     if found:
         if (found, "roster") == (kept, source):
-            return found, []  # said when it was taken
+            # the title was said when it was taken; the points are said again each time they differ (a
+            # question's points changed since, or Canvas's)
+            return found, _points_line(found, columns, spec)
         _keep_title(outdir, found, "roster")
         return found, [f'canvas.csv\'s column is "{found}": the roster is Canvas\'s gradebook export and this is '
                        f'{why} (kept for later runs; --canvas chooses another){_points_differ(found, columns, spec)}']
