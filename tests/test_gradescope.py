@@ -155,3 +155,15 @@ def test_a_question_a_person_regraded_is_not_counted_as_automatic():
     out = make_results(card)["output"]
     assert "Automatic tests: 82.7778/90 points." in out, out
     assert "Total, with what a person graded: 97.2222/100 points." in out, out
+
+
+def test_a_hidden_entrys_points_carry_no_float_noise():
+    """Each test's points are kept to 4 decimals; their sum was a float's (9.344399999999997 in a TA's
+    results.json, a probe): the hidden entry's score is kept to 4 decimals too."""
+    card = scorecard([rtest(f"test_h{i}", "passed", "Q1", visibility="hidden") for i in range(19)]
+                     + [rtest("test_h19", "failed", "Q1", visibility="hidden")])
+    q = next(q for q in card["questions"] if q["id"] == "Q1")
+    for t in q["tests"]:
+        t["points"], t["max_points"] = (0.4918, 0.4918) if t["outcome"] == "passed" else (0.0, 0.4918)
+    (hidden,) = [t for t in make_results(card)["tests"] if t["name"].startswith("Q1") and "hidden" in t["name"]]
+    assert repr(hidden["score"]) == "9.3442" and repr(hidden["max_score"]) == "9.836", hidden

@@ -111,8 +111,9 @@ def make_hidden_summary(question_index, question, number, hidden):
     return {
         "name": f"{question.get('id')}{SEPARATOR}hidden tests ({len(hidden)})",
         "number": f"{question_index}.{number}",
-        "score": _number(sum(_number(t.get("points")) for t in hidden)),
-        "max_score": _number(sum(_number(t.get("max_points")) for t in hidden)),
+        # a sum of points kept to 4 decimals, to 4 decimals again (9.3444, not 9.344399999999997)
+        "score": round(_number(sum(_number(t.get("points")) for t in hidden)), 4),
+        "max_score": round(_number(sum(_number(t.get("max_points")) for t in hidden)), 4),
         "status": "failed" if failed else "passed",
         "output": text,
         "visibility": "after_published",
