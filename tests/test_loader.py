@@ -247,6 +247,23 @@ def test_a_module_of_the_submission_sees_what_the_files_before_it_defined(zyg, t
         h.close()
 
 
+def test_a_statement_stopped_inside_a_function_names_the_function_and_its_line(zyg, tmp_path):
+    """`W = train(10)` at the top level runs past its limit inside train's loop: the statement alone does not say
+    which loop never ends, so the message names the function and the line it was stopped at too."""
+    folder = tmp_path / "erin"
+    write(folder, "hw.py", GOOD + "\n\ndef train(steps):\n    w = 0\n    while True:\n        w += 1\n\n\n"
+                                  "W = train(10)\n")
+    h, report = load(zyg, folder, cell_s=1.5)
+    try:
+        text = "\n".join(report["messages"])
+        lines = GOOD.count("\n") + 2
+        assert f"hw.py, line {lines + 7} ran longer than" in text, text
+        assert "inside `train` (hw.py, line " in text and ("while True" in text or "w += 1" in text), text
+        context_ok(h)
+    finally:
+        h.close()
+
+
 def test_a_module_of_the_submission_that_hangs_at_import_costs_only_its_statement(zyg, tmp_path):
     """A statement of an imported module of the submission runs under the unit limit of its own, and the
     statement that imports it gets back the time it had left: the loop is stopped and named in its own file,

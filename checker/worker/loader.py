@@ -271,10 +271,11 @@ class Loader:
             for name in _assigned(tree):  # defined after all: later uses are not for want of a failed one
                 self.failed.pop(name, None)
                 self.untrained.discard(name)
-        except UnitTimeout:
+        except UnitTimeout as e:
             self.failed.update(dict.fromkeys(_assigned(tree), len(self.messages)))  # its knock-ons: told here
             self._msg("timeout", shown, cell, line0,
-                      f"{_loc(shown, cell, line0)} ran longer than {self.unit_s:g} s and was stopped")
+                      f"{_loc(shown, cell, line0)} ran longer than {self.unit_s:g} s and was stopped"
+                      + _stuck_in(e, self.files))
         except SystemExit as e:
             self._msg("exit", shown, cell, _where_line(e, self.files) or line0,
                       f"{_loc(shown, cell, _where_line(e, self.files) or line0)} called sys.exit({e.code!r}); "
@@ -563,6 +564,25 @@ def _student_frames(exc, files):
                         **({"label": _cell_label(shown, cell)} if cell is not None else {})})
         tb = tb.tb_next
     return out
+
+
+def _stuck_in(exc, files):
+    """Where a unit stopped by its time limit was running, when that is inside a function of the student's
+    (the statement alone, `main()` or `model = train(...)`, does not say which loop never ends):
+    ", inside `f` (file, line N)" and that line, or ""."""
+    inner, tb = None, exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename in files:
+            inner = tb
+        tb = tb.tb_next
+    if inner is None or inner.tb_frame.f_code.co_name in ("<module>", "<lambda>") \
+            or inner.tb_frame.f_code.co_name.startswith("<"):
+        return ""
+    fn = inner.tb_frame.f_code.co_filename
+    shown, cell = files[fn]
+    code = (linecache.getline(fn, inner.tb_lineno) or "").strip()
+    return (f", inside `{inner.tb_frame.f_code.co_name}` ({_loc(shown, cell, inner.tb_lineno)})"
+            + (f"\n    {code[:200]}" if code else ""))
 
 
 def _code(frame):
