@@ -132,9 +132,10 @@ def test_list_entries_takes_files_and_folders_and_skips_the_rest(subs, tmp_path)
     (tmp_path / "eve.py").write_text("")
     notes = []
     entries = batch.list_entries(str(tmp_path), notes)
-    assert [sid for sid, _ in entries] == ["bob", "bob.ipynb", "bob.py", "eve", "eve.raw.py"]
-    assert dict(entries)["bob"] == str(tmp_path / "bob")   # the folder keeps the plain name
-    assert len(notes) == 2 and "graded as bob, bob.ipynb, bob.py" in notes[0]
+    # none of them was graded as `bob` before, so none takes it (ids are stable: checker.records.entries)
+    assert [sid for sid, _ in entries] == ["bob (folder)", "bob.ipynb", "bob.py", "eve", "eve.raw.py"]
+    assert dict(entries)["bob (folder)"] == str(tmp_path / "bob")
+    assert len(notes) == 2 and "bob is graded as 'bob (folder)'; bob.ipynb is graded as 'bob.ipynb'" in notes[0]
 
 
 def test_grade_usage_errors_exit_2(subs, tmp_path):

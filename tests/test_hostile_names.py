@@ -432,7 +432,8 @@ def test_typed_grades_stay_on_their_students_through_the_canvas_attacks(tmp_path
     (folder / "smithann_1002_8_..").write_text("x")                 # item 2: an attachment named ..
     run = _hwcheck("grade", str(folder), "-a", "attention", "-o", out, "--public", "--roster", str(roster),
                    "--resume")
-    assert run.returncode == 0, run.stdout + run.stderr
+    # the forged file is a student's (John's or user 2002's) that no one is graded on: exit 1, for the TA to decide
+    assert run.returncode == 1, run.stdout + run.stderr
     book = _book(out)
     assert set(book) == {"doejohn_1001", "smithann_1002"}
     assert float(book["doejohn_1001"]["total"]) == pytest.approx(auto["doejohn_1001"] + 7, abs=0.01)
@@ -461,6 +462,7 @@ def test_a_new_id_one_name_with_an_older_scorecard_is_refused(tmp_path):
     assert [sid for sid, _ in lms.prepare(str(folder), str(out), [])] == ["asmith"]
     assert "jdoe.json" in _not_graded(out)["JDOE.py"]
     assert "JDOE" not in lms.read_students(str(out))["students"]
+    assert lms.read_students(str(out))["ungraded"] == ["JDOE.py"]  # a student's file no one is graded on: exit 1
 
 
 def test_lms_ids_that_are_one_name_are_refused_too(tmp_path):

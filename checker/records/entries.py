@@ -44,11 +44,13 @@ def list_entries(folder, notes=None):
     return entries
 
 
-def scan_entries(folder, skip=None):
+def scan_entries(folder, skip=None, held=None):
     """([(id, path)], refused [(name, why)], notes [text]) of the submissions in `folder`.
 
     skip(path): True for an entry that is no submission at all (hwcheck's own output folder inside
     `folder`): it neither is graded nor takes an id from a submission.
+    held(id): the name of the entry OUT graded under `id` before (its scorecard's submission, the file or
+    folder name without its folder: OUT may have been graded from a copy of this folder), or None; see below.
 
     A submission is a `.py` or `.ipynb` file (id: the file's stem) or a folder
     (id: its name); hidden entries (starting with '.'), `__pycache__` and other
@@ -56,15 +58,26 @@ def scan_entries(folder, skip=None):
     form (`checker.records.ids.canonical`: NFC, no spaces, quotes or invisible
     characters at its ends), cut to fit its output files' names when over
     `MAX_ID_BYTES` bytes in UTF-8 (ending with a hash of the whole name, so two
-    long names that share a beginning stay apart). Entries whose names are one
-    name with different suffixes (`bob.py` and `bob.ipynb`, or a folder `bob`;
-    or `bob.raw.py`, whose raw report would be `bob`'s) keep their suffix in
-    the id (`bob.py`, `bob.ipynb`), with a note. Entries whose ids would differ
+    long names that share a beginning stay apart).
+
+    Entries whose names are one name with different suffixes (`bob.py` and `bob.ipynb`, or a folder `bob`)
+    would share the bare id `bob`. Ids are stable, since every record of a student hangs on one (their
+    scorecard, manual.csv's grades, the roster's row): the entry OUT graded under the bare id before (`held`)
+    keeps it; the others, and all of them where none did, are graded under their own forms, a file under its
+    whole name (`bob.py`, `bob.ipynb`), a folder as `bob (folder)`; the note says which got what. So a folder
+    `dave/` appearing beside `dave.py`, graded as `dave` before, never takes `dave`'s scorecard, typed grades
+    or roster row. An entry OUT graded under its own form before keeps that form when alone again. Where OUT
+    holds a scorecard of the bare id graded from an entry that none of them is, no one takes the id, and the
+    note says its grades and roster row no longer match a submission. A name whose raw report would be
+    another's (`bob.raw.py` beside `bob.py`) is graded under its own form too.
+
+    Entries whose ids would differ
     only by letter case, Unicode form, or spaces, quotes and invisible
     characters at their ends (`JDOE.py` beside `jdoe.py`) are all refused,
     each with a reason naming the others: no file is graded first-come under
     a name another student's grades hang on, and no two ids share an output
-    file on a case-insensitive disk. A name with nothing left for an id is
+    file on a case-insensitive disk. So are entries whose own forms would be one
+    (`dave.py` beside `dave` and `dave.py.py`). A name with nothing left for an id is
     refused too.
     """
     if not os.path.isdir(folder):
@@ -90,7 +103,8 @@ def scan_entries(folder, skip=None):
                                           "at its ends are taken off: rename it"))
             continue
         found.setdefault(key(_utf8(stem)), []).append((_utf8(stem), sid, path))  # the whole name, not cut
-    entries, notes = [], []
+    owner = _earlier(held)
+    entries, shared = [], []
     suffixed = {k for k, group in found.items() if len(group) > 1}
     suffixed |= {k for k in found if k.endswith(".raw") and k[:-4] in found}
     for k, group in sorted(found.items()):
@@ -98,31 +112,92 @@ def scan_entries(folder, skip=None):
             refused += _refuse([path for _, _, path in group])
             continue
         if k not in suffixed:
-            entries.append((group[0][1], group[0][2]))
+            _, sid, path = group[0]
+            own = _own_form(sid, path)
+            # graded under its own form before (beside a namesake since gone), and not under the bare id: kept
+            entries.append((own if owner(own) == _name(path) and owner(sid) != _name(path) else sid, path))
             continue
-        kept = []
+        bare = group[0][1]
+        # the entry OUT graded under the bare id before keeps it (never a raw report's namesake's); else no one
+        keeper = next((path for _, _, path in group if len(group) > 1 and owner(bare) == _name(path)), None)
         for _, sid, path in group:
-            new = _short_id(os.path.basename(path)) if os.path.isfile(path) else sid
-            entries.append((new, path))
-            kept.append(new)
-        notes.append(f"{' and '.join(_shown(os.path.basename(p)) for _, _, p in group)} would share the output "
-                     f"files of {group[0][1]!r}: graded as {', '.join(kept)}; if they are one student's, keep one")
+            entries.append((bare if path == keeper else _own_form(sid, path), path))
+        shared.append((bare, [path for _, _, path in group], keeper))
     clashes = collisions([sid for sid, _ in entries])
-    if clashes:  # a clash the suffixes made (a file `bob.py.py` beside `bob.py`?): none of them is graded
+    if clashes:  # a clash the own forms made (a file `bob.py.py` beside `bob.py`?): none of them is graded
         taken = {sid for group in clashes.values() for sid in group}
-        refused += _refuse([path for sid, path in entries if sid in taken])
+        refused += _refuse([path for sid, path in entries if sid in taken], own_forms=True)
         entries = [(sid, path) for sid, path in entries if sid not in taken]
+    notes = [_shared_note(bare, paths, keeper, dict((p, sid) for sid, p in entries), owner(bare))
+             for bare, paths, keeper in shared]
     return sorted(entries), sorted(refused), notes
 
 
-def _refuse(paths):
-    """[(name, why)] for entries whose ids would be one: each reason names every one of them."""
+def _name(path):
+    """An entry's name as OUT's scorecards are compared with it (`held`): without its folder, NFC."""
+    return unicodedata.normalize("NFC", _utf8(os.path.basename(os.path.normpath(path))))
+
+
+def _earlier(held):
+    """owner(id): the name (`_name`) of the entry OUT graded under `id` before, or None (`held` None: none)."""
+    cache = {}
+
+    def owner(sid):
+        if held is None:
+            return None
+        if sid not in cache:
+            path = held(sid)
+            cache[sid] = _name(path) if path else None
+        return cache[sid]
+    return owner
+
+
+def _own_form(sid, path):
+    """The id of an entry that may not take its bare id: a file's whole name (`bob.py`), a folder's name with
+    ` (folder)` (`bob (folder)`; no file's stem ends so but one named to look like it, which then clashes and
+    is refused: never graded under another's id)."""
+    if os.path.isfile(path):
+        return _short_id(os.path.basename(path))
+    return _short_id(f"{_utf8(os.path.basename(path))} (folder)")
+
+
+def _shared_note(bare, paths, keeper, graded, before):
+    """The TA's line on entries that would share the bare id `bare`: what each was graded as, or that it was not."""
+    names = [_shown(os.path.basename(p)) for p in paths]
+    said = []
+    for p, n in zip(paths, names):
+        if p not in graded:
+            said.append(f"{n} is not graded (its own form clashes: see its \"not graded\" line)")
+        elif p == keeper:
+            said.append(f"{n} keeps {bare!r}, the id it was graded under into the output folder before")
+        else:
+            said.append(f"{n} is graded as {graded[p]!r}")
+    line = f"{' and '.join(names)} would share the output files of {bare!r}: {'; '.join(said)}"
+    mine = [n for p, n in zip(paths, names) if _name(p) == before]
+    if keeper is None and before is not None:  # OUT's records of the bare id are no entry's now: said, never moved
+        line += (f"; {mine[0]} was graded as {bare!r} into the output folder before and cannot keep it" if mine else
+                 f"; the output folder graded {bare!r} before from {before!r}, which none of them is, so none takes "
+                 f"that id") + (f": the grades manual.csv gives {bare!r} and its roster row no longer match a "
+                                f"submission (move them to the id graded now if they are its student's)")
+    elif keeper is None and len(paths) > 1:
+        line += f"; none of them takes {bare!r}, as none was graded under it before"
+    return line + ("; if they are one student's, keep one" if len(paths) > 1 else "")
+
+
+def _refuse(paths, own_forms=False):
+    """[(name, why)] for entries whose ids would be one: each reason names every one of them (own_forms: the ids
+    are the forms `_own_form` gave names that would otherwise share one, `dave.py` of `dave.py` and of
+    `dave.py.py`)."""
     names = [_shown(os.path.basename(p)) for p in paths]
     shown = names
     if len({unicodedata.normalize("NFC", n) for n in names}) < len(names):
         # the same letters in two Unicode forms look alike on screen: show the code points that differ
         shown = [n.encode("ascii", "backslashreplace").decode("ascii") for n in names]
     both = ", ".join(f"'{n}'" for n in shown[:-1]) + f" and '{shown[-1]}'"
+    if own_forms:
+        return [(name, f"{both} would have one id (each is graded under its whole name where it shares its bare id "
+                       f"with another entry, and those names are then one): none of them is graded; rename or remove "
+                       f"all but one") for name in names]
     why = (f"{both} would have one id (names that differ only by letter case, Unicode form, or spaces, quotes or "
            f"invisible characters at their ends are one name to a person and to a case-insensitive disk): none "
            f"of them is graded; rename or remove all but one")

@@ -37,7 +37,8 @@ The layouts (each fact and where it comes from):
   `<assignment prefix>-<github username>`): every entry a folder, all sharing a prefix that
   ends in `-` (the assignment's slug where the folder is `gh classroom clone`'s
   `<slug>-submissions`; else the longest shared prefix, so usernames that share a start lose it
-  unless a roster tells them). id: the folder's name; student and student id: the username.
+  unless a roster tells them). id: the folder's name; student and student id: the username, which the student
+  chose: a roster matches it only in a column of GitHub usernames (`checker.records.roster`), never by a name.
 
 A download is recognised by the names the LMS wrote, not spoilt by entries it did not write (a student's archive
 unpacked where it lay, a TA's notes, a reference solution): of the entries a plain folder would grade (.py and
@@ -56,7 +57,13 @@ always exists, so a file read one way is what the LMS wrote, and a file read sev
 keeps only the readings that fit the files read one way (one user, one name) and, when a
 roster exported from that LMS is given, the roster (user id and name). A file still read as
 more than one student's is merged into no one's submission and listed, with the students it
-could be (`_settle`). A Moodle folder's name is read from its end, where its fields are fixed.
+could be (`_settle`), and `hwcheck grade` exits 1 (students.json's `ungraded`). A Moodle folder's
+name is read every way Moodle's names allow (`_moodle_readings`): from its end, as the folder Moodle
+makes per student (`<full name>_<id>_assignsubmission_file_`), and from its start, as a file Moodle
+named (an archive unpacked where it lay, its folder keeping the archive's name): a student's archive
+`hw_555_assignsubmission_file_.zip` makes Moodle write `Mallory Evil_777_assignsubmission_file_hw_555_
+assignsubmission_file_.zip`, which, unpacked, ends as participant 555's folder would; it is settled as
+a file name is, never taken from one end only.
 
 Several files of one student (`checker.records.lms_students`) are copied (under their own names,
 `-N` taken off where no other file has that name; an own name that cannot be a file, such as `..`,
@@ -119,9 +126,10 @@ class Layout:
     `vote`: (entries named, entries counted) as `dominates` weighed them; for None, `near`: (platform, named,
     counted) of the LMS that named some of its entries, too few to take it for its download (else None)."""
 
-    def __init__(self, platform, students=(), ignored=(), vote=None, near=None):
+    def __init__(self, platform, students=(), ignored=(), vote=None, near=None, refused=()):
         self.platform, self.vote, self.near = platform, vote, near
         self.students, ignored = {}, list(ignored)
+        refused = set(refused)  # entries of a student's, graded as no one's (whose they are cannot be told)
         groups = {}
         for s in students:
             groups.setdefault(key(s.sid), []).append(s)
@@ -131,10 +139,13 @@ class Layout:
                 continue
             # ids that are one name to a person and a case-insensitive disk: none is graded, never first-come
             ids = " and ".join(repr(s.sid) for s in group)
-            ignored += [(os.path.basename(p), f"the ids {ids} would be one (they differ only by letter case, "
-                                              f"Unicode form or invisible characters): none of them is graded")
-                        for s in group for p in ([p for p, _ in s.files] + s.folders or [s.sid])]
+            shown = [os.path.basename(p) for s in group for p in ([p for p, _ in s.files] + s.folders or [s.sid])]
+            ignored += [(n, f"the ids {ids} would be one (they differ only by letter case, Unicode form or invisible "
+                            f"characters): none of them is graded") for n in shown]
+            refused.update(shown)
         self.ignored = sorted(ignored)  # [(name, why)] of the entries of the layout not graded
+        # of those, the ones a student handed in and no one is graded on (`hwcheck grade` exits 1: the TA decides)
+        self.refused = sorted(refused)
 
 
 def _entries(folder):
@@ -161,6 +172,22 @@ def _canvas_parses(name):
 
 def _moodle_parses(name):
     return _parses(nfc(name), _MOODLE_FIELDS, bool)
+
+
+def _moodle_readings(name, kind):
+    """Every reading of a Moodle entry's name: as a file Moodle named (`<full name>_<id>_assignsubmission_<plugin>_
+    <file>`, read at every `_`: a file, or an archive of the student's unpacked into a folder of its name) and, for
+    a folder, also as the folder Moodle makes ("Download submissions in folders": `<full name>_<id>_assignsubmission_
+    <plugin>_`, read from the end). The full name and the file name are the student's, so a folder can be both:
+    `Mallory Evil_777_assignsubmission_file_hw_555_assignsubmission_file_` is Mallory's archive
+    `hw_555_assignsubmission_file_.zip` unpacked, and reads from its end as participant 555's folder; `_settle`
+    decides, as for Canvas's names, and a name still read as two students' is no one's."""
+    name = nfc(name)
+    out = [{**p, "uid": p["pid"]} for p in _moodle_parses(name)]
+    m = _MOODLE_DIR.match(name) if kind == "dir" else None
+    if m and not any(p["uid"] == m["pid"] and p["name"] == m["name"] for p in out):
+        out.append({"name": m["name"], "pid": m["pid"], "uid": m["pid"], "plugin": m["plugin"], "file": None})
+    return out
 
 
 def _who(platform, p):
@@ -318,18 +345,14 @@ def _canvas(folder, names, rows=None):
             s.late.add(path)
         s.uploads[path] = int(m["fileid"])
     return Layout("canvas", students.values(), _strays("canvas", kinds, parsed, lambda n: _canvas_text(nfc(n)))
-                  + flagged, vote)
+                  + flagged, vote, refused=[n for n, _ in flagged])
 
 
 def _moodle(folder, names, rows=None):
     kinds = _kinds(folder, names)
-    parsed = {}
-    for n, k in kinds.items():
-        m = _MOODLE_DIR.match(nfc(n)) if k == "dir" else None
-        if m:  # "Download submissions in folders": one folder per student and plugin
-            parsed[n] = [{"name": m["name"], "uid": m["pid"], "plugin": m["plugin"], "file": None}]
-        elif k in ("file", "dir"):  # a file, or an archive handed in and unpacked where it lay
-            parsed[n] = [{**p, "uid": p["pid"]} for p in _moodle_parses(n)]
+    # a file; a folder Moodle made ("Download submissions in folders"), or an archive handed in and unpacked where
+    # it lay: every reading of each name (`_moodle_readings`), settled below as Canvas's are
+    parsed = {n: _moodle_readings(n, k) for n, k in kinds.items() if k in ("file", "dir")}
     vote = _vote(kinds, parsed)
     if not dominates(*vote):
         return None
@@ -348,7 +371,7 @@ def _moodle(folder, names, rows=None):
             s.folders.append(path)
         else:
             s.files.append((path, m["file"]))
-    return Layout("moodle", students.values(), ignored + flagged, vote)
+    return Layout("moodle", students.values(), ignored + flagged, vote, refused=[n for n, _ in flagged])
 
 
 def _from_folders(platform, found):
@@ -387,8 +410,7 @@ def recognise(folder, outdir=None, roster_rows=None):
         return _from_folders("classroom", found)
     kinds = _kinds(folder, names)
     near = [(platform, *_vote(kinds, {n: reads(n) for n, k in kinds.items() if k in ("file", "dir")}))
-            for platform, reads in (("moodle", lambda n: _moodle_parses(n) or _MOODLE_DIR.match(nfc(n))),
-                                    ("canvas", _canvas_parses))]
+            for platform, reads in (("moodle", lambda n: _moodle_readings(n, "dir")), ("canvas", _canvas_parses))]
     near = max(near, key=lambda x: x[1])
     return Layout(None, near=near if near[1] else None)
 
@@ -431,7 +453,7 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
     ungraded = []  # submissions of the folder refused (look-alike names, no id left): `hwcheck grade` exits 1
     handed = {}  # {id: identity} of the students who handed something in that is not graded (the roster says so)
     if layout.platform is None:
-        entries, refused, said = scan_entries(folder, skip=lambda path: is_ours(outdir, path))
+        entries, refused, said = scan_entries(folder, skip=lambda path: is_ours(outdir, path), held=_held(outdir))
         notes.extend(([_layout_line(folder, layout, entries)] if layout.near else []) + said)
         not_graded += refused + skipped
         ungraded = sorted({n for n, _ in refused})
@@ -439,14 +461,19 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
     else:
         undecided = []
         entries, people = lms_entries(layout, outdir, not_graded, undecided, handed, assignment)
-        ungraded = sorted(set(undecided))  # `hwcheck grade` exits 1: the TA must pick the file
+        # `hwcheck grade` exits 1: the TA must pick the file, or tell whose a file read as two students' is
+        ungraded = sorted(set(undecided) | set(layout.refused))
         not_graded += [(n, why) for n, why in skipped if n.startswith(".")]
         notes.append(_layout_line(folder, layout, entries))
+    if layout.platform in ("canvas", "moodle"):  # a name changed in the LMS: the id its user id was graded under
+        from checker.records.lms_attempts import same_lms_user
+        entries, people = same_lms_user(layout.platform, outdir, entries, people, old, notes)
     if layout.platform == "canvas":
-        from checker.records.lms_attempts import older_than_graded, same_canvas_user
-        entries, people = same_canvas_user(outdir, entries, people, old, notes)
+        from checker.records.lms_attempts import older_than_graded
         older_than_graded(outdir, entries, people, old, notes)  # an older download over a later one: said
+    before = {n for n, _ in not_graded}
     entries, people = _apart_from_older(outdir, entries, people, not_graded, handed)
+    ungraded = sorted(set(ungraded) | {n for n, _ in not_graded} - before)  # refused: one name with an older id
     if not entries:  # nothing to grade: the command stops before its summary, so the reasons go with the notes
         notes.extend(f"not graded: {name}: {why}" for name, why in sorted(not_graded))
     report = None
@@ -463,6 +490,20 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
     from checker.records.owned import write_json
     write_json(outdir, STUDENTS_JSON, data, kind="students")  # hwcheck's own, beside a student's file of that name
     return entries
+
+
+def _held(outdir):
+    """held(id): the path of the submission OUTDIR's scorecard of `id` graded (hwcheck's own scorecard), or None;
+    what keeps a plain folder's ids stable (`checker.records.entries.scan_entries`)."""
+    from checker.records.outfolder import read_scorecard, scorecard_ids
+    ids = set(scorecard_ids(outdir)) if os.path.isdir(outdir) else set()
+
+    def held(sid):
+        card = read_scorecard(outdir, sid) if sid in ids else None
+        sub = card.get("submission") if isinstance(card, dict) else None
+        path = sub.get("path") if isinstance(sub, dict) else None
+        return path if isinstance(path, str) and path else None
+    return held
 
 
 def _layout_line(folder, layout, entries):

@@ -1,6 +1,7 @@
-"""Which of a Canvas student's files are one attempt, and which id a Canvas student keeps across downloads.
+"""Which of a Canvas student's files are one attempt, and which id a Canvas or Moodle student keeps across downloads.
 
-What it is for: `checker.records.lms.prepare` on a Canvas "Download Submissions" folder.
+What it is for: `checker.records.lms.prepare` on a Canvas "Download Submissions" folder (and, for the id kept
+across downloads, on Moodle's "Download all submissions").
 
 - `latest_attempt(files, uploads, late)`: one download holds each student's latest submission, whose files
   all carry its `LATE_` mark or none (canvas-lms lib/content_zipper.rb `get_filename`: name, `LATE` when
@@ -17,18 +18,19 @@ What it is for: `checker.records.lms.prepare` on a Canvas "Download Submissions"
   loaded last decide, whichever it is. Files that define different functions (one submission in parts) are
   graded together, as before; the shipped starter, which grading leaves out, never counts.
 
-- `same_canvas_user(outdir, entries, people, old, notes)`: Canvas's id is `<sortable name>_<user id>`, and the
-  sortable name is the student's (a name changed in Canvas between two downloads changes it); the user id is
-  Canvas's own and stays. A student whose user id OUTDIR graded before under another name is graded under that
-  id again, said in one line, so their scorecard, the grades of manual.csv and their row of grades.csv stay one
-  (the name in grades.csv's `student` column is the new one).
+- `same_lms_user(platform, outdir, entries, people, old, notes)` (`same_canvas_user` for Canvas): Canvas's id is
+  `<sortable name>_<user id>` and Moodle's `<full name>_<participant id>`; the name is the student's (a name
+  changed in the LMS between two downloads changes it), the user or participant id is the LMS's own and stays.
+  A student whose user id OUTDIR graded before under another name is graded under that id again, said in one
+  line, so their scorecard, the grades of manual.csv and their row of grades.csv stay one (the name in
+  grades.csv's `student` column is the new one). Of several older ids of one user, none is taken (said).
 
 - `older_than_graded(outdir, entries, people, old, notes)`: a student whose files graded now carry lower
   attachment ids than those OUTDIR graded before (an older download unzipped and graded over a later one's
   output folder): the older attempt replaces the newer one's scorecard, and a warning says so (the ids graded
   before: students.json's `canvas_attachments`, else the file name the old scorecard graded).
 
-What it is not: the reading of Canvas's file names (`checker.records.lms`).
+What it is not: the reading of Canvas's and Moodle's file names (`checker.records.lms`).
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ import re
 
 from checker.records.ids import key
 
-__all__ = ["same_canvas_user", "older_than_graded", "latest_attempt", "own_names", "newest_definitions",
-           "graded_names"]
+__all__ = ["same_canvas_user", "same_lms_user", "older_than_graded", "latest_attempt", "own_names",
+           "newest_definitions", "graded_names"]
 
 _RESUBMITTED = re.compile(r"^(?P<stem>.+)-\d+(?P<ext>\.[^.]+)$")  # Canvas's `-N`: a file uploaded again
 
@@ -57,48 +59,63 @@ def canvas_name(text):
                for ch in text)
 
 
-def _uid_of(sid, person):
-    """The Canvas user id of an earlier id: from the students.json of its run, else from the id's own shape."""
-    uid = (person or {}).get("canvas_user_id") if isinstance(person, dict) else None
+_MOODLE_ID = re.compile(r"^(?P<name>.+)_(?P<uid>\d+)$")  # `Full Name_participantid`: the id is Moodle's, at the end
+
+# per LMS: (its user id's field in a student's identity, the id's shape, whether a name fits that shape, the TA's word)
+_USERS = {"canvas": ("canvas_user_id", _CANVAS_ID, canvas_name, "Canvas user", "Canvas"),
+          "moodle": ("moodle_participant", _MOODLE_ID, bool, "Moodle participant", "Moodle")}
+
+
+def _uid_of(sid, person, platform="canvas"):
+    """The LMS's user id of an earlier id: from the students.json of its run, else from the id's own shape."""
+    field, shape, fits, _, _ = _USERS[platform]
+    uid = (person or {}).get(field) if isinstance(person, dict) else None
     if uid:
         return str(uid)
-    m = _CANVAS_ID.match(sid)
-    return m["uid"] if m and canvas_name(m["name"]) and person is None else None
+    m = shape.match(sid)  # only where the last run's students.json does not know the id
+    return m["uid"] if m and fits(m["name"]) and person is None else None
 
 
 def same_canvas_user(outdir, entries, people, old, notes):
-    """(entries, people) with each Canvas student whose user id OUTDIR holds an older scorecard of, under another
-    id, graded under that older id (see the module docstring); `old`: the students.json of the last run."""
+    """`same_lms_user` for Canvas (its user id)."""
+    return same_lms_user("canvas", outdir, entries, people, old, notes)
+
+
+def same_lms_user(platform, outdir, entries, people, old, notes):
+    """(entries, people) with each student whose LMS user id (Canvas's user id, Moodle's participant id) OUTDIR
+    holds an older scorecard of, under another id, graded under that older id (see the module docstring);
+    `old`: the students.json of the last run."""
     from checker.records.outfolder import scorecard_ids
+    field, _, _, who, lms = _USERS[platform]
     before = set(scorecard_ids(outdir))
     known = old.get("students") if isinstance(old.get("students"), dict) else {}
     ids = {sid for sid, _ in entries}
     by_uid = {}
     for o in sorted(before - ids):
-        uid = _uid_of(o, known.get(o))
+        uid = _uid_of(o, known.get(o), platform)
         if uid:
             by_uid.setdefault(uid, []).append(o)
     renamed = {}
     for sid, _ in entries:
         person = people.get(sid) or {}
-        uid = str(person.get("canvas_user_id") or "")
+        uid = str(person.get(field) or "")
         if not uid or sid in before or not by_uid.get(uid):
             continue
         olds = by_uid[uid]
         if len(olds) > 1:
-            notes.append(f"Canvas user {uid} ({sid}) was graded into {outdir} before as {' and '.join(olds)}: graded "
+            notes.append(f"{who} {uid} ({sid}) was graded into {outdir} before as {' and '.join(olds)}: graded "
                          f"as {sid}, a row of its own in grades.csv; the grades manual.csv gives those ids stay "
                          f"with them: move them to {sid} there if they are this student's")
             continue
         renamed[sid] = olds[0]
-        notes.append(f"Canvas user {uid} was graded into {outdir} before as {olds[0]}; Canvas's file names now "
-                     f"call them {person.get('student') or sid!r} ({sid}: a name changed in Canvas): graded as "
+        notes.append(f"{who} {uid} was graded into {outdir} before as {olds[0]}; {lms}'s file names now "
+                     f"call them {person.get('student') or sid!r} ({sid}: a name changed in {lms}): graded as "
                      f"{olds[0]} again, so their scorecard, the grades of manual.csv and their row of grades.csv "
                      f"stay one")
     if not renamed:
         return entries, people
     entries = [(renamed.get(sid, sid), path) for sid, path in entries]
-    people = {renamed.get(sid, sid): {**person, **({"canvas_id_in_files": sid} if sid in renamed else {})}
+    people = {renamed.get(sid, sid): {**person, **({f"{platform}_id_in_files": sid} if sid in renamed else {})}
               for sid, person in people.items()}
     return entries, people
 

@@ -5,13 +5,14 @@ What it is for: `hwcheck grade ... --roster roster.csv`. `read_roster(path)` rea
 `,`, `;` or a tab; a Canvas gradebook export, a Moodle grading
 worksheet, a GitHub Classroom roster or a plain `name,student_id,email` file) into rows
 {name, student_id, email, canvas_user_id, sis_user_id, sis_login_id, section,
-moodle_participant}; `match_roster(people, rows)` matches each submission's identity
+moodle_participant, github_username}; `match_roster(people, rows)` matches each submission's identity
 (`checker.records.lms`) to a row by id, then e-mail, then name, everything NFC-normalised and
 case-folded (a name also as letters only, and as "lastfirst", which is how Canvas writes
-it in file names), and returns the identities with the roster's name and ids filled in,
-plus the report: the students with no submission, the submissions that match no one, and
-those that matched a row another submission matched too (a row goes to the one submission
-that matches it exactly, or else to none of them: never first-come); a group submission keeps
+it in file names); a GitHub Classroom repository's username, the student's own choice, only with a
+GitHub username column, exactly but for letter case (never a name, in any form); and returns the
+identities with the roster's name and ids filled in, plus the report: the students with no submission,
+the submissions that match no one, and those that matched a row another submission matched too (a
+row goes to the one submission that matches it exactly, or else to none of them: never first-come); a group submission keeps
 every member (one the roster lacks is named); students of one name, matched by name, are named
 as such, to match by hand, not as having no submission.
 
@@ -42,8 +43,11 @@ _FIELDS = {
     "first name": "first", "firstname": "first", "given name": "first",
     "last name": "last", "lastname": "last", "surname": "last", "family name": "last",
     "student_id": "student_id", "student id": "student_id", "sid": "student_id", "id number": "student_id",
-    "matriculation number": "student_id", "identifier": "identifier", "github_username": "student_id",
-    "github username": "student_id", "username": "student_id", "login": "student_id",
+    "matriculation number": "student_id", "identifier": "identifier", "username": "student_id", "login": "student_id",
+    # GitHub usernames (GitHub Classroom's roster export: `github_username`): the only column a repository's
+    # username is matched with (`_person_keys`)
+    "github_username": "github", "github username": "github", "github login": "github", "github_login": "github",
+    "github": "github", "github user": "github", "github account": "github",
     "email": "email", "email address": "email", "e-mail": "email",
     "id": "id", "sis user id": "sis_user_id", "sis login id": "sis_login_id", "section": "section",
 }
@@ -80,8 +84,8 @@ def read_roster(path):
     if not table:
         raise HwcheckError(f"the roster {path} is empty")
     header = [_FIELDS.get(_key(h)) for h in table[0]]
-    if not {"name", "first", "last", "student_id", "email", "identifier", "id"} & set(header):
-        raise HwcheckError(f"the roster {path} has none of the columns name, student_id, email "
+    if not {"name", "first", "last", "student_id", "email", "identifier", "id", "github"} & set(header):
+        raise HwcheckError(f"the roster {path} has none of the columns name, student_id, email, github_username "
                            f"(its header: {', '.join(table[0][:8])})")
     canvas = "sis_user_id" in header
     rows = []
@@ -94,6 +98,8 @@ def read_roster(path):
         if not any(raw.values()) or _key(name) in ("points possible", "test student", "student, test", "manual posting"):
             continue  # Canvas's rows under the header (points, the posting policy), and its test student
         row = {"name": name, "student_id": raw.get("student_id", ""), "email": raw.get("email", "")}
+        if raw.get("github"):
+            row["github_username"] = raw["github"]
         if canvas:
             row.update(canvas_user_id=raw.get("id", ""), sis_user_id=raw.get("sis_user_id", ""),
                        sis_login_id=raw.get("sis_login_id", ""), section=raw.get("section", ""))
@@ -105,6 +111,7 @@ def read_roster(path):
             row["moodle_participant"] = m[1]
         elif raw.get("identifier"):
             row["student_id"] = row["student_id"] or raw["identifier"]
+        row["student_id"] = row["student_id"] or row.get("github_username", "")
         rows.append(row)
     return rows
 
@@ -161,13 +168,16 @@ def name_keys(name):
 
 
 def _row_keys(row):
-    keys = {("id", _key(v)) for v in (row.get("student_id"), row.get("sis_user_id"), row.get("sis_login_id")) if v}
+    keys = {("id", _key(v)) for v in (row.get("student_id"), row.get("sis_user_id"), row.get("sis_login_id"),
+                                      row.get("github_username")) if v}
     if row.get("canvas_user_id"):
         keys.add(("canvas", row["canvas_user_id"]))
     if row.get("moodle_participant"):
         keys.add(("moodle", row["moodle_participant"]))
     if row.get("email"):
         keys.add(("email", _key(row["email"])))
+    if row.get("github_username"):
+        keys.add(("github", _key(row["github_username"])))
     keys |= {("name", k) for k in name_keys(row.get("name", ""))}
     return keys
 
@@ -186,7 +196,12 @@ def _person_keys(sid, person):
     """The keys to look a submission up by, most trusted first: the LMS's own ids, student ids, e-mails, names.
 
     Canvas's user id and Moodle's participant id are matched only with the same column of a roster
-    exported from that LMS (they are no student number)."""
+    exported from that LMS (they are no student number). A GitHub username (GitHub Classroom's repositories) is
+    chosen by the student: it is matched only with a roster's GitHub username column, as GitHub compares
+    usernames (letter case aside), never with a name, a student number, a login of the school or an e-mail
+    (`Bob-Smith` is no claim on the row of "Smith, Bob", `bsmith` none on the school login bsmith)."""
+    if person.get("github_username"):
+        return [("github", _key(u)) for u in str(person["github_username"]).split("; ") if u]
     keys = []
     platform = person.get("platform")
     if person.get("canvas_user_id"):
@@ -207,7 +222,10 @@ def _exact(sid, person, row, kind):
     """Whether a submission's own value of the key's field is the roster's, as written (NFC, spaces squeezed)."""
     if kind in ("canvas", "moodle"):
         return True  # the LMS's own number
-    fields = {"id": ("student_id", "sis_user_id", "sis_login_id"), "email": ("email",), "name": ("name",)}[kind]
+    if kind == "github":
+        return _norm(person.get("github_username")) == _norm(row.get("github_username"))
+    fields = {"id": ("student_id", "sis_user_id", "sis_login_id", "github_username"), "email": ("email",),
+              "name": ("name",)}[kind]
     own = {"id": "student_id", "email": "email", "name": "student"}[kind]
     mine = set(str(person.get(own, "")).split("; ")) | ({sid} if not person else set())
     theirs = {_norm(row.get(f)) for f in fields}
@@ -304,8 +322,13 @@ def match_roster(people, rows, handed_in=None):
     shared_out = [{"kind": key[0], "value": _shared_value(key, [rows[i] for i in sorted(found)]),
                    "rows": [_shown_row(rows[i]) for i in sorted(found)], "left": len(found - used),
                    "ids": ids} for (key, found), ids in groups.items()]
+    # GitHub Classroom's repositories match only a GitHub username column (`_person_keys`): a roster without one
+    # matches none of them, said once
+    no_github = (any(isinstance(p, dict) and p.get("github_username") for p in everyone.values())
+                 and not any(r.get("github_username") for r in rows))
     return merged, {"matched": len(used), "students": len(rows), "missing": missing, "unmatched": unmatched,
-                    "ambiguous": ambiguous, "not_graded": not_graded, "members": members, "shared": shared_out}
+                    "ambiguous": ambiguous, "not_graded": not_graded, "members": members, "shared": shared_out,
+                    **({"no_github_column": True} if no_github else {})}
 
 
 def _shown_member(member):
@@ -317,7 +340,7 @@ def _shown_member(member):
 
 def _shared_value(key, found):
     """What the rows of a key they share have in common, as the roster writes it (a name, an e-mail, an id)."""
-    field = {"name": "name", "email": "email"}.get(key[0], "student_id")
+    field = {"name": "name", "email": "email", "github": "github_username"}.get(key[0], "student_id")
     values = [_norm(r.get(field)) for r in found if r.get(field)]
     return values[0] if values else key[1]
 
@@ -339,6 +362,10 @@ def roster_lines(report, people):
              + (f" graded; {len(handed)} more handed in one that was not graded" if handed else "")
              + (f"; {same} more share a name with another student of the roster: matched by hand (below)"
                 if same else "")]
+    if report.get("no_github_column"):
+        lines.append("roster: it has no GitHub username column (`github_username`, as GitHub Classroom's roster "
+                     "export has): a repository's username is the student's own choice, so it is matched with that "
+                     "column only, never with a name, a login or an id; add the column to match the repositories")
     for row in report["missing"]:
         lines.append(f"roster: no submission from {_shown_row(row)}")
     for h in handed:  # the batch's summary lists the reason first, under "not graded"
@@ -357,7 +384,7 @@ def roster_lines(report, people):
             continue
         ids = [str(i) for i in group.get("ids") or []]
         shared |= set(ids)
-        what = {"name": "name", "email": "e-mail"}.get(group.get("kind"), "id")
+        what = {"name": "name", "email": "e-mail", "github": "GitHub username"}.get(group.get("kind"), "id")
         rows = group.get("rows") or []
         lines.append(f"roster: {len(rows)} students of the roster share the {what} {group.get('value')} "
                      f"({'; '.join(map(str, rows))}), and submission{'s' if len(ids) > 1 else ''} {', '.join(ids)} "
