@@ -253,6 +253,13 @@ def _grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, k
     from checker.records import batch
     from checker.records.outputs import is_own_output
 
+    # every refusal that needs no listing of the folder comes before lms.prepare writes OUT's students.json (and
+    # stages files there): a refused command leaves OUT as it was
+    batch.refuse_before_writing(outdir, assignment, "public" if public else "hidden")
+    if shard:
+        from checker.records.shard import check_shard_seed
+        check_shard_seed(public, seed)
+    executor, where = _executor(jobs, scheduler, cluster), f"-j {jobs}"
     notes = []
     from checker.records import lms  # an LMS's export: one submission per student, whatever files they handed in
     entries = [(sid, path) for sid, path in lms.prepare(directory, outdir, notes, roster=roster, assignment=assignment)
@@ -262,12 +269,10 @@ def _grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, k
     # what is not graded (and why) is listed once, in the summary at the end (students.json's not_graded)
     if not entries:
         raise Fail(f"no submissions in {directory} (a submission is a .py or .ipynb file, or a folder)")
-    executor, where = _executor(jobs, scheduler, cluster), f"-j {jobs}"
     if executor is not None:
         where = executor.describe()
     if shard:  # one slice of the folder (a CI matrix, a SLURM array), the same seed for every slice
-        from checker.records.shard import check_shard_seed, shard_entries
-        check_shard_seed(public, seed)
+        from checker.records.shard import shard_entries
         all_entries, entries = entries, shard_entries(entries, *shard)
         where += f", shard {shard[0]}/{shard[1]}: {len(entries)} of {len(all_entries)}"
 

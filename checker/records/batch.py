@@ -53,9 +53,9 @@ from checker.errors import HwcheckError
 from checker.records.exports import export_lines
 from checker.records.grading import crash, disk_full, grade_one, new_grader, one_line, summary_of, warm_up
 from checker.records.lms import STAGE, read_students
-from checker.records.outfolder import (collect_scorecards, is_current, lock_outdir, other_assignments, remove_stale_temps,
-                               read_scorecard, restore_results, results_path, scorecard_path,
-                               unreadable_scorecards)
+from checker.records.outfolder import (batch_running, collect_scorecards, is_current, lock_outdir, other_assignments,
+                                      remove_stale_temps, read_scorecard, restore_results, results_path, scorecard_path,
+                                      unreadable_scorecards)
 from checker.records.outputs import Gradebook, is_own_output
 from checker.records.pool import run_parallel
 from checker.records.progress import (batch_seeds, not_graded_lines, progress_bar, progress_line,  # noqa: F401
@@ -64,6 +64,7 @@ from checker.records.roster import roster_lines
 from checker.spec import load_spec, spec_sha256
 
 __all__ = ["SUBMISSION_SUFFIXES", "BatchResult", "list_entries", "skipped_entries", "grade_batch", "resolve_only",
+           "refuse_before_writing",
            "grade_one",
            "scorecard_path", "results_path", "is_current", "collect_scorecards", "progress_line", "progress_bar",
            "summary_lines", "after_batch"]
@@ -143,19 +144,8 @@ def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=No
     executor(todo, options, report), when given, grades instead of the local
     processes (`checker.platforms.cluster.DaskExecutor`). Returns a `BatchResult`.
     """
-    if mode not in ("public", "hidden"):
-        raise ValueError(f"mode must be 'public' or 'hidden', not {mode!r}")
-    spec = load_spec(assignment)
+    spec = refuse_before_writing(outdir, assignment, mode)
     spec_sha = spec_sha256(assignment)
-    from checker.running.runner import KIT_HAS_NO_HIDDEN, is_student_kit
-    if mode == "hidden" and is_student_kit(spec):
-        raise HwcheckError(KIT_HAS_NO_HIDDEN)
-    others = other_assignments(outdir, assignment)
-    if others:
-        raise HwcheckError(
-            f"{outdir} already holds scorecards of {', '.join(sorted(others))} "
-            f"({sum(others.values())} files); grading {assignment} there would mix two assignments "
-            f"in one grades.csv and could overwrite their scorecards: choose another output folder")
     entries = [(sid, path) for sid, path in entries if not is_own_output(outdir, path)]
     if only is not None:
         only = resolve_only(entries, only)
@@ -167,6 +157,36 @@ def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=No
                             seed=seed, devices=devices, only=only, executor=executor)
     finally:
         os.close(lock)
+
+
+def refuse_before_writing(outdir, assignment, mode="hidden"):
+    """Every refusal of a batch that the folder graded plays no part in, raised (HwcheckError, ValueError for a
+    mode that is none) before anything is written to OUTDIR; the assignment's spec when none refuses.
+
+    `hwcheck grade` asks it before `checker.records.lms.prepare` writes OUTDIR's students.json and stages files
+    into it, and `grade_batch` again: a refused command leaves OUTDIR as it was (a `grade -a vit` into an OUT of
+    attention's scorecards rewrote its students.json for vit, and `export` then found no scorecards of it). The
+    refusals: a mode that is none, hidden tests asked of a student kit, an OUTDIR holding another assignment's
+    scorecards, another batch writing into OUTDIR now (asked, not waited for: `batch_running`)."""
+    if mode not in ("public", "hidden"):
+        raise ValueError(f"mode must be 'public' or 'hidden', not {mode!r}")
+    spec = load_spec(assignment)
+    from checker.running.runner import KIT_HAS_NO_HIDDEN, is_student_kit
+    if mode == "hidden" and is_student_kit(spec):
+        raise HwcheckError(KIT_HAS_NO_HIDDEN)
+    if not os.path.isdir(outdir):
+        return spec
+    others = other_assignments(outdir, assignment)
+    if others:
+        raise HwcheckError(
+            f"{outdir} already holds scorecards of {', '.join(sorted(others))} "
+            f"({sum(others.values())} files); grading {assignment} there would mix two assignments "
+            f"in one grades.csv and could overwrite their scorecards: choose another output folder "
+            f"(nothing was written to {outdir})")
+    if batch_running(outdir):
+        raise HwcheckError(f"another `hwcheck grade` is writing into {outdir}; wait for it to finish "
+                           f"(nothing was written to {outdir})")
+    return spec
 
 
 def resolve_only(entries, only):
@@ -326,7 +346,7 @@ def refresh_gradebook(outdir):
     broken = unreadable_scorecards(outdir) if assignment else []
     said = unreadable_line(outdir, assignment, broken)
     if not cards:
-        return False, [], said
+        return False, [], said or other_record_line(outdir, assignment)
     lock = lock_outdir(outdir)
     try:
         holds = holds_submissions(outdir, [str((c.get("submission") or {}).get("path") or "") for c in cards])
@@ -355,6 +375,34 @@ def unreadable_line(outdir, assignment, ids):
             f"exported; grade {'it' if one else 'them'} again with `hwcheck grade <the folder graded> -a "
             f"{assignment} -o {outdir} --resume` (it keeps every scorecard that is current), then run "
             f"`hwcheck export {outdir}` again")
+
+
+def other_record_line(outdir, assignment):
+    """The TA's line for an OUTDIR whose scorecards are of another assignment than its students.json names (one
+    an older hwcheck's refused `grade -a vit` rewrote, or none there): what is wrong, and the `grade --resume`
+    that writes the record again from the folder graded, keeping every scorecard; '' when OUTDIR holds no
+    scorecards of hwcheck's at all."""
+    from checker.records.lms import STUDENTS_JSON
+    from checker.records.outfolder import scorecards_in
+    cards = list(scorecards_in(outdir))
+    if not cards:
+        return ""
+    held = collections.Counter(c["assignment"] for c in cards)
+    which = " and ".join(f"{n} of {a}" for a, n in sorted(held.items()))
+    which = f"of {next(iter(held))}" if len(held) == 1 else f"of hwcheck's: {which}"
+    named = f"names the assignment {assignment}" if assignment else "names no assignment"
+    stage = os.sep + STAGE + os.sep
+    folders = collections.Counter(os.path.dirname(p) for p in (str((c.get("submission") or {}).get("path") or "")
+                                                               for c in cards) if p and stage not in p)
+    folder = folders.most_common(1)[0][0] if folders else "<the folder graded>"
+    fix = (f"`hwcheck grade {folder} -a {next(iter(held))} -o {outdir} --resume` writes that record again from "
+           f"the folder graded (it keeps every scorecard that is current and grades none of them again), then run "
+           f"`hwcheck export {outdir}` again" if len(held) == 1 else
+           f"it holds scorecards of {len(held)} assignments: grade each into an output folder of its own")
+    return (f"{outdir} holds {len(cards)} scorecard{'s' if len(cards) != 1 else ''} {which}, but its record of the "
+            f"class ({STUDENTS_JSON}, written by `hwcheck grade`) {named} (an older hwcheck rewrote it in a `grade` "
+            f"of another assignment that it then refused): nothing was exported and no scorecard "
+            f"changed; {fix}")
 
 
 def after_batch(outdir, assignment=None, canvas_title=None, roster=True):
