@@ -124,7 +124,8 @@ def test_a_grade_typed_into_grades_csv_is_kept_by_the_next_resume_via_manual_csv
 def test_an_appeal_typed_into_an_automatic_questions_cell_moves_to_manual_csv(graded, tmp_path):
     """The TA regrades an appeal in grades.csv itself (bob's Q1 made 30), adds a note and a column of comments:
     --resume dropped all of it into the set-aside copy with one line about the file. The Q1 cell, which differs
-    from what hwcheck wrote, is an override moved to manual.csv (applied); the note and the column are named."""
+    from what hwcheck wrote, is an override moved to manual.csv (applied), the note typed beside it its comment;
+    the column is named."""
     folder, out0, _ = graded
     out = tmp_path / "out"
     shutil.copytree(out0, out)
@@ -141,10 +142,11 @@ def test_an_appeal_typed_into_an_automatic_questions_cell_moves_to_manual_csv(gr
     with open(out / "grades.csv", "w", newline="", encoding="utf-8-sig") as f:
         csv.writer(f).writerows(rows)
     r = _grade(folder, out, "--resume")
-    assert "bob,Q1,30,typed into grades.csv" in (out / "manual.csv").read_text(encoding="utf-8-sig")
+    # the note typed beside the grade is its comment (h35: it was named "not kept"); the column is named
+    assert "bob,Q1,30,appeal upheld" in (out / "manual.csv").read_text(encoding="utf-8-sig")
     assert _gradebook(out)["bob"]["Q1"] == "30"
     assert "grades.csv: bob Q1 = 30 was typed into grades.csv" in r.output, r.output
-    assert "'TA comment'" in r.output and "bob's 'appeal upheld'" in r.output, r.output
+    assert "'TA comment'" in r.output and "bob's 'appeal upheld'" not in r.output, r.output
     assert not [row for row in _manual_rows(out) if row[0] == "alice" and row[1] == "Q1"]  # untouched rows: none
 
 

@@ -3,7 +3,10 @@
 What it is for: the TA's own file of points and comments, which hwcheck
 creates once and afterwards appends to; it rewrites a row's points only for
 a grade the TA changed in grades.csv (`replace_points`, the file as it was
-kept first), never its comment or another row. Columns: `id, question, points, comment` (a header naming
+kept first), never its comment or another row, and fills a row it wrote empty
+(id and question, nothing typed in it) with the grade and comment the TA typed
+into grades.csv for that student and question (`ensure_rows`), rather than
+append a second row that the TA's later grade there would overrule. Columns: `id, question, points, comment` (a header naming
 them in another order, with other columns beside them, is read by the names,
 and rows are appended in its order). The rule for
 `question`:
@@ -174,23 +177,44 @@ def _clean_id(cell):
     return cell[1:] if cell.startswith("'") else cell  # as grades.csv writes an id starting with '=' or '-'
 
 
-def ensure_rows(path, ids, spec, extra=()):
+def ensure_rows(path, ids, spec, extra=(), fill=None):
     """Create manual.csv, or append the rows it lacks (id x manual question), atomically.
 
-    Rows already there are kept byte for byte; `extra` rows ([id, question,
-    points, comment]) are appended after them. Returns the number of rows added.
+    Rows already there are kept byte for byte, but that an `extra` row ([id, question, points, comment]: a grade
+    typed into grades.csv) fills the first row of its id and question that holds nothing else (no points, no
+    comment: the row hwcheck wrote empty, which the TA wrote nothing in); the other `extra` rows are appended
+    after them. `fill(id)`: whether a row of that id may fill an empty one (None: every id; a row whose id may
+    be another's, `_match_id`, is appended, to be named). Returns the number of rows added or filled.
     """
     text, bom = _read_text(path)
-    have = set()
+    have, empty = set(), {}
     delim = ","
     if text is not None:
         rows, delim = _rows(text)
         have = {(_clean_id(r[0]), r[1].strip()) for _, r in rows if len(r) >= 2}
+        for line, r in rows:  # rows the TA wrote nothing in (the placeholders hwcheck wrote): the first of each
+            if len(r) >= 2 and not any(c.strip() for c in r[2:]):
+                empty.setdefault((_clean_id(r[0]), r[1].strip()), line)
     # an id is there as written (checker.records.csvfile.cell: `'=x`, a control character escaped) or as typed
     missing = [(sid, qid) for sid in sorted(ids) for qid in _manual_ids(spec)
                if (sid, qid) not in have and (_clean_id(cell(sid)), qid) not in have]
+    # a grade typed into grades.csv fills the empty row of its student and question, rather than a second row
+    # beside it (which the TA's later grade in the empty row would overrule, or be overruled by)
+    fills, rest = {}, []
+    for row in extra:
+        sid, qid, *more = row
+        line = empty.pop((sid, qid), None) or empty.pop((_clean_id(cell(sid)), qid), None)
+        if line is None or qid == ADJUSTMENT or (fill is not None and not fill(sid)):
+            rest.append(row)
+        else:
+            fills[line] = {2: (more + [""])[0], 3: (more + ["", ""])[1]}
+    if fills:
+        text, _ = _rewrite_cells(text, fills)
+    extra = rest
     if text is not None and not missing and not extra:
-        return 0
+        if fills:
+            write_text_atomic(path, text, encoding="utf-8-sig" if bom else "utf-8")
+        return len(fills)
     new = []
     if text is None or not text.strip():
         new.append(HEADER)
@@ -212,7 +236,7 @@ def ensure_rows(path, ids, spec, extra=()):
         text += "\r\n"
     # every cell through checker.records.csvfile.cell, as in every CSV file hwcheck writes
     write_text_atomic(path, text + csv_text(new, delimiter=delim), encoding="utf-8-sig" if bom else "utf-8")
-    return len(missing) + len(extra)
+    return len(missing) + len(extra) + len(fills)
 
 
 def replace_points(path, changes):
@@ -223,6 +247,16 @@ def replace_points(path, changes):
     text, bom = _read_text(path)
     if text is None or not changes:
         return []
+    text, done = _rewrite_cells(text, {line: {2: points} for line, points in changes.items()})
+    if done:
+        write_text_atomic(path, text, encoding="utf-8-sig" if bom else "utf-8")
+    return done
+
+
+def _rewrite_cells(text, changes):
+    """(text with the cells of some rows rewritten, the lines rewritten): changes {line: {i: value}}, i a column of
+    HEADER's (2 the points, written as the file writes numbers; 3 the comment), the row by the line `read_manual`
+    gives it. Its other cells and every other row are kept byte for byte."""
     delim = _delimiter(text)
     physical = text.splitlines(keepends=True)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
@@ -237,16 +271,17 @@ def replace_points(path, changes):
                 continue
         if end not in changes:
             continue
-        where = (order or list(range(len(HEADER))))[2]
-        cells = row + [""] * (where + 1 - len(row))
-        value = str(_num(changes[end]))
-        cells[where] = value.replace(".", ",") if delim != "," else value
+        cols = order or list(range(len(HEADER)))
+        cells = row + [""] * (max(cols[i] for i in changes[end]) + 1 - len(row))
+        for i, value in changes[end].items():
+            if i == 2 and isinstance(value, (int, float)):
+                value = str(_num(value))
+                value = value.replace(".", ",") if delim != "," else value
+            cells[cols[i]] = str(value)
         ending = physical[end - 1][len(physical[end - 1].rstrip("\r\n")):]
         physical[first:end] = [ta_row_text(cells, delim, ending)] + [""] * (end - first - 1)
         done.append(end)
-    if done:
-        write_text_atomic(path, "".join(physical), encoding="utf-8-sig" if bom else "utf-8")
-    return done
+    return "".join(physical), done
 
 
 def _match_id(typed, ids, keys):
@@ -384,8 +419,12 @@ def _number(cell, delim):
     return x
 
 
-def read_manual(path, spec, ids=None):
+def read_manual(path, spec, ids=None, scale=None):
     """(entries, problems) of manual.csv: entries {id: [row dict]}, problems [text] naming the line.
+
+    `scale(id, question, points, comment)`: the points the question was worth when that row was typed (None when
+    not known, `checker.records.kept.Scales`): a grade above the question's points now, typed when it was
+    worth more, is said so (ignored all the same: the TA gives it on the new scale).
 
     A row dict: {question, points (float or None), comment, line, kind}, kind
     "manual" (a question graded by a person), "override" (an automatic
@@ -436,7 +475,14 @@ def read_manual(path, spec, ids=None):
                 problems.append(f"{where}: points {points.strip()!r} is not a number: ignored")
                 continue
             if top is not None and not 0 <= value <= top:
-                problems.append(f"{where}: {qid} is worth 0 to {top:g} points, not {_shown(value)}: ignored")
+                was = scale(sid, qid, value, comment) if scale is not None else None
+                if isinstance(was, (int, float)) and was != top and 0 <= value <= was:
+                    problems.append(f"{where}: {sid} {qid} {_shown(value)} was typed when {qid} was worth {was:g} "
+                                    f"points; it is worth 0 to {top:g} now (spec.toml changed), which "
+                                    f"{_shown(value)} is above: ignored, {sid} has no grade of yours for {qid} "
+                                    f"now; write it there on the new scale")
+                else:
+                    problems.append(f"{where}: {qid} is worth 0 to {top:g} points, not {_shown(value)}: ignored")
                 continue
             if top is None and not -limit <= value <= limit:
                 problems.append(f"{where}: an adjustment is at most {limit:g} points either way ({ADJUSTMENT_TIMES} "

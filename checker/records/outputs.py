@@ -27,21 +27,8 @@ What it is for:
   grades.csv are found by its record: the file hwcheck wrote there, changed
   since. Files of OUTDIR that were not hwcheck's and sat where it writes
   (moved into its state folder's set-aside/) are named in `problems`.
-- `Overrides`: which submission each override of manual.csv was given for. A row for an automatic
-  question (`leebruce_1009,Q1,25,appeal`) replaces its automatic score, and kept doing so, unsaid, after
-  the student resubmitted and `--resume` regraded the new code (an appeal given when Q1 scored 0 lowered
-  the new code's 30 to 25). The sha256 of the submission each override row was first merged with is
-  kept as hwcheck's own file `.overrides.json` in OUT (`checker.records.owned`: a student's file of that
-  name decides nothing); a row is its id, question, points and comment, so a row the TA edits afterwards
-  is a new grade, for the submission of that time. A row whose submission changed since is named in
-  grades.csv's note and the batch's summary, and still applied (the TA's grade decides; the TA checks
-  it). When a batch replaces a scorecard (`replaced`), a row typed before the first merge after it is
-  recorded against the submission it replaced.
-- `WrittenCells`: every value hwcheck wrote in grades.csv's total, question and note cells, per id (kept
-  as hwcheck's own file `.grades-written.json` in OUT, written before grades.csv is): a grades.csv a
-  spreadsheet held open across a regrade (a resubmission, a changed spec.toml) is saved back with the old
-  cells, which are hwcheck's values, not grades typed, and so are neither moved to manual.csv nor pinned
-  there as overrides; they are named in one line.
+- `Overrides`, `Scales`, `WrittenCells` (checker.records.kept): what OUT keeps of the grades it merged
+  and wrote, read and updated by the Gradebook.
 - `load_note(card)`: the grades.csv note of a submission whose load skipped
   something (a statement that raised, a sys.exit, a training loop, a statement that does not parse,
   a statement stopped by the time limit).
@@ -51,20 +38,19 @@ What it is not: grading, or the batch's processes (`checker.records.batch`).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
 from checker.errors import HwcheckError
 from checker.records import owned
 from checker.records.gradebook import answers_text, gradebook_text
+from checker.records.kept import Overrides, Scales, WrittenCells, _maxima, stale_text
 from checker.render.gradescope import make_results
-from checker.records.manual import (MANUAL_CSV, apply_manual, csv_delimiter, decode_csv, describe, ensure_rows,
-                                    manual_path, read_manual, replace_points)
+from checker.records.manual import (MANUAL_CSV, _match_id, apply_manual, csv_delimiter, decode_csv, describe,
+                                    ensure_rows, manual_path, read_manual, replace_points)
 from checker.records.typed import changed_line, moved_line, typed_into_gradebook
 
-__all__ = ["OWN_FILES", "OVERRIDES_JSON", "CELLS_JSON", "is_own_output", "load_note", "Gradebook", "Overrides",
-           "WrittenCells", "TypedNotMoved"]
+__all__ = ["OWN_FILES", "is_own_output", "load_note", "Gradebook", "TypedNotMoved"]
 
 OWN_FILES = ("grades.csv", "answers.csv", MANUAL_CSV, ".students.json", "canvas.csv", "moodle.csv")
 STALE_NOTE = "not in the folder graded last: an older scorecard"
@@ -129,6 +115,7 @@ class Gradebook:
         self.set_aside = set(owned.set_aside(outdir))
         self.edited = set()  # hwcheck's files found edited since it wrote them (grades.csv typed into)
         self.overrides = Overrides(outdir)  # which submission each override of manual.csv was given for
+        self.scales = Scales(outdir)  # the points each question was worth when a grade of manual.csv was given
         self.cells = WrittenCells(outdir)  # every value hwcheck wrote in grades.csv's cells, per id and column
         self.moved = self.told = 0  # grades typed into grades.csv moved to manual.csv; other lines about it
         self.changes = []  # grades changed in grades.csv where manual.csv held one (`_typed`), for its rows
@@ -138,10 +125,23 @@ class Gradebook:
             owned.ensure_folder(outdir, "gradescope")  # other's half-made folder for a student's)
         except OSError:
             pass
+        self._scales_seen(self.cards)  # grades typed before a regrade: at the points their questions had then
         from checker.records.lms import read_students
         known = read_students(outdir)
         self.people = known.get("students") if isinstance(known.get("students"), dict) else {}
         self.identical = known.get("identical") if isinstance(known.get("identical"), dict) else {}
+
+    def _scales_seen(self, cards):
+        """Record the points each question was worth in `cards` ({id: card}) for the grades of manual.csv given
+        for them and not recorded yet (`Scales`)."""
+        if not cards:
+            return
+        try:
+            entries, _ = read_manual(self.manual, self.spec, set(self.cards) | self.unreadable)
+        except OSError:
+            return
+        for sid, card in cards.items():
+            self.scales.seen(sid, card, entries.get(sid, []))
 
     @property
     def stale(self):
@@ -164,14 +164,15 @@ class Gradebook:
         cards, notes = self.merged()  # the grades.csv hwcheck wrote last (what the TA edited), as it would now
         written = gradebook_text(cards, self.spec, notes, self.people)
         text = decode_csv(raw)  # as a spreadsheet saved it: UTF-8 or Windows-1252, `,` `;` or a tab
-        said, self.changes = [], []
+        said, self.changes, carried = [], [], set()
+        last, regraded = self.cells.since(self.cards)
         rows = typed_into_gradebook(text, self.spec, entries, written, earlier=self.cells.earlier, said=said,
-                                    changed=self.changes)
+                                    changed=self.changes, carried=carried, last=last, regraded=regraded)
         # a total typed is moved as an adjustment; a row whose id is no one's (an id a spreadsheet's encoding could
         # not hold) is moved too, for the TA to correct there, and said so; a grade changed where manual.csv held
         # one is said once its row is rewritten (`_change_rows`)
         self.problems += [moved_line(row, row[0] in self.cards or row[0] in self.unreadable) for row in rows]
-        said += _typed_elsewhere(text, written, self.cells.earlier)
+        said += _typed_elsewhere(text, written, self.cells.earlier, carried)
         self.problems += said
         self.moved, self.told, self.rewritten = len(rows), len(said), len(self.changes)
         return rows
@@ -214,7 +215,9 @@ class Gradebook:
             self.manual = owned.place_kept(self.outdir, MANUAL_CSV, record=True) or self.manual
             self._change_rows()
             ids = self.ids if grading is None else set(grading)
-            self.added = ensure_rows(self.manual, ids | set(self.cards), self.spec, typed) - len(typed)
+            known, keys = set(self.cards) | self.unreadable | ids, {}
+            self.added = ensure_rows(self.manual, ids | set(self.cards), self.spec, typed,  # an id no one's: appended
+                                     fill=lambda sid: _match_id(sid, known, keys)[0] == sid) - len(typed)
         except OSError as e:
             if typed or self.changes:
                 raise TypedNotMoved(self._not_moved(typed, e)) from e
@@ -246,11 +249,14 @@ class Gradebook:
             if changed:  # a new submission's written answer: a grade typed for the old one is told, not dropped
                 self.changed_answers[sid] = sorted(set(self.changed_answers.get(sid, [])) | set(changed))
             self.overrides.replaced(sid, self.cards.get(sid), card)  # an override of the old code: told, below
+            if sid in self.cards and _maxima(self.cards[sid]) != _maxima(card):  # a regrade by a changed spec.toml:
+                self._scales_seen({sid: self.cards[sid]})  # grades given before, at the points of then
             self.cards[sid] = card
 
     def merged(self):
         """(cards with manual.csv merged, notes {id: text}); manual.csv's problems go to `problems`."""
-        entries, problems = read_manual(self.manual, self.spec, set(self.cards) | self.unreadable)
+        entries, problems = read_manual(self.manual, self.spec, set(self.cards) | self.unreadable,
+                                        scale=self.scales.typed_at)
         # the lines of each merge are said as of the scorecards now (an override's line computed before a regrade
         # that graded the submission it was given for again would be stale)
         self.problems = [p for p in self.problems if not p.startswith(MANUAL_CSV + " line")
@@ -272,6 +278,12 @@ class Gradebook:
                 text = stale_text(row, was.get(row["line"]))
                 note.append(text)
                 self._say(f"{MANUAL_CSV}: {sid}: {text}")
+            self.scales.seen(sid, card, entries.get(sid, []))
+            for row in entries.get(sid, []):
+                text = self.scales.changed_text(sid, card, row)
+                if text:
+                    note.append(text)
+                    self._say(f"{MANUAL_CSV}: {sid}: {text}")
             note += [t for t in (load_note(card), describe(merged)) if t]
             note += _people_notes(sid, self.people.get(sid) or {}, self.identical.get(sid))
             if note:
@@ -288,8 +300,9 @@ class Gradebook:
     def write(self, final=False):
         cards, notes = self.merged()
         self.overrides.save()
+        self.scales.save()
         text = gradebook_text(cards, self.spec, notes, self.people)
-        self.cells.add(text, self.spec)  # kept before the file is: every value of grades.csv is one hwcheck wrote
+        self.cells.add(text, self.spec, self.cards)  # kept before the file is: every value of grades.csv is one hwcheck wrote
         self.cells.save()
         self.gradebook = owned.write_text(self.outdir, "grades.csv", text, kind="gradebook", encoding="utf-8-sig")
         self.answers = None
@@ -355,9 +368,10 @@ def _pts(row):
     return f"{p:g}" if isinstance(p, float) else str(p)
 
 
-def _typed_elsewhere(typed, written, earlier=None):
+def _typed_elsewhere(typed, written, earlier=None, carried=()):
     """The TA's lines about what was typed into grades.csv that no grade holds: a note changed (not one hwcheck
-    wrote in that row before, `earlier` as `WrittenCells.earlier`), a column added (grades.csv is set aside, not
+    wrote in that row before, `earlier` as `WrittenCells.earlier`; not one of the ids `carried`, whose note went
+    to manual.csv as the comment of a grade typed beside it), a column added (grades.csv is set aside, not
     lost: `Gradebook._tell_set_aside` says where). A total typed is moved as an adjustment
     (`checker.records.manual.typed_into_gradebook`), or said there."""
     import csv
@@ -379,6 +393,8 @@ def _typed_elsewhere(typed, written, earlier=None):
             if len(r) != len(theirs[0]):
                 continue
             sid, note = r[theirs[0].index("id")], r[theirs[0].index("note")]
+            if (sid[1:] if sid.startswith("'") else sid).strip() in carried:
+                continue  # the comment of the grade typed beside it, in manual.csv
             before = ((earlier or {}).get(sid[1:] if sid.startswith("'") else sid) or {}).get("note") or []
             if sid in ours and note.strip() and note != ours[sid] and note.strip() not in [n.strip() for n in before]:
                 changed.append(f"{sid}'s {note[:60]!r}")
@@ -388,125 +404,3 @@ def _typed_elsewhere(typed, written, earlier=None):
                        f"{more}) {'are' if len(changed) > 1 else 'is'} not kept in the new grades.csv: put comments "
                        f"in {MANUAL_CSV}'s comment column")
     return out
-
-
-# overrides given for an earlier submission (see the module's docstring)
-
-OVERRIDES_JSON = ".overrides.json"
-
-
-def _sha(card):
-    sha = (card.get("submission") or {}).get("sha256") if isinstance(card, dict) else None
-    return sha if isinstance(sha, str) else None
-
-
-def _key(sid, row):
-    return json.dumps([sid, row.get("question"), row.get("points"), row.get("comment") or ""], ensure_ascii=True)
-
-
-class Overrides:
-    """The record of OUT's override rows and the submissions they were given for."""
-
-    def __init__(self, outdir):
-        self.outdir = outdir
-        data = owned.read_json(outdir, OVERRIDES_JSON, "overrides")
-        given = data.get("given") if isinstance(data, dict) else None
-        self.given = {k: v for k, v in given.items() if isinstance(v, str)} if isinstance(given, dict) else {}
-        self.before = {}  # {id: the sha256 of the submission a batch's new scorecard replaced}
-        self.dirty = False
-
-    def replaced(self, sid, old_card, new_card):
-        """A batch replaced `sid`'s scorecard: remember the submission it graded before, when it changed."""
-        old, new = _sha(old_card), _sha(new_card)
-        if old and new and old != new:
-            self.before.setdefault(sid, old)
-
-    def stale(self, sid, card, rows):
-        """The override rows of `sid` (manual.csv's rows of kind "override") given for another submission than
-        the one `card` graded; a row seen for the first time is recorded here."""
-        now = _sha(card)
-        out = []
-        for row in rows:
-            if row.get("kind") != "override" or row.get("points") is None or now is None:
-                continue
-            key = _key(sid, row)
-            if key not in self.given:
-                self.given[key] = self.before.get(sid, now)
-                self.dirty = True
-            if self.given[key] != now:
-                out.append(row)
-        return out
-
-    def save(self):
-        """Write the record when it changed (a failure leaves it to the next run, which records again)."""
-        if not self.dirty:
-            return
-        try:
-            owned.write_json(self.outdir, OVERRIDES_JSON, {"given": self.given}, kind="overrides")
-            self.dirty = False
-        except OSError:
-            pass
-
-
-def stale_text(row, automatic):
-    """grades.csv's note (and the summary's line) of an override given for an earlier submission."""
-    was = f"{automatic:g}" if isinstance(automatic, (int, float)) else str(automatic)
-    return (f"{row['question']} {row['points']:g} from manual.csv line {row.get('line')} was given for an earlier "
-            f"submission, and the new one scores {was} there automatically: check that grade (once checked, edit "
-            f"the row's comment to keep it, or delete the row to keep the automatic score)")
-
-
-# every value hwcheck wrote in grades.csv's cells (see the module's docstring)
-
-CELLS_JSON = ".grades-written.json"
-KEPT_PER_CELL = 20  # the latest distinct values of one cell kept (a regrade adds one)
-
-
-class WrittenCells:
-    """The values hwcheck wrote in grades.csv's `total`, question and `note` cells, per id and column, over every
-    grades.csv it wrote in OUT: a spreadsheet that had grades.csv open across a regrade saves the old values
-    back, and those are hwcheck's, not grades typed (`checker.records.manual.typed_into_gradebook`)."""
-
-    def __init__(self, outdir):
-        self.outdir = outdir
-        data = owned.read_json(outdir, CELLS_JSON, "grades-written")
-        cells = data.get("cells") if isinstance(data, dict) else None
-        self.earlier = {}  # {id: {column: [cells written, oldest first]}}
-        for sid, columns in (cells.items() if isinstance(cells, dict) else ()):
-            if isinstance(columns, dict):
-                self.earlier[sid] = {c: [v for v in vs if isinstance(v, str)][-KEPT_PER_CELL:]
-                                     for c, vs in columns.items() if isinstance(vs, list)}
-        self.dirty = False
-
-    def add(self, text, spec):
-        """Remember the cells of the grades.csv text about to be written."""
-        import csv
-        import io
-        columns = ["total", *[str(q["id"]) for q in spec.get("questions") or []], "note"]
-        for row in csv.DictReader(io.StringIO(text, newline="")):
-            sid = (row.get("id") or "").strip()
-            if sid.startswith("'"):
-                sid = sid[1:]  # as grades.csv writes an id starting with '=' or '-' (read back without it)
-            kept = self.earlier.setdefault(sid, {})
-            for column in columns:
-                value = row.get(column)
-                if not isinstance(value, str) or not value.strip():
-                    continue
-                values = kept.setdefault(column, [])
-                if values and values[-1] == value:
-                    continue
-                if value in values:
-                    values.remove(value)
-                values.append(value)
-                del values[:-KEPT_PER_CELL]
-                self.dirty = True
-
-    def save(self):
-        """Write the record when it changed (a failure leaves it to the next write, which records again)."""
-        if not self.dirty:
-            return
-        try:
-            owned.write_json(self.outdir, CELLS_JSON, {"cells": self.earlier}, kind="grades-written")
-            self.dirty = False
-        except OSError:
-            pass

@@ -139,7 +139,8 @@ def summary_lines(batch):
               f"{'their rows' if rewritten != 1 else 'its row'}"] if rewritten else [])
         added = f" ({'; '.join(said)})" if said else ""
         lines.append(f"  manual grades: {_line(batch.manual)}{added}, yours to edit (points and comments; "
-                     f"hwcheck appends rows, and rewrites a row's points only for a grade changed in grades.csv), "
+                     f"hwcheck appends rows, and writes into a row only a grade typed into grades.csv: a row's "
+                     f"points changed there, or an empty row's grade and comment), "
                      f"merged into grades.csv and the totals")
     if getattr(batch, "pending", ""):
         lines.append(f"  {_line(batch.pending)}")

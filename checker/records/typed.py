@@ -6,7 +6,7 @@ would be lost. `typed_into_gradebook(...)` finds them: a question's cell that ma
 manual.csv already holds a grade for it (a manual question's grade given again, an override of an appeal
 changed: the TA's latest word, which replaces the points of that row, its comment kept). Never a cell holding
 a value hwcheck itself wrote in that row before (a spreadsheet open across a regrade saves its old cells
-back; `checker.records.outputs.WrittenCells` keeps them). `moved_line(row)` and `changed_line(change)` say
+back; `checker.records.kept.WrittenCells` keeps them). `moved_line(row)` and `changed_line(change)` say
 each, naming the student, the question and the values.
 
 What it is not: the reader or writer of manual.csv (`checker.records.manual`) or of grades.csv
@@ -22,8 +22,11 @@ from checker.records.manual import (ADJUSTMENT, MANUAL_CSV, _clean_id, _delimite
 
 __all__ = ["typed_into_gradebook", "moved_line", "changed_line"]
 
+TYPED = "typed into grades.csv"  # the comment of a grade moved from grades.csv with no note typed beside it
 
-def typed_into_gradebook(gradebook_text, spec, entries, written=None, earlier=None, said=None, changed=None):
+
+def typed_into_gradebook(gradebook_text, spec, entries, written=None, earlier=None, said=None, changed=None,
+                         carried=None, last=None, regraded=None):
     """[[id, question, points, comment]] of grades typed by hand into grades.csv that manual.csv does not hold:
     to be appended there. A manual question's cell (hwcheck writes it empty while pending) is a grade; with
     `written`, the grades.csv hwcheck would write now (what the TA edited), an automatic question's cell whose
@@ -31,7 +34,7 @@ def typed_into_gradebook(gradebook_text, spec, entries, written=None, earlier=No
     is an `adjustment` row: the total typed minus what the row's own question cells and manual.csv's
     adjustments add up to (90 made 85, a late penalty: -5), so that the row comes to the total typed.
 
-    `earlier`: {id: {column: [cells hwcheck wrote there before]}} (`checker.records.outputs.WrittenCells`). A
+    `earlier`: {id: {column: [cells hwcheck wrote there before]}} (`checker.records.kept.WrittenCells`). A
     cell equal to one of them is no grade typed: it is hwcheck's own value of an older grades.csv, saved back by
     a spreadsheet that had the file open across a regrade (a resubmission, a changed spec.toml); those cells
     are named in one line of `said`, not moved. Only a value hwcheck never wrote in that row's cell is typed.
@@ -43,6 +46,15 @@ def typed_into_gradebook(gradebook_text, spec, entries, written=None, earlier=No
     grades.csv holds another number than that grade, which hwcheck wrote there (with `written`): the TA's latest
     word, for `checker.records.manual.replace_points` to put in that row (line). A number out of the question's
     range, or a cell that is no number, is said and not taken. Without `changed`, such cells are left as before.
+
+    `last`: {id: {column: cell}} of the grades.csv hwcheck wrote last, for the ids whose scorecard is the same
+    since: a cell as it was written there is no grade typed and is not said (what hwcheck writes now differs
+    because manual.csv changed since, not because of a regrade). `regraded`: the ids whose scorecard changed
+    since hwcheck last wrote grades.csv; only for those is an earlier cell said to be from before a regrade.
+
+    `carried`: a set that gets the ids whose note cell, typed beside a grade moved, is that grade's comment in
+    manual.csv (a note typed into the cell, or added after hwcheck's own note there: `_note_typed`); the rows
+    moved of an id carry it as their comment, else "typed into grades.csv".
 
     `gradebook_text` is read as a spreadsheet saved it (decoded by `decode_csv`): its separator found as
     manual.csv's is (`;` with decimal commas, `8,5` is 8.5, or a tab); a number is moved as the number it is."""
@@ -61,9 +73,18 @@ def typed_into_gradebook(gradebook_text, spec, entries, written=None, earlier=No
         except ValueError:
             return None
 
+    last, regraded = last or {}, set(regraded or ())
+    quiet, old_sids = set(), set()
+
     def hwchecks(sid, column, cell):
         """Whether `cell` is a value hwcheck wrote in this row's column before (the same number, or text)."""
         x = number(cell, delim)
+        mine = (last.get(sid) or {}).get(column)
+        if mine is not None:  # as hwcheck wrote it last, from the same scorecard: nothing typed, nothing to say
+            y = number(mine, ",")
+            if (x is not None and y is not None and abs(x - y) <= 5e-5) or (x is None and mine.strip() == cell):
+                quiet.add((sid, column))
+                return True
         for old in (earlier.get(sid) or {}).get(column) or []:
             y = number(old, ",")
             if (x is not None and y is not None and abs(x - y) <= 5e-5) or (x is None and old.strip() == cell):
@@ -72,9 +93,11 @@ def typed_into_gradebook(gradebook_text, spec, entries, written=None, earlier=No
 
     tops = {str(q["id"]): float(q.get("points") or 0) for q in spec.get("questions") or []}
     out, stale = [], []
+    carried = set() if carried is None else carried
     for row in csv.DictReader(io.StringIO(gradebook_text, newline=""), delimiter=delim):
         row = {(k or "").strip(): v for k, v in row.items() if isinstance(v, str)}
         sid = _clean_id(row.get("id") or "")
+        first = len(out)
         given = {r["question"]: r for r in entries.get(sid, []) if r["points"] is not None and r["kind"] != ADJUSTMENT}
         graded = set(given)
         mine = ours.get(sid)
@@ -85,7 +108,7 @@ def typed_into_gradebook(gradebook_text, spec, entries, written=None, earlier=No
             if not cell or cell == now or (x is not None and was is not None and abs(x - was) <= 5e-5):
                 continue  # as hwcheck writes it now, or emptied (a grade is taken back in manual.csv, not here)
             if hwchecks(sid, qid, cell):
-                stale.append(f"{sid} {qid} {cell}")
+                _stale(stale, quiet, old_sids, sid, qid, cell)
                 continue
             r = given[qid]
             where = f"{MANUAL_CSV} line {r.get('line')}"
@@ -104,36 +127,75 @@ def typed_into_gradebook(gradebook_text, spec, entries, written=None, earlier=No
             if mine is not None and (mine.get(qid) or "").strip() == cell:
                 continue  # as hwcheck writes it now (a grade of manual.csv's row that was deleted since)
             if hwchecks(sid, qid, cell):
-                stale.append(f"{sid} {qid} {cell}")
+                _stale(stale, quiet, old_sids, sid, qid, cell)
                 continue
             x = number(cell, delim)
-            out.append([sid, qid, cell if x is None else _num(x), "typed into grades.csv"])
+            out.append([sid, qid, cell if x is None else _num(x), TYPED])
         for qid in auto if mine is not None else ():
             cell = (row.get(qid) or "").strip()
             x, was = number(cell, delim), number((mine.get(qid) or "").strip(), ",")
             if x is not None and (was is None or abs(x - was) > 5e-5) and qid not in graded:
                 if hwchecks(sid, qid, cell):
-                    stale.append(f"{sid} {qid} {cell}")
+                    _stale(stale, quiet, old_sids, sid, qid, cell)
                 else:
-                    out.append([sid, qid, _num(x), "typed into grades.csv"])
+                    out.append([sid, qid, _num(x), TYPED])
+        note = _note_typed(sid, row, mine, earlier, ours) if len(out) > first else ""
+        if note:  # the TA's words beside the grades typed: their comment in manual.csv, not lost
+            for moved in out[first:]:
+                moved[3] = note
+            carried.add(sid)
         if mine is not None and sid:
-            moved = _typed_total(sid, row, mine, spec, delim, hwchecks, stale, said)
+            moved = _typed_total(sid, row, mine, spec, delim, hwchecks,
+                                 lambda *cell: _stale(stale, quiet, old_sids, *cell), said)
             if moved:
                 out.append(moved)
     if stale:
         shown = "; ".join(stale[:5]) + (f"; and {len(stale) - 5} more" if len(stale) > 5 else "")
+        why = ("before a regrade, not what it writes now (the file was open in a spreadsheet across the regrade, "
+               "which saved the old values back)" if old_sids & regraded else
+               "in an earlier grades.csv, not what it writes now (the file was open in a spreadsheet while hwcheck "
+               "wrote it again, which saved the old values back)")
         said.append(f"grades.csv: {len(stale)} cell{'s' if len(stale) > 1 else ''} ({shown}) "
-                    f"{'hold' if len(stale) > 1 else 'holds'} what hwcheck wrote there before a regrade, not what it "
-                    f"writes now (the file was open in a spreadsheet across the regrade, which saved the old values "
-                    f"back): not taken for grades typed, so the new grades stand; a grade you meant to give there "
-                    f"goes in {MANUAL_CSV}")
+                    f"{'hold' if len(stale) > 1 else 'holds'} what hwcheck wrote there {why}: not taken for grades "
+                    f"typed, so the new grades stand; a grade you meant to give there goes in {MANUAL_CSV}")
     return out
+
+
+def _stale(stale, quiet, old_sids, sid, column, cell):
+    """Keep a cell holding what hwcheck wrote in an earlier grades.csv for the TA's line (not one as it wrote it
+    last, `quiet`); returns True (the cell is hwcheck's either way)."""
+    if (sid, column) not in quiet:
+        stale.append(f"{sid} {column} {cell}")
+        old_sids.add(sid)
+    return True
+
+
+def _note_typed(sid, row, mine, earlier, rows):
+    """What the TA typed into a row's note cell of grades.csv ('' when nothing): the cell, less hwcheck's own
+    note there (now, or one it wrote in that row before) where the TA typed after it. A note hwcheck writes in
+    any row (`rows`, {id: row} of the grades.csv it writes now), or wrote in any before, is none of the TA's
+    (a row whose id a spreadsheet's save changed carries another row's note)."""
+    note = (row.get("note") or "").strip()
+
+    def plain(notes):
+        notes = [n[1:] if n.startswith("'") else n for n in (n.strip() for n in notes) if n]
+        # as a save in Windows-1252 (Excel's "CSV (Comma delimited)") writes it: `?` for what it cannot hold
+        return notes + [n.encode("cp1252", "replace").decode("cp1252") for n in notes]
+    ours = plain([(mine or {}).get("note") or ""] + list((earlier.get(sid) or {}).get("note") or []))
+    anyone = set(plain([r.get("note") or "" for r in rows.values()] +
+                       [n for cols in earlier.values() for n in cols.get("note") or []]))
+    if not note or note in ours or note in anyone:
+        return ""
+    for n in sorted(ours, key=len, reverse=True):
+        if note.startswith(n):
+            return note[len(n):].strip(" ;,\t")
+    return note
 
 
 def _typed_total(sid, row, mine, spec, delim, hwchecks, stale, said):
     """The `adjustment` row [id, "adjustment", points, comment] of a total typed into grades.csv's row (see
-    `typed_into_gradebook`), None when the total is hwcheck's (now or earlier); a total that cannot be moved is
-    said in `said`."""
+    `typed_into_gradebook`), None when the total is hwcheck's (now or earlier: `stale(id, column, cell)` is told);
+    a total that cannot be moved is said in `said`."""
     cell = (row.get("total") or "").strip()
     now = (mine.get("total") or "").strip()
     try:
@@ -147,7 +209,7 @@ def _typed_total(sid, row, mine, spec, delim, hwchecks, stale, said):
     if not cell or cell == now or (x is not None and was is not None and abs(x - was) <= 5e-5):
         return None
     if hwchecks(sid, "total", cell):
-        stale.append(f"{sid} total {cell}")
+        stale(sid, "total", cell)
         return None
     # what the row's own cells add up to: hwcheck's total now, moved by each cell of the row that differs from
     # what hwcheck writes now (a grade typed beside the total, or a spreadsheet's older cell)
@@ -198,7 +260,8 @@ def moved_line(row, known=True):
         return (f"grades.csv: {sid}'s total was changed to {typed} in grades.csv, which hwcheck rewrites (its "
                 f"questions and adjustments add up to {base}): moved to {MANUAL_CSV} as an adjustment of "
                 f"{points:+g}, where grades are kept")
+    noted = f", with the note typed beside it ({comment!r}) as its comment" if comment != TYPED else ""
     return (f"grades.csv: {sid} {qid} = {points} was typed into grades.csv, which hwcheck rewrites: moved to "
-            f"{MANUAL_CSV}, where grades are kept")
+            f"{MANUAL_CSV}{noted}, where grades are kept")
 
 
