@@ -292,8 +292,9 @@ _LEFT = set()  # cgroups whose members were killed but not yet gone when their w
 
 def release(pid, parent):
     """Remove the cgroups of a reaped worker (and kill what is left in them). A cgroup whose killed members
-    have not exited yet cannot be removed: it is tried again at each later release, so a long batch of killed
-    workers leaves at most the last few folders until the zygote removes its parents."""
+    have not exited yet cannot be removed: it is waited for (at most RELEASE_WAIT_S, only while it is busy),
+    and one still busy then is tried again at each later release, so a long batch of killed workers leaves at
+    most the last few folders until the zygote removes its parents."""
     for path in list(_LEFT):
         try:
             os.rmdir(path)
@@ -315,12 +316,27 @@ def release(pid, parent):
                 pass
         else:
             _kill_members(path)
+        if not _removed(path):
+            _LEFT.add(path)
+
+
+RELEASE_WAIT_S = 2.0  # how long a release waits for a cgroup's killed members to exit
+
+
+def _removed(path):
+    """rmdir a cgroup, waiting while its killed members are still exiting (EBUSY); whether it is gone."""
+    deadline = time.monotonic() + RELEASE_WAIT_S
+    while True:
         try:
             os.rmdir(path)
+            return True
         except FileNotFoundError:
-            pass
+            return True
         except OSError:
-            _LEFT.add(path)
+            if time.monotonic() > deadline:
+                return False
+            _kill_members(path)  # one that forked while the first kill went round
+            time.sleep(0.005)
 
 
 def _kill_members(path):
