@@ -51,16 +51,47 @@ def _key(sid, row):
     return json.dumps([sid, row.get("question"), row.get("points"), row.get("comment") or ""], ensure_ascii=True)
 
 
-class Overrides:
-    """The record of OUT's override rows and the submissions they were given for."""
+class _Given:
+    """{a manual.csv row's `_key`: a value} kept as one of hwcheck's own files in OUT (`given` in its JSON), the
+    values `_value` takes from what was read; `save()` writes it when it changed."""
+
+    NAME = KIND = ""
 
     def __init__(self, outdir):
         self.outdir = outdir
-        data = owned.read_json(outdir, OVERRIDES_JSON, "overrides")
+        data = owned.read_json(outdir, self.NAME, self.KIND)
         given = data.get("given") if isinstance(data, dict) else None
-        self.given = {k: v for k, v in given.items() if isinstance(v, str)} if isinstance(given, dict) else {}
-        self.before = {}  # {id: the sha256 of the submission a batch's new scorecard replaced}
+        self.given = {k: self._value(v) for k, v in given.items() if self._value(v) is not None} \
+            if isinstance(given, dict) else {}
         self.dirty = False
+
+    @staticmethod
+    def _value(v):
+        return v
+
+    def save(self):
+        """Write the record when it changed (a failure leaves it to the next run, which records again)."""
+        if not self.dirty:
+            return
+        try:
+            owned.write_json(self.outdir, self.NAME, {"given": self.given}, kind=self.KIND)
+            self.dirty = False
+        except OSError:
+            pass
+
+
+class Overrides(_Given):
+    """The record of OUT's override rows and the submissions they were given for."""
+
+    NAME, KIND = OVERRIDES_JSON, "overrides"
+
+    def __init__(self, outdir):
+        super().__init__(outdir)
+        self.before = {}  # {id: the sha256 of the submission a batch's new scorecard replaced}
+
+    @staticmethod
+    def _value(v):
+        return v if isinstance(v, str) else None
 
     def replaced(self, sid, old_card, new_card):
         """A batch replaced `sid`'s scorecard: remember the submission it graded before, when it changed."""
@@ -84,16 +115,6 @@ class Overrides:
                 out.append(row)
         return out
 
-    def save(self):
-        """Write the record when it changed (a failure leaves it to the next run, which records again)."""
-        if not self.dirty:
-            return
-        try:
-            owned.write_json(self.outdir, OVERRIDES_JSON, {"given": self.given}, kind="overrides")
-            self.dirty = False
-        except OSError:
-            pass
-
 
 def stale_text(row, automatic):
     """grades.csv's note (and the summary's line) of an override given for an earlier submission."""
@@ -112,20 +133,18 @@ def _maxima(card):
     return {str(q.get("id")): q.get("max_score") for q in (card or {}).get("questions") or [] if isinstance(q, dict)}
 
 
-class Scales:
+class Scales(_Given):
     """The record of the points each question was worth (its scorecard's max_score) when a grade of manual.csv
     for it was first merged, by the row's id, question, points and comment (`_key`): after spec.toml changes a
     question's points and the batch regrades, a grade typed on the old scale is named, per student and question,
     with both (it stays as typed; one above the new points is ignored, `read_manual` says so). A row the TA edits
     afterwards is a new grade, on the scale of its time. hwcheck's own file `.manual-scales.json` in OUT."""
 
-    def __init__(self, outdir):
-        self.outdir = outdir
-        data = owned.read_json(outdir, SCALES_JSON, "manual-scales")
-        given = data.get("given") if isinstance(data, dict) else None
-        self.given = {k: float(v) for k, v in given.items() if isinstance(v, (int, float)) and
-                      not isinstance(v, bool)} if isinstance(given, dict) else {}
-        self.dirty = False
+    NAME, KIND = SCALES_JSON, "manual-scales"
+
+    @staticmethod
+    def _value(v):
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
     def seen(self, sid, card, rows):
         """Record the points of `card`'s questions for the graded rows of `sid` not recorded yet."""
@@ -155,16 +174,6 @@ class Scales:
                 f"{row['question']} was worth {was:g} points; it is worth {float(now):g} now (spec.toml changed) "
                 f"and the grade stays {row['points']:g} of {float(now):g}: check it (nothing was changed; once "
                 f"checked, edit the row's points or comment)")
-
-    def save(self):
-        """Write the record when it changed (a failure leaves it to the next run, which records again)."""
-        if not self.dirty:
-            return
-        try:
-            owned.write_json(self.outdir, SCALES_JSON, {"given": self.given}, kind="manual-scales")
-            self.dirty = False
-        except OSError:
-            pass
 
 
 # every value hwcheck wrote in grades.csv's cells (see the module's docstring)
