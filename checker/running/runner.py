@@ -218,12 +218,14 @@ def skipped_in_load(messages):
     """The first line of each load message that left some of the student's code out (for grades.csv's note): a
     statement that raised, did not parse, exited, ran past its time or crashed the worker, a training loop, a
     def replaced by another file's (a scratch copy beside the homework, graded instead)."""
-    out = []
+    return [line[:160] + ("..." if len(line) > 160 else "") for _, line in _leaving_out(messages)]
+
+
+def _leaving_out(messages):
+    """(message, its first line) of each load message of a kind that left code out (_SKIPPING)."""
     for m in messages:
         if m.get("kind") in _SKIPPING:
-            line = str(m.get("text", "")).split("\n", 1)[0].strip()
-            out.append(line[:160] + ("..." if len(line) > 160 else ""))
-    return out
+            yield m, str(m.get("text", "")).split("\n", 1)[0].strip()
 
 
 MAX_LEFT_OUT = 10  # places of left-out code a scorecard keeps (CI annotates them: checker.render.report)
@@ -236,10 +238,10 @@ def left_out_places(messages):
     (skipped on purpose: it is not a fault). The messages come from the worker: each value is checked for its
     type and cut to a bound, and what does not fit is left out."""
     out = []
-    for m in messages:
-        if m.get("kind") not in _SKIPPING or m.get("kind") == "training" or len(out) >= MAX_LEFT_OUT:
+    for m, text in _leaving_out(messages):
+        if m.get("kind") == "training" or len(out) >= MAX_LEFT_OUT:
             continue
-        file, text = m.get("file"), str(m.get("text", "")).split("\n", 1)[0].strip()
+        file = m.get("file")
         if not isinstance(file, str) or not file or len(file) > 300 or not text:
             continue
         place = {"file": file}
