@@ -253,8 +253,8 @@ def _grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, k
     from checker.records import batch
     from checker.records.outputs import is_own_output
 
-    # every refusal that needs no listing of the folder comes before lms.prepare writes OUT's students.json (and
-    # stages files there): a refused command leaves OUT as it was
+    # every refusal comes before lms.record writes OUT's students.json: those that need no listing of the folder
+    # before lms.listing (which stages a student's several files into OUT), the others after it
     batch.refuse_before_writing(outdir, assignment, "public" if public else "hidden")
     if shard:
         from checker.records.shard import check_shard_seed
@@ -262,7 +262,8 @@ def _grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, k
     executor, where = _executor(jobs, scheduler, cluster), f"-j {jobs}"
     notes = []
     from checker.records import lms  # an LMS's export: one submission per student, whatever files they handed in
-    entries = [(sid, path) for sid, path in lms.prepare(directory, outdir, notes, roster=roster, assignment=assignment)
+    listed, record = lms.listing(directory, outdir, notes, roster=roster, assignment=assignment)
+    entries = [(sid, path) for sid, path in listed
                if not is_own_output(outdir, path)]  # -o inside DIR: hwcheck's own files are no submission
     for note in notes:
         echo(f"hwcheck: {for_terminal(note, newlines=False)}", err=True)
@@ -294,6 +295,7 @@ def _grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, k
             batch.resolve_only(entries, only)
         except HwcheckError as e:
             raise Fail(" ".join(str(e).split())) from None
+    lms.record(outdir, record)  # OUT's record of the class, now that nothing refuses
     asked = f"regrading {len(set(only))} of {len(entries)}" if only else f"grading {len(entries)}"
     echo(f"hwcheck: {asked} submissions of {assignment} "
                f"({'public' if public else 'hidden'} tests, {where}) into {outdir}", err=True)

@@ -103,3 +103,29 @@ def test_export_of_an_outdir_whose_record_names_another_assignment_says_how_resu
     assert r.exit_code == 0 and "(0 graded, 1 up to date)" in r.output, r.output
     r = CliRunner().invoke(main, ["export", str(out)])
     assert r.exit_code == 0, r.output
+
+
+def test_a_grade_of_a_folder_with_no_submissions_writes_nothing_there(graded, tmp_path):
+    """A grade of the wrong folder (no submission in it) into a graded OUT replaced OUT's record of the class
+    (students.json) with an empty one before it was refused: the identities export reads were gone."""
+    out = _copy(graded, tmp_path)[1]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("no code here\n")
+    before = _snapshot(out)
+    r = CliRunner().invoke(main, ["grade", str(empty), "-a", "attention", "-o", str(out), "--resume"])
+    assert r.exit_code == 2 and "no submissions in" in r.stderr, r.output
+    assert _snapshot(out) == before
+    fresh = tmp_path / "fresh"
+    r = CliRunner().invoke(main, ["grade", str(empty), "-a", "attention", "-o", str(fresh)])
+    assert r.exit_code == 2 and not fresh.exists(), r.output  # nor made an OUT that was not there
+
+
+def test_a_regrade_of_an_id_no_submission_has_writes_nothing_there(graded, tmp_path):
+    """--only with an id the folder lacks is refused; the class's record was rewritten first (here: with bob,
+    who handed in since and was never graded)."""
+    folder, out = _copy(graded, tmp_path)
+    before = _snapshot(out)
+    r = CliRunner().invoke(main, ["grade", str(folder), "-a", "attention", "-o", str(out), "--only", "carol"])
+    assert r.exit_code == 2 and "no submission 'carol'" in r.stderr, r.output
+    assert _snapshot(out) == before

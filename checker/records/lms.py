@@ -2,7 +2,8 @@
 
 What it is for: `hwcheck grade` on a folder downloaded from an LMS. `recognise(folder)`
 tells the layout and who handed in what; `prepare(folder, outdir, notes)` turns it into
-the batch's entries [(id, path)] and writes OUTDIR/.students.json (who each id is, the
+the batch's entries [(id, path)] and writes OUTDIR/.students.json (`listing` then `record`, for a command that
+may still refuse between them; who each id is, the
 identical-code groups of `checker.records.identical`, the roster's matches of `checker.records.roster`),
 which grades.csv and the LMS exports (`checker.records.exports`) read.
 
@@ -87,7 +88,7 @@ from checker.records.ids import canonical, key
 from checker.records.lms_attempts import canvas_name
 from checker.records.lms_students import STAGE
 
-__all__ = ["Student", "Layout", "recognise", "dominates", "prepare", "read_students", "students_path", "nfc",
+__all__ = ["Student", "Layout", "recognise", "dominates", "prepare", "listing", "record", "read_students", "students_path", "nfc",
            "STUDENTS_JSON", "STAGE"]
 
 STUDENTS_JSON = ".students.json"  # hidden: a student `students.py` has OUT/students.json
@@ -429,7 +430,25 @@ def read_students(outdir):
 
 
 def prepare(folder, outdir, notes=None, roster=None, assignment=None):
-    """The batch's entries [(id, path)] of `folder`, whatever layout it has; writes OUTDIR/.students.json.
+    """The batch's entries [(id, path)] of `folder`, whatever layout it has; writes OUTDIR/.students.json
+    (`listing`, then `record`)."""
+    entries, data = listing(folder, outdir, notes, roster=roster, assignment=assignment)
+    record(outdir, data)
+    return entries
+
+
+def record(outdir, data):
+    """Writes OUTDIR/.students.json: `data`, the record of the class `listing` gave."""
+    os.makedirs(outdir, exist_ok=True)
+    from checker.records.owned import write_json
+    write_json(outdir, STUDENTS_JSON, data, kind="students")  # hwcheck's own, beside a student's file of that name
+
+
+def listing(folder, outdir, notes=None, roster=None, assignment=None):
+    """(entries [(id, path)], the record of the class for OUTDIR/.students.json) of `folder`, whatever layout it
+    has, with nothing written to students.json yet (`record` writes it): `hwcheck grade` refuses what it refuses
+    (no submissions, an --only id no submission has) before OUT's record of the class changes. A student's
+    several files are staged into OUTDIR/.lms/ (`checker.records.lms_students.stage`).
 
     A folder of no known layout gives `checker.records.entries.scan_entries`'s entries. `roster`: a
     roster CSV (`checker.records.roster`); when None, the roster of the last run (kept in
@@ -486,10 +505,7 @@ def prepare(folder, outdir, notes=None, roster=None, assignment=None):
             # OUT is the folder graded or holds it (its files are the students'): a grades.csv or manual.csv
             # there may be a student's upload (checker.records.batch.holds_submissions)
             "holds_submissions": _holds(outdir, folder)}
-    os.makedirs(outdir, exist_ok=True)
-    from checker.records.owned import write_json
-    write_json(outdir, STUDENTS_JSON, data, kind="students")  # hwcheck's own, beside a student's file of that name
-    return entries
+    return entries, data
 
 
 def _held(outdir):
