@@ -43,9 +43,15 @@ def _check_arange_blocks(sub, ref, close, d, width, h):
 
 @pytest.mark.question("Q3")
 @pytest.mark.parametrize("d,width,h", [(4, 6, 4), (3, 5, 2), (4, 4, 3), (2, 8, 16)])
-def test_split_heads_not_divisible(sub, d, width, h):
+def test_split_heads_not_divisible(sub, ref, close, d, width, h):
     W = np.ones((d, width))
-    _expect_value_error(sub, f"split_heads(W of shape ({d}, {width}), {h})", "split_heads", W, h)
+    with sub.together() as t:  # both asked whatever the first answers (a ValueError): one round trip
+        ask = t.call("split_heads", W, h)
+        other = asked(_check_arange_blocks(t, ref, close, 3, 6, 3))
+    _expect_value_error(ask.get, f"split_heads(W of shape ({d}, {width}), {h})")
+    # a split_heads that raises ValueError whatever it is given earns nothing here
+    only_if_right_elsewhere("split_heads", f"W of shape ({d}, {width}) in {h} heads, where it must raise",
+                            "W of shape (3, 6) in 3 heads", other)
 
 
 @pytest.mark.question("Q3")
@@ -151,8 +157,11 @@ def test_shapes_when_num_heads_does_not_divide(sub, ref, close, name):
     def params_of(T, d, h):
         return {"seq_len": T, "d_model": d, "num_heads": h} if name == "head_output_shape" else \
             {"d_model": d, "num_heads": h}
-    with sub.together(chain=True) as t:
+    divides = params_of(7, 6, 3)  # where the function must answer: a ValueError earns nothing unless it does
+    with sub.together() as t:  # every ask whatever the others answer (a ValueError): one round trip
         asks = [t.call(name, *params_of(T, d, h).values()) for T, d, h in INDIVISIBLE]
+        other = t.call(name, *divides.values())
+    raised = False
     for (T, d, h), ask in zip(INDIVISIBLE, asks):
         params = params_of(T, d, h)
         what = f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
@@ -160,6 +169,7 @@ def test_shapes_when_num_heads_does_not_divide(sub, ref, close, name):
             got = ask.get()
         except StudentError as e:
             if "ValueError" in e.exc_types:
+                raised = True
                 continue
             raise
         up = -(-d // h)  # d_model / num_heads rounded up
@@ -173,6 +183,11 @@ def test_shapes_when_num_heads_does_not_divide(sub, ref, close, name):
                                (rounded_up, (h * up, d))]}[name]
         _close_shape(close, got, getattr(ref, name)(*params.values()), what=what, hints=hints, sub=sub,
                      fn=getattr(ref, name), args=params)
+    if raised:
+        shown = f"{name}({', '.join(f'{k}={v}' for k, v in divides.items())})"
+        only_if_right_elsewhere(name, "num_heads that does not divide d_model, where a ValueError is accepted", shown,
+                                lambda: _close_shape(close, other.get(), getattr(ref, name)(*divides.values()),
+                                                     what=shown, sub=sub, fn=getattr(ref, name), args=divides))
 
 
 def _mha_case(rng, T, d, dtype):
