@@ -251,14 +251,30 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
 def _grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, keep_raw, devices, only, roster,
            scheduler, cluster, shard, canvas_title, again):
     from checker.records import batch
-    from checker.records.outputs import is_own_output
 
     # every refusal comes before lms.record writes OUT's students.json: those that need no listing of the folder
-    # before lms.listing (which stages a student's several files into OUT), the others after it
+    # before OUT's lock is taken, the others (no submissions, an --only id no one has) after lms.listing
     batch.refuse_before_writing(outdir, assignment, "public" if public else "hidden")
     if shard:
         from checker.records.shard import check_shard_seed
         check_shard_seed(public, seed)
+    from checker.records.outfolder import lock_outdir, unlock_outdir
+    made = not os.path.lexists(outdir)
+    try:  # held from before the listing (which stages a student's files into OUT) to the exports: a second
+        lock = lock_outdir(outdir)  # grade of this OUT is refused before it writes anything there
+    except HwcheckError as e:
+        raise Fail(f"{e} (nothing was written to {outdir})") from None
+    try:
+        _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, seed, keep_raw, devices, only,
+                      roster, scheduler, cluster, shard, canvas_title, again)
+    finally:
+        unlock_outdir(outdir, lock, made)  # a refused grade into a new OUT leaves none
+
+
+def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, seed, keep_raw, devices, only,
+                  roster, scheduler, cluster, shard, canvas_title, again):
+    from checker.records import batch
+    from checker.records.outputs import is_own_output
     executor, where = _executor(jobs, scheduler, cluster), f"-j {jobs}"
     notes = []
     from checker.records import lms  # an LMS's export: one submission per student, whatever files they handed in
@@ -339,7 +355,7 @@ def _grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, k
         result = batch.grade_batch(entries, assignment, outdir, jobs=jobs, resume=resume, timeout=timeout,
                                    mode="public" if public else "hidden", keep_raw=keep_raw,
                                    on_progress=counted, seed=seed, devices=devices,
-                                   only=only or None, executor=executor)
+                                   only=only or None, executor=executor, held=True)
     except (KeyboardInterrupt, OSError) as e:
         import errno
         if isinstance(e, OSError) and e.errno not in (errno.ENOSPC, errno.EDQUOT):

@@ -129,3 +129,24 @@ def test_a_regrade_of_an_id_no_submission_has_writes_nothing_there(graded, tmp_p
     r = CliRunner().invoke(main, ["grade", str(folder), "-a", "attention", "-o", str(out), "--only", "carol"])
     assert r.exit_code == 2 and "no submission 'carol'" in r.stderr, r.output
     assert _snapshot(out) == before
+
+
+def test_a_grade_that_loses_the_race_for_the_outdir_writes_nothing_there(graded, tmp_path, monkeypatch):
+    """Two grades into one OUT started together (a TA's probe, h38): both asked whether a batch was writing
+    there (no), then one took OUT's lock and graded while the other listed its folder and rewrote OUT's record of
+    the class (students.json) before it was refused: the first one's exports left out its own students. The
+    window is made here by an answer of "no batch is writing" while this test holds OUT's lock: the second grade
+    is refused by the lock itself, before it lists or writes anything."""
+    from checker.records import outfolder
+    folder, out = _copy(graded, tmp_path)
+    monkeypatch.setattr(outfolder, "batch_running", lambda outdir: False)
+    monkeypatch.setattr("checker.records.batch.batch_running", lambda outdir: False)
+    before = _snapshot(out)
+    fd = lock_outdir(str(out))  # the batch that won the race
+    try:
+        r = CliRunner().invoke(main, ["grade", str(folder), "-a", "attention", "-o", str(out), "--resume"])
+    finally:
+        os.close(fd)
+    assert r.exit_code == 2 and "another `hwcheck grade` is writing" in r.stderr, r.output
+    assert "nothing was written" in r.stderr, r.output
+    assert _snapshot(out) == before

@@ -128,7 +128,8 @@ class BatchResult:
 
 
 def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=None, mode="hidden",
-                keep_raw=False, on_progress=None, seed=None, devices=("cpu", "cuda"), only=None, executor=None):
+                keep_raw=False, on_progress=None, seed=None, devices=("cpu", "cuda"), only=None, executor=None,
+                held=False):
     """Grade `entries` ([(id, path)]) and write their files and the gradebook into `outdir`.
 
     jobs: trusted processes (1: in this process). resume: skip submissions
@@ -142,29 +143,33 @@ def grade_batch(entries, assignment, outdir, *, jobs=1, resume=False, timeout=No
     is the one the batch's scorecards in OUTDIR were graded with. Entries that
     are OUTDIR's own files (`checker.records.outputs.is_own_output`) are never graded.
     executor(todo, options, report), when given, grades instead of the local
-    processes (`checker.platforms.cluster.DaskExecutor`). Returns a `BatchResult`.
+    processes (`checker.platforms.cluster.DaskExecutor`). held: the caller holds OUTDIR's lock already
+    (`lock_outdir`: `hwcheck grade` takes it before it lists the folder and records the class). Returns a
+    `BatchResult`.
     """
-    spec = refuse_before_writing(outdir, assignment, mode)
+    spec = refuse_before_writing(outdir, assignment, mode, held=held)
     spec_sha = spec_sha256(assignment)
     entries = [(sid, path) for sid, path in entries if not is_own_output(outdir, path)]
     if only is not None:
         only = resolve_only(entries, only)
     os.makedirs(outdir, exist_ok=True)
-    lock = lock_outdir(outdir)
+    lock = None if held else lock_outdir(outdir)
     try:
         return _grade_batch(list(entries), assignment, outdir, spec, spec_sha, jobs=jobs, resume=resume,
                             timeout=timeout, mode=mode, keep_raw=keep_raw, on_progress=on_progress,
                             seed=seed, devices=devices, only=only, executor=executor)
     finally:
-        os.close(lock)
+        if lock is not None:
+            os.close(lock)
 
 
-def refuse_before_writing(outdir, assignment, mode="hidden"):
+def refuse_before_writing(outdir, assignment, mode="hidden", held=False):
     """Every refusal of a batch that the folder graded plays no part in, raised (HwcheckError, ValueError for a
     mode that is none) before anything is written to OUTDIR; the assignment's spec when none refuses.
 
-    `hwcheck grade` asks it before `checker.records.lms.prepare` writes OUTDIR's students.json and stages files
-    into it, and `grade_batch` again: a refused command leaves OUTDIR as it was (a `grade -a vit` into an OUT of
+    `hwcheck grade` asks it before it takes OUTDIR's lock and lists the folder (`checker.records.lms.listing`),
+    and `grade_batch` again (held: this process holds the lock, so no other batch can be writing): a refused
+    command leaves OUTDIR as it was (a `grade -a vit` into an OUT of
     attention's scorecards rewrote its students.json for vit, and `export` then found no scorecards of it). The
     refusals: a mode that is none, hidden tests asked of a student kit, an OUTDIR holding another assignment's
     scorecards, another batch writing into OUTDIR now (asked, not waited for: `batch_running`)."""
@@ -183,7 +188,7 @@ def refuse_before_writing(outdir, assignment, mode="hidden"):
             f"({sum(others.values())} files); grading {assignment} there would mix two assignments "
             f"in one grades.csv and could overwrite their scorecards: choose another output folder "
             f"(nothing was written to {outdir})")
-    if batch_running(outdir):
+    if not held and batch_running(outdir):
         raise HwcheckError(f"another `hwcheck grade` is writing into {outdir}; wait for it to finish "
                            f"(nothing was written to {outdir})")
     return spec

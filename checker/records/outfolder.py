@@ -52,7 +52,7 @@ from checker.running.submission_files import sha256_of
 __all__ = ["scorecard_name", "results_name", "raw_name", "scorecard_path", "results_path", "raw_path",
            "gradebook_path", "write_submission", "is_current", "restore_results", "remove_stale_temps",
            "read_scorecard", "scorecard_ids", "unreadable_scorecards",
-           "scorecards_in", "other_assignments", "collect_scorecards", "lock_outdir",
+           "scorecards_in", "other_assignments", "collect_scorecards", "lock_outdir", "unlock_outdir",
            "batch_running"]
 
 
@@ -257,6 +257,22 @@ def batch_running(outdir):
         return False
     except BlockingIOError:
         return True
+    finally:
+        os.close(fd)
+
+
+def unlock_outdir(outdir, fd, made=False):
+    """Let go of `lock_outdir`'s lock. made: this command made OUTDIR (the lock made it): an OUTDIR that holds
+    nothing but the lock is removed first, while the lock is held (a grade refused after it took the lock, such
+    as one of a folder with no submissions, leaves no folder it made)."""
+    try:
+        state = owned.state_dir(outdir)
+        if made and os.listdir(outdir) == [os.path.basename(state)] and os.listdir(state) == ["lock"]:
+            os.unlink(os.path.join(state, "lock"))
+            os.rmdir(state)
+            os.rmdir(outdir)
+    except OSError:
+        pass
     finally:
         os.close(fd)
 
