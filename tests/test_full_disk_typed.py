@@ -198,3 +198,24 @@ def test_export_into_a_read_only_folder_says_so(graded, tmp_path):
         assert "Read-only file system:" not in said and "Errno" not in said, said
     finally:
         _umount(out)
+
+
+def test_a_scorecard_the_full_disk_refused_leaves_no_results_json_of_its_grading(graded, small):
+    """A TA's probe (h38): a grade stopped by a full disk left gradescope/<id>/results.json of a grading whose
+    scorecard could not be written (the scorecard is written last: it marks the submission done). The
+    results.json goes with it; `grade --resume` grades the submission again and writes both."""
+    from checker.records.outfolder import read_scorecard, results_name, write_submission
+    out = small / "out"
+    out.mkdir()
+    card = read_scorecard(str(graded[1]), "bob")
+    results = os.path.join(str(graded[1]), *results_name("bob").split("/"))
+    room = os.path.getsize(results) + 24 * 1024  # results.json and its record fit; the scorecard does not
+    assert os.path.getsize(os.path.join(str(graded[1]), "bob.json")) > room - os.path.getsize(results)
+    os.makedirs(os.path.join(out, "gradescope", "bob"))
+    free = os.statvfs(small)
+    with open(small / "filler", "wb") as f:
+        f.write(b"\0" * (free.f_bavail * free.f_frsize - room))
+    with pytest.raises(OSError):
+        write_submission(str(out), "bob", card, keep_raw=False)
+    assert not os.path.exists(os.path.join(out, *results_name("bob").split("/")))
+    assert read_scorecard(str(out), "bob") is None

@@ -132,6 +132,31 @@ def test_canvas_csv_is_canvas_import_format(canvas):
     assert _csv(os.path.join(out, "canvas.csv"))[0][-1] == "Homework 1 (4567)"
 
 
+
+def test_a_submission_hwcheck_could_not_grade_is_left_out_of_canvas_csv_and_said_so(canvas, tmp_path):
+    """A TA's probe (h38): a grading process killed during a regrade left one student's scorecard "crashed";
+    canvas.csv rightly left her out (a blank cell erases Canvas's grade) but said "1 submissions have no id of
+    that LMS" of a student who has one. The line names her, why, and the --resume that grades her again."""
+    from checker.records.grading import crash
+    out = str(tmp_path / "graded")
+    shutil.copytree(canvas[0], out)
+    card = _hwcheck_card(out, "leeann_104")
+    crash("leeann_104", card["submission"]["path"],
+          {"assignment": "attention", "mode": "public", "seed": card["grader"]["seed"], "outdir": out},
+          "the grading process died (SIGKILL)", grader_failure=True)
+    run = _hwcheck("export", out)
+    wrote = next(line for line in run.stdout.splitlines() if "canvas.csv" in line and "wrote" in line)
+    assert "no id of that LMS" not in wrote and "3 students" in wrote, run.stdout
+    assert "1 left out because hwcheck could not grade it (leeann_104" in wrote, run.stdout
+    assert "--resume" in wrote, run.stdout
+    assert [r[1] for r in _csv(os.path.join(out, "canvas.csv"))[2:]] == ["102", "101", "103"]
+
+
+def _hwcheck_card(out, sid):
+    from checker.records.outfolder import read_scorecard
+    return read_scorecard(out, sid)
+
+
 # ---------------------------------------------------------------------------
 # Moodle
 # ---------------------------------------------------------------------------

@@ -210,7 +210,9 @@ def column_title(outdir, spec, given=None, roster_file=None):
 def write_exports(outdir, assignment, canvas_title=None, now=None, roster_file=None, notes=None, pending=True):
     """Write OUTDIR/canvas.csv and/or OUTDIR/moodle.csv for the students who have those LMSs' ids.
 
-    Returns [(path, rows written, submissions left out)]; nothing when no student has such an id. `notes`
+    Returns [(path, rows written, submissions left out for want of an id of that LMS, [ids left out because
+    hwcheck could not grade them: a blank cell would erase the LMS's grade])]; nothing when no student has such
+    an id. `notes`
     (a list) gets the TA's lines about canvas.csv's title and (pending) the manual grades still pending.
     """
     from checker.records.lms import read_students
@@ -242,7 +244,9 @@ def write_exports(outdir, assignment, canvas_title=None, now=None, roster_file=N
             text = moodle_text(cards, people, modified)
             notes.extend(_moodle_out_of_range(having, maximum))
         path = owned.write_text(outdir, name, text, kind="export")  # beside a student's file of that name
-        written.append((path, len(having), len(cards) - len(having)))
+        # left out: no id of that LMS, or (canvas.csv) an id but no grade, hwcheck having failed to grade it
+        failed = sorted(_sid(c) for c in cards if c not in having and (people.get(_sid(c)) or {}).get(key))
+        written.append((path, len(having), len(cards) - len(having) - len(failed), failed))
     anonymous = sorted(sid for sid, person in people.items() if isinstance(person, dict) and person.get("anonymous"))
     if anonymous and not any(os.path.basename(path) == "canvas.csv" for path, _, _ in written):
         notes.append(f"no canvas.csv for {len(anonymous)} students of an anonymous Canvas assignment (files named "
@@ -262,8 +266,13 @@ def export_lines(outdir, assignment, canvas_title=None, roster_file=None, pendin
     (pending False: the manual grades pending are left to the batch's summary, which says them)."""
     notes = []
     lines = []
-    for path, n, left in write_exports(outdir, assignment, canvas_title, roster_file=roster_file, notes=notes,
-                                       pending=pending):
-        lines.append(f"wrote {path} ({n} students" + (f"; {left} submissions have no id of that LMS" if left else "")
-                     + ")")
+    for path, n, left, failed in write_exports(outdir, assignment, canvas_title, roster_file=roster_file,
+                                               notes=notes, pending=pending):
+        said = [f"{left} submissions have no id of that LMS"] if left else []
+        if failed:
+            shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+            said.append(f"{len(failed)} left out because hwcheck could not grade {'it' if len(failed) == 1 else 'them'} "
+                        f"({shown}: a blank cell would erase the grade the LMS holds; `hwcheck grade --resume` "
+                        f"grades {'it' if len(failed) == 1 else 'them'} again)")
+        lines.append(f"wrote {path} ({n} students" + "".join(f"; {w}" for w in said) + ")")
     return lines + notes

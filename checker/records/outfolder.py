@@ -113,7 +113,14 @@ def write_submission(outdir, sid, card, *, keep_raw, raw=None):
                                     execution_time=card.get("duration_s", 0))
                if internal else make_results(card))
     owned.write_json(outdir, results_name(sid), results, kind="results", sid=sid)
-    owned.write_json(outdir, scorecard_name(sid), card, kind="scorecard", sid=sid)
+    try:
+        owned.write_json(outdir, scorecard_name(sid), card, kind="scorecard", sid=sid)
+    except (OSError, ValueError):  # a full disk: no results.json of a grading with no scorecard (an older
+        try:  # scorecard's own is written again from it by `restore_results`)
+            owned.remove(outdir, results_name(sid))
+        except OSError:
+            pass
+        raise
 
 
 def write_results(outdir, sid, results):
