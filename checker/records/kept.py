@@ -16,6 +16,14 @@ What it is for:
   regrades, a grade typed on the old scale (an appeal's Q1 28 of 30, now of 40) is named per student and
   question in grades.csv's note and the summary, for the TA to check; nothing is changed (one above the new
   points is ignored, and said so).
+- `Answers`: the written answer each grade of manual.csv for a question graded by a person (attention's
+  Q3-text) was first merged with (its sha256, kept as hwcheck's own file `.manual-answers.json`): after the
+  student resubmits with another answer (or one where there was none) and a batch regrades, the grade typed
+  for the old answer still counts, and is named per student and question in grades.csv's note and the
+  summary of every run (grade, export) until the TA edits the row (a new grade, for the answer of its time).
+  Kept in OUT, not in memory: a batch killed once the new scorecard landed, or an export after it, still
+  names it. When a batch replaces a scorecard, a row not recorded yet is recorded against the answer it
+  replaced (the one the TA read).
 - `WrittenCells`: every value hwcheck wrote in grades.csv's total, question and note cells, per id (kept
   as hwcheck's own file `.grades-written.json` in OUT, written before grades.csv is): a grades.csv a
   spreadsheet held open across a regrade (a resubmission, a changed spec.toml) is saved back with the old
@@ -29,12 +37,14 @@ of one of their names decides nothing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from checker.records import owned
 from checker.records.manual import MANUAL_CSV
 
-__all__ = ["OVERRIDES_JSON", "SCALES_JSON", "CELLS_JSON", "Overrides", "Scales", "WrittenCells", "stale_text"]
+__all__ = ["OVERRIDES_JSON", "SCALES_JSON", "ANSWERS_JSON", "CELLS_JSON", "Overrides", "Scales", "Answers",
+           "WrittenCells", "stale_text", "answer_text", "written_answers"]
 
 
 # overrides given for an earlier submission (see the module's docstring)
@@ -174,6 +184,60 @@ class Scales(_Given):
                 f"{row['question']} was worth {was:g} points; it is worth {float(now):g} now (spec.toml changed) "
                 f"and the grade stays {row['points']:g} of {float(now):g}: check it (nothing was changed; once "
                 f"checked, edit the row's points or comment)")
+
+
+# the written answer each grade of a question graded by a person was given for (see the module's docstring)
+
+ANSWERS_JSON = ".manual-answers.json"
+
+
+def written_answers(card):
+    """{question: the sha256 of the written answer `card` found, of '' where none} of its questions graded by a
+    person; {} for a card hwcheck could not grade (it found no answer to tell from the next one)."""
+    if not isinstance(card, dict) or (card.get("grader") or {}).get("internal_error"):
+        return {}
+    return {str(q.get("id")): hashlib.sha256(str(q.get("answer") or "").encode("utf-8", "surrogatepass")).hexdigest()
+            for q in card.get("questions") or [] if isinstance(q, dict) and q.get("manual")}
+
+
+class Answers(_Given):
+    """The record of the written answer each grade of manual.csv for a question graded by a person was first
+    merged with, by the row's id, question, points and comment (`_key`): a grade whose answer is no longer the
+    one the scorecard holds (a resubmission; no answer then and one now counts) is named on every merge, until
+    the TA edits the row. hwcheck's own file `.manual-answers.json` in OUT."""
+
+    NAME, KIND = ANSWERS_JSON, "manual-answers"
+
+    @staticmethod
+    def _value(v):
+        return v if isinstance(v, str) else None
+
+    @staticmethod
+    def _graded(rows, shas):
+        return [r for r in rows if r.get("kind") == "manual" and r.get("points") is not None
+                and r.get("question") in shas]
+
+    def seen(self, sid, card, rows):
+        """Record the answers of `card` for the graded rows of `sid` not recorded yet."""
+        shas = written_answers(card)
+        for row in self._graded(rows, shas):
+            key = _key(sid, row)
+            if key not in self.given:
+                self.given[key] = shas[row["question"]]
+                self.dirty = True
+
+    def changed(self, sid, card, rows):
+        """The graded rows of `sid` given for another written answer than the one `card` holds."""
+        shas = written_answers(card)
+        return [row for row in self._graded(rows, shas)
+                if self.given.get(_key(sid, row)) not in (None, shas[row["question"]])]
+
+
+def answer_text(row):
+    """grades.csv's note (and the summary's line) of a grade given for a written answer that changed since."""
+    return (f"the written answer to {row['question']} changed since it was graded by hand ({row['points']:g} "
+            f"points in {MANUAL_CSV} line {row.get('line')}): check that grade (it still counts; once checked, "
+            f"edit the row's points or comment)")
 
 
 # every value hwcheck wrote in grades.csv's cells (see the module's docstring)

@@ -12,8 +12,12 @@ What it is for:
   hwcheck's own files, `checker.records.owned`: only scorecards hwcheck wrote are
   read, and a student's `grades.csv` is set aside or left beside it): a batch
   killed with SIGKILL leaves a gradebook as current as its scorecards.
-  `write(final=True)` also rewrites each submission's Gradescope
-  results.json with the grades of manual.csv merged in. The TA's manual.csv
+  Each `write()` also rewrites the Gradescope results.json of the
+  submissions whose scorecard landed since the last one (or whose grades
+  typed into grades.csv it moved), with the grades of manual.csv merged in,
+  so a killed batch leaves them as current as grades.csv;
+  `write(final=True)` rewrites every submission's (manual.csv may have
+  changed meanwhile). The TA's manual.csv
   (`checker.records.manual`) is created / appended to by `ensure_manual(ids)` and
   merged into every row (grades typed into grades.csv that cannot be put into
   manual.csv, a full disk, stop the command with `TypedNotMoved` before
@@ -25,9 +29,11 @@ What it is for:
   groups and the roster's verdicts come from OUTDIR/.students.json
   (`checker.records.lms.prepare`), read once per Gradebook. Grades typed into
   grades.csv are found by its record: the file hwcheck wrote there, changed
-  since. Files of OUTDIR that were not hwcheck's and sat where it writes
+  since; at a run's start (`ensure_manual`) and at every `write()` of a batch
+  after it (the TA saved grades.csv while the batch ran), each time before
+  grades.csv is rewritten. Files of OUTDIR that were not hwcheck's and sat where it writes
   (moved into its state folder's set-aside/) are named in `problems`.
-- `Overrides`, `Scales`, `WrittenCells` (checker.records.kept): what OUT keeps of the grades it merged
+- `Overrides`, `Scales`, `Answers`, `WrittenCells` (checker.records.kept): what OUT keeps of the grades it merged
   and wrote, read and updated by the Gradebook.
 - `load_note(card)`: the grades.csv note of a submission whose load skipped
   something (a statement that raised, a sys.exit, a training loop, a statement that does not parse,
@@ -44,7 +50,8 @@ import re
 from checker.errors import HwcheckError
 from checker.records import owned
 from checker.records.gradebook import answers_text, gradebook_text
-from checker.records.kept import Overrides, Scales, WrittenCells, _maxima, stale_text
+from checker.records.kept import (Answers, Overrides, Scales, WrittenCells, _maxima, answer_text, stale_text,
+                                  written_answers)
 from checker.render.gradescope import make_results
 from checker.records.manual import (MANUAL_CSV, _match_id, apply_manual, csv_delimiter, decode_csv, describe,
                                     ensure_rows, manual_path, read_manual, replace_points)
@@ -108,7 +115,6 @@ class Gradebook:
         self.cards = {str(c["submission"].get("id")): c for c in cards}
         self.ids = set(ids)
         self.problems = []
-        self.changed_answers = {}  # {id: [question]}: written answers a regrade of this batch found changed
         self.gradebook = self.answers = None
         self.manual = manual_path(outdir)
         self.added = 0
@@ -116,8 +122,13 @@ class Gradebook:
         self.edited = set()  # hwcheck's files found edited since it wrote them (grades.csv typed into)
         self.overrides = Overrides(outdir)  # which submission each override of manual.csv was given for
         self.scales = Scales(outdir)  # the points each question was worth when a grade of manual.csv was given
+        self.answered = Answers(outdir)  # the written answer each grade of manual.csv for one was given for
         self.cells = WrittenCells(outdir)  # every value hwcheck wrote in grades.csv's cells, per id and column
         self.moved = self.told = 0  # grades typed into grades.csv moved to manual.csv; other lines about it
+        self.copy = (0, 0, 0)  # (moved, rewritten, told) of the edited grades.csv found last, for its set-aside line
+        self.examined = None  # the sha256 of the edited grades.csv found last (`_typed`): not looked at again
+        self.untold = False  # an edited grades.csv was found: its set-aside line is said once it is rewritten
+        self.landed = set()  # ids whose results.json the next write rewrites (their scorecard landed since)
         self.changes = []  # grades changed in grades.csv where manual.csv held one (`_typed`), for its rows
         self.rewritten = 0  # how many of them
         self.merge_lines = set()  # the lines `merged` said last (said again by each merge, as of its scorecards)
@@ -125,15 +136,17 @@ class Gradebook:
             owned.ensure_folder(outdir, "gradescope")  # other's half-made folder for a student's)
         except OSError:
             pass
-        self._scales_seen(self.cards)  # grades typed before a regrade: at the points their questions had then
+        self._seen(self.cards)  # grades typed before a regrade: at the points and for the answers of then
         from checker.records.lms import read_students
         known = read_students(outdir)
         self.people = known.get("students") if isinstance(known.get("students"), dict) else {}
         self.identical = known.get("identical") if isinstance(known.get("identical"), dict) else {}
 
-    def _scales_seen(self, cards):
-        """Record the points each question was worth in `cards` ({id: card}) for the grades of manual.csv given
-        for them and not recorded yet (`Scales`)."""
+    def _seen(self, cards):
+        """Record the points each question was worth in `cards` ({id: card}), and the written answers there, for
+        the grades of manual.csv given for them and not recorded yet (`Scales`, `Answers`), and save the records
+        now: a batch killed once a regrade's scorecard landed, before its first write, leaves them as of the
+        scorecards they were given for."""
         if not cards:
             return
         try:
@@ -142,6 +155,9 @@ class Gradebook:
             return
         for sid, card in cards.items():
             self.scales.seen(sid, card, entries.get(sid, []))
+            self.answered.seen(sid, card, entries.get(sid, []))
+        self.scales.save()
+        self.answered.save()
 
     @property
     def stale(self):
@@ -150,14 +166,16 @@ class Gradebook:
     def _typed(self):
         """Grades typed into grades.csv by hand since hwcheck wrote it (they would be overwritten)."""
         raw = owned.changed_bytes(self.outdir, "grades.csv")  # the file hwcheck wrote, changed since; else None
-        if raw is None:
+        if raw is None or owned.sha256_bytes(raw) == self.examined:  # none, or the one this run moved already
             return []
+        self.examined, self.untold = owned.sha256_bytes(raw), True
         if self.holds_submissions:  # a student's upload named grades.csv, copied in with a later download, must
             # never grade anyone (nor change a grade the TA gave in manual.csv): set aside, said, not read
-            self.problems.append(f"grades.csv in {self.outdir}, which holds the students' files, changed since "
-                                 f"hwcheck wrote it: a student's file of that name could have replaced it, so no "
-                                 f"grade in it is applied; type grades into {MANUAL_CSV}, or grade into an output "
-                                 f"folder of its own (-o) to type them into grades.csv")
+            line = (f"grades.csv in {self.outdir}, which holds the students' files, changed since hwcheck wrote it: a "
+                    f"student's file of that name could have replaced it, so no grade in it is applied; type grades "
+                    f"into {MANUAL_CSV}, or grade into an output folder of its own (-o) to type them into grades.csv")
+            if line not in self.problems:
+                self.problems.append(line)
             return []
         self.edited.add("grades.csv")
         entries, _ = read_manual(self.manual, self.spec)
@@ -174,7 +192,10 @@ class Gradebook:
         self.problems += [moved_line(row, row[0] in self.cards or row[0] in self.unreadable) for row in rows]
         said += _typed_elsewhere(text, written, self.cells.earlier, carried)
         self.problems += said
-        self.moved, self.told, self.rewritten = len(rows), len(said), len(self.changes)
+        self.copy = (len(rows), len(self.changes), len(said))
+        self.moved, self.told, self.rewritten = self.moved + len(rows), self.told + len(said), \
+            self.rewritten + len(self.changes)
+        self.landed |= {row[0] for row in rows} | {c["id"] for c in self.changes}  # their results.json too
         return rows
 
     def _change_rows(self):
@@ -216,13 +237,34 @@ class Gradebook:
             self._change_rows()
             ids = self.ids if grading is None else set(grading)
             known, keys = set(self.cards) | self.unreadable | ids, {}
-            self.added = ensure_rows(self.manual, ids | set(self.cards), self.spec, typed,  # an id no one's: appended
-                                     fill=lambda sid: _match_id(sid, known, keys)[0] == sid) - len(typed)
+            self.added += ensure_rows(self.manual, ids | set(self.cards), self.spec, typed,  # an id no one's: appended
+                                      fill=lambda sid: _match_id(sid, known, keys)[0] == sid) - len(typed)
         except OSError as e:
             if typed or self.changes:
                 raise TypedNotMoved(self._not_moved(typed, e)) from e
-            self.problems.append(f"{MANUAL_CSV} could not be written ({e.strerror or e}): grades typed there "
-                                 f"are still read")
+            line = f"{MANUAL_CSV} could not be written ({e.strerror or e}): grades typed there are still read"
+            if line not in self.problems:
+                self.problems.append(line)
+
+    def _take_typed(self, final):
+        """Before grades.csv is rewritten: grades typed into it since hwcheck wrote it while a batch ran (the TA
+        saved it meanwhile) are moved into manual.csv and said, as a run's start moves them (`ensure_manual`);
+        a save found already is not looked at again. True when grades.csv may be rewritten; where they cannot
+        be moved (a full disk), False in a batch (grades.csv keeps them; the next write tries again, the
+        batch goes on) and `TypedNotMoved` from the final write, as at a run's start."""
+        raw = owned.changed_bytes(self.outdir, "grades.csv")
+        if raw is None or owned.sha256_bytes(raw) == self.examined:
+            return True
+        kept = (list(self.problems), self.moved, self.told, self.rewritten, self.added, self.copy)
+        try:
+            self.ensure_manual(grading=())  # the rows of the batch's submissions are there since its start
+        except TypedNotMoved:
+            if final:
+                raise
+            self.problems, self.moved, self.told, self.rewritten, self.added, self.copy = kept
+            self.changes, self.examined, self.untold = [], None, False  # nothing of it said: tried again
+            return False
+        return True
 
     def _not_moved(self, rows, error):
         """The words of `TypedNotMoved`: the grades typed into grades.csv that are not in manual.csv, why, and
@@ -244,14 +286,14 @@ class Gradebook:
         from checker.records.outfolder import read_scorecard
         card = read_scorecard(self.outdir, sid)
         if card is not None:
-            old = _written_answers(self.cards[sid]) if sid in self.cards else {}
-            changed = [q for q, answer in _written_answers(card).items() if q in old and old[q] != answer]
-            if changed:  # a new submission's written answer: a grade typed for the old one is told, not dropped
-                self.changed_answers[sid] = sorted(set(self.changed_answers.get(sid, [])) | set(changed))
-            self.overrides.replaced(sid, self.cards.get(sid), card)  # an override of the old code: told, below
-            if sid in self.cards and _maxima(self.cards[sid]) != _maxima(card):  # a regrade by a changed spec.toml:
-                self._scales_seen({sid: self.cards[sid]})  # grades given before, at the points of then
+            old = self.cards.get(sid)
+            self.overrides.replaced(sid, old, card)  # an override of the old code: told, below
+            # a regrade by a changed spec.toml, or of a new written answer: the grades given before and not
+            # recorded yet are recorded at the points, and for the answer, of then
+            if old is not None and (_maxima(old) != _maxima(card) or written_answers(old) != written_answers(card)):
+                self._seen({sid: old})
             self.cards[sid] = card
+            self.landed.add(sid)
 
     def merged(self):
         """(cards with manual.csv merged, notes {id: text}); manual.csv's problems go to `problems`."""
@@ -266,13 +308,12 @@ class Gradebook:
         for sid, card in sorted(self.cards.items()):
             merged = apply_manual(card, entries.get(sid))
             note = [STALE_NOTE] if sid not in self.ids else []
-            typed = {r["question"]: r for r in entries.get(sid, []) if r.get("points") is not None}
-            for qid in self.changed_answers.get(sid, []):
-                if qid in typed:
-                    text = (f"the written answer to {qid} changed since it was graded by hand ({_pts(typed[qid])} "
-                            f"points in {MANUAL_CSV} line {typed[qid].get('line')}): check that grade")
-                    note.append(text)
-                    self._say(f"{MANUAL_CSV}: {sid}: {text}")
+            # a grade given for another written answer than this scorecard's (a resubmission): said until edited
+            self.answered.seen(sid, card, entries.get(sid, []))
+            for row in self.answered.changed(sid, card, entries.get(sid, [])):
+                text = answer_text(row)
+                note.append(text)
+                self._say(f"{MANUAL_CSV}: {sid}: {text}")
             was = {r["line"]: r.get("was") for r in merged.get("manual_grades") or [] if r["kind"] == "override"}
             for row in self.overrides.stale(sid, card, entries.get(sid, [])):
                 text = stale_text(row, was.get(row["line"]))
@@ -298,9 +339,15 @@ class Gradebook:
             self.merge_lines.add(line)
 
     def write(self, final=False):
+        """Rewrite grades.csv (answers.csv) and the results.json of the submissions landed since the last write
+        (final: of every one), with manual.csv merged; grades typed into grades.csv meanwhile are moved to
+        manual.csv first (`_take_typed`: where they cannot be, a batch's write leaves grades.csv as it is)."""
+        if not self._take_typed(final):
+            return self.gradebook
         cards, notes = self.merged()
         self.overrides.save()
         self.scales.save()
+        self.answered.save()
         text = gradebook_text(cards, self.spec, notes, self.people)
         self.cells.add(text, self.spec, self.cards)  # kept before the file is: every value of grades.csv is one hwcheck wrote
         self.cells.save()
@@ -309,10 +356,14 @@ class Gradebook:
         if any(q.get("manual") for q in self.spec.get("questions") or []):
             self.answers = owned.write_text(self.outdir, "answers.csv", answers_text(cards, self.spec),
                                             kind="answers", encoding="utf-8-sig")
-        if final:
-            for card in cards:
+        for card in cards:  # as current as grades.csv (a batch killed now keeps them so), not all 500 each time
+            sid = str(card["submission"].get("id"))
+            if final or sid in self.landed:
                 self._write_results(card)
+                self.landed.discard(sid)
+        if self.untold or final:  # the edited grades.csv just set aside, said with what was taken from it
             self._tell_set_aside()
+            self.untold = False
         return self.gradebook
 
     def _tell_set_aside(self):
@@ -323,9 +374,10 @@ class Gradebook:
                 # the file's own name: set-aside/ adds .2, .3 ... to a name already there (grades.csv.2)
                 shown = re.sub(r"(\.(?:csv|json))\.[2-9]\d*$", r"\1", name.replace("%", "/"))
                 if shown in self.edited:
-                    if self.moved or self.rewritten:
+                    moved, rewritten, told = self.copy  # of the copy found last: the one set aside now
+                    if moved or rewritten:
                         what = f"the grades typed there are in {MANUAL_CSV} (said above)"
-                    elif self.told:
+                    elif told:
                         what = f"nothing there was moved to {MANUAL_CSV} (what it held is said above)"
                     else:
                         what = (f"no cell of it differs from what hwcheck wrote there (a spreadsheet's save), so "
@@ -355,17 +407,6 @@ class Gradebook:
             results["output"] += f"\nGraded by a person: {said}"
         if read_results(self.outdir, sid) != results:
             write_results(self.outdir, sid, results)
-
-
-def _written_answers(card):
-    """{question: the written answer the scorecard found} of the questions graded by a person."""
-    return {str(q.get("id")): q.get("answer") for q in card.get("questions") or []
-            if isinstance(q, dict) and "answer" in q}
-
-
-def _pts(row):
-    p = row.get("points")
-    return f"{p:g}" if isinstance(p, float) else str(p)
 
 
 def _typed_elsewhere(typed, written, earlier=None, carried=()):
