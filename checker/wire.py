@@ -14,7 +14,10 @@ tensor on the meta device (a shape, no values) reaches a worker as a meta
 tensor and is refused by `decode_trusted`.
 
 Receiving never trusts a declared length: buffers grow as bytes actually
-arrive, so a lying frame costs at most what was really sent.
+arrive, so a lying frame costs at most what was really sent. Nor does it parse
+whatever header arrives: the header's bytes count against the frame's bound
+(`max_total`), and a header with more JSON values than an answer the encoder
+sends (MAX_HEADER_VALUES, counted before parsing) is refused unparsed.
 
 Frame: b"HWC1" | u32 header length | u32 buffer count | header JSON |
 (u64 length | bytes) per buffer.
@@ -47,7 +50,7 @@ import numpy as np
 from checker.errors import WireError
 
 __all__ = [
-    "MAX_HEADER", "MAX_TOTAL", "EncodeError", "FrameTooLarge", "ChannelTampered", "send_msg", "recv_msg", "frame",
+    "MAX_HEADER", "MAX_HEADER_VALUES", "MAX_TOTAL", "EncodeError", "FrameTooLarge", "ChannelTampered", "send_msg", "recv_msg", "frame",
     "encode", "decode_trusted", "decode_worker", "DTYPES", "CHANNEL_LOST_EXIT",
 ]
 
@@ -60,6 +63,13 @@ MAX_HEADER = 16 * 1024 * 1024
 MAX_TOTAL = 1024 * 1024 * 1024
 MAX_DEPTH = 32
 MAX_ITEMS = 1_000_000
+# Of one header, `{`, `[` and `,` bytes, counted before it is parsed: every JSON value but the first follows one
+# (a key and its value follow one), and parsing costs 40 to 130 bytes a value whatever the header's length (16 MiB
+# of `[],` cost the trusted side 275 MB). The encoder stops at MAX_ITEMS items, and an item encodes to at most
+# 1.5 of these bytes: a list's element its comma; a dict's pair, two items, `[k,v],`; a tuple `{"$tuple":[` and
+# its elements' commas; an array's spec some twenty, but a frame carries at most 4096 arrays; the output kept,
+# 64 K characters. Only a value of nothing but empty lists or tuples, by the hundred thousand, needs more.
+MAX_HEADER_VALUES = MAX_ITEMS * 3 // 2
 
 # dtype name -> the numpy dtype of its bytes on the wire (bfloat16 travels as raw uint16 bit patterns)
 DTYPES = {
@@ -137,8 +147,9 @@ def recv_msg(sock, timeout=None, max_total=MAX_TOTAL, call_id=None):
     """Read one frame; raise TimeoutError, EOFError, or WireError when malformed.
 
     With `call_id`, a frame whose header does not carry exactly that "id" raises ChannelTampered before
-    any of its buffers is read; with `max_total`, one whose buffers add up to more raises FrameTooLarge
-    before the buffer that crosses it is read."""
+    any of its buffers is read; with `max_total`, one whose header and buffers add up to more raises
+    FrameTooLarge before the header, or the buffer that crosses it, is read. A header holding more JSON
+    values than MAX_HEADER_VALUES raises WireError before it is parsed."""
     deadline = None if timeout is None else time.monotonic() + timeout
     pre = _recv_exact(sock, 12, deadline)
     if pre[:4] != MAGIC:
@@ -146,10 +157,9 @@ def recv_msg(sock, timeout=None, max_total=MAX_TOTAL, call_id=None):
     hlen, nbuf = struct.unpack("!II", pre[4:])
     if hlen > MAX_HEADER or nbuf > 4096:
         raise WireError("frame header too large")
-    try:
-        header = json.loads(_recv_exact(sock, hlen, deadline))
-    except (ValueError, RecursionError) as e:
-        raise WireError(f"bad frame header: {e}") from None
+    if hlen > max_total:
+        raise FrameTooLarge(f"the answer is larger than the {_size(max_total)} one answer may be")
+    header = _header(_recv_exact(sock, hlen, deadline))
     if not isinstance(header, dict):
         raise WireError("frame header is not an object")
     if call_id is not None and (type(header.get("id")) is not int or header.get("id") != call_id):
@@ -162,6 +172,24 @@ def recv_msg(sock, timeout=None, max_total=MAX_TOTAL, call_id=None):
             raise FrameTooLarge(f"the answer is larger than the {_size(max_total)} one answer may be")
         buffers.append(_recv_exact(sock, blen, deadline))
     return header, buffers
+
+
+def _header(raw):
+    """A frame's header parsed, its values counted first (MAX_HEADER_VALUES); raises WireError. The raw bytes
+    are never left in an error's traceback: a failure is kept (in a scorecard's report), and each refused
+    16 MiB header stayed in memory with it."""
+    values = raw.count(b"{") + raw.count(b"[") + raw.count(b",")
+    error = None
+    if values > MAX_HEADER_VALUES:
+        error = (f"it holds more values than the grader reads in one answer (about {values:,} JSON values; at "
+                 f"most {MAX_HEADER_VALUES:,}): return an array (np.array / torch.tensor) instead of nested lists")
+    else:
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError) as e:
+            error = f"bad frame header: {str(e)[:200]}"
+    del raw
+    raise WireError(error)
 
 
 def _size(n):

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import os
 import tokenize
 
-from checker.worker.sources import code_cells
+from checker.worker.sources import NotebookError, code_cells, notebook_json
 
 __all__ = ["normalised_code", "identical_groups", "notebook_cells", "MIN_TOKENS"]
 
@@ -50,15 +49,15 @@ def notebook_cells(text):
     object, or with no list of cells: `{"cells": 1.5}`, `{"worksheets": 5}`) is None; a cell that is not an
     object is not a code cell; a source that is not text (a number, a list with non-strings) keeps its
     strings only. Every trusted-side reader of a submission's notebook reads it through this (identical-code
-    detection here, the class report's `checker.records.classreport.sources`).
+    detection here, the class report's `checker.records.classreport.sources`), and this parses it as the
+    loader does (`checker.worker.sources.notebook_json`, within its bounds): a notebook too large or holding
+    too many JSON values to be parsed cheaply is None too, as the loader reads no code in it.
     """
     if text is None:
         return None
     try:
-        nb = json.loads(text[1:] if text.startswith("\ufeff") else text)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(nb, dict):
+        nb = notebook_json(text)
+    except NotebookError:
         return None
     cells = code_cells(nb)
     return None if cells is None else [src for _, src, _ in cells]

@@ -32,7 +32,6 @@ scorecard quote another file.
 
 import ast
 import functools
-import json
 import os
 import re
 import tokenize
@@ -368,15 +367,14 @@ def find_answers(path, prompts, notes=None):
             break
         nb = None
         if file.endswith(".ipynb"):
-            try:
-                nb = json.loads(text)
-            except ValueError:
-                continue  # not a notebook: the load messages say so
-            except (RecursionError, MemoryError):
-                if notes is not None:
+            from checker.worker.sources import NotebookError, notebook_json
+            try:  # parsed as the loader parses it, within its bounds (a file built to be costly is not parsed)
+                nb = notebook_json(text)
+            except NotebookError as e:
+                if notes is not None and "nested too deeply" in str(e):
                     notes.append(f"Written answers ({', '.join(wanted)}): {shown} was not read for them: its "
                                  "JSON is nested too deeply.")
-                continue
+                continue  # not a notebook, or not read: the load messages say so
         for qid in wanted:
             try:
                 if nb is not None:

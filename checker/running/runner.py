@@ -12,7 +12,6 @@ What it is not: a batch scheduler (`batch`) or a CLI (`cli`).
 import contextlib
 import importlib.util
 import io
-import json
 import os
 import platform
 import secrets
@@ -203,8 +202,9 @@ def _notebook_json(path):
     if os.path.isdir(path) or not str(path).endswith(".py"):
         return False
     from checker.running.safe_read import MAX_NOTEBOOK_BYTES, Refused, read_bytes
-    try:
-        data = json.loads(read_bytes(path, limit=MAX_NOTEBOOK_BYTES).decode("utf-8-sig", errors="replace"))
+    from checker.worker.sources import notebook_json
+    try:  # parsed within the loader's bounds for a notebook (NotebookError is a ValueError)
+        data = notebook_json(read_bytes(path, limit=MAX_NOTEBOOK_BYTES).decode("utf-8-sig", errors="replace"))
     except (Refused, ValueError, RecursionError):
         return False
     return isinstance(data, dict) and ("cells" in data or "worksheets" in data)

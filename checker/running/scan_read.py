@@ -23,7 +23,7 @@ import zlib
 
 from checker.running.submission_files import file_source
 from checker.walk import walk
-from checker.worker.sources import _cells, cell_pieces, py_pieces, read_source, read_source_bytes, writefile_target
+from checker.worker.sources import NotebookError, _cells, cell_pieces, py_pieces, read_source, read_source_bytes, writefile_target
 
 __all__ = ["read_code", "MAX_FILES", "MAX_BYTES", "MAX_SCAN_BYTES", "MAX_ZIP_MEMBERS", "MAX_ZIP_BYTES",
            "MAX_SCAN_ZIP_BYTES"]
@@ -236,7 +236,7 @@ def _scan(files, base, code):
                     continue
                 code.add_module(rel, read_source(f))
             elif f.endswith(".ipynb"):
-                _read_notebook(f, code)
+                _read_notebook(f, rel, code)
             elif f.endswith(_COMPILED):
                 code.add_unread(rel)
             if zipfile.is_zipfile(f):
@@ -245,9 +245,17 @@ def _scan(files, base, code):
             code.notes.append(f"{rel} could not be read ({type(e).__name__})")
 
 
-def _read_notebook(f, code):
+def _read_notebook(f, rel, code):
+    """A notebook's cells as the loader reads them (`_cells`: within its bounds of bytes and JSON values, so a
+    file built to be costly to parse costs the trusted side a count of its bytes, not a parse): one it does
+    not read is said, with why (the loader does not run it either, and says so)."""
+    try:
+        cells = _cells(f)
+    except NotebookError as e:
+        code.notes.append(f"{rel} was not read: {e}")
+        return
     code._file = f
-    for _number, src, _count in _cells(f):
+    for _number, src, _count in cells:
         target = writefile_target(src)
         if target is not None:  # the loader writes this file: code can import it
             name, body, _append = target

@@ -13,7 +13,6 @@ wrote in is the student's) or of `.py` files.
 """
 
 import functools
-import json
 import os
 
 __all__ = ["is_starter", "starter_units", "starter_cells", "LEFT_OUT"]
@@ -23,10 +22,11 @@ LEFT_OUT = "it is the shipped starter notebook, unchanged (not graded: your own 
 
 
 def _code_cells(path):
+    from checker.worker.sources import NotebookError, notebook_json  # bounded before it is parsed
     try:
-        with open(path, encoding="utf-8-sig") as f:
-            nb = json.load(f)
-    except (OSError, ValueError, RecursionError):
+        with open(path, "rb") as f:
+            nb = notebook_json(f.read(5 << 20))  # a student's file: at most what is_starter looks at
+    except (OSError, NotebookError):
         return None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         return None

@@ -7,6 +7,8 @@ worker's private dir without following links out of it, leaving out the
 shipped starter beside the student's own file (`copy_submission`), and what
 it does not copy (too many files, too big, a path too long, a link) named with
 why in the student's words: a submission's own folder never fails the copy.
+What is copied is bounded (MAX_COPY_TOTAL, code included), as it is copied
+again for each worker a submission's crashes restart.
 
 What it is not: a wall. The worker's namespaces and Landlock enforce what it
 may read; this decides what is put in front of it.
@@ -19,6 +21,7 @@ import os
 import shutil
 
 from checker.walk import walk
+from checker.worker.sources import MAX_NOTEBOOK_BYTES
 
 __all__ = ["secret_paths", "state_dirs", "own_dirs", "sha256_of", "file_source", "copy_submission", "folder_refused",
            "LINK_REFUSED", "TOO_LONG", "MAX_COPY_PATH", "COPY_SKIPS"]
@@ -175,7 +178,8 @@ def copy_submission(src, dest, secrets=()):
     if why:
         os.makedirs(dest, exist_ok=True)
         return [(os.path.basename(os.path.normpath(src)), why)]
-    data_bytes = 0  # of the files copied that are not code (.py, .ipynb)
+    copied = 0  # bytes, of every file copied: code as it is walked, then the other files (`later`) in what is left
+    later = []  # (real, name, size) of the files that are not code, copied after all the code
     cut, entries = [], 0
     for dirpath, dirnames, filenames in walk(src, cut=cut):
         entries += len(dirnames) + len(filenames)
@@ -217,24 +221,51 @@ def copy_submission(src, dest, secrets=()):
                 left_out.append((name, "it is not a regular file"))
             else:
                 size = os.path.getsize(real)
-                code = n.endswith((".py", ".ipynb"))
                 if size > MAX_COPY_FILE:
                     left_out.append((name, f"it is larger than {MAX_COPY_FILE >> 20} MiB (the grader's own "
                                            "inputs are all a graded function gets)"))
                     continue
-                if not code and data_bytes + size > MAX_COPY_DATA:
-                    left_out.append((name, f"the submission's other files past {MAX_COPY_DATA >> 20} MiB in all "
-                                           "are not copied (the grader's own inputs are all a graded function gets)"))
+                if not n.endswith((".py", ".ipynb")):
+                    later.append((real, name, size))
                     continue
-                try:
-                    shutil.copyfile(real, os.path.join(dest, name))
-                    data_bytes += 0 if code else size
-                except OSError as e:
-                    left_out.append((name, TOO_LONG if e.errno == errno.ENAMETOOLONG else
-                                     f"it could not be read ({e.strerror or e})"))
+                why = _code_refused(n, size, copied)
+                if why:
+                    left_out.append((name, why))
+                    continue
+                copied += _copy(real, dest, name, left_out)
+    for real, name, size in later:  # the data in what the code left: a dataset never crowds out the code
+        if copied + size > MAX_COPY_TOTAL:
+            left_out.append((name, f"the submission's other files past {MAX_COPY_TOTAL >> 20} MiB in all "
+                                   "are not copied (the grader's own inputs are all a graded function gets)"))
+            continue
+        copied += _copy(real, dest, name, left_out)
     left_out += [(os.path.relpath(p, src), f"not copied: {why}") for p, why in cut]
     left_out += _leave_out_starters(dest)
     return left_out
+
+
+def _copy(real, dest, name, left_out):
+    """Copy one file of a folder submission; its size copied (0 when it could not be, said in `left_out`)."""
+    try:
+        shutil.copyfile(real, os.path.join(dest, name))
+        return os.path.getsize(os.path.join(dest, name))
+    except OSError as e:
+        left_out.append((name, TOO_LONG if e.errno == errno.ENAMETOOLONG else
+                         f"it could not be read ({e.strerror or e})"))
+        return 0
+
+
+def _code_refused(n, size, copied):
+    """Why the code file `n` (`size` bytes, after `copied` bytes of code) is not copied, or None."""
+    if n.endswith(".py") and size > MAX_COPY_CODE:
+        return (f"it is larger than {MAX_COPY_CODE >> 20} MiB, far more code than a homework holds (data pasted "
+                "into it? save the data in a file beside it and load that)")
+    if n.endswith(".ipynb") and size > MAX_NOTEBOOK_BYTES:  # the loader would not read it (its own words)
+        return (f"it is larger than a notebook the grader reads ({MAX_NOTEBOOK_BYTES >> 20} MiB); clear its "
+                "outputs (Jupyter: Kernel > Restart & Clear Output; Colab: Edit > Clear all outputs) and save it again")
+    if copied + size > MAX_COPY_TOTAL:
+        return f"the submission's files past {MAX_COPY_TOTAL >> 20} MiB in all are not copied"
+    return None
 
 
 def folder_refused(src, secrets=()):
@@ -255,7 +286,13 @@ def folder_refused(src, secrets=()):
 # scratch copy, both memory) with namespaces and on disk without them, so a dataset or a checkpoint beside the
 # code would cost the two modes differently (a 300 MB file crashed the worker with namespaces only)
 MAX_COPY_FILE = 64 << 20   # one file
-MAX_COPY_DATA = 128 << 20  # every file that is not code, in all
+# every file, in all: code first (as the folder is walked), then the other files in what the code left. Code
+# counts too: 8 .py files of 60 MiB were copied twice a worker (481 MB) and again at each restart after a crash
+# (the copy is the grader's own work, outside the student's time budget), 150 s past a 120 s limit
+MAX_COPY_TOTAL = 128 << 20
+# one .py file: twice what the by-hand scan reads (checker.running.scan_read.MAX_BYTES, 8 MB), itself far above a
+# homework's code with its pasted tables; a notebook's own bound is the loader's (MAX_NOTEBOOK_BYTES)
+MAX_COPY_CODE = 16 << 20
 MAX_COPY_ENTRIES = 20000   # files and folders looked at
 # A path inside the submission: the worker's copies of it lie deeper than the submission's own folder (its dir,
 # twice under its new root, and the scratch copy), all within the system's PATH_MAX (4096 bytes on Linux)

@@ -4,6 +4,9 @@ What it is for: `read_source` (a .py file in the encoding it declares),
 `list_units` (the files of a submission), `_cells` (a notebook's code cells
 with their execution counts, from nbformat 3 or 4, with a readable error for
 what is not a notebook: a zip, a PDF, a notebook that is not JSON),
+`notebook_json` (a notebook's JSON parsed within bounds: every reader of a
+submission's notebook, the loader's and the trusted side's, parses it through
+this, so none of them pays for a file built to be costly to parse),
 `_strip_magics` (IPython's `%`/`!` lines, which do not run in the grader)
 and `_chunks` (a file cut into top-level statements, each run on its own).
 `py_pieces` and `cell_pieces` say which pieces of a file or cell the loader
@@ -26,7 +29,7 @@ from checker.worker.syntax import parse as _parse_unit, statements as _statement
 from checker.walk import walk
 
 __all__ = ["read_source", "read_source_bytes", "list_units", "py_pieces", "cell_pieces", "writefile_target", "code_cells", "NotebookError",
-           "SUFFIXES"]
+           "SUFFIXES", "notebook_json", "MAX_NOTEBOOK_BYTES", "MAX_NOTEBOOK_VALUES"]
 
 MAGIC_RE = re.compile(r"^\s*[%!]")
 HELP_RE = re.compile(r"^\s*\??[\w.]+\?\??\s*$")  # `np.mean?`, `??f`: IPython help
@@ -34,6 +37,16 @@ ASSIGNED_MAGIC_RE = re.compile(r"^\s*[\w.,\s]+=\s*[%!]")  # `files = !ls`, `t = 
 TIME_RE = re.compile(r"^(\s*(?:[\w.,\s]+=\s*)?)%time\s+(.*)$")  # `%time f()`, `y = %time f()`: runs f()
 RUN_BODY = ("time", "capture", "prun")  # cell magics whose body runs in the notebook's namespace
 SUFFIXES = (".py", ".ipynb")
+# A notebook parsed (`notebook_json`) is bounded twice. Its bytes: saved outputs (plots as base64 images) make an
+# honest notebook tens of MB, so the cap is generous (checker.running.safe_read's for a notebook, the same
+# number). Its JSON values: parsing costs some 40 to 130 bytes of memory a value, whatever the file's size
+# (60 MiB of `{},` cost the trusted side 1.4 GB), and every value but the first follows a `{`, `[` or `,` (a
+# key and its value follow one), so a count of those bytes bounds the values from above before anything is
+# parsed (a string's own commas count too: the bound only errs towards refusing). A homework notebook holds a
+# few thousand (a line of source or of printed output is one); a million is a notebook of a million printed
+# lines or plotted points, whose outputs are then what makes it large (the refusal says to clear them).
+MAX_NOTEBOOK_BYTES = 32 << 20
+MAX_NOTEBOOK_VALUES = 1_000_000
 
 
 def read_source(path):
@@ -99,15 +112,45 @@ def _cells(nb_path):
 
     Reads nbformat 4 (`cells`, `source`, `execution_count`) and nbformat 3
     (`worksheets`, `input`, `prompt_number`), with or without a UTF-8 byte
-    order mark. A file that is not a notebook raises NotebookError with
-    words a student can act on.
+    order mark. A file that is not a notebook, or one larger than a notebook
+    is read (`notebook_json`), raises NotebookError with words a student can act on.
     """
     with open(nb_path, "rb") as f:
-        raw = f.read()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise NotebookError(f"byte {e.start} is not UTF-8, as a notebook must be; {_RESAVE}") from None
+        if os.fstat(f.fileno()).st_size > MAX_NOTEBOOK_BYTES:  # not even read: the file is what costs
+            raise NotebookError(_too_large())
+        raw = f.read(MAX_NOTEBOOK_BYTES + 1)
+    out = code_cells(notebook_json(raw))
+    if out is None:
+        raise NotebookError(f"it has no list of cells; {_RESAVE}")
+    return out
+
+
+_CLEAR = "clear its outputs (Jupyter: Kernel > Restart & Clear Output; Colab: Edit > Clear all outputs) and save it again"
+
+
+def _too_large():
+    return f"it is larger than a notebook the grader reads ({MAX_NOTEBOOK_BYTES >> 20} MiB); {_CLEAR}"
+
+
+def notebook_json(raw):
+    """The JSON object of a notebook's bytes (or text), or NotebookError saying why it is none or is not read.
+
+    Bounded before anything is parsed (MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_VALUES): each count is one pass over
+    the bytes in C, far cheaper than the parse it spares. A UTF-8 byte order mark is allowed, as Jupyter does."""
+    if len(raw) > MAX_NOTEBOOK_BYTES:
+        raise NotebookError(_too_large())
+    values = (raw.count(b"{") + raw.count(b"[") + raw.count(b",") if isinstance(raw, (bytes, bytearray))
+              else raw.count("{") + raw.count("[") + raw.count(","))
+    if values > MAX_NOTEBOOK_VALUES:
+        raise NotebookError(f"its JSON holds more values than a notebook the grader reads (about {values:,}; at "
+                            f"most {MAX_NOTEBOOK_VALUES:,}); {_CLEAR}")
+    if isinstance(raw, (bytes, bytearray)):
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise NotebookError(f"byte {e.start} is not UTF-8, as a notebook must be; {_RESAVE}") from None
+    else:
+        text = raw[1:] if raw.startswith("\ufeff") else raw
     if not text.strip():
         raise NotebookError(f"the file is empty; {_RESAVE}")
     try:
@@ -120,10 +163,7 @@ def _cells(nb_path):
                             f"{getattr(e, 'lineno', '?')}, column {getattr(e, 'colno', '?')}; {_RESAVE}") from None
     if not isinstance(nb, dict):
         raise NotebookError(f"its JSON is a {type(nb).__name__}, not a notebook; {_RESAVE}")
-    out = code_cells(nb)
-    if out is None:
-        raise NotebookError(f"it has no list of cells; {_RESAVE}")
-    return out
+    return nb
 
 
 def code_cells(nb):
