@@ -7,7 +7,9 @@ student may choose (HOMEWORK: "so is any parameter layout"): square projections,
 v order or head by head, a fused to_kv (2D, D) beside a to_q, per-head layers numbered by their name (q, k, v
 apart, or fused per head as Karpathy's `Head` with one `Linear(n_embd, 3 * head_size)`), stacks (h, D, D/h) /
 (h, D/h, D), einsum kernels (D, h, D/h) / (h, D/h, D) (a Keras-style EinsumDense), and their biases, 1-D or
-per head (h, D/h). A layout it cannot read is said so, by name and shape, so the test's skip tells why.
+per head (h, D/h); each also as the weight of a Conv1d / Conv2d of kernel size 1, a Linear with trailing
+singleton axes ((3D, D, 1) or (3D, D, 1, 1)). A layout it cannot read is said so, by name and shape, so the
+test's skip tells why.
 
 What it is not: a test, or code that runs the student's module (it only computes values to set).
 """
@@ -54,10 +56,14 @@ def _temperature_ways(m, cfg, E, P, ones):
     dh, eye = D // h, np.eye(D, dtype=np.float32)
     by_head = np.concatenate([eye[i * dh:(i + 1) * dh] for i in range(h) for _ in range(3)])
     values, fused, fused_kv, square_mlp, per_head, left = {}, [], [], [], {}, []
+    stored = {}  # name: the shape the module holds, where it has trailing singleton axes (read without them)
     for p in m.params:
         name, shape = p.get("name"), tuple(p.get("shape", ()))
         if not isinstance(name, str):
             return [], "a parameter without a name", []
+        core = _without_trailing_ones(shape)
+        if core != shape:
+            stored[name], shape = shape, core
         if shape == (V, D):
             values[name] = E
         elif shape == (D, V):
@@ -110,7 +116,23 @@ def _temperature_ways(m, cfg, E, P, ones):
                                   for n, rows_last in fused}})
     if square_mlp:
         ways += [{**w, **{n: np.zeros((D, D), dtype=np.float32) for n in square_mlp}} for w in list(ways)]
-    return [(w, _uniform(w, cfg, [n for n, _ in fused], fused_kv, square_mlp)) for w in ways], "", left
+    ways = [(w, _uniform(w, cfg, [n for n, _ in fused], fused_kv, square_mlp)) for w in ways]
+    return [tuple(None if w is None else _stored(w, stored) for w in way) for way in ways], "", left
+
+
+def _without_trailing_ones(shape):
+    """`shape` without the trailing singleton axes beyond its first two: a Conv1d / Conv2d of kernel size 1,
+    (d_out, d_in, 1) or (d_out, d_in, 1, 1), is a Linear (d_out, d_in) applied at every position (a fused
+    qkv `nn.Conv1d(D, 3D, 1)`, guided-diffusion style), read and set as one."""
+    shape = tuple(shape)
+    while len(shape) > 2 and shape[-1] == 1:
+        shape = shape[:-1]
+    return shape
+
+
+def _stored(values, stored):
+    """`values` ({name: array}) in the shapes the module holds (`stored`: those with trailing singleton axes)."""
+    return {n: (v.reshape(stored[n]) if n in stored else v) for n, v in values.items()}
 
 
 def _uniform(values, cfg, fused, fused_kv, square_mlp):

@@ -16,6 +16,10 @@ score is 0 and each position averages the ones it sees evenly whatever the tempe
 gives a known structure's logits (`pinned`) is right in everything but its scores, so an answer at no right
 temperature fails there too, and the full package adds the fitted values as the likely mistake.
 
+An answer that neither a known structure nor a fit explains may come from attention without a softmax (the
+masked scores used as weights): `_check_weights_sum_to_one` asks the model, with every position holding the same
+input, whether it gives the same logits at every position, as any attention whose weights sum to one does.
+
 What it is not: a test (the test function is in test_charlm_model.py), or code that computes an answer (every
 logit comes from `A`).
 """
@@ -178,8 +182,9 @@ def _check_temperature(sub, ref, rng, seed, cfg):
     """test_model_attention_scaled_by_the_head_width: the right temperature on a full block and on
     TEMPERATURE_SHORT tokens passes; a known wrong one (SCALE_HINTS) fails naming it; so does any other that a
     fit explains, with the values fitted, or (what the kit can tell without a fit) a model `pinned` by its queries
-    and keys set to zero; a layout the grader cannot set, an answer near the right one where the temperature
-    hardly shows, or one nothing explains, skips."""
+    and keys set to zero; so does one whose attention's weights do not sum to one over the keys (no softmax:
+    _check_weights_sum_to_one); a layout the grader cannot set, an answer near the right one where the
+    temperature hardly shows, or one nothing explains, skips."""
     V, bs, D, h = cfg[0], cfg[1], cfg[2], cfg[3]
     dh = D // h
     E = (0.5 * rng.standard_normal((V, D))).astype(np.float32)  # scores of O(1): no head's softmax saturates
@@ -293,7 +298,10 @@ def _check_temperature(sub, ref, rng, seed, cfg):
                       f"{hint}.")
         # an answer within the tolerance of a right one, where the temperature hardly shows: never failed below
         unexplained.append((values, uniform, got, matches(candidates[right], got)))
-    # at no known temperature. With the queries' and keys' projections set to zero as well, every score is 0: each
+    # at no known temperature: first, are the weights over the keys a softmax's, summing to one? (any structure)
+    _check_weights_sum_to_one(sub, cfg, seed, E, P, sines, [(v, u) for v, u, _, near in unexplained if not near],
+                              set_as)
+    # With the queries' and keys' projections set to zero as well, every score is 0: each
     # position averages the ones it sees evenly, whatever the temperature. Where the model then gives a known
     # structure's logits (with absolute positions: rotary or relative ones act on the scores only), everything but
     # the scores is right, and the scores of the identity projections are not divided by sqrt(d_model/num_heads)
@@ -322,6 +330,111 @@ def _check_temperature(sub, ref, rng, seed, cfg):
                 "another head split or extra layers inside)"
                 + (f"; parameters whose layout the grader does not know were left as they are: {', '.join(left[:6])}"
                    f"{' ...' if len(left) > 6 else ''}" if left else "") + "; the other tests judge it")
+
+
+SAME_INPUT_FLAT = 1e-4  # logits this near at every position (relative to max(1, their largest)) are the same
+SAME_INPUT_GROWS = 5e-3  # ... and this far apart, clearly not
+NO_SOFTMAX_HINT = ("the attention's weights over the keys do not sum to one: the masked scores are used as weights "
+                   "without a softmax (`att = scores * tril`, or `masked_fill(mask, 0)` and then `att @ v`), or "
+                   "exponentiated without dividing by their sum, so each position's output grows with the number "
+                   "of keys it sees. Fill the masked scores with float('-inf') and take `torch.softmax(att, dim=-1)` "
+                   "over the keys before `att @ v`")
+
+
+def _same_inputs(values, cfg, E, P, sines, gains):
+    """[(what, values, ids)]: `values` (a way of _temperature_ways) changed so that every position of the ids holds
+    the same input vector: one token repeated with the learned positions (the (block_size, d_model) parameters set
+    to P) set to zero, which also holds for positions that act on the scores only (rotary, relative) or none;
+    and for sinusoidal positions added to the token embedding (`E[idx] + PE`, or `E[idx] * sqrt(d_model) + PE`
+    as the Annotated Transformer has it), the ids 0..T-1 with the token embedding's row t set to c - PE[t] (or
+    (c - PE[t]) / sqrt(d_model)), PE the handout's sinusoidal positions, which the embedding then cancels.
+    The norms' weights (set to one) are set to `gains`, positive and unequal: with the identity projections a
+    head's value would otherwise be the normalized input itself, and whatever multiple of it the attention adds to
+    the residual stream, the next norm would take away again."""
+    V, bs, D = cfg[0], cfg[1], cfg[2]
+    c = E[0].astype(np.float64)
+    learned = {n for n, v in values.items() if v.shape in ((bs, D), (1, bs, D)) and np.array_equal(v.reshape(bs, D), P)}
+    tables = {n for n, v in values.items() if v.shape == (V, D) and np.array_equal(v, E)}
+    heads = {n for n, v in values.items() if v.shape == (D, V) and np.array_equal(v, E.T)}
+    norms = {n for n, v in values.items() if v.ndim == 1 and v.size and np.all(v == 1)}  # the norms' weights
+    base = {**values, **{n: np.zeros_like(values[n]) for n in learned},
+            **{n: np.resize(gains, values[n].shape).astype(np.float32) for n in norms}}
+    out = [("one token repeated" + (", the learned positions set to zero" if learned else ""), base,
+            np.zeros(bs, dtype=np.int64))]
+    if (tables or heads) and V >= bs:
+        for scale, said in ((1.0, ""), (math.sqrt(D), " / sqrt(d_model)")):
+            E2 = E.astype(np.float64).copy()
+            E2[:bs] = (c[None] - sines) / scale
+            E2 = E2.astype(np.float32)
+            out.append((f"the tokens 0..{bs - 1}, token t's embedding row set to (c - PE[t]){said}, PE the "
+                        "handout's sinusoidal positions", {**base, **{n: E2 for n in tables},
+                                                           **{n: np.ascontiguousarray(E2.T) for n in heads}},
+                        np.arange(bs, dtype=np.int64)))
+    return out
+
+
+def _spread(logits):
+    """How far the logits (T, V) of the positions lie from position 0's, relative to max(1, their largest)."""
+    return float(np.abs(logits - logits[:1]).max() / max(1.0, float(np.abs(logits).max())))
+
+
+def _check_weights_sum_to_one(sub, cfg, seed, E, P, sines, ways, set_as):
+    """Where a model set by _temperature_ways answers as no structure the grader knows: whether its attention's
+    weights over the keys sum to one, a property of any softmax over the keys whatever the structure around it.
+
+    When every position holds the same input (_same_inputs), every query, key and value is the same at every
+    position, so attention whose weights sum to one gives each position that value, and a causal model then gives
+    the same logits at every position. Attention whose weights do not sum to one (the masked scores used as
+    weights, no softmax) adds up one value per key it sees: its output grows with the position. Both are asked:
+    the model as set (`values`), and the same with the queries' or keys' projections zero (`uniform`, every score
+    0, where the grader can tell them). Only a model whose logits are the same at every position with the scores
+    zero (so its inputs are the same: the positions were cancelled, and what its attention adds does not grow
+    then) but not with the scores of its identity projections fails; any other answer leaves the judging to the
+    fit and the skip that follow. Two round trips: the modules, then each one's parameters and forward."""
+    V = cfg[0]
+    # fixed, unequal and small: the attention's output at position 0 about a third of the input's, so that what an
+    # attention whose weights do not sum to one adds (one value per key) visibly turns the residual stream
+    gains = 0.3 * np.exp(0.5 * np.sin(np.arange(cfg[2]) * 2.3))
+    runs = [(what, values, uniform_values, ids)
+            for values, uniform in ways[:2] if uniform is not None
+            for (what, values, ids), (_, uniform_values, _) in zip(_same_inputs(values, cfg, E, P, sines, gains),
+                                                                   _same_inputs(uniform, cfg, E, P, sines, gains))]
+    if not runs:
+        return
+    try:
+        with sub.together() as t:
+            made = [t.new("CharTransformer", *cfg, seed=seed, example=_example(cfg)) for _ in range(2 * len(runs))]
+        modules = [p.get() for p in made]
+        with sub.together() as t:
+            asked_ = []
+            for k, (_, values, uniform_values, ids) in enumerate(runs):
+                for m, vals in ((modules[2 * k], values), (modules[2 * k + 1], uniform_values)):
+                    asked_.append((t.set_params(m, {n: torch.from_numpy(np.ascontiguousarray(v))
+                                                    for n, v in vals.items()}),
+                                   t.forward(m, [torch.tensor(ids[None], dtype=torch.int64)], seed=seed)))
+    except (StudentTimeout, WorkerCrashed):
+        raise
+    except GradingFailure:
+        return
+    for k, (what, _, _, ids) in enumerate(runs):
+        try:
+            scored, even = (_logits((asked_[2 * k + j][0].get(), asked_[2 * k + j][1].get())[1].outputs[0], 1,
+                                    len(ids), V, "")[0].astype(np.float64) for j in (0, 1))
+        except (StudentTimeout, WorkerCrashed):
+            raise
+        except GradingFailure:
+            continue
+        if _spread(scored) <= SAME_INPUT_FLAT:
+            return  # the weights sum to one: the same output at every position
+        if _spread(even) <= SAME_INPUT_FLAT and _spread(scored) > SAME_INPUT_GROWS:
+            grow = np.abs(scored - scored[:1]).max(axis=1)
+            _fail(f"{set_as} gives different logits at the positions of a block whose every position holds the "
+                  f"same input ({what}): attention whose weights over the keys sum to one gives every position the "
+                  "value all of its keys hold, and so the same logits, but here the logits move away from those of "
+                  f"position 0 as the position grows (by {', '.join(f'{g:.3g}' for g in grow[1:])} at positions "
+                  f"1..{len(ids) - 1}), while with the queries' and keys' projections set to zero (every score 0) "
+                  "they are the same at every position: what the attention adds grows with the number of keys "
+                  f"each position sees.\nLikely mistake: {NO_SOFTMAX_HINT}.")
 
 
 __all__ = [n for n in dir() if not n.startswith("__")]

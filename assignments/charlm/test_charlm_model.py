@@ -118,6 +118,9 @@ def test_model_uses_positions(sub, close, rng, seed, cfg):
     r = _forward(m, cfg, [idx, other], seed)
     a, b = (_logits(o, 2, bs, V, what)[:, -1] for o in r.outputs)
     if float(np.abs(a - b).max()) <= 1e-6 * max(1.0, float(np.abs(a).max())):
+        if _reads_earlier_tokens(sub, MODEL, seed, rng):  # with more layers it does: a block is missing
+            pytest.skip(f"judged by test_model_builds_num_layers_blocks: {what} reads no earlier token at all, while "
+                        f"with num_layers={MODEL[4]} it does: a block seems to be missing, not the positions")
         _fail(f"{what}: the logits at the last position do not change when the earlier tokens come in reverse "
               "order, nor when one of them is another token: the last position reads no earlier token at all, so "
               "no order of them can show (positions added or not).\nLikely mistake: the model does not attend to "
@@ -197,6 +200,73 @@ def test_model_parameters_registered(sub, rng, seed):
     stuck = [p["name"] for p in moved.get("params", []) + moved.get("buffers", []) if p.get("device") != "meta"]
     if stuck:
         _fail(f"{_cfg_text(MODEL)}.to('meta') left these on their device: {', '.join(stuck[:8])}")
+
+
+NUM_LAYERS_HINT = ("the model does not build num_layers blocks: the number of blocks must be num_layers itself, "
+                   "`nn.ModuleList([Block(...) for _ in range(num_layers)])` (not range(1, num_layers), "
+                   "num_layers - 1, max(num_layers - 1, 1) or a number of blocks fixed in the code)")
+
+
+def _reads_earlier_tokens(sub, cfg, seed, rng):
+    """Whether the logits at the last position of a model built with `cfg` change when its first token changes
+    (None where it cannot be built or run): a model with no block reads no earlier token."""
+    V, bs = cfg[0], cfg[1]
+    idx = _ids(rng, 2, bs, V)
+    other = idx.clone()
+    other[:, 0] = (idx[:, 0] + 1) % V
+    try:
+        _, r = _new_forward(sub, cfg, seed, [idx, other], short_input_hint=False)
+        a, b = (_logits(o, 2, bs, V, "")[:, -1] for o in r.outputs)
+    except (StudentTimeout, WorkerCrashed):
+        raise
+    except GradingFailure:
+        return None
+    return bool(np.abs(a - b).max() > 1e-6 * max(1.0, float(np.abs(a).max())))
+
+
+@pytest.mark.question("model")
+@pytest.mark.weight(2)  # the handout: `num_layers` decoder blocks, every size from the constructor's arguments
+@_sizes_from_arguments
+def test_model_builds_num_layers_blocks(sub, rng, seed):
+    # Every block has the same layers, so each adds the same number of parameters, b: P(n) = a + b * n for n =
+    # 0, 1, 2, 3 blocks, a the embeddings, the final norm and the output layer (a tied weight, or any module shared
+    # by every block, is counted once, in a). One block fewer (range(1, num_layers)) shows as P(1) = P(0), a
+    # floor on the count (max(num_layers - 1, 1)) as P(2) = P(1). num_layers=0 is asked where the model can be
+    # built so; where it cannot, a model with num_layers=1 must read earlier tokens (with no block it reads none).
+    # Parameters that do not grow at all (num_layers ignored, shared or unregistered blocks) are judged by
+    # test_model_parameters_registered.
+    cfgs = [MODEL[:4] + (n,) for n in (0, 1, 2, 3)]
+    with sub.together() as t:
+        made = [t.new("CharTransformer", *cfg, seed=seed, example=_example(cfg)) for cfg in cfgs]
+    try:
+        zero = made[0].get().n_params
+    except (StudentTimeout, WorkerCrashed):
+        raise
+    except GradingFailure:
+        zero = None  # a model that refuses num_layers=0 (an assert) is not wrong
+    try:
+        P1, P2, P3 = (p.get().n_params for p in made[1:])
+    except GradingFailure as e:
+        pytest.skip(f"judged by the other tests: the model cannot be built with 1 to 3 layers: "
+                    f"{e.message.splitlines()[0][:200]}")
+    counts = f"num_layers=1, 2, 3 give {P1}, {P2}, {P3} parameters"
+    if P1 == P2 == P3:
+        pytest.skip(f"judged by test_model_parameters_registered: {counts}")
+    b = P2 - P1
+    if b <= 0 or P3 - P2 != b:
+        _fail(f"{_cfg_text(cfgs[2])} and the same with other num_layers: {counts}, so the blocks add "
+              f"{P2 - P1} from 1 to 2 layers and {P3 - P2} from 2 to 3; blocks that all have the same layers add "
+              f"the same number each, and each num_layers builds that many blocks.\nLikely mistake: "
+              f"{NUM_LAYERS_HINT}.")
+    if zero is not None and P1 - zero != b:
+        _fail(f"{_cfg_text(cfgs[1])} has {P1} parameters, {P1 - zero} more than {zero} with num_layers=0, while "
+              f"each further layer adds {b} ({counts}): num_layers=1 does not build one block of the same size as "
+              f"the others{' (it builds none)' if P1 == zero else ''}.\nLikely mistake: {NUM_LAYERS_HINT}.")
+    if zero is None and _reads_earlier_tokens(sub, cfgs[1], seed, rng) is False \
+            and _reads_earlier_tokens(sub, cfgs[2], seed, rng):
+        _fail(f"{_cfg_text(cfgs[1])}: the logits at the last position do not change when the first token changes, "
+              "while with num_layers=2 they do: with num_layers=1 the model has no attention block at all.\nLikely "
+              f"mistake: {NUM_LAYERS_HINT}.")
 
 
 @pytest.mark.question("model")
@@ -367,5 +437,8 @@ def test_model_attention_scaled_by_the_head_width(sub, ref, rng, seed, cfg):
     # post-norm, a final norm, which positions) are the temperature of the softmax and a scale on the output.
     # The temperature must be sqrt(d_model/num_heads) on a full block and on fewer tokens, the output unscaled; an
     # answer that matches a known wrong scale fails naming it, one that a fitted tau and c explain fails with
-    # their values, one that nothing explains, or a layout the names and shapes do not tell, skips.
+    # their values. One that nothing explains is asked whether its attention's weights sum to one over the keys
+    # (every position holding the same input, it must give the same logits at every position: _temperature.py's
+    # _check_weights_sum_to_one), and fails naming a missing softmax only on that evidence; else, or in a layout
+    # the names and shapes do not tell, it skips.
     _check_temperature(sub, ref, rng, seed, cfg)
