@@ -18,7 +18,8 @@ only), batch independence, determinism in eval mode, dependence on every
 patch, a class-token readout, positions that reach the encoder blocks, pre-norm
 residual blocks that are chained, both branches reading LN(Z), an MLP that reads
 the attention's output and is not linear, blocks wired as the handout's formula
-(each branch run in a block of its own gives what both give in one) (ViT only), dtype and
+(each branch run in a block of its own gives what both give in one), the attention inside the blocks (with known
+weights, the handout's softmax over the keys of Q K^T / sqrt(D/num_heads) in num_heads heads) (ViT only), dtype and
 device of the output, and the full
 ViT-B/16 size on the meta device. An edge-case input on which a listed
 mistake is invisible (one patch, a module's parameters without its forward)
