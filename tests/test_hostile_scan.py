@@ -187,6 +187,25 @@ HONEST = {
                          + "\n\ndef get_attention_weights(scores):\n    return Ops.softmax(np.asarray(scores))\n"},
 }
 
+# a helper of the student's that imports by a name it spells out (a Gradescope probe, h39: every by-hand test
+# failed, "your code changes where Python finds modules (__import__)")
+HONEST["dunder_import_by_name"] = {"hw.py": GOOD + '\n\ndef _debug(*a):\n    __import__("logging").getLogger(__name__).debug(a)\n'}
+# what does change where an import finds its module, or may: sys.path through __import__("sys"), the builtin
+# rebound, __import__ by a name the source does not spell
+EDITS = {
+    "sys_by_dunder_import": '__import__("sys").path.insert(0, ".")\n',
+    "builtins_rebound": "import builtins\n_real = builtins.__import__\nbuiltins.__import__ = lambda *a, **k: _real(*a, **k)\n",
+    "builtins_dict": '__builtins__["__import__"] = __import__\n',
+    "by_a_name_built": 'MOD = "log" + "ging"\n_log = __import__(MOD)\n',
+    "importlib_by_dunder_import": '_il = __import__("importlib")\n',
+}
+
+
+@pytest.mark.parametrize("case", list(EDITS))
+def test_what_may_change_where_imports_look_is_unclear(tmp_path, case):
+    report = library_use(_build(tmp_path, {"hw.py": EDITS[case] + GOOD}), "get_attention_weights", SOFTMAX)
+    assert any("changes where Python finds modules" in u for u in report.unclear), (case, report.unclear)
+
 
 @pytest.mark.parametrize("case", list(HONEST))
 def test_honest_code_stays_clean(tmp_path, case):
@@ -435,7 +454,7 @@ def test_a_reading_that_still_recurses_too_deep_is_unclear_not_an_error(tmp_path
 
     def recursing(trees):
         raise RecursionError("maximum recursion depth exceeded")
-    monkeypatch.setattr(by_hand, "_import_system_edit", recursing)
+    monkeypatch.setattr(by_hand, "import_system_edit", recursing)
     report = by_hand.library_use(_build(tmp_path, {"hw.py": GOOD}), "get_attention_weights", SOFTMAX)
     assert report.unclear == [by_hand.STOPPED] and not report.clean, (report.used, report.unclear)
 

@@ -25,7 +25,9 @@ function that declares the name `global` (it could rebind it). It reports
     attributes), and imports of code there is no source to read: a module that is neither a file of the
     submission nor installed (one the code writes while it runs), a compiled `.pyc` or extension module;
     and, where anything in the submission (reached from the function or not) changes where Python finds
-    modules (`sys.path`, `sys.meta_path`, `sys.modules`..., importlib, `__import__`, exec), every import
+    modules (`sys.path`, `sys.meta_path`, `sys.modules`..., importlib, `__import__` other than a call naming
+    its module, `__import__("logging")`, which imports as `import logging` does; `builtins.__import__`,
+    `__builtins__`, exec), every import
     the function reaches of a module that is not a file of the submission: the worker's folders on
     `sys.path` are read-only to the code and its cwd is not on it, so a module the code writes while it
     runs (a `colorsys.py` beside it) is imported only through such a change.
@@ -46,6 +48,8 @@ import importlib.util
 import itertools
 import sys
 import time
+
+from checker.running.import_edits import import_system_edit
 
 # what the scan reads (and its bounds) lives in checker.running.scan_read; the names are kept here for callers
 from checker.running.scan_read import (MAX_BYTES, MAX_FILES, MAX_SCAN_BYTES, MAX_SCAN_ZIP_BYTES,  # noqa: F401
@@ -346,13 +350,6 @@ def _locals(stmt):
     return out
 
 
-# what changes where an import finds its module: sys's attributes, and modules and calls that import by
-# string or run text the source does not show
-IMPORT_SYSTEM_ATTRS = {"path", "meta_path", "path_hooks", "path_importer_cache", "modules"}
-IMPORT_SYSTEM_MODULES = {"importlib", "imp", "site", "pkgutil", "runpy", "zipimport"}
-IMPORT_SYSTEM_NAMES = {"__import__", "exec", "eval", "compile"}
-
-
 def _own_member_uses(cls):
     """The ids of `self.name` / `cls.name` nodes in class `cls`'s own methods where `name` is a method or an
     attribute the class body itself defines: the student's own code (read with the class), not a library
@@ -394,33 +391,6 @@ def _own_member_uses(cls):
         if not rebound:
             out.update(found)
     return out
-
-
-def _import_system_edit(trees):
-    """The first thing in the submission that can change where an import finds its module, or None."""
-    sys_names = set()
-    for tree in trees:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    top = a.name.split(".")[0]
-                    if top == "sys":
-                        sys_names.add(a.asname or "sys")
-                    if top in IMPORT_SYSTEM_MODULES:
-                        return f"import {a.name}"
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                top = node.module.split(".")[0]
-                if top in IMPORT_SYSTEM_MODULES or (top == "sys" and {a.name for a in node.names}
-                                                    & (IMPORT_SYSTEM_ATTRS | {"*"})):
-                    return f"from {node.module} import ..."
-    for tree in trees:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and node.id in IMPORT_SYSTEM_NAMES:
-                return node.id
-            if (isinstance(node, ast.Attribute) and node.attr in IMPORT_SYSTEM_ATTRS
-                    and isinstance(node.value, ast.Name) and node.value.id in sys_names):
-                return f"{node.value.id}.{node.attr}"
-    return None
 
 
 def _shown(node, limit=40):
@@ -482,7 +452,7 @@ def _library_use(path, name, forbidden, secrets=(), strings=frozenset()):
     assigned = set() if binds.get("*") else {
         n for n, stmts in binds.items() if stmts and all(own(s) or isinstance(s, (ast.Assign, ast.AnnAssign))
                                                          for s in stmts)}
-    edit = _import_system_edit(trees)
+    edit = import_system_edit(trees)
     used, unclear, seen, followed, said = [], [], set(), set(), set()
     # its bindings, and any top-level statement that may bind it unseen (read: what it calls is unclear)
     work = [(s, name) for s in binds[name] + binds.get("*", [])]
