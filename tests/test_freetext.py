@@ -128,3 +128,25 @@ def test_an_answer_written_as_a_string_of_its_own_is_found():
     assert answer_in_python(src, "Q3-text") == "Several heads attend to different positions\nat the same cost."
     assert answer_in_python('"""My homework, by Ann."""\nx = 1\n', "Q3-text") is None
     assert answer_in_python("'''Q3 text: one line.'''\n", "Q3-text") == "one line."
+
+
+def test_a_notebook_of_plots_up_to_the_copys_bound_is_read_and_one_past_it_is_said(tmp_path):
+    """A Gradescope probe (h39): a correct notebook with 60 MB of saved plots scored its code in full, while its
+    written answer was "No answer to Q3-text was found": the trusted side read notebooks to 32 MiB only, and
+    said nothing of it. Every notebook the worker is given (64 MiB a file) is read; one past that is named as
+    not read, not as holding no answer."""
+    from checker.worker.sources import MAX_NOTEBOOK_BYTES
+
+    def plots(mib):
+        plot = {"output_type": "display_data", "metadata": {},
+                "data": {"image/png": "iVBORw0KGgo" + "A" * (mib << 20), "text/plain": ["<Figure>"]}}
+        cell = _code("import matplotlib.pyplot as plt\nplt.plot([1, 2])")
+        cell["outputs"] = [plot]
+        return json.dumps(_nb(cell, _md("## Q3-text\nHeads attend to different things.\n")))
+    (tmp_path / "hw.ipynb").write_text(plots(60))
+    assert 60 << 20 < os.path.getsize(tmp_path / "hw.ipynb") <= MAX_NOTEBOOK_BYTES
+    assert find_answers(tmp_path / "hw.ipynb", {"Q3-text": PROMPT}) == {"Q3-text": "Heads attend to different things."}
+    (tmp_path / "hw.ipynb").write_text(plots(65))
+    notes = []
+    assert find_answers(tmp_path / "hw.ipynb", {"Q3-text": PROMPT}, notes) == {"Q3-text": None}
+    assert any("hw.ipynb was not read for them: it is larger than 64 MiB" in n for n in notes), notes

@@ -5,7 +5,7 @@ code `checker.records.classreport.sources` reads. A copier escaped it twice:
 
 - a notebook padded with one saved 3 MB output (a plot's image) was skipped whole, "no code the report may
   read", as its 2 MiB cap counted the file, outputs and all: now a notebook is read within grading's own
-  bound (32 MiB) and only its code cells are measured;
+  bound (64 MiB) and only its code cells are measured;
 - a folder with 50 one-line files named to sort before the copied notebook was cut at its first 50 files by
   name: now the files that define the assignment's names come first, the others smallest first, within a
   budget of code, and what is left out is said in the report;

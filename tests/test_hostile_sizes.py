@@ -109,7 +109,7 @@ def test_code_files_count_toward_the_copy_total_and_a_huge_py_is_left_out(tmp_pa
             f.truncate(size)
 
     sparse("huge.py", MAX_COPY_CODE + MiB)
-    per = 31 * MiB  # notebooks, each under the 64 MiB a file (and the 32 MiB a notebook): few files to load
+    per = 31 * MiB  # notebooks, each under the 64 MiB a file (and a notebook): few files to load
     n = MAX_COPY_TOTAL // per + 1  # one more than fits
     for i in range(n):
         sparse(f"w{i}.ipynb", per)

@@ -316,13 +316,13 @@ def _answer_in_a_string(source, name, prompt):
 
 
 def _read(path, root):
-    """The text of a submission's file by grading's rules (checker.running.safe_read: a regular file inside the
-    submission `root`, no link out of it, no FIFO or device, size capped), or None."""
+    """(the text of a submission's file by grading's rules, checker.running.safe_read: a regular file inside the
+    submission `root`, no link out of it, no FIFO or device, size capped; or None, and why not)."""
     from checker.running.safe_read import Refused, read_bytes
     try:
-        return read_bytes(path, root).decode("utf-8-sig", errors="replace")
-    except Refused:
-        return None
+        return read_bytes(path, root).decode("utf-8-sig", errors="replace"), ""
+    except Refused as e:
+        return None, getattr(e, "why", "") or str(e)
 
 
 def _files(path):
@@ -355,10 +355,12 @@ def find_answers(path, prompts, notes=None):
         wanted = [q for q, a in found.items() if a is None]
         if not wanted:
             break
-        text = _read(file, root)
-        if text is None:
-            continue
+        text, why = _read(file, root)
         shown = os.path.basename(file)
+        if text is None:
+            if notes is not None and why:  # not "no answer was found": it was not read
+                notes.append(f"Written answers ({', '.join(wanted)}): {shown} was not read for them: {why}.")
+            continue
         total += len(text)
         if total > _MAX_READ:
             if notes is not None:
@@ -371,9 +373,9 @@ def find_answers(path, prompts, notes=None):
             try:  # parsed as the loader parses it, within its bounds (a file built to be costly is not parsed)
                 nb = notebook_json(text)
             except NotebookError as e:
-                if notes is not None and "nested too deeply" in str(e):
-                    notes.append(f"Written answers ({', '.join(wanted)}): {shown} was not read for them: its "
-                                 "JSON is nested too deeply.")
+                if notes is not None and ("nested too deeply" in str(e) or "values" in str(e)):
+                    notes.append(f"Written answers ({', '.join(wanted)}): {shown} was not read for them: "
+                                 f"{str(e).split(';')[0]}.")
                 continue  # not a notebook, or not read: the load messages say so
         for qid in wanted:
             try:

@@ -27,11 +27,14 @@ import os
 import stat
 
 from checker.running.submission_files import LINK_REFUSED, file_source, secret_paths
+from checker.worker.sources import MAX_NOTEBOOK_BYTES as _LOADERS_NOTEBOOK_BYTES
 
 __all__ = ["MAX_FILE_BYTES", "MAX_NOTEBOOK_BYTES", "SUFFIXES", "Refused", "readable", "read_bytes", "read_text"]
 
 MAX_FILE_BYTES = 4 << 20
-MAX_NOTEBOOK_BYTES = 32 << 20  # a notebook's saved outputs (plots: base64 images) weigh far more than its code
+# a notebook's saved outputs (plots: base64 images) weigh far more than its code: every notebook the loader
+# reads is read here too (checker.worker.sources.MAX_NOTEBOOK_BYTES)
+MAX_NOTEBOOK_BYTES = _LOADERS_NOTEBOOK_BYTES
 SUFFIXES = (".py", ".ipynb")
 _FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
           | getattr(os, "O_CLOEXEC", 0))

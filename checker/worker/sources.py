@@ -38,14 +38,16 @@ TIME_RE = re.compile(r"^(\s*(?:[\w.,\s]+=\s*)?)%time\s+(.*)$")  # `%time f()`, `
 RUN_BODY = ("time", "capture", "prun")  # cell magics whose body runs in the notebook's namespace
 SUFFIXES = (".py", ".ipynb")
 # A notebook parsed (`notebook_json`) is bounded twice. Its bytes: saved outputs (plots as base64 images) make an
-# honest notebook tens of MB, so the cap is generous (checker.running.safe_read's for a notebook, the same
-# number). Its JSON values: parsing costs some 40 to 130 bytes of memory a value, whatever the file's size
+# honest notebook tens of MB, so the cap is the copy's own bound for one file (checker.running.submission_files'
+# MAX_COPY_FILE): every notebook a worker is given is read, by the loader and on the trusted side alike
+# (checker.running.safe_read's cap for a notebook is this; a 60 MB notebook of plots lost its written answer
+# to a 32 MiB cap, a Gradescope probe, h39). Its JSON values: parsing costs some 40 to 130 bytes of memory a value, whatever the file's size
 # (60 MiB of `{},` cost the trusted side 1.4 GB), and every value but the first follows a `{`, `[` or `,` (a
 # key and its value follow one), so a count of those bytes bounds the values from above before anything is
 # parsed (a string's own commas count too: the bound only errs towards refusing). A homework notebook holds a
 # few thousand (a line of source or of printed output is one); a million is a notebook of a million printed
 # lines or plotted points, whose outputs are then what makes it large (the refusal says to clear them).
-MAX_NOTEBOOK_BYTES = 32 << 20
+MAX_NOTEBOOK_BYTES = 64 << 20
 MAX_NOTEBOOK_VALUES = 1_000_000
 
 
