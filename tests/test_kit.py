@@ -1,6 +1,8 @@
 """The student kit: no reference solutions, no hidden tests, no code that computes an answer, same public verdicts."""
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 
@@ -171,6 +173,24 @@ def test_the_kits_init_ci_installs_the_kit_from_where_it_was_published(kit, tmp_
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"pip install {KIT_PACKAGE}" in p.stdout
     assert "hwcheck check my_attention.ipynb -a attention --ci" in p.stdout
+
+
+def test_a_kit_built_without_package_gives_a_ci_command_that_runs(kit, tmp_path):
+    """A Gradescope/kit probe (h39): a kit built without --package told students to run `hwcheck init-ci -a
+    attention --path my_attention.ipynb`, which that kit refuses (it cannot know where GitHub's machines install
+    it from). Its README's command names --package; run as written, it writes the workflow."""
+    from checker.platforms.kit_files import kit_readme
+    unpublished = tmp_path / "kit"
+    shutil.copytree(kit, unpublished)
+    (unpublished / "checker" / "kit.json").write_text(json.dumps({"student_kit": True}))  # as built without it
+    line = next(ln for ln in kit_readme([("attention", "Attention")]).splitlines() if ln.startswith("hwcheck init-ci"))
+    work = tmp_path / "repo"
+    work.mkdir()
+    (work / "my_attention.ipynb").write_text("{}")
+    p = subprocess.run([sys.executable, "-c", RUN_FROM_KIT, str(unpublished), *shlex.split(line)[1:]],
+                       capture_output=True, text=True, timeout=120, cwd=work)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "pip install git+https://PATH/TO/hwcheck-student" in (work / ".github" / "workflows" / "hwcheck.yml").read_text()
 
 
 def _kit_cli(kit, *args, cwd=None):

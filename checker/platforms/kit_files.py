@@ -86,6 +86,13 @@ def kit_readme(assignments, package=None):
              "wherever this README says `PATH/TO/hwcheck-student`.")
     names = "\n".join(f"- `{aid}`: {title}" for aid, title in assignments)
     first = assignments[0][0] if assignments else "attention"
+    # the workflow installs the kit on GitHub's machines: from where the course publishes it (built into a kit
+    # built with --package; else the student names it, or init-ci refuses)
+    init_ci = f"hwcheck init-ci -a {first} --path my_{first}.ipynb" + (
+        "" if package else " --package git+https://PATH/TO/hwcheck-student")
+    ci_where = ("" if package else
+                "\n(`--package`: where GitHub's machines install this kit from, the `git+https://...` address your "
+                "course gave you; a folder on your laptop is not reachable from there.)\n")
     return f"""# hwcheck: check your homework before you hand it in
 
 This kit runs the **public checks** of the transformer homework on your own
@@ -170,10 +177,10 @@ If you hand in through a GitHub repository (GitHub Classroom), let GitHub run
 the check on every push:
 
 ```bash
-hwcheck init-ci -a {first} --path my_{first}.ipynb
+{init_ci}
 git add .github/workflows/hwcheck.yml && git commit -m "check my homework" && git push
 ```
-
+{ci_where}
 This writes `.github/workflows/hwcheck.yml`, which installs this kit (with the
 CPU build of PyTorch) on GitHub's machines and runs
 `hwcheck check my_{first}.ipynb --ci` on each push. The result is in the
