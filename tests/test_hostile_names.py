@@ -475,3 +475,23 @@ def test_lms_ids_that_are_one_name_are_refused_too(tmp_path):
     layout = lms.recognise(str(folder))
     assert layout.platform == "classroom" and list(layout.students) == ["hw1-bob"]
     assert {"hw1-alice", "hw1-Alice "} <= set(dict(layout.ignored))
+
+
+def test_a_file_name_with_a_line_break_gives_an_id_of_one_line_in_every_csv(tmp_path):
+    """An attacker's probe (h42): `a<LF>b.py` was graded under the id "a\\nb" with a real line break, written raw
+    inside a quoted cell of grades.csv, answers.csv and manual.csv: Excel in a `;` locale ends the row there,
+    and the rest of the name (`bob;100;...`) shows as a row of its own. An id is one line: the control
+    characters inside a name are written as their escapes, as the terminal shows them."""
+    folder, out = tmp_path / "class", tmp_path / "out"
+    folder.mkdir()
+    _copy("correct.py", folder / "alice.py")
+    _copy("correct.py", folder / "x\nbob;100;.py")
+    _copy("correct.py", folder / "c\rd\te\x1bf.py")
+    r = _hwcheck("grade", str(folder), "-a", "attention", "-o", str(out), "--public")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert set(_book(out)) == {"alice", "x\\nbob;100;", "c\\rd\\te\\x1bf"}, _book(out)
+    for name in ("grades.csv", "manual.csv"):  # every line one row
+        raw = (out / name).read_bytes().decode("utf-8-sig")
+        assert "\n" not in raw.replace("\r\n", "") and "\r" not in raw.replace("\r\n", ""), (name, raw[:400])
+    ids = [row[0] for row in _csv(out / "answers.csv")[1:]]  # (a written answer's own lines stay its own)
+    assert sorted(ids) == sorted(_book(out)), ids

@@ -7,8 +7,9 @@ those names, so two ids must never be told apart only by what a person reading
 them cannot see or what a file system ignores:
 
 - `canonical(text)`: NFC, with no spaces, control or invisible characters
-  (U+200F, U+FEFF, fillers, variation selectors) at either end and no `'` at
-  the start (hwcheck writes `'` before a CSV cell starting with `=`, so an id
+  (U+200F, U+FEFF, fillers, variation selectors) at either end, a control
+  character inside written as its escape (one line wherever an id is written),
+  and no `'` at the start (hwcheck writes `'` before a CSV cell starting with `=`, so an id
   never starts with one of its own). The id a submission gets.
 - `key(text)`: what an id is compared by: the canonical form in NFKC,
   case-folded, invisible characters removed, spaces squeezed. Two ids with one
@@ -51,15 +52,22 @@ def blank(ch):
     return unicodedata.category(ch) in ("Cc", "Cf", "Zs", "Zl", "Zp", "Cs", "Co", "Cn")
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+_SHOWN = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def canonical(text):
-    """The id of a name: NFC, no blank characters at its ends and no `'` (or several) at its start."""
+    """The id of a name: NFC, no blank characters at its ends and no `'` (or several) at its start, and a
+    control character inside it written as its escape (`a\\nb` for a file named `a`, newline, `b`): an id is
+    one line wherever it is written (a raw newline in a grades.csv cell ends the row for Excel in a `;` locale,
+    an attacker's probe, h42), and it reads as the terminal shows it."""
     text = unicodedata.normalize("NFC", str(text))
     start, end = 0, len(text)
     while start < end and (blank(text[start]) or text[start] == "'"):
         start += 1
     while end > start and blank(text[end - 1]):
         end -= 1
-    return text[start:end]
+    return _CONTROL.sub(lambda m: _SHOWN.get(m.group(), f"\\x{ord(m.group()):02x}"), text[start:end])
 
 
 def key(text):
