@@ -42,7 +42,14 @@ What it is for: called once in a freshly forked worker. In order:
 5. Landlock, on top, where the kernel has it (files, TCP, signals); without
    a PID namespace, of the host's /proc only the worker's own folder and the
    entries that are no process's (`landlock.own_proc`: anyone may read a
-   process's command line, a grader's `--seed` among them);
+   process's command line, a grader's `--seed` among them). A folder of the
+   Python trees split around a secret (`landlock.carved_read_folders`: a
+   non-editable install's site-packages) may be listed with namespaces, where
+   it holds only what was bound; without, Python imports from its listing made
+   before the walls (`_prime_import_caches`). Then the worker checks that every
+   tree of its Python opens and a module of each `sys.path` folder is found
+   again: where not, `python-trees-failed(...)` names the gap, so a correct
+   submission's failed import is seen as the grader's;
 6. a seccomp filter (`checker.worker.seccomp`) refusing io_uring, System V
    IPC and message queues, ptrace and other processes' memory, keyrings,
    new namespaces and mounts, and setsid (a session of its own is a CPU
@@ -191,7 +198,9 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
     if cpu:
         applied.append(cpu)
     was_root = os.geteuid() == 0
-    read_roots = allowed_read_roots(secrets)
+    read_roots, carved = landlock.read_layout(secrets)
+    zygote_dirs = [os.path.realpath(p) for p in _zygote_dirs()]  # (before tidy_sys_path takes them off sys.path)
+    probes = _import_probes(read_roots, zygote_dirs)  # before the walls: a module of each folder Python imports from
     ns = None
     if not use_namespaces:
         applied.append("namespaces-off(HWCHECK_NAMESPACES=0)")
@@ -252,12 +261,18 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
         proc_write = (["/proc"] if ns else [f"/proc/{os.getpid()}"]) if gpu and os.path.isdir("/proc") else []
         if gpu:
             extra.append("/sys")
+        # a folder of the Python trees split around a secret or a temp folder (a non-editable install's
+        # site-packages, around its assignments/): Python lists it to import from it. With namespaces it holds
+        # only the read roots there, so it may be listed; without, a rule on it would list the secrets beneath
+        # too, so Python's own listing of it, made before the walls (_prime_import_caches), is what it uses
+        listed = [p for p in carved if os.path.isdir(p)] if ns else []
+        _prime_import_caches()
         try:
             # without namespaces no moving files between folders (REFER): a tree moved under the
             # disk watch's walk could hide from it
             landlock.restrict(abi, read_roots + [workdir] + [p for p in extra if os.path.exists(p)], [scratch],
                               devs, refer=bool(ns), write_files=proc_write,
-                              list_only=[] if ns or not os.path.isdir("/proc") else ["/proc"])
+                              list_only=listed if ns or not os.path.isdir("/proc") else ["/proc"])
             applied.append(f"landlock-abi{abi}" + ("-files-tcp" if abi >= 4 else "-files")
                            + ("-signals" if abi >= 6 else "") + ("" if ns else "-proc-own")
                            + ("-proc-writable" if proc_write else ""))
@@ -268,6 +283,10 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
         if not ns and not was_root:  # nothing keeps the grading user's own uid from writing its code's folders
             applied.append("code-writable(no namespaces, no Landlock, the grading user's uid)")
     tidy_sys_path(workdir)
+    unreadable = _python_unreadable(read_roots, probes, zygote_dirs)
+    if unreadable:  # a wall of the grader's, not the student's code: the TA is told, once per batch (grade)
+        applied.append(f"python-trees-failed({len(unreadable)} of this Python's folders unreadable in the walls, "
+                       f"e.g. {unreadable[0]}: an import of what was not loaded before them fails)")
     if not ns:
         try:
             diskcap.deny_fallocate()
@@ -288,6 +307,64 @@ def apply_isolation(workdir, secrets, memory_mb=4096, cgroup_parent=None, use_na
             refused.walls = applied
             raise refused from e
     return applied
+
+
+def _prime_import_caches():
+    """Have every folder of `sys.path` listed by Python's import system now, before Landlock: a finder lists
+    its folder once and lists it again only when the folder changes (its mtime), so a folder that the walls
+    let Python read from but not list (without namespaces, a site-packages split around a secret) still
+    imports what it holds. A name no folder holds makes every finder look."""
+    import importlib.machinery
+    try:
+        importlib.machinery.PathFinder.find_spec("hwcheck_walls_no_such_module")
+    except Exception:  # noqa: BLE001 - a broken path hook of the environment's: the check below tells
+        pass
+
+
+def _import_probes(read_roots, own=()):
+    """{folder of `sys.path`: a module name importable there whose file or package is in `read_roots`}, looked
+    up before the walls, for `_python_unreadable` to look up again inside them."""
+    roots = set(read_roots)
+    out = {}
+    for entry in dict.fromkeys(p for p in sys.path if p and os.path.isdir(p)):
+        real = os.path.realpath(entry)
+        if real in own:
+            continue
+        try:
+            names = sorted(os.listdir(real))
+        except OSError:
+            continue
+        for n in names:
+            path = os.path.join(real, n)
+            name = n[:-3] if n.endswith(".py") else n
+            if not name.isidentifier() or not (n.endswith(".py") or os.path.isfile(os.path.join(path, "__init__.py"))):
+                continue
+            if path in roots or any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
+                out[entry] = name
+                break
+    return out
+
+
+def _python_unreadable(read_roots, probes, own=()):
+    """What of this Python the walls left unreadable (each read root opened; each `probes` module found where
+    it was before them): a wall gone wrong, so a correct submission's import of a package not loaded before
+    the walls (torch imports sympy on the meta device) would fail as if it were the student's."""
+    import importlib.machinery
+    bad = []
+    for root in read_roots:  # (but `own`: the zygote's private dir, closed to the worker, holding no module)
+        if any(root == o or root.startswith(o + "/") for o in own):
+            continue
+        try:
+            os.close(os.open(root, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC))
+        except OSError:  # (missing too: a tree the new root left out, or hid under a mount of its own)
+            bad.append(root)
+    for entry, name in probes.items():
+        try:
+            if importlib.machinery.PathFinder.find_spec(name, [entry]) is None:
+                bad.append(entry)
+        except Exception:  # noqa: BLE001
+            bad.append(entry)
+    return bad
 
 
 def _watching(mem_watch, disk_watch=None):

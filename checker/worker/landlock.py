@@ -3,7 +3,9 @@
 What it is for: an unprivileged kernel wall that works without namespaces
 (inside a container that forbids them, say). `restrict(abi, read_roots,
 rw_roots, dev_rw)` allows reading `read_roots` (the Python trees with the
-secret trees carved out by `allowed_read_roots`), everything in `rw_roots`
+secret trees carved out by `allowed_read_roots`: wherever this Python lives,
+under /tmp too, but never a temp folder whole; the same set the mount
+namespace binds), everything in `rw_roots`
 (the worker's own dir), reading and writing existing device files in
 `dev_rw`, and writing existing files under `write_files`; with ABI 4 no TCP bind or connect, with ABI 6 no signals or
 abstract unix sockets outside the worker's domain. `own_proc(pid)` is /proc as
@@ -18,7 +20,8 @@ import ctypes
 import os
 import sys
 
-__all__ = ["landlock_abi", "allowed_read_roots", "own_proc", "restrict", "READ_CANDIDATES"]
+__all__ = ["landlock_abi", "allowed_read_roots", "carved_read_folders", "read_layout", "import_folders", "own_proc",
+           "restrict", "READ_CANDIDATES", "TEMP_DIRS"]
 
 _SYS_create, _SYS_add_rule, _SYS_restrict = 444, 445, 446
 _PR_SET_NO_NEW_PRIVS = 38
@@ -67,27 +70,71 @@ READ_CANDIDATES = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/run/nv
 def allowed_read_roots(secrets):
     """Directories the worker may read: system and Python trees, minus every secret tree.
 
-    hwcheck's own import root, where it is a checkout (`pip install -e .`: the folder holding `checker/`, on
-    sys.path), gives only that package: a course keeps its grades, downloads and notes beside it."""
+    The Python trees are wherever this Python keeps them (`/tmp`, `/var/tmp`, `/dev/shm`, `/home`, ...): its
+    prefixes, every folder of `sys.path`, and hwcheck's own package. hwcheck's own import root, where it is a
+    checkout (`pip install -e .`: the folder holding `checker/`, on sys.path or named by setuptools' editable
+    finder), gives only that package: a course keeps its grades, downloads and notes beside it. A tree that
+    holds a secret, or a temp folder (`TEMP_DIRS`: the trusted side's temp files, every worker's folder, an
+    OUT there), gives its other entries only (`carved_read_folders` names the folders so split)."""
+    return read_layout(secrets)[0]
+
+
+def carved_read_folders(secrets):
+    """The folders `allowed_read_roots` split: some of their entries are read roots, some (a secret, a temp
+    folder, or a folder on the way to one) are not. A non-editable install's site-packages is one (its
+    `assignments/` is secret). Python lists such a folder of `sys.path` to import from it, which a read rule
+    on the folder would allow beneath it, the secrets too: only where the mount namespace left nothing but
+    the read roots in it (`checker.worker.isolation` gives them as `restrict`'s `list_only` there)."""
+    return read_layout(secrets)[1]
+
+
+# folders no read root may give whole: the trusted side's temp files, every worker's folder, an OUT made there
+TEMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def import_folders():
+    """The folders this Python imports from: its prefixes, `sys.path`, hwcheck's own package, and the
+    folders that setuptools' editable finders map a package to (`pip install -e`: not on `sys.path`)."""
+    prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix]
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # .../checker
+    mapped = []
+    for finder in sys.meta_path:  # __editable___<dist>_finder: MAPPING {package: folder}, NAMESPACES {name: [folders]}
+        name = getattr(finder, "__module__", None)
+        module = sys.modules.get(name) if isinstance(name, str) and name.startswith("__editable___") else None
+        for table in (getattr(module, "MAPPING", None), getattr(module, "NAMESPACES", None)):
+            for value in table.values() if isinstance(table, dict) else ():
+                mapped += [v for v in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(v, str)]
+    return [p for p in (*prefixes, *[p for p in sys.path if p], package, *mapped) if p]
+
+
+def read_layout(secrets):
+    """(`allowed_read_roots(secrets)`, `carved_read_folders(secrets)`), computed once."""
+    import tempfile
     secrets = {os.path.realpath(s) for s in secrets if s}
     prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    candidates = [*READ_CANDIDATES, *prefixes, *[p for p in sys.path if p]]
     package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # .../checker
     checkout = os.path.dirname(package)
+    candidates = [*READ_CANDIDATES, *import_folders()]
     if not any(checkout == p or checkout.startswith(p.rstrip("/") + "/") for p in prefixes):
         candidates = [package if os.path.realpath(c) == checkout else c for c in candidates]
-    roots = []
+    # a temp folder is never given whole, nor any folder holding one (a prefix /tmp/x with TMPDIR=/tmp/x/t);
+    # a Python tree inside one (a venv under /tmp) is given as itself
+    closed = {os.path.realpath(t) for t in (*TEMP_DIRS, tempfile.gettempdir())} - secrets
+    roots, carved = [], []
     for c in candidates:
         c = os.path.realpath(c)
         if os.path.exists(c):
-            _allow_except(c, secrets, roots)
-    return sorted(set(roots))
+            _allow_except(c, secrets, out=roots, carved=carved, closed=closed)
+    return sorted(set(roots)), sorted(set(carved) - set(roots))
 
 
-def _allow_except(path, secrets, out):
-    if path in secrets:
+def _allow_except(path, secrets, out, carved=None, closed=()):
+    """Append to `out` `path`, or where it holds one of `secrets` or `closed`, its other entries (recursively;
+    `carved` gets each folder so split). What lies in a secret is never given; what lies in a `closed` folder
+    may be (a venv under /tmp), the folder itself and those holding it are split."""
+    if path in secrets or path in closed:
         return
-    inside = [s for s in secrets if s.startswith(path.rstrip("/") + "/")]
+    inside = [s for s in (*secrets, *closed) if s.startswith(path.rstrip("/") + "/")]
     if not inside:
         out.append(path)
         return
@@ -97,18 +144,20 @@ def _allow_except(path, secrets, out):
         children = os.listdir(path)
     except OSError:
         return
+    if carved is not None:
+        carved.append(path)
     for name in children:
         child = os.path.join(path, name)
         if os.path.islink(child):
             # Landlock and bind mounts follow a link to its target: a link to a secret, or to a folder
             # holding one (a venv's `lib64 -> lib` above site-packages/reference), is carved by its target
             real = os.path.realpath(child)
-            if any(real == s or real.startswith(s + "/") for s in secrets):
+            if real in closed or any(real == s or real.startswith(s + "/") for s in secrets):
                 continue
-            if any(s.startswith(real.rstrip("/") + "/") for s in secrets):
-                _allow_except(real, secrets, out)
+            if any(s.startswith(real.rstrip("/") + "/") for s in (*secrets, *closed)):
+                _allow_except(real, secrets, out, carved, closed)
                 continue
-        _allow_except(child, secrets, out)
+        _allow_except(child, secrets, out, carved, closed)
 
 
 def own_proc(pid):

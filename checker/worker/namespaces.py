@@ -18,7 +18,8 @@ code runs, the way bubblewrap and nsjail do it:
   that watches the child and kills all below it when it ends.
 - `build_root(...)` makes a new root file system on a tmpfs holding only
   read-only binds of the trees Python and its packages need (never the
-  secret trees), a handful of files of /etc, a minimal /dev, a fresh /proc
+  secret trees; wherever they live: a venv under /tmp, /var/tmp or /dev/shm
+  is bound alone, after the new /dev for one there), a handful of files of /etc, a minimal /dev, a fresh /proc
   of the new PID namespace, and the worker's own directory, then pivots into
   it. That directory is a tmpfs of its own holding a copy of what the trusted
   side put there, bounded in bytes and files (`checker.worker.diskcap`); only
@@ -384,8 +385,11 @@ def build_root(workdir, read_roots, link_paths=(), passwd_uid=NOBODY, passwd_gid
     # the new root is a tmpfs laid over the worker's own dir: nothing of it is left on the host
     newroot = workdir
     _mount("tmpfs", newroot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m")
+    # the Python trees, wherever they are (a venv under /tmp, /var/tmp or /home is there alone, nothing else
+    # of its folder: `read_roots` holds neither a temp folder nor a folder holding one)
     for path in read_roots:
-        if path in ("/", "/etc", "/dev", "/proc", "/tmp", "/sys") or not os.path.exists(path):
+        if (path in ("/", "/etc", "/dev", "/proc", "/tmp", "/sys") or path.startswith(("/dev/", "/proc/"))
+                or not os.path.exists(path)):
             continue
         _bind(path, newroot + path)
     for path in link_paths:
@@ -426,6 +430,13 @@ def build_root(workdir, read_roots, link_paths=(), passwd_uid=NOBODY, passwd_gid
         _bind("/sys/devices/system/cpu", newroot + "/sys/devices/system/cpu")
     if any(d.startswith("nvidia") for d in _listdir("/dev")) and os.path.isdir("/sys"):
         _bind("/sys", newroot + "/sys")
+    # a Python tree under /dev (a venv in /dev/shm) once the fresh /dev and /dev/shm are there, not under them
+    for path in read_roots:
+        if path.startswith("/dev/") and path != "/dev/shm" and os.path.exists(path):
+            _bind(path, newroot + path)
+    for path in link_paths:
+        if path.startswith("/dev/"):
+            _mirror_links(path, newroot)
     os.makedirs(newroot + "/tmp", mode=0o755, exist_ok=True)
     if disk:
         _own_dir(f"/proc/self/fd/{work_fd}", newroot + workdir, disk, owner)
