@@ -268,9 +268,9 @@ def fit_identity_model(E, P, sines, ids, h, got, rtol):
                                   xtol=1e-12, ftol=1e-12).x
                 return float(np.exp(x[0])), float(np.exp(x[1]))
             if fixed == "tau":
-                x = least_squares(lambda x: residuals(s, t, math.exp(x[0])), np.log([c]), method="lm").x
+                x = least_squares(lambda x: residuals(s, t, np.exp(x[0])), np.log([c]), method="lm").x
                 return t, float(np.exp(x[0]))
-            x = least_squares(lambda x: residuals(s, math.exp(x[0]), c), np.log([t]), method="lm").x
+            x = least_squares(lambda x: residuals(s, np.exp(x[0]), c), np.log([t]), method="lm").x
             return float(np.exp(x[0])), c
 
     def err(s, t, c):
