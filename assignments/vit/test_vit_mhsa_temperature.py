@@ -3,8 +3,14 @@
 What it is for: with its projections set to the identity and its biases to zero, a multi-head self-attention
 is a fixed function of its input whose one free choice is the temperature (and, where a mistake puts it
 there, a factor on its output); the test fits both and names what the module divides its scores by. Apart
-from test_vit_mhsa.py because every other mhsa test holds at any temperature.
+from test_vit_mhsa.py because every other mhsa test holds at any temperature. The same forwards tell whether Q, K
+and V are split into heads alike: a module whose keys are split one way (every h-th feature) and its queries
+another (contiguous blocks) is, over all weights, the same family of functions as a right one (its W^K's columns
+permuted), so no property of its behaviour tells it apart; with its projections known (the identity), it answers as
+no consistent split does, and as its mismatched splits do (_MISMATCHED_SPLITS).
 """
+
+import itertools
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
 
@@ -95,19 +101,53 @@ def _identity_weights(m, D, h):
     return ways, []
 
 
-def _attention_with_identity_weights(x, h, tau, strided=False):
+def _attention_with_identity_weights(x, h, tau, strided=False, splits=None):
     """MHSA of x (N, D) with the identity for W^Q, W^K, W^V and W^O, no biases, scores divided by `tau`; head i
     holds the features i*D/h .. (i+1)*D/h - 1, or, `strided`, the features i, i+h, i+2h, ... (a head split by
-    `view(B, N, D/h, h)`: the same attention with its weights' columns in another order)."""
+    `view(B, N, D/h, h)`: the same attention with its weights' columns in another order). `splits`, four flags
+    (strided or not) for the queries, the keys, the values and the merge of the heads back into D features, splits
+    each its own way (a module whose splits disagree: _MISMATCHED_SPLITS)."""
     N, D = x.shape
     dh, out = D // h, np.zeros_like(x)
+    sq, sk, sv, so = splits or (strided,) * 4
     for i in range(h):
-        cols = slice(i, D, h) if strided else slice(i * dh, (i + 1) * dh)
-        xi = x[:, cols]                                                               # (N, dh): q = k = v
-        s = xi @ xi.T / tau                                                           # (N, N)
+        q, k, v, o = (slice(i, D, h) if s else slice(i * dh, (i + 1) * dh) for s in (sq, sk, sv, so))
+        s = x[:, q] @ x[:, k].T / tau                                                 # (N, N)
         a = np.exp(s - s.max(axis=-1, keepdims=True))
-        out[:, cols] = (a / a.sum(axis=-1, keepdims=True)) @ xi                       # (N, dh)
+        out[:, o] = (a / a.sum(axis=-1, keepdims=True)) @ x[:, v]                     # (N, dh)
     return out
+
+
+# Any split of the features into heads is a layout, contiguous blocks (`view(B, N, h, D/h)`) or every h-th feature
+# (`view(B, N, D/h, h)`), but the queries, the keys and the values are split the same way and the heads merged
+# back the way they were split: head i's queries meet head i's keys and average head i's values. A module whose
+# splits disagree (the keys split by `view(B, N, D/h, h)`, the queries by `view(B, N, h, D/h)`) answers, with the
+# identity for its projections, as no consistent split at any temperature does, and as one of these at sqrt(D/h).
+# (Each flag: strided or not, for the queries, keys, values and merge; the two where all agree are the layouts.)
+_MISMATCHED_SPLITS = [s for s in itertools.product((False, True), repeat=4) if len(set(s)) > 1]
+
+_SPLIT_NAMES = ("contiguous blocks of D/num_heads features (`view(B, N, num_heads, D // num_heads)`)",
+                "every num_heads-th feature (`view(B, N, D // num_heads, num_heads)`)")
+
+
+def _mismatch_hint(splits):
+    """The likely mistake of a module that answers as `splits` (one of _MISMATCHED_SPLITS)."""
+    sq, sk, sv, so = splits
+    if sq != sk:
+        what = (f"the queries and the keys are split into heads differently (the queries into "
+                f"{_SPLIT_NAMES[sq]}, the keys into {_SPLIT_NAMES[sk]}), so head i's queries meet another "
+                "head's keys")
+    elif sv != sq:
+        what = (f"the values are split into heads differently from the queries and keys (the values into "
+                f"{_SPLIT_NAMES[sv]}, the queries and keys into {_SPLIT_NAMES[sq]}), so head i's attention "
+                "weights average another head's values")
+    else:
+        what = (f"the heads are merged back in another order than they were split (split into "
+                f"{_SPLIT_NAMES[sq]}, merged as {_SPLIT_NAMES[so]}), so each head's output lands on another "
+                "head's features")
+    return (f"mismatched head splits: {what}. Split Q, K and V the same way, e.g. each with "
+            "`.view(B, N, num_heads, D // num_heads).transpose(1, 2)`, and merge with the inverse, "
+            "`.transpose(1, 2).reshape(B, N, D)`")
 
 
 # (hint, the temperature it gives as a function of D, D/num_heads, num_heads and the number of tokens N): the
@@ -224,7 +264,9 @@ def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
     # their names and shapes (the skip names the parameters it cannot read), is skipped: the other tests judge it
     # (a skip earns nothing, and costs a right module nothing). A forward that fails with these weights fails
     # here, though it runs with its own: a right module runs whatever its weights hold, and a skip would reward
-    # a forward that refuses the grader's weights (seen on charlm's version of this test).
+    # a forward that refuses the grader's weights (seen on charlm's version of this test). A module that answers
+    # as attention at sqrt(D/num_heads) only with its queries, keys and values split into heads each its own way
+    # (or merged back another way) fails too, naming the mismatched splits (no round trip of its own).
     # a head width of 6 (at 4, head_width / 2, `hs ** 1/2`, equals sqrt(4)); see SCALING_HINTS for why 24, 4
     D, h, Ns = 24, 4, (5, 7)
     dh = D // h
@@ -268,6 +310,17 @@ def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
                     f"sqrt(D/num_heads) = sqrt({dh}) = {np.sqrt(dh):.4g}, before the softmax, and scales nothing "
                     f"else: the softmax is too sharp or too flat, so each token averages the values with the wrong "
                     f"weights.\nLikely mistake: {hint}.")
+    for got in answers:  # no temperature: the queries, keys or values split into heads each its own way?
+        for splits in _MISMATCHED_SPLITS:
+            if all(_close_to(g, _attention_with_identity_weights(p, h, np.sqrt(dh), splits=splits))
+                   for g, p in zip(got, plain)):
+                raise GradingFailure(
+                    f"{what}, with its projections set to the identity and its biases to zero, answers as "
+                    f"attention scaled by sqrt(D/num_heads) = sqrt({dh}) whose heads take their queries, keys and "
+                    "values (or put their outputs) from different features, not as any split of the features "
+                    "into heads shared by Q, K and V (contiguous blocks or every num_heads-th feature): head i's "
+                    "queries must be compared with head i's keys and average head i's values.\n"
+                    f"Likely mistake: {_mismatch_hint(splits)}.")
     pytest.skip("the temperature was not checked: with its projections set to the identity the module answers "
                 "as attention at no temperature, even with a factor on its output (a mask or a norm inside, or a "
                 "head split the grader does not know); the other tests judge it")
