@@ -31,6 +31,11 @@ def _ids_to_chars(d):
             and all(isinstance(v, str) and len(v) == 1 for v in d.values()))
 
 
+# text where the vocabulary's usual mistakes show: capitals beside their lower case, characters outside ASCII,
+# a tab only at its start and a newline only at its end (text.strip() drops them)
+REVEALING = "\tDie Katze, the END: 3 \u00d7 4 = 12 \u20ac f\u00fcr \u00dcber-Fl\u00fc\u00dfe!\n"
+
+
 def _check_vocab(got, text):
     chars, want, first_seen = A.vocab(text)
     what = f"build_vocab({text[:30]!r}{'...' if len(text) > 30 else ''})"
@@ -64,14 +69,27 @@ def _check_vocab(got, text):
                 msg += ("\nLikely mistake: the text was changed before its characters were taken (`text.lower()`: "
                         "every missing character is an upper-case letter whose lower case is there); the "
                         "vocabulary is every character of the text as it is.")
+            elif missing and not extra and all(not c.isascii() for c in missing):
+                msg += ("\nLikely mistake: the characters outside ASCII were left out (a filter such as "
+                        "`c.isascii()`, `ord(c) < 128` or `.encode('ascii', 'ignore')`): the vocabulary is every "
+                        "character of the text, whatever it is.")
+            elif missing and not extra and all(c.isspace() for c in missing) and \
+                    all(c not in text.strip() for c in missing):
+                msg += ("\nLikely mistake: the text was stripped (`text.strip()`): the white space at its ends is "
+                        "part of the text, and its characters are in the vocabulary.")
             else:
                 msg += ("\nLikely mistake: the vocabulary is built from something other than the `text` argument "
                         "(a global?).")
         else:
             wrong = [(c, stoi_n[c], want[c]) for c in chars if stoi_n[c] != want[c]][:5]
             msg += "\n" + ", ".join(f"{c!r} -> {g} (expected {w})" for c, g, w in wrong)
+            by_id = sorted(stoi_n, key=stoi_n.get)
             if stoi_n == first_seen:
                 msg += "\nLikely mistake: ids follow the order of first appearance; sort the characters first."
+            elif [c.lower() for c in by_id] == sorted(c.lower() for c in by_id):
+                msg += ("\nLikely mistake: the characters are sorted without regard to case (a key such as "
+                        "str.lower or str.casefold); sort the characters themselves, `sorted(set(text))`: by code "
+                        "point, every upper-case letter before the lower-case ones.")
             elif sorted(stoi_n.values()) == list(range(len(chars))):
                 msg += ("\nLikely mistake: each character has its own id, but not in sorted order: a set has no "
                         "fixed order (list(set(text)) differs between runs); use sorted(set(text)).")

@@ -8,15 +8,22 @@ from ._data import *  # noqa: F401,F403 - build_vocab and make_blocks checks
 @pytest.mark.parametrize("text", ["hello", "hello world", "to be,\nor not to be.", "aaaa"],
                          ids=["hello", "hello-world", "two-lines", "aaaa"])
 def test_build_vocab(sub, text):
-    if len(set(text)) > 1:
-        _check_vocab(sub.call("build_vocab", text), text)
-        return
-    # one character: any order of the characters (first appearance, a set's) is sorted here
+    # these texts are lower-case ASCII with no space at their ends (one is a single character, where any order
+    # is sorted): a vocabulary of text.lower(), of its ASCII characters only, sorted case-insensitively or of
+    # text.strip() is right on them. Each earns its points only for a build_vocab also right on REVEALING,
+    # asked in the same round trip (a student probe, h43: such code had 10/10 in `hwcheck check`)
     with sub.together(chain=True) as t:
-        edge, other = t.call("build_vocab", text), t.call("build_vocab", "hello")
+        edge, other = t.call("build_vocab", text), t.call("build_vocab", REVEALING)
     _check_vocab(edge.get(), text)
-    only_if_right_elsewhere("build_vocab", "a single character", "build_vocab('hello')",
-                            lambda: _check_vocab(other.get(), "hello"))
+    only_if_right_elsewhere("build_vocab", "lower-case ASCII text" if len(set(text)) > 1 else "a single character",
+                            f"build_vocab({REVEALING!r})", lambda: _check_vocab(other.get(), REVEALING))
+
+
+@pytest.mark.question("data")
+def test_build_vocab_keeps_every_character(sub):
+    # capitals beside their lower case, characters outside ASCII, white space only at the text's ends: the
+    # vocabulary is every character of the text as it is, sorted by code point (the handout)
+    _check_vocab(sub.call("build_vocab", REVEALING), REVEALING)
 
 
 @pytest.mark.question("data")
