@@ -366,6 +366,8 @@ def _global_argument_hint(sub, got, fn, args, one_head=None):
 
 OWN_SOFTMAX = ("right with your own get_attention_weights as the softmax, which is wrong on these scores: "
                "counted in Q1 only (fix get_attention_weights and {name} follows)")
+OWN_SOFTMAX_FLOAT32 = ("right with your own get_attention_weights as the softmax, whose answers to float64 scores are "
+                       "float32 (accepted in Q1, judged at float32's precision): {name} is judged with them")
 NOT_CARRIED = ("\n(Your get_attention_weights was not used to excuse this answer: {why}.)")
 
 
@@ -373,14 +375,17 @@ class _Carry:
     """What carrying a softmax mistake forward needs to know about one submission, kept across its tests.
 
     `q1_failed`: a Q1 test of get_attention_weights failed on its values in this run (only a mistake that
-    cost points in Q1 is carried). `q1`: [(scores, answer)] the student's softmax gave in those Q1 tests.
+    cost points in Q1 is carried). `q1_float32`: it answered float64 scores in float32 (or float16), which Q1
+    judges at that precision and accepts (HOMEWORK.md: a float32 answer, float32 tolerances): the weights'
+    rounding then reaches Q2's and Q3's float64 answers, which are judged with the student's own weights, as
+    a mistake's are (a hidden test failed on 2.6e-7, a student probe, h43). `q1`: [(scores, answer)] the student's softmax gave in those Q1 tests.
     `oracle`: a second worker of the same submission, loaded fresh, that is only ever asked
     get_attention_weights: the answers used to excuse a Q2/Q3 answer come from there, never from the
     worker that has just run the function under test (a softmax that keeps a counter or a flag, or reads
     its stack, answered the "right" weights there only after a stub that ignores W_Q and W_K)."""
 
     def __init__(self):
-        self.q1_failed, self.q1, self.oracle, self.refused = False, [], None, None
+        self.q1_failed, self.q1_float32, self.q1, self.oracle, self.refused = False, False, [], None, None
 
 
 _CARRIES = weakref.WeakKeyDictionary()
@@ -399,6 +404,8 @@ _ASK_SEED = {}  # the run's seed, for the order of _softmax_answers' asks (a reg
 def _q1_softmax_judged(sub, close, scores, got, expected, **kw):
     """close() for a Q1 test of get_attention_weights, remembering its input, answer and whether it failed."""
     state = _carry(sub)
+    if str(getattr(got, "dtype", "")) in ("float32", "float16") and np.asarray(scores).dtype == np.float64:
+        state.q1_float32 = True  # float64 scores answered at a lower precision (accepted below, at that one)
     if len(state.q1) < 16:
         try:
             from checker.judging.compare import as_plain_array
@@ -481,14 +488,15 @@ def _close_own_softmax(sub, close, note, name, got, expected, own, **kw):
     on its own question); a function whose own mistake is elsewhere still fails.
 
     Carried only when the mistake cost points in Q1 (a Q1 test of get_attention_weights failed in this
-    run), and only from answers the softmax gave when it could not know what they were for: in a fresh
+    run) or the softmax answered float64 scores in float32 (accepted in Q1 at that precision), and only
+    from answers the softmax gave when it could not know what they were for: in a fresh
     worker that never runs the function under test, each asked twice among Q1's inputs in a random order
     (_softmax_answers). A softmax that answers otherwise at other times, or ignores its scores, or
     degenerates (zeros, NaN) earns nothing here."""
     try:
         close(got, expected, **kw)
     except GradingFailure as e:
-        if not _carry(sub).q1_failed:
+        if not (_carry(sub).q1_failed or _carry(sub).q1_float32):
             raise
         try:
             carried = own()
@@ -510,7 +518,7 @@ def _close_own_softmax(sub, close, note, name, got, expected, own, **kw):
             if failure is not e and refused and failure.message == refused:
                 raise e.retold(e.message + NOT_CARRIED.format(why=refused)) from None
             raise e from None
-        note(OWN_SOFTMAX.format(name=name))
+        note((OWN_SOFTMAX if _carry(sub).q1_failed else OWN_SOFTMAX_FLOAT32).format(name=name))
 
 
 def _weights_by(sub, S):
