@@ -155,12 +155,15 @@ def _ask_with_shape_note(sub, name, *args, T, n):
         return (yield sub.call(name, *args))
     except StudentError as e:
         if T != n and re.search(r"broadcast|matmul|shapes|aligned|mismatch|size", e.message):
-            raise StudentError(e.message + f"\nThis input has T={T} tokens of width n={n}. A shape error that the "
-                               "handout data (T == n == 4) does not show usually means the weights were applied "
+            raise StudentError(e.message + f"\nThis input has T={T} tokens of width n={n}. Where the handout data "
+                               "(T == n == 4) gives no such error, it usually means the weights were applied "
                                "along the feature axis instead of the token axis, or that the function uses a "
                                "handout variable (H_e) instead of its argument"
                                + (", or, with a single token, that np.squeeze / .squeeze() dropped the token axis "
-                                  "(shape (1,) becomes ())" if T == 1 else "") + ".") from None
+                                  "(shape (1,) becomes ())" if T == 1 else "")
+                               + f". Where the handout data fails too, look first at what {name} is given by the "
+                               "functions it calls: one that returns None (it prints instead of returning) or an "
+                               "array of another shape ((T, 1) rather than (T,), an np.matrix) breaks it.") from None
         raise
 
 

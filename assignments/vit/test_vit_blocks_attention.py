@@ -255,12 +255,32 @@ def test_vit_block_attention_is_the_handouts(sub, rng, seed):
     if again is not None and changed(again[0], again[1], scale):
         pytest.skip("judged by the tests of determinism in eval mode, not here: the model gives different logits for "
                     "the same input under another random seed, so its attention cannot be compared")
+    if _unregistered(sub, seed, one):
+        pytest.skip("the attention inside the encoder blocks was not checked: two models with the same registered "
+                    "parameters give different logits, so some weights are not registered parameters (see the "
+                    "parameter test), and the grader's weights do not reach them")
     if _as_own_mhsa(sub, seed, one, plan, x, k, a, effect):
         pytest.skip("judged by the mhsa tests, not here: the encoder blocks' attention answers as the submission's "
                     "MultiHeadSelfAttention(hidden_dim, num_heads) does, which those tests judge")
     hint = _diagnosis(one, plan, x, k, w, a, effect)
     raise GradingFailure(f"{what}: {said}, so the block's attention computes another function.\n"
                          f"Likely mistake: {hint}.")
+
+
+def _unregistered(sub, seed, one):
+    """Do two one-block models given the same registered parameters (`one`'s, as the test left them) give different
+    logits? Then some of their weights are no parameters (layers in a plain Python list: the registration test
+    charges that), and the weights the grader set never reached the attention."""
+    names = sorted(p["name"] for p in one.params)
+    other = _vit(sub, seed + 5, IMG, PATCH, D, H, OUT, 1)
+    try:
+        with explained():
+            other.set_params({n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in one.get_params(names).items()})
+        x = torch.zeros((1, *IMG))
+        a, b = (forward(m, [x]).outputs[0] for m in (one, other))
+    except GradingFailure:
+        return False
+    return not np.allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=1e-4, atol=1e-5)
 
 
 def _normalized_branch(one, plan, x, k, a, effect):
