@@ -255,8 +255,9 @@ def _grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, k
     # every refusal comes before lms.record writes OUT's students.json: those that need no listing of the folder
     # before OUT's lock is taken, the others (no submissions, an --only id no one has) after lms.listing
     batch.refuse_before_writing(outdir, assignment, "public" if public else "hidden")
+    from checker.records.shard import check_shard_folder, check_shard_seed
+    check_shard_folder(outdir, shard)  # a shard's own folder takes that shard only
     if shard:
-        from checker.records.shard import check_shard_seed
         check_shard_seed(public, seed)
     from checker.records.outfolder import lock_outdir, unlock_outdir
     made = not os.path.lexists(outdir)
@@ -554,7 +555,12 @@ def report(outdir, output, submissions_dir, top):
         echo(f"hwcheck: a `hwcheck grade` is writing into {outdir} now: this report shows the {data['submissions']} "
              "submissions graded so far (and may name students not graded yet among manual.csv's rows); "
              "write it again when the batch is done", err=True)
-    echo(f"wrote {path}: {data['submissions']} submissions of {data['assignment']}")
+    lost = len(data.get("unreadable") or [])
+    echo(f"wrote {path}: {data['submissions']} " + (f"of {data['submissions'] + lost} " if lost else "")
+         + f"submissions of {data['assignment']}")
+    if lost:  # said last, where it is seen, and a failure as `hwcheck export`'s: the page is short of them
+        echo(f"hwcheck: {for_terminal(data['incomplete'], newlines=False)}", err=True)
+        sys.exit(EXIT_FAILED)
 
 
 # ---------------------------------------------------------------------------

@@ -231,13 +231,18 @@ def _cluster(value):
     return parse_cluster(value)
 
 
+def _scheduler(value):
+    from checker.platforms.cluster import parse_scheduler
+    return parse_scheduler(value)
+
+
 def _shard(value):
     from checker.records.shard import parse_shard
     return parse_shard(value)
 
 
 scheduler_option = click.option(
-    "--scheduler", "scheduler", default=None, metavar="ADDRESS",
+    "--scheduler", "scheduler", default=None, metavar="ADDRESS", callback=_parsed(_scheduler),
     help="Grade on the running Dask cluster at ADDRESS (tcp://HOST:8786) instead of -j processes here "
          "(pip install 'hwcheck[dask]' here and on the workers).")
 

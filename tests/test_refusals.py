@@ -150,3 +150,17 @@ def test_a_grade_that_loses_the_race_for_the_outdir_writes_nothing_there(graded,
     assert r.exit_code == 2 and "another `hwcheck grade` is writing" in r.stderr, r.output
     assert "nothing was written" in r.stderr, r.output
     assert _snapshot(out) == before
+
+
+def test_an_only_id_pasted_in_decomposed_unicode_names_its_submission(tmp_path):
+    """A TA's probe (h44): `--only müllerjürgen_1004` pasted from a macOS file name (NFD) was refused with "no
+    submission 'müllerjürgen_1004' ... (ids: ..., müllerjürgen_1004, ...)": ids are NFC."""
+    import unicodedata
+    folder, out = tmp_path / "class", tmp_path / "out"
+    folder.mkdir()
+    shutil.copyfile(os.path.join(EXAMPLES, "correct.py"), folder / "müller.py")
+    r = CliRunner().invoke(main, ["grade", str(folder), "-a", "attention", "-o", str(out), "--public"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["grade", str(folder), "-a", "attention", "-o", str(out), "--public",
+                                  "--only", unicodedata.normalize("NFD", "müller")])
+    assert r.exit_code == 0 and "regrading 1 of 1" in r.output, r.output

@@ -128,6 +128,32 @@ def test_hidden_shards_need_a_seed(subs, tmp_path):
     assert r.exit_code == 2 and "--shard needs --seed" in r.output
 
 
+def test_a_shards_folder_is_graded_as_that_shard_only(subs, graded, tmp_path):
+    """A TA's probe (h44): `--only alice` into shard 1/3's folder regraded alice, of slice 3/3, there, and the
+    merge then refused "graded in both: do the shards overlap?". A shard's folder takes its own slice only: the
+    whole class, another slice or an --only there is refused before anything is written."""
+    from checker.records.shard import shard_entries
+    out = tmp_path / "s1"
+    shutil.copytree(graded / "s1", out)
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != "lock"}
+    ids = sorted(os.path.splitext(n)[0] for n in PICKED)
+    other = next(sid for sid in ids if sid not in [s for s, _ in shard_entries([(i, None) for i in ids], 1, 2)])
+    for extra in (["--only", other], [], ["--shard", "2/2"]):
+        r = _grade(subs, out, *extra, code=2)
+        assert "holds shard 1/2 of a class" in r.output and "nothing was written" in r.output, r.output
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != "lock"} == before
+    _grade(subs, out, "--shard", "1/2", "--resume")  # its own slice, as before
+
+
+def test_a_malformed_scheduler_address_is_a_usage_error(subs, tmp_path):
+    """A TA's probe (h44): `--scheduler 127.0.0.1:44423x` was "internal error (ValueError: invalid literal for
+    int() ...)" from Dask's parsing."""
+    r = CliRunner().invoke(main, ["grade", str(subs), "-a", "attention", "-o", str(tmp_path / "o"),
+                                  "--scheduler", "127.0.0.1:44423x"])
+    assert r.exit_code == 2 and "--scheduler takes a Dask scheduler's address" in r.output, r.output
+    assert "internal error" not in r.output and not (tmp_path / "o").exists()
+
+
 @pytest.mark.slow
 def test_merge_keeps_who_each_student_is_and_the_grades_typed_into_the_shards(tmp_path):
     """Each shard's students.json (a roster's names, the identical-code groups) and the grades a TA typed into

@@ -196,9 +196,14 @@ def refuse_before_writing(outdir, assignment, mode="hidden", held=False):
 
 def resolve_only(entries, only):
     """The ids of `entries` ([(id, path)]) that --only names (an id as grades.csv and the messages show it, such as
-    `zw\u200bspace` for an invisible character, names it too); HwcheckError naming those that are none."""
+    `zw\u200bspace` for an invisible character, names it too, and so does its decomposed Unicode form); HwcheckError
+    naming those that are none."""
+    import unicodedata
+
     from checker.render.escape import for_csv_cell
     shown = {for_csv_cell(sid): sid for sid, _ in entries if for_csv_cell(sid) != sid}
+    # an id pasted from a macOS file name comes decomposed (NFD); ids are NFC (checker.records.ids.canonical)
+    only = {unicodedata.normalize("NFC", o) for o in only}
     only = {o if o in {sid for sid, _ in entries} else shown.get(o, shown.get("'" + o, o)) for o in only}
     unknown = sorted(only - {sid for sid, _ in entries})
     if unknown:

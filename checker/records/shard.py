@@ -9,6 +9,8 @@ matrix, a SLURM array: each job grades one slice into its own OUTDIR) and
   that lists the same folder gets the same slices, of sizes that differ by
   at most one). Every shard must use the same seed; `check_shard_seed` says
   so when hidden tests would draw a random one per job.
+- `check_shard_folder(outdir, shard)`: a shard's own OUTDIR is graded as that shard only (never another
+  slice, nor the whole class with --only).
 - `write_shard_info(outdir, ...)`: OUTDIR/shard.json, which slice of which
   folder this is, so that `merge` can name missing or foreign shards.
 - `merge(sources, dest)`: copies the scorecards, Gradescope files and raw
@@ -36,7 +38,8 @@ from checker._version import __version__
 from checker.records import owned
 from checker.errors import HwcheckError
 
-__all__ = ["SHARD_FILE", "parse_shard", "shard_entries", "check_shard_seed", "write_shard_info", "merge",
+__all__ = ["SHARD_FILE", "parse_shard", "shard_entries", "check_shard_seed", "check_shard_folder",
+           "write_shard_info", "merge",
            "MergeResult"]
 
 SHARD_FILE = "shard.json"
@@ -67,6 +70,26 @@ def check_shard_seed(public, seed):
     if not public and seed is None:
         raise HwcheckError("--shard needs --seed in hidden mode, the same for every shard (each job would "
                            "otherwise draw its own, and students would get different inputs), e.g. --seed 20260")
+
+
+def check_shard_folder(outdir, shard):
+    """A grade into a shard's own OUTDIR (its shard.json says slice I/N) as another slice, or as none (--only
+    alice there regraded alice, of slice 3/3, into slice 1/3's folder, and the merge then refused both as
+    overlapping shards: a TA's probe, h44), is refused (HwcheckError), before anything is written."""
+    if not os.path.isdir(outdir):
+        return
+    info = owned.read_json(outdir, SHARD_FILE, "shard")
+    if not isinstance(info, dict) or not isinstance(info.get("index"), int) or not isinstance(info.get("count"), int):
+        return
+    held = (info["index"], info["count"])
+    if shard is not None and tuple(shard) == held:
+        return
+    asked = "without --shard" if shard is None else f"as shard {shard[0]}/{shard[1]}"
+    raise HwcheckError(f"{outdir} holds shard {held[0]}/{held[1]} of a class (`hwcheck merge` joins the shards' "
+                       f"folders): grading into it {asked} would put another slice's submissions there, and the merge "
+                       f"would refuse them as overlapping; grade it with --shard {held[0]}/{held[1]} (an --only id of "
+                       f"another slice is graded in that slice's folder), or regrade in the merged folder (nothing "
+                       f"was written to {outdir})")
 
 
 def write_shard_info(outdir, index, count, all_entries, batch):
