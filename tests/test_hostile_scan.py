@@ -190,6 +190,10 @@ HONEST = {
 # a helper of the student's that imports by a name it spells out (a Gradescope probe, h39: every by-hand test
 # failed, "your code changes where Python finds modules (__import__)")
 HONEST["dunder_import_by_name"] = {"hw.py": GOOD + '\n\ndef _debug(*a):\n    __import__("logging").getLogger(__name__).debug(a)\n'}
+# Colab's own test of where the notebook runs, and other reads of sys.path / sys.modules (a Jupyter/CI probe, h45:
+# each cost a correct submission every by-hand test, "your code changes where Python finds modules (sys.modules)")
+HONEST["colab_idiom_reads_sys_modules"] = {"hw.py": 'import sys\nIN_COLAB = "google.colab" in sys.modules\n'
+                                           'print(sys.path, len(sys.modules), sys.modules.get("torch"))\n' + GOOD}
 # what does change where an import finds its module, or may: sys.path through __import__("sys"), the builtin
 # rebound, __import__ by a name the source does not spell
 EDITS = {
@@ -198,6 +202,8 @@ EDITS = {
     "builtins_dict": '__builtins__["__import__"] = __import__\n',
     "by_a_name_built": 'MOD = "log" + "ging"\n_log = __import__(MOD)\n',
     "importlib_by_dunder_import": '_il = __import__("importlib")\n',
+    "sys_path_by_an_alias": 'import sys\n_p = sys.path\n_p.insert(0, ".")\n',
+    "sys_modules_item_set": 'import sys\nsys.modules["colorsys"] = sys.modules["numpy"]\n',
 }
 
 

@@ -2,7 +2,9 @@
 
 What it is for: the by-hand scan (`checker.running.by_hand`) reads a graded function's imports as the
 installed modules they name. That holds only while nothing in the submission changes where an import looks:
-`sys.path`, `sys.meta_path`, `sys.modules` and the other import hooks of sys, importlib and its kin, `exec`,
+`sys.path`, `sys.meta_path`, `sys.modules` and the other import hooks of sys used otherwise than read (a
+look-up, `in`, `.get`, a copy, print: Colab's `"google.colab" in sys.modules` cost a correct notebook its
+by-hand points, a student probe, h45), importlib and its kin, `exec`,
 `eval`, `compile`, the `__import__` builtin rebound (`builtins.__import__ = ...`, `__builtins__[...]`) or
 called with a name the source does not spell. `import_system_edit(trees)` gives the first such thing in the
 submission's syntax trees (what the scan's message names), or None. A call that spells its module,
@@ -42,6 +44,7 @@ def import_system_edit(trees):
                                                     & (IMPORT_SYSTEM_ATTRS | {"*"})):
                     return f"from {node.module} import ..."
     plain = set()  # `__import__("logging")`: an import by a name the source shows, through the usual lookup
+    parents = {}  # per tree, {id(node): its parent}: made only where a sys.<attr> is met
     for tree in trees:
         for node in ast.walk(tree):  # breadth first: a call is met before the name it calls
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__":
@@ -57,5 +60,32 @@ def import_system_edit(trees):
                 return f"{node.value.id if isinstance(node.value, ast.Name) else '(...)'}.__import__"
             if (isinstance(node, ast.Attribute) and node.attr in IMPORT_SYSTEM_ATTRS
                     and isinstance(node.value, ast.Name) and node.value.id in sys_names):
-                return f"{node.value.id}.{node.attr}"
+                if not _only_read(node, tree, parents):
+                    return f"{node.value.id}.{node.attr}"
     return None
+
+
+# what only reads sys.path or sys.modules (Colab's `"google.colab" in sys.modules`): a look-up, a membership test,
+# a copy, printing it; anything else (an assignment, a method that changes it, an alias, an argument to any
+# other function) may change where imports look, and counts
+_READING_METHODS = {"get", "keys", "values", "items", "copy", "index", "count", "__contains__"}
+_READING_CALLS = {"print", "len", "list", "tuple", "set", "sorted", "repr", "str", "any", "all", "enumerate", "bool"}
+
+
+def _only_read(node, tree, parents):
+    """Does the syntax tree only read `node` (a `sys.<attr>`) where it stands? `parents` caches the trees' maps."""
+    if id(tree) not in parents:
+        parents[id(tree)] = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    up = parents[id(tree)].get(id(node))
+    if isinstance(up, ast.Compare):
+        return node is not up.left and all(isinstance(op, (ast.In, ast.NotIn)) for op in up.ops)
+    if isinstance(up, ast.Subscript):
+        return up.value is node and isinstance(up.ctx, ast.Load)
+    if isinstance(up, ast.Attribute):
+        call = parents[id(tree)].get(id(up))
+        return up.attr in _READING_METHODS and isinstance(call, ast.Call) and call.func is up
+    if isinstance(up, ast.Call):
+        return node in up.args and isinstance(up.func, ast.Name) and up.func.id in _READING_CALLS
+    if isinstance(up, (ast.For, ast.comprehension)):
+        return up.iter is node
+    return False
