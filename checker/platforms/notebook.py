@@ -91,14 +91,45 @@ def without_checker(source, bound=None):
         tree = ast.parse("\n".join(plain))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "\n".join(lines)
+    cuts = []  # (statement, what stands in its place), decided in the order the statements ran
     for node in tree.body:
-        if _uses_checker(node, bound):
+        if isinstance(node, ast.Import) and any(_is_checker(a.name) for a in node.names) \
+                and not all(_is_checker(a.name) for a in node.names):
+            # `import numpy as np, checker`: only checker's names are the check session's, the rest the homework's
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names if _is_checker(a.name))
+            cuts.append((node, ast.unparse(ast.Import(names=[a for a in node.names if not _is_checker(a.name)]))))
+        elif _uses_checker(node, bound):
             bound.update(_bound_names(node))
-            for n in range(node.lineno - 1, node.end_lineno):
-                lines[n] = ""
+            cuts.append((node, ""))
         else:  # the student's own statement binds the name anew: later reads of it are the homework's
             bound.difference_update(_bound_names(node))
-    return "\n".join(lines)
+    for node, text in reversed(cuts):  # from the end: a statement cut out of its line leaves earlier columns as they were
+        _replace(lines, node, text)
+    return "\n".join("" if _ONLY_PASS.fullmatch(line) else line for line in lines)
+
+
+_ONLY_PASS = re.compile(r"\s*pass(\s*;\s*pass)*\s*;?\s*")  # what is left of a line of hwcheck's statements only
+
+
+def _is_checker(name):
+    return name == "checker" or name.startswith("checker.")
+
+
+def _replace(lines, node, text):
+    """Put `text` where the top-level statement `node` stands in `lines` (line numbers kept): the lines it fills
+    alone are blanked; where it shares a line with the student's own statements (`x = 1; checker.check(); z =
+    2`), only its own columns are replaced (by `pass` when `text` is empty), so theirs stay."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    before, after = lines[first][:node.col_offset], lines[last][node.end_col_offset:]
+    shared = before.strip() or after.strip().lstrip(";").strip()
+    if not shared:
+        for n in range(first, last + 1):
+            lines[n] = ""
+        lines[first] = before + text if text else ""
+        return
+    lines[first] = before + (text or "pass") + after
+    for n in range(first + 1, last + 1):
+        lines[n] = ""
 
 
 def _history(ip):
