@@ -7,6 +7,10 @@ were graded: `sources`), draws the histograms (`plots`) and writes the page (`ht
 its numbers as JSON too. `missing_extra()` names the optional packages (the `report` extra) that
 are not installed.
 
+A scorecard that hwcheck wrote and that can no longer be read (emptied, cut short: `hwcheck export` names it
+too) leaves its submission out of every number: the page says so in a banner at its top (`data["incomplete"]`,
+the ids in `data["unreadable"]`), with the `grade --resume` that grades it again, and `hwcheck report` exits 1.
+
 What it is not: `checker.render.report`, the text renderer of `check` and `show` (whose text the feedback
 pages reuse), nor a grader: it reads scorecards and never runs student code.
 """
@@ -66,6 +70,18 @@ def _feedback(cards, wrap):
     return out
 
 
+def _unreadable_note(outdir, assignment, broken, shown):
+    """What the page and the terminal say of OUTDIR's scorecards that cannot be read (`broken`, the report
+    showing `shown` others): by how many the report falls short, then `hwcheck export`'s own line naming them
+    and the `grade --resume` that grades them again (`checker.records.batch.unreadable_line`)."""
+    from checker.records.batch import unreadable_line
+    whole = shown + len(broken)
+    short = (f"this report is incomplete: it leaves out {len(broken)} of the {whole} submissions graded into "
+             f"{outdir} (its numbers, plots, item analysis, similarity ranking and feedback pages are of the "
+             f"{shown} others). " if shown else "")
+    return f"{short}{unreadable_line(outdir, assignment, broken)}, and write this report again"
+
+
 def _max_depth():
     from checker.walk import MAX_DEPTH
     return MAX_DEPTH
@@ -76,16 +92,27 @@ def build_page(outdir, *, submissions_dir=None, top=50, progress=False):
     from checker.records.classreport import html, plots, similarity, sources
     from checker.records.classreport.data import class_data
     from checker.spec import load_spec
+    from checker.records.outfolder import unreadable_scorecards
     wrap = _progress(progress) or (lambda it, **kw: it)
-    assignment, cards = sources.read_scorecards(outdir)
+    broken = unreadable_scorecards(outdir)  # graded, but their scorecards were emptied or cut short since
+    try:
+        assignment, cards = sources.read_scorecards(outdir)
+    except ValueError:
+        if broken:  # not "run `hwcheck grade` first": they were graded, and `grade --resume` repairs them
+            from checker.records.lms import read_students
+            raise ValueError("no report written: " + _unreadable_note(
+                outdir, read_students(outdir).get("assignment") or "ASSIGNMENT", broken, 0)) from None
+        raise
     try:
         spec = load_spec(assignment)
     except Exception:  # noqa: BLE001 - an assignment this install lacks: the scorecards' own questions
         spec = {"id": assignment}
-    cards, problems, has_manual = sources.merge_manual(outdir, spec, cards)
+    cards, problems, has_manual = sources.merge_manual(outdir, spec, cards, unreadable=broken)
     data = class_data(cards, spec)
     data["notes"] = [f"manual.csv: {p}" for p in problems]
     data["manual_csv"] = has_manual
+    data["unreadable"] = broken
+    data["incomplete"] = _unreadable_note(outdir, assignment, broken, len(cards)) if broken else ""
 
     codes, where = sources.locate_code(cards, submissions_dir, secrets=[outdir], names=sources.assignment_names(spec))
     given = sources.given_code(assignment)

@@ -5,6 +5,7 @@ What it is for: `render(data, plots, pairs_html, feedback)` puts together the pa
 header, by a few lines of inline script), the common mistakes, the submissions to open by hand, the
 similarity ranking with the top pairs side by side, and one feedback page per student (each starts
 a printed page). The numbers also go into `<script type="application/json" id="hwcheck-data">`.
+Scorecards that cannot be read (`data["incomplete"]`) are said in a banner at the top: the page is short of them.
 Every text from a scorecard or a submission is escaped (control and bidi characters shown, then HTML-quoted).
 
 What it is not: a computer of numbers (`data`), of plots (`plots`) or of similarity (`similarity`).
@@ -31,6 +32,7 @@ table.sortable th{cursor:pointer;user-select:none} table.sortable th:after{conte
 .low{background:#fde2e2} .pair{display:grid;grid-template-columns:1fr 1fr;gap:.5em;margin-bottom:1.5em}
 .pair pre,.feedback pre{font-size:.75em;background:#f7f7f7;border:1px solid #ddd;padding:.5em;overflow-x:auto;
 white-space:pre-wrap;word-break:break-word} .pair pre{max-height:40em;overflow-y:auto}
+.banner{background:#fde2e2;border:2px solid #c62828;padding:.6em .9em;font-weight:600}
 mark{background:#ffd54f} .feedback{border-top:3px solid #4a6fa5;margin-top:2em}
 @media print{nav,.noprint{display:none} body{max-width:none;padding:0} .feedback{break-before:page;border:0}
 .pair pre{max-height:none;overflow:visible} h2{break-after:avoid} tr{break-inside:avoid}}
@@ -206,7 +208,13 @@ def render(data, plots, pairs_html, feedback, *, generated=""):
     title = f"hwcheck report: {data['assignment']}"
     notes = "".join(f'<p class="note">{_e(n)}</p>' for n in data.get("notes") or [])
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(data["statuses"].items()))
-    head = (f"<h1>{_e(title)}</h1><p>{_e(data['title'])}<br>{data['submissions']} submissions ({_e(statuses)}); "
+    # scorecards that cannot be read leave the page short of students: said first, where it cannot be missed
+    # (printed too), not among the notes
+    banner = (f'<p class="banner" role="alert">{_e(data["incomplete"])}</p>' if data.get("incomplete") else "")
+    lost = len(data.get("unreadable") or [])
+    count = (f"{data['submissions']} of {data['submissions'] + lost} submissions ({lost} not readable; "
+             if lost else f"{data['submissions']} submissions (")
+    head = (f"<h1>{_e(title)}</h1>{banner}<p>{_e(data['title'])}<br>{count}{_e(statuses)}); "
             f"tests: {_e(', '.join(data['modes']) or 'none')}"
             + (f"; generated {_e(generated)}" if generated else "") + "</p>" + notes)
     nav = ('<nav class="noprint"><a href="#scores">Scores</a><a href="#items">Item analysis</a>'

@@ -1,8 +1,9 @@
 """What the class report reads from disk: the scorecards, manual.csv, the submissions' code, the starter.
 
 What it is for: `read_scorecards(outdir)` (every scorecard of OUTDIR, one assignment),
-`merge_manual(outdir, spec, cards)` (the grades of OUTDIR/manual.csv merged, by `checker.records.manual`), `code_of(path)` (the
-Python code of a .py file, a notebook's code cells or a folder's files, as one text) and
+`merge_manual(outdir, spec, cards, unreadable)` (the grades of OUTDIR/manual.csv merged, by
+`checker.records.manual`), `code_of(path)` (the Python code of a .py file, a notebook's code cells or a
+folder's files, as one text) and
 `locate_code(scorecards, submissions_dir)`, which finds each submission's code where its scorecard
 says it was graded from, or, given `submissions_dir` (the folder moved), at the same name there
 (every file read by grading's rules, through `checker.running.safe_read`: no link out of a submission, no
@@ -58,18 +59,20 @@ def read_scorecards(outdir):
     return assignments[0], cards
 
 
-def merge_manual(outdir, spec, cards):
+def merge_manual(outdir, spec, cards, unreadable=()):
     """(cards with OUTDIR/manual.csv merged as grades.csv has them, the rows' problems, whether there is one).
 
     The merge is `checker.records.manual`'s, the one the gradebook is written with: a manual question's
     points, an automatic question's regrade, adjustments; a row with empty points leaves its
-    question pending.
+    question pending. `unreadable`: the ids whose scorecard is there but cannot be read
+    (`checker.records.outfolder.unreadable_scorecards`): graded all the same, so their rows are no
+    problem of manual.csv's (the report names those scorecards itself), as the gradebook takes them.
     """
     from checker.records.manual import apply_manual, manual_path, read_manual
     path = manual_path(outdir)
     if not os.path.isfile(path):
         return cards, [], False
-    ids = {str((c.get("submission") or {}).get("id", "")) for c in cards}
+    ids = {str((c.get("submission") or {}).get("id", "")) for c in cards} | set(unreadable)
     entries, problems = read_manual(path, spec, ids)
     merged = [apply_manual(c, entries.get(str((c.get("submission") or {}).get("id", "")))) for c in cards]
     return merged, problems, True
