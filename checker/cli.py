@@ -143,6 +143,10 @@ def check(submission, assignment, json_file, devices, timeout, ci, classroom_out
         from checker.running.runner import Grader
         with Grader(mode="public", devices=devices, timeout=timeout, zygote=zygote) as grader:
             card = grader.grade(submission, assignment)
+    except Exception as e:  # exit status 2, said on stderr by `guarded`; under --ci also where the job shows it
+        if ci:
+            _ci_error(submission, e)
+        raise
     finally:
         zygote.close()
     from checker.records.atomic import dumps_json, write_json_atomic, write_text_atomic
@@ -179,6 +183,26 @@ def check(submission, assignment, json_file, devices, timeout, ci, classroom_out
     else:
         ok = _all_passed(view)
     sys.exit(EXIT_OK if ok else EXIT_FAILED)
+
+
+def _ci_error(submission, e):
+    """An error that stops `check --ci` before any test ran (no assignment recognised, ...) as an `::error`
+    annotation and a short step summary: on stderr alone, the job went red with neither."""
+    from checker.render.report import error_annotation, error_markdown
+    if isinstance(e, HwcheckError):
+        text = str(e)
+    elif isinstance(e, OSError):  # as `guarded` words it
+        text = f"{e.strerror or e}: {e.filename}" if e.filename else str(e)
+    else:
+        text = f"internal error of hwcheck ({type(e).__name__}): the log of this step says more"
+    echo(error_annotation(text), commands=True)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            with open(summary, "a", encoding="utf-8") as f:
+                f.write(error_markdown(os.path.basename(os.path.normpath(submission)), text))
+        except OSError:  # the error itself is what the step must say (on stderr, next)
+            pass
 
 
 def _classroom_output(view):

@@ -2,7 +2,9 @@
 
 What it is for: pure text out of a scorecard dict:
 - `format_scorecard` — what `hwcheck check` prints (plain, or ANSI colour);
-- `format_markdown` — a GitHub Actions step summary (table + failures);
+- `format_markdown` — a GitHub Actions step summary (what loading said, bounded; table + failures);
+- `error_annotation` / `error_markdown` — with `check --ci`, an error that stopped the check (exit status 2)
+  as an annotation and a short step summary;
 - `github_annotations` — `::error ...::` workflow-command lines, one per
   failed test, escaped as GitHub requires (`::notice` when the score reaches
   `--min-score`: the run passes, the failures are for information);
@@ -28,7 +30,7 @@ from checker.judging.scorecard import SEE_QUESTION_MESSAGE, test_message
 __all__ = [
     "answer_note", "format_points", "format_scorecard", "format_markdown",
     "github_annotations", "junit_xml", "min_score_line", "automatic_max", "ALL_NOT_STARTED",
-    "short_reason", "skip_groups", "failure_groups",
+    "short_reason", "skip_groups", "failure_groups", "error_annotation", "error_markdown",
 ]
 
 _FAILING = ("failed", "error", "timeout")
@@ -186,14 +188,55 @@ def _where(test):
     return f"  ({', '.join(bits)})" if bits else ""
 
 
+def _place(where):
+    """'FILE, In [7], line L' (a notebook's cell as the notebook shows it), or '' when there is no place."""
+    if not (isinstance(where, dict) and where.get("file")):
+        return ""
+    place = str(where["file"]) + (f", {where.get('label') or 'cell ' + str(where['cell'])}" if where.get("cell") else "")
+    return place + (f", line {where['line']}" if where.get("line") else "")
+
+
 def _defined_at(test):
     """'your `f` is in FILE, cell C, line L' when the failure's place is the student's def it is about."""
     where = test.get("where")
     if not (isinstance(where, dict) and where.get("function") and where.get("file")):
         return ""
-    place = str(where["file"]) + (f", {where.get('label') or 'cell ' + str(where['cell'])}" if where.get("cell") else "")
-    place += f", line {where['line']}" if where.get("line") else ""
-    return f"(your `{where['function']}` is in {place})"
+    return f"(your `{where['function']}` is in {_place(where)})"
+
+
+def _load_heading(scorecard):
+    """(the line over the load messages, whether it is a warning), as `check` prints it; None without messages."""
+    status, load = scorecard.get("status", "graded"), scorecard.get("load") or {}
+    if not load.get("messages"):
+        return None
+    if status == "load_failed":
+        return "Loading your submission failed (nothing the assignment asks for was defined):", True
+    if status in ("timeout", "crashed") and not load.get("ok", True):
+        return "Loading your submission failed:", True
+    if load.get("ok", True):
+        return "Loading your submission:", False
+    return ("Loading your submission: some parts failed (whatever they would have defined is missing; the rest "
+            "was graded):", True)
+
+
+def _load_failed(scorecard):
+    """Whether the submission did not load at all: the load messages are the reason every test failed."""
+    load = scorecard.get("load") or {}
+    return bool(load.get("messages")) and (scorecard.get("status") == "load_failed" or (
+        scorecard.get("status") in ("timeout", "crashed") and not load.get("ok", True)))
+
+
+# The load messages in CI output, bounded: they come from the student's code (an exception's text, a quoted line),
+# and a step summary (1 MiB) or an annotation (GitHub cuts it) is no place for all of a long one; the log has them.
+MAX_LOAD_MESSAGES, MAX_LOAD_MESSAGE_CHARS = 10, 1500
+
+
+def _bounded_load_messages(scorecard, count=MAX_LOAD_MESSAGES, chars=MAX_LOAD_MESSAGE_CHARS):
+    messages = [str(m) for m in (scorecard.get("load") or {}).get("messages") or []]
+    out = [m if len(m) <= chars else m[:chars - 3].rstrip() + "..." for m in messages[:count]]
+    if len(messages) > count:
+        out.append(f"... and {len(messages) - count} more (the log of the check shows them all)")
+    return out
 
 
 _DROP = object()
@@ -210,17 +253,9 @@ def format_scorecard(scorecard, *, color=False, verbose=False):
     if status != "graded":
         lines.append(_paint(f"Status: {_safe(str(status).replace('_', ' '), False)}", _RED, color))
     load = scorecard.get("load") or {}
-    if load.get("messages"):
-        if status == "load_failed":
-            lines.append(_paint("Loading your submission failed (nothing the assignment asks for was "
-                                "defined):", _YELLOW, color))
-        elif status in ("timeout", "crashed") and not load.get("ok", True):
-            lines.append(_paint("Loading your submission failed:", _YELLOW, color))
-        elif load.get("ok", True):
-            lines.append("Loading your submission:")
-        else:
-            lines.append(_paint("Loading your submission: some parts failed (whatever they would have "
-                                "defined is missing; the rest was graded):", _YELLOW, color))
+    heading = _load_heading(scorecard)
+    if heading:
+        lines.append(_paint(heading[0], _YELLOW, color) if heading[1] else heading[0])
         for message in load["messages"]:
             lines.append(_indent(_safe(message), "    "))
     if _all_not_started(scorecard):
@@ -350,7 +385,12 @@ def format_markdown(scorecard, min_score=None):
     if _all_not_started(scorecard):
         out += ["", _md_cell(ALL_NOT_STARTED)]
     if scorecard.get("status", "graded") != "graded":
-        out.append(f"Status: **{_md_cell(scorecard['status'])}**")
+        out += ["", f"Status: **{_md_cell(str(scorecard['status']).replace('_', ' '))}**"]
+    heading = _load_heading(scorecard)
+    if heading:  # before the table, as `check` prints them: a statement that raised is why points are missing
+        messages = for_markdown_code("\n".join(_bounded_load_messages(scorecard)))
+        fence = _md_fence(messages)
+        out += ["", f"**{_md_cell(heading[0])}**", "", f"{fence}text", *messages.split("\n"), fence]
     out += ["", "| Question | Score | Tests | Note |", "|---|---:|---|---|"]
     failures = []
     for question in scorecard.get("questions") or []:
@@ -374,7 +414,10 @@ def format_markdown(scorecard, min_score=None):
         for test in question.get("tests") or []:
             if test.get("outcome") in _FAILING and not question.get("not_started"):
                 failures.append((question, test))
-    if failures:
+    if failures and scorecard.get("status") == "load_failed":  # each says a name is missing; the load says why
+        out += ["", "### Failures", "", f"{len(failures)} tests failed because your submission did not load "
+                "(see above); the table says which names each question misses."]
+    elif failures:
         out += ["", "### Failures", ""]
         for question, test in failures:
             bits = [test.get("outcome")] + [b for b in (test.get("device"), test.get("dtype")) if b]
@@ -409,6 +452,10 @@ def github_annotations(scorecard, min_score=None):
     (five inputs of one wrong shape would crowd out other mistakes); a question not
     started is one annotation;
     past `MAX_ANNOTATIONS`, the last line says how many more failed and where to read them.
+    A submission that did not load at all (`load_failed`, or a load that timed out or crashed) is one line
+    first, with what loading it said (a notebook that is not valid JSON), bounded: the tests' own messages
+    say only that the names are missing. A notebook's cell has no line of the file to point at, so an
+    annotation at a notebook says in its message where (`In [7], line 3`, as the report does).
     Code the loader left out (`load.left_out`: a statement that raised or did not parse, the likely cause of
     the tests that say a name is not defined) comes first, a `::warning` at its file and line each
     (GitHub shows ten warnings of a step besides ten errors).
@@ -422,6 +469,9 @@ def github_annotations(scorecard, min_score=None):
         head.append(f"::{level} title={_escape_property('hwcheck --min-score')}::"
                     + _escape_data(min_score_line(scorecard, min_score)))
     load = scorecard.get("load") if isinstance(scorecard.get("load"), dict) else {}
+    if _load_failed(scorecard):  # why every test failed ("not valid notebook JSON"), not only what is missing
+        head.append(f"::{level} title={_escape_property('hwcheck › your submission did not load')}::"
+                    + _escape_data("\n".join(_bounded_load_messages(scorecard, count=5, chars=600))))
     for place in (load.get("left_out") or [])[:MAX_ANNOTATIONS]:
         if not isinstance(place, dict) or not place.get("file"):
             continue
@@ -443,11 +493,14 @@ def github_annotations(scorecard, min_score=None):
                 continue
             props = []
             where = test.get("where")
+            message = test_message(question, test) or test.get("outcome")
             if isinstance(where, dict) and where.get("file"):
                 props.append(f"file={_escape_property(where['file'])}")
                 if where.get("line") and not where.get("cell") and not question.get("not_started"):
                     props.append(f"line={_escape_property(where['line'])}")  # a notebook cell's line is no line of the file
-            variants[key] = (tuple(props), [test], test_message(question, test) or test.get("outcome"))
+                elif where.get("cell") and not question.get("not_started"):  # so the message says which cell
+                    message = f"{message}\n{_defined_at(test) or '(at ' + _place(where) + ')'}"
+            variants[key] = (tuple(props), [test], message)
     groups = {}  # and tests that fail with one message at one place
     for (qid, *_), (props, tests, message) in variants.items():
         groups.setdefault((qid, props, message), []).extend(tests)
@@ -465,6 +518,27 @@ def github_annotations(scorecard, min_score=None):
             + _escape_data(f"{rest} more failing tests: the job summary lists them all, "
                            "or run `hwcheck check` on your submission")]
     return head + lines
+
+
+MAX_ERROR_CHARS = 2000  # an error's text can quote a loader message, so a student's text: bounded as those are
+
+
+def _bounded_error(message):
+    message = " ".join(str(message).split()) or "hwcheck stopped with an error"
+    return message if len(message) <= MAX_ERROR_CHARS else message[:MAX_ERROR_CHARS - 3].rstrip() + "..."
+
+
+def error_annotation(message):
+    """The `::error` line of an error that stopped `check --ci` before any test ran (exit status 2: no assignment
+    recognised, a file that is not a submission): without it the job went red with no annotation at all."""
+    return f"::error title={_escape_property('hwcheck › the check did not run')}::" + _escape_data(
+        _bounded_error(message))
+
+
+def error_markdown(submission, message):
+    """The step summary of an error that stopped `check --ci` (exit status 2): what it said, and that no test ran."""
+    return (f"## hwcheck: {_md_cell(submission)}\n\n**The check did not run: no test ran, nothing was scored.**\n\n"
+            f"{_md_cell(_bounded_error(message))}\n")
 
 
 # ---------------------------------------------------------------------------

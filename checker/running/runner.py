@@ -429,7 +429,11 @@ class Grader:
         status = _status(handle, spec)
         written_for = None
         if status == "load_failed" and load["ok"]:  # it ran without an error, and defined nothing asked for
-            messages.append(nothing_defined(handle.path, handle.names, spec))
+            # (not said of a file that could not be read at all, a notebook that is no JSON: its own message says
+            # why, and "it is empty or holds no code" after it contradicted it, a CI probe, h45)
+            if not (os.path.isfile(handle.path)
+                    and any(m.get("kind") == "unreadable" for m in getattr(handle, "load_messages", []))):
+                messages.append(nothing_defined(handle.path, handle.names, spec))
             load["ok"] = False
             other, share = infer_assignment(handle.names)  # the names of another assignment: the wrong -a?
             if other is not None and other != assignment and share >= 0.5:
