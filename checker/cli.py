@@ -1,5 +1,6 @@
-"""The `hwcheck` command line: check, grade, show, report, list, export, merge (the course's commands, validate,
-kit, init-ci and gradescope, are `checker.cli_course`'s; what they share, `checker.cli_base`).
+"""The `hwcheck` command line: check, grade, show, list, export (the course's commands, validate, kit, init-ci
+and gradescope, are `checker.cli_course`'s; report and merge, `checker.cli_class`'s; what they share,
+`checker.cli_base`).
 
 What it is for: parsing arguments (options come from `checker.options`),
 calling the library, printing its texts and choosing the exit status:
@@ -29,13 +30,14 @@ from checker._version import __version__
 from checker.cli_base import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, FAILING, Fail, cannot_write,
                               color_wanted, disk_full, echo, guarded, isatty)
 from checker.errors import HwcheckError
+from checker.cli_class import COMMANDS as CLASS_COMMANDS
 from checker.cli_course import COMMANDS as COURSE_COMMANDS
 from checker.render.escape import for_json_text, for_terminal
 from checker.options import (DEVICE_CHOICES, all_option, assignment_option, ci_option, color_option, device_option,
                              jobs_option, json_option, junit_option, classroom_output_option,
                              keep_raw_option, min_score_option, output_dir_option, public_option,
                              required_assignment_option, resume_option, seed_option, timeout_option, only_option)
-from checker.options import report_output_option, submissions_dir_option, top_pairs_option, verbose_option
+from checker.options import verbose_option
 from checker.options import canvas_title_option, roster_option
 from checker.options import cluster_option, scheduler_option, shard_option
 
@@ -546,75 +548,6 @@ def show(scorecard_file, show_all, verbose, color):
         sys.exit(EXIT_FAILED)
 
 
-# ---------------------------------------------------------------------------
-# report
-# ---------------------------------------------------------------------------
-
-@main.command()
-@click.argument("outdir", metavar="OUTDIR", type=click.Path(exists=True, file_okay=False))
-@report_output_option
-@submissions_dir_option
-@top_pairs_option
-@guarded
-def report(outdir, output, submissions_dir, top):
-    """Write the class report of a graded OUTDIR: one self-contained HTML page.
-
-    Score distributions, item analysis of every test, the most common named
-    mistakes, submissions to open by hand, code similarity (the handout's code
-    left out) and one feedback page per student. Needs the `report` extra.
-    """
-    from checker.records.classreport import missing_extra, write_report
-    missing = missing_extra()
-    if missing:
-        raise Fail(f"hwcheck report needs {', '.join(missing)}: pip install 'hwcheck[report]'")
-    try:
-        path, data = write_report(outdir, output, submissions_dir=submissions_dir, top=top,
-                                  progress=isatty("stderr"))
-    except ValueError as e:
-        raise Fail(str(e)) from None
-    for note in data.get("notes") or []:
-        echo(f"hwcheck: {note}", err=True)
-    from checker.records.outfolder import batch_running
-    if batch_running(outdir):  # the batch's lock: taken and let go at once (a TA's probe, h22: said nothing)
-        echo(f"hwcheck: a `hwcheck grade` is writing into {outdir} now: this report shows the {data['submissions']} "
-             "submissions graded so far (and may name students not graded yet among manual.csv's rows); "
-             "write it again when the batch is done", err=True)
-    lost = len(data.get("unreadable") or [])
-    echo(f"wrote {path}: {data['submissions']} " + (f"of {data['submissions'] + lost} " if lost else "")
-         + f"submissions of {data['assignment']}")
-    if lost:  # said last, where it is seen, and a failure as `hwcheck export`'s: the page is short of them
-        echo(f"hwcheck: {for_terminal(data['incomplete'], newlines=False)}", err=True)
-        sys.exit(EXIT_FAILED)
-
-
-# ---------------------------------------------------------------------------
-# merge
-# ---------------------------------------------------------------------------
-
-@main.command()
-@click.argument("sources", nargs=-1, required=True, metavar="OUTDIR...",
-                type=click.Path(exists=True, file_okay=False))
-@output_dir_option
-@guarded
-def merge(sources, outdir):
-    """Merge the output folders of `grade --shard I/N` into one OUTDIR and gradebook.
-
-    Refuses folders of different assignments, seeds, modes, grading tests or
-    hwcheck versions, and a submission graded in two of them. Exit status 1
-    when a shard is missing.
-    """
-    from checker.records.shard import merge as merge_folders
-    result = merge_folders(list(sources), outdir)
-    for note in result.notes:
-        echo(f"hwcheck: {for_terminal(note, newlines=False)}", err=True)
-    echo(f"merged {result.cards} scorecards of {result.assignment} from {len(sources)} folders into "
-               f"{for_terminal(outdir, newlines=False)}; wrote {for_terminal(result.gradebook, newlines=False)}")
-    from checker.records import batch
-    for line in batch.after_batch(outdir, result.assignment, roster=False):  # canvas.csv / moodle.csv, as grade
-        echo(for_terminal(line, newlines=False))
-    sys.exit(EXIT_FAILED if result.missing else EXIT_OK)
-
-
 def _offer_only_what_the_kit_can_do():
     """In the student kit, `hwcheck --help` lists the student's commands only (the others stay callable)."""
     from checker.platforms.kit_files import STUDENT_COMMANDS, installed_as_kit
@@ -625,7 +558,7 @@ def _offer_only_what_the_kit_can_do():
                               if "TAs:" not in line)
 
 
-for _command in COURSE_COMMANDS:
+for _command in COURSE_COMMANDS + CLASS_COMMANDS:
     main.add_command(_command)
 _offer_only_what_the_kit_can_do()
 
