@@ -237,7 +237,8 @@ def test_check_reads_the_saved_notebook_when_jupyter_names_it_and_it_holds_what_
     nb.cells[0].source += "\nextra = 1"
     nbclient.NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=True).execute()
     text = _output(nb.cells[-1])[0]
-    assert "the code run in this kernel" in text and "save it before you hand it in" in text, text
+    assert "the code run in this kernel" in text and "holds other code than what ran here" in text, text
+    assert "grading runs the saved file top to bottom" in text and "hwcheck check" in text, text
 
 
 def test_rerun_of_a_saved_run_all_with_check_cells_below_is_the_saved_notebook(tmp_path, monkeypatch):
@@ -266,7 +267,8 @@ def test_rerun_of_a_saved_run_all_with_check_cells_below_is_the_saved_notebook(t
     nb.cells[0].source += "\nextra = 1"
     nbclient.NotebookClient(nb, kernel_name="python3", timeout=600, allow_errors=True).execute()
     text = _output(nb.cells[check_cell])[0]
-    assert "the code run in this kernel" in text and "save it before you hand it in" in text, text
+    assert "the code run in this kernel" in text and "holds other code than what ran here" in text, text
+    assert "grading runs the saved file top to bottom" in text and "hwcheck check" in text, text
 
 
 def test_a_module_next_to_the_notebook_is_named_with_the_folder_check(tmp_path):

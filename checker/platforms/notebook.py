@@ -422,7 +422,11 @@ def _check(ip, question, assignment, timeout):
             source = (f"checked: the code run in this kernel ({code_cells} cells, "
                       f"In [n] as numbered in the notebook)"
                       + (" and the text cells of the notebook open in Colab" if live is not None else "")
-                      + (" (the saved notebook differs: save it before you hand it in)" if saved else ""))
+                      + (f" (the saved notebook {os.path.basename(saved)} holds other code than what ran here: a "
+                         "cell run but not saved, cells run out of order, or a cell edited after it ran; grading runs "
+                         "the saved file top to bottom, once, and may score otherwise: save, Restart & Run All, and "
+                         f"check again, or run `hwcheck check {os.path.basename(saved)}` in a terminal)"
+                         if saved else ""))
         view = _grade_in_subprocess(os.path.join(tmp, name), assignment, timeout)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
