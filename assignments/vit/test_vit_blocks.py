@@ -41,7 +41,7 @@ def _zeroed_block(sub, close, rng, seed, note):
     extra = sorted(set(shapes_two) - set(shapes_one))
     if not extra or any(shapes_two.get(n) != s for n, s in shapes_one.items()):
         return "skipped", ("the parameters of a one-block and a two-block model do not line up by name "
-                           "(blocks sharing weights, or stacked in one tensor): the block structure was not checked")
+                           "(blocks sharing weights, stacked in one tensor, or each block more than one entry of the list that holds them, as `Residual(PreNorm(...))` pairs in one nn.Sequential): the block structure was not checked")
     with explained():
         shared = two.get_params(sorted(shapes_one))
         one.set_params({n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in shared.items()})
@@ -205,7 +205,7 @@ def test_vit_blocks_are_chained(sub, rng, seed):
     img, patch, D, h, out = (3, 8, 8), 4, 16, 2, 10
     if _block_names(sub, seed, img, patch, D, h, out) is None:
         pytest.skip("the parameters of the models with 1, 2 and 3 blocks do not line up by block number "
-                    "(blocks sharing weights, or stacked in one tensor): the chaining of the blocks was not checked")
+                    "(blocks sharing weights, stacked in one tensor, or each block more than one entry of the list that holds them, as `Residual(PreNorm(...))` pairs in one nn.Sequential): the chaining of the blocks was not checked")
     failure = _unchained_block(sub, rng, seed)
     if failure:
         raise GradingFailure(failure)

@@ -51,7 +51,7 @@ def _first_block(sub, seed):
             pairs = list(zip(blocks[0], blocks[1]))
     if pairs is None:
         return None, ("the parameters of the models with one and two blocks do not line up block by block (blocks "
-                      "sharing weights, or stacked in one tensor)")
+                      "sharing weights, stacked in one tensor, or each block more than one entry of the list that holds them, as `Residual(PreNorm(...))` pairs in one nn.Sequential)")
     local = {}
     for a, b in pairs:  # the name inside the block: what follows the part that numbers the block
         pa, pb = a.split("."), b.split(".")

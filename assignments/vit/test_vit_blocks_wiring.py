@@ -82,7 +82,7 @@ def _wiring_plan(s1, s2, D, seed, third=None):
             pairs = list(zip(blocks[0], blocks[1]))
     if pairs is None:
         return "skipped", ("the parameters of the models with one and two blocks do not line up block by block (blocks "
-                           "sharing weights, or stacked in one tensor)")
+                           "sharing weights, stacked in one tensor, or each block more than one entry of the list that holds them, as `Residual(PreNorm(...))` pairs in one nn.Sequential)")
     first = {a: s2[a] for a, _ in pairs}
     mlp = _mlp_pair(first, D)
     if mlp is None:
