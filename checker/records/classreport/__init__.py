@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import datetime
 import importlib.util
-import os
 
 __all__ = ["REPORT_PACKAGES", "missing_extra", "build_page", "write_report"]
 
