@@ -253,6 +253,47 @@ def test_a_killed_dask_worker_loses_nothing_finished(subs, cluster, local, tmp_p
     client.wait_for_workers(2, timeout=60)  # the nanny restarted it
 
 
+def test_a_result_lost_with_its_worker_before_it_came_back_is_computed_again(subs, cluster, local, tmp_path):
+    """A submission graded on a worker that is killed before the client fetched the result ("lost" in Dask)
+    is computed again elsewhere and written as graded, never marked crashed (CI saw "task lost")."""
+    lc, client = cluster
+    out = tmp_path / "lost"
+    inner = DaskExecutor(scheduler=lc.scheduler_address)
+    killed = []
+
+    def executor(todo, options, report):
+        def first_report(result):
+            report(result)
+            if killed:
+                return
+            mine = inner.client
+            deadline = time.monotonic() + 240  # the futures sent with this one finish; their results wait
+            while any(st.status == "pending" for st in list(mine.futures.values())) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            holders = {addr for addr, keys in mine.has_what().items() if any(str(k).startswith("hwcheck-grade")
+                                                                              for k in keys)}
+            assert holders, "no finished submission waited on a worker"
+            pids = mine.run(os.getpid)
+            addr = sorted(holders)[0]
+            os.kill(pids[addr], signal.SIGKILL)
+            killed.append(addr)
+            while not any(st.status == "lost" for st in list(mine.futures.values())) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert any(st.status == "lost" for st in list(mine.futures.values())), "the client never lost a result"
+        inner(todo, options, first_report)
+
+    entries = batch.list_entries(str(subs))
+    result = batch.grade_batch(entries, "attention", str(out), mode="public", seed=int(SEED), executor=executor)
+    assert killed
+    cards, expected = _cards(out), _cards(local)
+    assert sorted(cards) == sorted(expected)
+    for sid, card in cards.items():
+        assert not card["grader"].get("internal_error"), (sid, card["grader"])
+        assert (card["status"], card["score"]) == (expected[sid]["status"], expected[sid]["score"]), sid
+    assert len(result.results) == len(PICKED)
+    client.wait_for_workers(2, timeout=60)  # the nanny restarted it
+
+
 def test_cluster_options_are_checked(subs, tmp_path):
     r = CliRunner().invoke(main, ["grade", str(subs), "-a", "attention", "-o", str(tmp_path / "o"),
                                   "--cluster", "remote:2"])

@@ -458,15 +458,19 @@ class DaskExecutor:
         """Write one finished submission's files as the local batch does; return its short result."""
         from checker.records import grading
         from checker.records.outfolder import write_submission
-        seconds = time.monotonic() - started
-        if fut.status != "finished":
-            e = fut.exception() if fut.status == "error" else None
+        try:
+            # A result whose worker died after it finished, before it was fetched, is "lost": Dask computes it
+            # again elsewhere, and result() waits for that (the status alone would read "lost", a crash).
+            out = fut.result()
+        except Exception as e:  # noqa: BLE001 - the task's own failure, said in the scorecard
             if type(e).__name__ == "KilledWorker":
                 why = "the Dask worker grading it died, and again on its retry"
+            elif fut.status == "cancelled":
+                why = "the Dask task was cancelled (the scheduler or its client closed)"
             else:
-                why = f"the Dask task failed: {type(e).__name__}: {grading.one_line(e)}" if e else f"task {fut.status}"
-            return grading.crash(sid, path, options, why, seconds)
-        out = fut.result()
+                why = f"the Dask task failed: {type(e).__name__}: {grading.one_line(e)}"
+            return grading.crash(sid, path, options, why, time.monotonic() - started)
+        seconds = time.monotonic() - started
         card, raw = out["card"], out.get("raw")
         grader = card.setdefault("grader", {})
         if grader.get("spec_sha256") != spec_sha and not grader.get("internal_error"):
