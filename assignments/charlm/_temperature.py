@@ -387,39 +387,41 @@ def _check_weights_sum_to_one(sub, cfg, seed, E, P, sines, ways, set_as):
     the same logits at every position. Attention whose weights do not sum to one (the masked scores used as
     weights, no softmax) adds up one value per key it sees: its output grows with the position. Both are asked:
     the model as set (`values`), and the same with the queries' or keys' projections zero (`uniform`, every score
-    0, where the grader can tell them). Only a model whose logits are the same at every position with the scores
+    0, where the grader can tell them), and the same with every attention projection zero (`silent`: the attention
+    adds nothing, whatever its weights). A model fails whose logits are the same at every position with the scores
     zero (so its inputs are the same: the positions were cancelled, and what its attention adds does not grow
-    then) but not with the scores of its identity projections fails; any other answer leaves the judging to the
-    fit and the skip that follow. Two round trips: the modules, then each one's parameters and forward."""
+    then) but not with the scores of its identity projections; or whose logits are the same at every position with
+    its attention silent (so its inputs are the same) but grow with the position where every score is 0 (weights
+    of exp(0) = 1 that were never divided by their sum: each position adds up one value per key). Any other answer
+    leaves the judging to the fit and the skip that follow. Two round trips: the modules, then each one's
+    parameters and forward."""
     V = cfg[0]
     # fixed, unequal and small: the attention's output at position 0 about a third of the input's, so that what an
     # attention whose weights do not sum to one adds (one value per key) visibly turns the residual stream
     gains = 0.3 * np.exp(0.5 * np.sin(np.arange(cfg[2]) * 2.3))
-    runs = [(what, values, uniform_values, ids)
+    runs = [(what, (values, uniform_values, silent_values), ids)
             for values, uniform in ways[:2] if uniform is not None
-            for (what, values, ids), (_, uniform_values, _) in zip(_same_inputs(values, cfg, E, P, sines, gains),
-                                                                   _same_inputs(uniform, cfg, E, P, sines, gains))]
+            for (what, values, ids), (_, uniform_values, _), (_, silent_values, _)
+            in zip(_same_inputs(values, cfg, E, P, sines, gains), _same_inputs(uniform, cfg, E, P, sines, gains),
+                   _same_inputs(_silent(values, cfg), cfg, E, P, sines, gains))]
     if not runs:
         return
     try:
         with sub.together() as t:
-            made = [t.new("CharTransformer", *cfg, seed=seed, example=_example(cfg)) for _ in range(2 * len(runs))]
+            made = [t.new("CharTransformer", *cfg, seed=seed, example=_example(cfg)) for _ in range(3 * len(runs))]
         modules = [p.get() for p in made]
         with sub.together() as t:
-            asked_ = []
-            for k, (_, values, uniform_values, ids) in enumerate(runs):
-                for m, vals in ((modules[2 * k], values), (modules[2 * k + 1], uniform_values)):
-                    asked_.append((t.set_params(m, {n: torch.from_numpy(np.ascontiguousarray(v))
-                                                    for n, v in vals.items()}),
-                                   t.forward(m, [torch.tensor(ids[None], dtype=torch.int64)], seed=seed)))
+            asked_ = [[(t.set_params(m, {n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in vals.items()}),
+                        t.forward(m, [torch.tensor(ids[None], dtype=torch.int64)], seed=seed))
+                       for m, vals in zip(modules[3 * k:3 * k + 3], three)] for k, (_, three, ids) in enumerate(runs)]
     except (StudentTimeout, WorkerCrashed):
         raise
     except GradingFailure:
         return
-    for k, (what, _, _, ids) in enumerate(runs):
+    for (what, _, ids), asked_three in zip(runs, asked_):
         try:
-            scored, even = (_logits((asked_[2 * k + j][0].get(), asked_[2 * k + j][1].get())[1].outputs[0], 1,
-                                    len(ids), V, "")[0].astype(np.float64) for j in (0, 1))
+            scored, even, silent = (_logits((s.get(), f.get())[1].outputs[0], 1, len(ids), V, "")[0]
+                                    .astype(np.float64) for s, f in asked_three)
         except (StudentTimeout, WorkerCrashed):
             raise
         except GradingFailure:
@@ -435,6 +437,31 @@ def _check_weights_sum_to_one(sub, cfg, seed, E, P, sines, ways, set_as):
                   f"1..{len(ids) - 1}), while with the queries' and keys' projections set to zero (every score 0) "
                   "they are the same at every position: what the attention adds grows with the number of keys "
                   f"each position sees.\nLikely mistake: {NO_SOFTMAX_HINT}.")
+        if _spread(silent) <= SAME_INPUT_FLAT and _spread(even) > SAME_INPUT_GROWS:
+            grow = np.abs(even - even[:1]).max(axis=1)
+            _fail(f"{set_as} gives different logits at the positions of a block whose every position holds the "
+                  f"same input ({what}) with its queries' and keys' projections set to zero, so that every score is 0: "
+                  "attention whose weights over the keys sum to one then averages the same value at every position, "
+                  "and gives the same logits there, but here the logits move away from those of position 0 as the "
+                  f"position grows (by {', '.join(f'{g:.3g}' for g in grow[1:])} at positions 1..{len(ids) - 1}), "
+                  "while with every attention projection set to zero (the attention adding nothing) they are the "
+                  "same at every position: what the attention adds grows with the number of keys each position "
+                  f"sees.\nLikely mistake: {NO_SOFTMAX_HINT}.")
+
+
+def _silent(values, cfg):
+    """`values` (a way of _temperature_ways) with every attention projection zero, so that the attention adds
+    nothing whatever its weights: every parameter of two or more axes but the token embedding, the output layer
+    and the learned positions (the MLP's are zero already), whose shapes TEMPERATURE_CFG tells apart."""
+    V, bs, D = cfg[0], cfg[1], cfg[2]
+    kept = {(V, D), (D, V), (bs, D), (1, bs, D)}
+    out = {}
+    for n, v in values.items():
+        core = v.shape
+        while len(core) > 2 and core[-1] == 1:
+            core = core[:-1]
+        out[n] = v if v.ndim < 2 or core in kept else np.zeros_like(v)
+    return out
 
 
 __all__ = [n for n in dir() if not n.startswith("__")]
