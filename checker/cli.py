@@ -138,6 +138,7 @@ def check(submission, assignment, json_file, devices, timeout, ci, classroom_out
     """
     from checker.spec import uses_torch
     from checker.running.zygote_client import Zygote
+    _refuse_absent_devices(devices)
     warm = bool(assignment) and uses_torch(assignment)
     # the zygote starts first: it imports torch while this process imports pytest, the grader and its tests
     zygote = Zygote(warm_meta=warm)
@@ -281,6 +282,8 @@ def _grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, k
     # every refusal comes before lms.record writes OUT's students.json: those that need no listing of the folder
     # before OUT's lock is taken, the others (no submissions, an --only id no one has) after lms.listing
     batch.refuse_before_writing(outdir, assignment, "public" if public else "hidden")
+    if not (scheduler or cluster):  # a cluster's workers have devices of their own
+        _refuse_absent_devices(devices)
     from checker.records.shard import check_shard_folder, check_shard_seed
     check_shard_folder(outdir, shard)  # a shard's own folder takes that shard only
     if shard:
@@ -472,6 +475,18 @@ def export_command(outdir, canvas_title):
     if unreadable:  # said last, where it is seen; those students' grades are not exported
         echo(f"hwcheck: {for_terminal(unreadable, newlines=False)}", err=True)
         sys.exit(EXIT_FAILED)
+
+
+def _refuse_absent_devices(devices):
+    """--device cuda where this machine has no CUDA: no variant of the device tests would run (the CPU ones are
+    left out, the CUDA ones skipped), so the grade would rest on fewer tests than --device all or cpu gives."""
+    if tuple(devices) == DEVICE_CHOICES["cuda"]:
+        from checker.running.plugin import cuda_available
+        if not cuda_available():
+            raise Fail("--device cuda: CUDA is not available on this machine, so no variant of the device tests "
+                       "would run (--device cuda leaves the CPU variants out) and the score would rest on fewer "
+                       "tests; use --device all (the CUDA variants are skipped, saying why) or --device cpu, or "
+                       "run on a machine with a GPU")
 
 
 def _executor(jobs, scheduler, cluster):

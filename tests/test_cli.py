@@ -203,12 +203,29 @@ def test_check_min_score_decides_the_exit_status(warm, subs, tmp_path):
 
 
 def test_check_device_and_timeout_reach_the_grader(warm, subs):
-    for choice, devices in (("cpu", ("cpu",)), ("cuda", ("cuda",)), ("all", ("cpu", "cuda"))):
+    from checker.running.plugin import cuda_available
+    here = (("cpu", ("cpu",)), ("all", ("cpu", "cuda"))) + ((("cuda", ("cuda",)),) if cuda_available() else ())
+    for choice, devices in here:
         r = run("check", subs / "good.py", "-a", "attention", "--device", choice, "--timeout", 30)
         assert r.exit_code == 0, r.output
         assert warm[-1]["devices"] == devices and warm[-1]["timeout"] == 30
     assert run("check", subs / "good.py", "--device", "tpu").exit_code == 2
     assert run("check", subs / "good.py", "--timeout", 0).exit_code == 2
+
+
+def test_device_cuda_without_cuda_is_refused_before_grading(warm, subs, tmp_path):
+    """--device cuda leaves the CPU variants out: where CUDA is absent no device variant would run and the score
+    would rest on fewer tests (a bug shown only by the device tests got full marks), so check and grade refuse."""
+    from checker.running.plugin import cuda_available
+    if cuda_available():
+        pytest.skip("this machine has CUDA: --device cuda runs its variants")
+    before = len(warm)
+    r = run("check", subs / "good.py", "-a", "attention", "--device", "cuda")
+    assert r.exit_code == 2 and "CUDA is not available on this machine" in r.output, r.output
+    out = tmp_path / "out"
+    r = run("grade", subs, "-a", "attention", "-o", out, "--device", "cuda")
+    assert r.exit_code == 2 and "--device all" in r.output, r.output
+    assert not out.exists() and len(warm) == before  # nothing graded, nothing written
 
 
 def test_check_verbose_lists_passed_tests(warm, subs):
