@@ -3,8 +3,8 @@
 The suite runs in parallel (`python -m pytest -q -n auto`, pytest-xdist): a test marked
 `@pytest.mark.alone` (it times something against a limit, fills the machine's memory or processes, or needs
 a fixed port) holds a lock no other test of the run holds meanwhile, so it runs with no test beside it
-(`_alone_or_shared` below, a readers-writer lock on a file of the run's shared temp folder); without xdist
-the lock is never contended.
+(`pytest_runtest_protocol` below, a readers-writer lock on a file of the run's shared temp folder, held
+around the whole test with its fixtures' setup and teardown); without xdist the lock is never contended.
 """
 import fcntl
 import os
@@ -53,32 +53,37 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.alone)
 
 
-def _lock_files(tmp_path_factory):
+def _lock_files(config):
     """Two lock files every xdist worker of this run sees: the workers' base temps share a parent."""
-    root = tmp_path_factory.getbasetemp()
+    root = config._tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent
     return os.path.join(root, "hwcheck-alone.gate"), os.path.join(root, "hwcheck-alone.lock")
 
 
-@pytest.fixture(scope="session")
-def _alone_locks(tmp_path_factory):
-    gate_path, lock_path = _lock_files(tmp_path_factory)
-    gate = os.open(gate_path, os.O_RDWR | os.O_CREAT, 0o600)
-    lock = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        yield gate, lock
-    finally:
-        os.close(gate)
-        os.close(lock)
+_LOCKS = {}  # this process's two descriptors, opened at its first test
 
 
-@pytest.fixture(autouse=True)
-def _alone_or_shared(request, _alone_locks):
+def _alone_locks(config):
+    if not _LOCKS:
+        gate_path, lock_path = _lock_files(config)
+        _LOCKS["gate"] = os.open(gate_path, os.O_RDWR | os.O_CREAT, 0o600)
+        _LOCKS["lock"] = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    return _LOCKS["gate"], _LOCKS["lock"]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
     """A test marked `alone` holds the lock exclusively; every other test holds it shared. The gate, taken
-    first by both, keeps new tests from starting while an `alone` test waits for those running to end."""
-    gate, lock = _alone_locks
-    alone = request.node.get_closest_marker("alone") is not None
+    first by both, keeps new tests from starting while an `alone` test waits for those running to end.
+
+    Held around the whole item, its setup and teardown included, not by a function fixture: a module or session
+    fixture (a batch graded once for a module's tests, a Dask cluster, a kit build) is set up in the setup of
+    the first test that asks for it and torn down in the teardown of the last, and a function fixture's lock
+    is taken only after those, so they ran beside an `alone` test (a flake hunter saw a module fixture's 3 s
+    of work overlap one)."""
+    gate, lock = _alone_locks(item.config)
+    alone = item.get_closest_marker("alone") is not None
     fcntl.flock(gate, fcntl.LOCK_EX)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
