@@ -4,11 +4,13 @@ What it is for: the TA's own file of points and comments, which hwcheck
 creates once and afterwards appends to; it rewrites a row's points only for
 a grade the TA changed in grades.csv (`replace_points`, the file as it was
 kept first), never its comment or another row, and fills a row it wrote empty
-(id and question, nothing typed in it) with the grade and comment the TA typed
-into grades.csv for that student and question (`ensure_rows`), rather than
-append a second row that the TA's later grade there would overrule. Columns: `id, question, points, comment` (a header naming
+(id and question, nothing typed in it), or replaces a row's points that are no grade (`12` for a 10-point
+question; its comment kept), with the grade typed into grades.csv for that student and question (`ensure_rows`), rather
+than append a second row. Columns: `id, question, points, comment` (a header naming
 them in another order, with other columns beside them, is read by the names,
-and rows are appended in its order). The rule for
+and rows are appended in its order); a column of the TA's own beside them (a `private_note`) is never read, so
+never shown to a student, and keeps its cells through every rewrite (`checker.records.manual_read` reads the
+file). The rule for
 `question`:
 
 - a question graded by a person (`Q3-text`): `points` (0..its points) fill
@@ -30,7 +32,7 @@ so the row is reported with the ids it may be, exact match or not. Rows that can
 graded, an unknown question, points that are not a number or out of range) are reported, each
 with its line number, and ignored; nothing here raises for the file's
 content. Excel's ways of saving are read: a UTF-8 byte order mark, `;` as the
-separator (then `7,5` is read as 7.5), CRLF rows.
+separator (then `7,5` is read as 7.5, and numbers are written so), CRLF rows.
 
 `ensure_rows(path, ids, spec)` creates the file or appends the missing rows
 (one per submission and manual question, points empty) atomically, keeping
@@ -59,14 +61,15 @@ import math
 import os
 
 from checker.records.atomic import write_text_atomic
-from checker.records.csvfile import cell, csv_text, ta_row_text
+from checker.records.csvfile import cell, ta_row_text
+from checker.records.manual_read import (HEADER, _clean_id, _delimiter, _file_order, _header_order, _number,
+                                         _read_text, _rows, csv_delimiter, decimal_comma, decode_csv, missing_columns)
 
 __all__ = ["MANUAL_CSV", "HEADER", "ADJUSTMENT", "manual_path", "ensure_rows", "read_manual", "apply_manual",
            "decode_csv", "csv_delimiter", "missing_columns", "adjustment_limit", "describe", "replace_points",
            "pending_questions", "pending_line"]
 
 MANUAL_CSV = "manual.csv"
-HEADER = ["id", "question", "points", "comment"]
 ADJUSTMENT = "adjustment"
 
 
@@ -77,137 +80,60 @@ def manual_path(outdir):
     return owned.place_kept(outdir, MANUAL_CSV) or os.path.join(outdir, MANUAL_CSV)
 
 
-def decode_csv(raw):
-    """The text of a CSV file's bytes as a spreadsheet saved them: UTF-8 (a byte order mark dropped), else
-    Windows-1252 (Excel's "CSV (Comma delimited)" on Windows), which decodes any bytes; UTF-16 where it starts
-    with UTF-16's byte order mark (Excel's "Unicode Text", tab-separated)."""
-    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        try:
-            return raw.decode("utf-16")
-        except UnicodeDecodeError:
-            pass
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return raw.decode("cp1252", "replace")
-
-
-def _read_text(path):
-    """The file's text (BOM dropped) and whether it had one; (None, False) when there is none."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        return None, False
-    return decode_csv(raw), raw.startswith(b"\xef\xbb\xbf")
-
-
-def csv_delimiter(text):
-    """The separator a spreadsheet saved the file with, from its first row: `;` (Excel where the decimal
-    separator is a comma, then `7,5` is 7.5), a tab (Excel's "Unicode Text"), else `,`."""
-    first = text.split("\n", 1)[0]
-    counts = {d: first.count(d) for d in (";", "\t")}
-    best = max(counts, key=counts.get)
-    return best if counts[best] > first.count(",") else ","
-
-
-_delimiter = csv_delimiter
-
-
-def _header_order(row):
-    """Where each of HEADER's columns is in a first row that names them (a TA who moved or deleted columns in a
-    spreadsheet: `id,points,question`), read by their names in any order; a column it lacks is placed past the
-    row's end (empty in every row). None when the row is no header: it names neither `id` and `question` nor
-    three of HEADER's names."""
-    names = [c.strip().lower() for c in row]
-    if not ({"id", "question"} <= set(names) or len(set(HEADER) & set(names)) >= 3):
-        return None
-    order, past = [], len(names)
-    for h in HEADER:
-        if h in names:
-            order.append(names.index(h))
-        else:
-            order.append(past)
-            past += 1
-    return order
-
-
-def missing_columns(text):
-    """The columns of HEADER that manual.csv's header leaves out (its rows have no such cell), [] when it names
-    them all or has no header."""
-    first = next(csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text)), [])
-    order = _header_order(first)
-    return [h for h, i in zip(HEADER, order) if i >= len(first)] if order is not None else []
-
-
-def _rows(text):
-    """[(line number, [cells])] of the data rows, their cells in HEADER's order (id, question, points, then the
-    comment and whatever an unquoted separator split off it), and the delimiter."""
-    delim = _delimiter(text)
-    out, order = [], None
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
-    for row in reader:
-        if reader.line_num == 1:
-            order, width = _header_order(row), len(row)
-            if order is not None:
-                continue
-        if not any(c.strip() for c in row):
-            continue
-        if order is not None and order != list(range(len(HEADER))):
-            cells = row + [""] * (max(order) + 1 - len(row))
-            # past the comment: what an unquoted separator split off it, when it is the header's last column
-            rest = cells[order[3] + 1:] if order[3] >= width - 1 else []
-            row = [cells[i] for i in order] + rest
-        out.append((reader.line_num, row))
-    return out, delim
-
-
-def _file_order(text):
-    """HEADER's columns as the file's first row orders them (to append rows as the TA laid the file out)."""
-    first = next(csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text)), [])
-    return _header_order(first) or list(range(len(HEADER)))
-
-
 def _manual_ids(spec):
     return [str(q["id"]) for q in spec.get("questions") or [] if q.get("manual")]
-
-
-def _clean_id(cell):
-    cell = cell.strip()
-    return cell[1:] if cell.startswith("'") else cell  # as grades.csv writes an id starting with '=' or '-'
 
 
 def ensure_rows(path, ids, spec, extra=(), fill=None):
     """Create manual.csv, or append the rows it lacks (id x manual question), atomically.
 
     Rows already there are kept byte for byte, but that an `extra` row ([id, question, points, comment]: a grade
-    typed into grades.csv) fills the first row of its id and question that holds nothing else (no points, no
-    comment: the row hwcheck wrote empty, which the TA wrote nothing in); the other `extra` rows are appended
-    after them. `fill(id)`: whether a row of that id may fill an empty one (None: every id; a row whose id may
-    be another's, `_match_id`, is appended, to be named). Returns the number of rows added or filled.
+    typed into grades.csv) takes the place of the first row of its id and question that holds points
+    `read_manual` ignores (no number, out of the question's range: its points replaced, its comment kept, or
+    the one typed where it has none) where no row of them holds a grade, else fills the first that holds nothing
+    else (no points, no comment: the row hwcheck wrote empty); the other `extra` rows are appended after them,
+    numbers as the file writes them (`decimal_comma`). The TA's other columns keep their cells. `fill(id)`:
+    whether a row of that id may take a row's place (None: every id; a row whose id may be another's,
+    `_match_id`, is appended, to be named). Returns the number of rows added, filled or replaced.
     """
     text, bom = _read_text(path)
-    have, empty = set(), {}
+    have, empty, bad, graded = set(), {}, {}, set()
     delim = ","
+    tops = {str(q["id"]): float(q.get("points") or 0) for q in spec.get("questions") or []}
     if text is not None:
         rows, delim = _rows(text)
         have = {(_clean_id(r[0]), r[1].strip()) for _, r in rows if len(r) >= 2}
-        for line, r in rows:  # rows the TA wrote nothing in (the placeholders hwcheck wrote): the first of each
-            if len(r) >= 2 and not any(c.strip() for c in r[2:]):
-                empty.setdefault((_clean_id(r[0]), r[1].strip()), line)
+        for line, r in rows:  # the first row of each that the TA wrote nothing in, or wrote points read_manual ignores
+            key, said = (_clean_id(r[0]), r[1].strip()), delim.join(r[3:]).strip()
+            if len(r) < 3 or not r[2].strip():
+                if len(r) >= 2 and not said:
+                    empty.setdefault(key, line)
+            elif key[1] in tops:
+                try:
+                    ok = 0 <= _number(r[2], delim) <= tops[key[1]]
+                except ValueError:
+                    ok = False
+                if ok:
+                    graded.add(key)
+                else:
+                    bad.setdefault(key, (line, said))
     # an id is there as written (checker.records.csvfile.cell: `'=x`, a control character escaped) or as typed
     missing = [(sid, qid) for sid in sorted(ids) for qid in _manual_ids(spec)
                if (sid, qid) not in have and (_clean_id(cell(sid)), qid) not in have]
-    # a grade typed into grades.csv fills the empty row of its student and question, rather than a second row
-    # beside it (which the TA's later grade in the empty row would overrule, or be overruled by)
+    # a grade typed into grades.csv takes the place of its student and question's row that holds no grade (points
+    # that are none, or the empty row), rather than a second row beside it (which would overrule it or be
+    # overruled, or leave the bad points reported on every run)
     fills, rest = {}, []
     for row in extra:
         sid, qid, *more = row
-        line = empty.pop((sid, qid), None) or empty.pop((_clean_id(cell(sid)), qid), None)
+        points, comment = (more + [""])[0], (more + ["", ""])[1]
+        keys = [(sid, qid), (_clean_id(cell(sid)), qid)]
+        was = next((bad.pop(k) for k in keys if k in bad and k not in graded), None)
+        line = was[0] if was else next((empty.pop(k) for k in keys if k in empty), None)
         if line is None or qid == ADJUSTMENT or (fill is not None and not fill(sid)):
             rest.append(row)
         else:
-            fills[line] = {2: (more + [""])[0], 3: (more + ["", ""])[1]}
+            fills[line] = {2: points} if was and was[1] else {2: points, 3: comment}
     if fills:
         text, _ = _rewrite_cells(text, fills)
     extra = rest
@@ -234,9 +160,23 @@ def ensure_rows(path, ids, spec, extra=(), fill=None):
         new += rows
     if text and not text.endswith(("\n", "\r")):
         text += "\r\n"
-    # every cell through checker.records.csvfile.cell, as in every CSV file hwcheck writes
-    write_text_atomic(path, text + csv_text(new, delimiter=delim), encoding="utf-8-sig" if bom else "utf-8")
+    # every cell through checker.records.csvfile.cell, as in every CSV file hwcheck writes, but numbers, which are
+    # written as the file writes them (`7,5` in a file of decimal commas)
+    comma = decimal_comma(text) if text.strip() else delim != ","
+    text += "".join(ta_row_text([_written(v, comma) if _is_number(v) else cell(v) for v in row], delim, "\r\n")
+                    for row in new)
+    write_text_atomic(path, text, encoding="utf-8-sig" if bom else "utf-8")
     return len(missing) + len(extra) + len(fills)
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _written(value, comma):
+    """A number as manual.csv writes it: `7,5` where the file's numbers take a decimal comma (`decimal_comma`)."""
+    value = str(_num(value))
+    return value.replace(".", ",") if comma else value
 
 
 def replace_points(path, changes):
@@ -257,7 +197,7 @@ def _rewrite_cells(text, changes):
     """(text with the cells of some rows rewritten, the lines rewritten): changes {line: {i: value}}, i a column of
     HEADER's (2 the points, written as the file writes numbers; 3 the comment), the row by the line `read_manual`
     gives it. Its other cells and every other row are kept byte for byte."""
-    delim = _delimiter(text)
+    delim, comma = _delimiter(text), decimal_comma(text)
     physical = text.splitlines(keepends=True)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
     order = None
@@ -274,10 +214,7 @@ def _rewrite_cells(text, changes):
         cols = order or list(range(len(HEADER)))
         cells = row + [""] * (max(cols[i] for i in changes[end]) + 1 - len(row))
         for i, value in changes[end].items():
-            if i == 2 and isinstance(value, (int, float)):
-                value = str(_num(value))
-                value = value.replace(".", ",") if delim != "," else value
-            cells[cols[i]] = str(value)
+            cells[cols[i]] = _written(value, comma) if i == 2 and _is_number(value) else str(value)
         ending = physical[end - 1][len(physical[end - 1].rstrip("\r\n")):]
         physical[first:end] = [ta_row_text(cells, delim, ending)] + [""] * (end - first - 1)
         done.append(end)
@@ -406,17 +343,6 @@ def _lost_to_encoding(typed, ids):
     if fits:
         return fits
     return [] if any(lossy(ch) for sid in ids for ch in sid) else None
-
-
-def _number(cell, delim):
-    # `'-5`: a negative number as every CSV file hwcheck writes a cell starting with '-' (csvfile.cell)
-    s = _clean_id(cell).replace("\u2212", "-")
-    if delim != "," and s.count(",") == 1 and "." not in s:  # a decimal comma, where `,` separates no cells
-        s = s.replace(",", ".")
-    x = float(s)
-    if not math.isfinite(x):
-        raise ValueError(s)
-    return x
 
 
 def read_manual(path, spec, ids=None, scale=None):
