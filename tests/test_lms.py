@@ -327,7 +327,10 @@ def test_canvas_names_as_canvas_writes_them(tmp_path):
         "anon_x7Kq2": ("", "anon_x7Kq2", None, False, ["attention.py"]),
         "anon_Zz9": ("", "anon_Zz9", None, True, ["attention.py"]),
         "leeann_57": ("leeann", "57", "57", True, ["q1.py", "q2_v2.py"]),
+        "smithbob_58": ("smithbob", "58", "58", False, []),  # a web link only: theirs, handed in, never graded
     }
+    assert {s.sid: [n for n, _ in s.aside] for s in layout.students.values() if s.aside} == {
+        "leeann_57": ["leeann_57_text.html"], "smithbob_58": ["smithbob_58_link.html"]}
 
 
 def test_canvas_and_moodle_rows_never_blank_a_grade_the_lms_holds():

@@ -32,8 +32,8 @@ def test_a_student_who_handed_in_only_a_zip_is_not_said_to_have_no_submission(tm
     text = "\n".join(lines)
     assert "kimeve_1008 handed in no .py or .ipynb file: not graded" in text
     assert "no submission from Kim, Eve" not in text, text
-    assert ("roster: Kim, Eve (S008) handed in kimeve_1008, which was not graded (see its \"not graded\" line "
-            "above)") in lines, text
+    assert ("roster: Kim, Eve (S008) handed in kimeve_1008_5010_hw.zip, which was not graded (see its \"not graded\" "
+            "line above)") in lines, text
     assert "roster: no submission from Absent, Al (S009)" in lines, text  # one who handed in nothing: as before
     assert lines[0].startswith("  not graded:")  # the reason comes first
     assert "roster: 1 of 3 students have a submission graded; 1 more handed in one that was not graded" in lines

@@ -20,14 +20,15 @@ The layouts (each fact and where it comes from):
   (content_zipper.rb writes `file.id`, the id of the Attachment row Canvas made when the file was
   uploaded: ids count up, so the higher is the later upload; a student whose files of one name
   cannot be ordered so, and differ, is graded on neither and named); text entries and URLs come as
-  `<name>_<user id>_text.html` / `_link.html` (not code: left aside). id: `<name>_<user id>`
+  `<name>_<user id>_text.html` / `_link.html` (`[LATE_]anon_<id>_text.html` anonymously): not code, so the
+  student's `aside`, listed once as theirs (`checker.records.lms_students`), never graded. id: `<name>_<user id>`
   or `anon_<id>` (stable when the student resubmits: the attachment ids and file names
   change, the user id does not).
 - Moodle, "Download all submissions" (Moodle docs, Assignment settings / grading; folder
   names as found in course scripts): files `Full Name_participantid_assignsubmission_file_name`
   or, with "Download submissions in folders", one folder per student
   `Full Name_participantid_assignsubmission_file_` holding the files under their own names
-  (and `..._assignsubmission_onlinetext_` for online text, not graded). id:
+  (and `..._assignsubmission_onlinetext_` for online text: the student's `aside`, as Canvas's text entries). id:
   `Full Name_participantid`.
 - Gradescope, "Export Submissions" (read, as GitHub Classroom is, in `checker.records.lms_folders`):
   `submission_metadata.yml` maps each `submission_<id>` folder to its `:submitters:` (`:name:`,
@@ -86,7 +87,7 @@ import unicodedata
 from checker.errors import HwcheckError
 from checker.records.ids import canonical, key
 from checker.records.lms_attempts import canvas_name
-from checker.records.lms_students import STAGE
+from checker.records.lms_students import HANDED, STAGE
 
 __all__ = ["Student", "Layout", "recognise", "dominates", "prepare", "listing", "record", "read_students", "students_path", "nfc",
            "STUDENTS_JSON", "STAGE"]
@@ -98,7 +99,8 @@ CODE = (".py", ".ipynb")
 # read at every `_` that could end it (`_parses`), and `_settle` decides which reading holds
 _CANVAS_FIELDS = re.compile(r"_(?P<late>LATE_)?(?P<uid>\d+)_(?P<fileid>\d+)_(?P<file>.+)$")
 _CANVAS_ANON = re.compile(r"^(?P<late>LATE_)?(?P<uid>anon_[A-Za-z0-9]+)_(?P<fileid>\d+)_(?P<file>.+)$")
-_CANVAS_TEXT = re.compile(r"^(?P<name>.*?)_(LATE_)?(\d+|anon_[A-Za-z0-9]+)_(text|link)\.html$")
+_CANVAS_TEXT = re.compile(r"^(?P<name>.*?)_(?P<late>LATE_)?(?P<uid>\d+)_(text|link)\.html$")
+_CANVAS_ANON_TEXT = re.compile(r"^(?P<late>LATE_)?(?P<uid>anon_[A-Za-z0-9]+)_(text|link)\.html$")
 _MOODLE_FIELDS = re.compile(r"_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.+)$")
 _MOODLE_DIR = re.compile(r"^(?P<name>.+)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")  # read from the end
 
@@ -117,6 +119,7 @@ class Student:
         self.uploads = {}   # {path: Canvas's attachment id of the file} (ids count up as files are uploaded)
         self.late = set()   # the paths Canvas marked LATE_ (one download's files of a student: all or none)
         self.folders = []   # the folders of this student: one the LMS made, or an archive of theirs unpacked
+        self.aside = []     # [(entry name, why)] of theirs never graded: a text entry, a web link, Moodle's onlinetext
 
     def identity(self):
         return {"student": self.student, "student_id": self.student_id, "email": self.email, **self.lms}
@@ -140,7 +143,8 @@ class Layout:
                 continue
             # ids that are one name to a person and a case-insensitive disk: none is graded, never first-come
             ids = " and ".join(repr(s.sid) for s in group)
-            shown = [os.path.basename(p) for s in group for p in ([p for p, _ in s.files] + s.folders or [s.sid])]
+            shown = [os.path.basename(p) for s in group
+                     for p in ([p for p, _ in s.files] + s.folders + [n for n, _ in s.aside] or [s.sid])]
             ignored += [(n, f"the ids {ids} would be one (they differ only by letter case, Unicode form or invisible "
                             f"characters): none of them is graded") for n in shown]
             refused.update(shown)
@@ -165,7 +169,10 @@ def _parses(name, fields, fits_name):
 
 def _canvas_parses(name):
     name = nfc(name)
-    out = [{**m.groupdict(), "name": ""} for m in [_CANVAS_ANON.match(name)] if m]
+    # a text entry or web link (`<name>_<user id>_text.html`): the student's, never graded; an upload's own name
+    # may end so too (`x_1011_text.html`), so it is one reading among the others
+    out = [m for m in [_canvas_text(name)] if m]
+    out += [{**m.groupdict(), "name": ""} for m in [_CANVAS_ANON.match(name)] if m]
     # a name is Canvas's sortable name, lower-cased, word characters only: never `..._LATE` (that is the flag)
     out += _parses(name, _CANVAS_FIELDS, lambda n: canvas_name(n) and not re.search(r"(^|_)LATE$", n))
     return out
@@ -257,8 +264,12 @@ def _canvas_form(row):
 
 
 def _canvas_text(name):
-    m = _CANVAS_TEXT.match(name)
-    return bool(m) and canvas_name(m["name"])
+    """The reading of Canvas's file of a text entry or web link (`<name>_[LATE_]<user id>_text.html`, `_link.html`;
+    `[LATE_]anon_<id>_text.html` under anonymous grading), or None: a reading with no file and no attachment id."""
+    m = _CANVAS_TEXT.match(name) or _CANVAS_ANON_TEXT.match(name)
+    if not m or not canvas_name(m.groupdict().get("name") or ""):
+        return None
+    return {"name": m.groupdict().get("name") or "", "uid": m["uid"], "late": m["late"], "fileid": None, "file": None}
 
 
 _KINDS_SHOWN = {"canvas": "Canvas", "moodle": "Moodle"}
@@ -293,7 +304,7 @@ def dominates(named, counted):
     return named >= 1 and (named == counted or (named >= 2 and 2 * named > counted))
 
 
-def _strays(platform, kinds, parsed, text=lambda n: False):
+def _strays(platform, kinds, parsed):
     """[(name, why)] of the entries of an LMS's download it did not name, none of them graded (see `dominates`)."""
     shown, out = _KINDS_SHOWN[platform], []
     for n, k in sorted(kinds.items()):
@@ -308,8 +319,6 @@ def _strays(platform, kinds, parsed, text=lambda n: False):
             out.append((n, f"a folder not named as {shown} names a student's ({_PATTERN[platform]}): not graded as "
                            f"anyone's; a student's archive unpacked is graded as theirs when its folder keeps the "
                            f"archive's name (`doejohn_1001_5001_hw1.zip` into `doejohn_1001_5001_hw1/`)"))
-        elif text(n):
-            out.append((n, f"a text entry or web link handed in on {shown}, not code"))
         elif n.endswith(CODE):
             out.append((n, f"not named as {shown} names a student's file ({_PATTERN[platform]}), so whose it is "
                            f"cannot be told: not graded (a student's? grade it on its own; a file of the TA's? keep "
@@ -336,8 +345,11 @@ def _canvas(folder, names, rows=None):
         if s is None:
             s = students[sid] = Student(sid, name, m["uid"], platform="canvas",
                                         canvas_user_id=None if anonymous else m["uid"], anonymous=anonymous)
-        s.lms["late"] = s.lms.get("late") or bool(m["late"])
         path = os.path.join(folder, n)
+        if m["file"] is None:  # its text entry or web link: theirs, listed with the student's entries not graded
+            s.aside.append((n, "a text entry or web link handed in on Canvas, not code"))
+            continue
+        s.lms["late"] = s.lms.get("late") or bool(m["late"])
         if kinds[n] == "dir":  # an archive the student handed in, unpacked where it lay
             s.folders.append(path)
             continue
@@ -345,8 +357,8 @@ def _canvas(folder, names, rows=None):
         if m["late"]:
             s.late.add(path)
         s.uploads[path] = int(m["fileid"])
-    return Layout("canvas", students.values(), _strays("canvas", kinds, parsed, lambda n: _canvas_text(nfc(n)))
-                  + flagged, vote, refused=[n for n, _ in flagged])
+    return Layout("canvas", students.values(), _strays("canvas", kinds, parsed) + flagged, vote,
+                  refused=[n for n, _ in flagged])
 
 
 def _moodle(folder, names, rows=None):
@@ -366,8 +378,8 @@ def _moodle(folder, names, rows=None):
         sid = f"{m['name']}_{m['uid']}"
         s = students.setdefault(sid, Student(sid, m["name"], m["uid"], platform="moodle",
                                              moodle_participant=m["uid"]))
-        if m["plugin"] != "file":
-            ignored.append((n, f"Moodle's {m['plugin']} of {sid}, not a file handed in: not code"))
+        if m["plugin"] != "file":  # the student's, listed with their entries not graded (`lms_students`)
+            s.aside.append((n, f"Moodle's {m['plugin']} of {sid}, not a file handed in: not code"))
         elif kinds[n] == "dir":
             s.folders.append(path)
         else:
@@ -565,7 +577,7 @@ def _apart_from_older(outdir, entries, people, not_graded, handed=None):
                                                        f"name it as before, or move the older scorecard away"))
             who = people.pop(sid, None)
             if handed is not None and who is not None:
-                handed[sid] = who
+                handed[sid] = {**who, HANDED: [os.path.basename(path)]}
         else:
             kept.append((sid, path))
     return kept, people

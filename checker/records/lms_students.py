@@ -8,11 +8,15 @@ who handed in what. `lms_entries(layout, outdir, not_graded, ...)` gives [(id, p
   archive it was unpacked from said to be that); a student with several folders is graded on none (`_folder_of`);
 - of a student's files, the attempt and the files of one own name graded (`checker.records.lms_attempts`);
   one file is graded as it is, several are copied under their own names into OUTDIR/.lms/<id>/ (`stage`) and
-  graded as one folder; a student with no .py or .ipynb file is listed. The Canvas attachment ids of the files
+  graded as one folder; a student with no .py or .ipynb file is listed.
+- what is never graded (`Student.aside`: Canvas's text entry or web link, Moodle's onlinetext) is listed once, as
+  it was handed in; a student with nothing else has no entry. The Canvas attachment ids of the files
   graded are kept in the student's identity (`canvas_attachments`, students.json), so a later run can tell an
   older download from a newer one (`checker.records.lms_attempts.older_than_graded`).
 
-Everything not graded goes to `not_graded` as (name, why), for the batch's summary.
+Everything not graded goes to `not_graded` as (name, why), for the batch's summary; a student none of whose
+entries is graded goes to `handed` with those names (`HANDED`), so the roster (`checker.records.roster`) names
+what they handed in, from the same attribution, never "no submission".
 
 What it is not: the reading of the LMSs' names (`checker.records.lms`).
 """
@@ -23,9 +27,10 @@ import os
 import shutil
 import unicodedata
 
-__all__ = ["STAGE", "lms_entries", "stage"]
+__all__ = ["STAGE", "HANDED", "lms_entries", "stage"]
 
 STAGE = ".lms"
+HANDED = "not_graded"  # the field of an identity in `handed`: the names of the student's entries not graded
 CODE = (".py", ".ipynb")
 _ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz", ".rar", ".7z")
 
@@ -51,59 +56,71 @@ def lms_entries(layout, outdir, not_graded, refused=None, handed=None, assignmen
     """([(id, path)], {id: identity}) of an LMS layout's students; what is not graded goes to `not_graded`, and the
     files of a student left ungraded for want of a file to pick (`lms_attempts.own_names`) to `refused` too; `handed` gets
     {id: identity} of each student who handed something in that is not graded (no code, no file to pick)."""
-    from checker.records.lms_attempts import graded_names, latest_attempt, newest_definitions, own_names
+    from checker.records.lms_attempts import graded_names
     entries, people = [], {}
     handed = {} if handed is None else handed
     graded = graded_names(assignment)
     for sid, s in sorted(layout.students.items()):  # `Layout` left out ids that are one name
-        handed[sid] = s.identity()  # until the student's submission is among the entries
-        if s.folders:  # the LMS's folder of the student, or an archive of theirs unpacked where it lay
-            path = _folder_of(sid, s, not_graded, refused)
-            if path is not None:
-                entries.append((sid, path))
-                handed.pop(sid, None)
-                people[sid] = s.identity()
-            continue
-        shown = [os.path.basename(p) for p, _ in s.files] or [sid]
-        # Canvas: the files of one attempt only (`checker.records.lms_attempts`); then of one own name, the latest
-        files, odd, undecided = latest_attempt(s.files, s.uploads, s.late)
-        if not undecided:
-            names, more, undecided = own_names(files, s.uploads)
-            odd += more
-        not_graded += [(os.path.basename(p), why) for p, why in odd]
-        if undecided:  # the student is flagged, never graded on a file picked at random
-            not_graded += [(n, f"{sid}: {undecided}") for n in shown if n not in {os.path.basename(p) for p, _ in odd}]
-            if refused is not None:
-                refused += shown
-            continue
-        names, aside = newest_definitions(names, s.uploads, graded)  # files that would override each other
-        not_graded += [(os.path.basename(p), why) for p, why in aside]
-        ids = sorted({s.uploads[p] for p in names if isinstance(s.uploads.get(p), int)})
-        if ids:  # Canvas's attachment ids of the files graded: a later download older than these is said
-            s.lms["canvas_attachments"] = ids  # (`checker.records.lms_attempts.older_than_graded`)
-        if s.late:
-            s.lms["late"] = any(p in s.late for p in names)  # the attempt graded was late, or was not
-            if not s.lms["late"]:
-                s.lms.pop("late")
-        code = [p for p, name in names.items() if name.endswith(CODE)]
-        if not code:
-            not_graded += [(n, f"{sid} handed in no .py or .ipynb file: not graded")
-                           for n in shown if n not in {os.path.basename(p) for p, _ in odd}]
-            continue
-        elif len(names) == 1:
-            path = code[0]
-        else:
-            try:
-                path = stage(outdir, s, names)
-            except (OSError, ValueError) as e:  # ValueError: an id that is no plain name (join_inside)
-                why = getattr(e, "strerror", None) or e
-                not_graded += [(n, f"{sid}'s files could not be put into one folder ({why}): "
-                                   f"not graded") for n in shown]
-                continue
-        entries.append((sid, path))
-        handed.pop(sid, None)
-        people[sid] = s.identity()
+        start = len(not_graded)
+        _student(sid, s, outdir, graded, entries, people, not_graded, refused)
+        if sid not in people:  # handed something in, none of it graded: the roster names what, never "no submission"
+            mine = [n for n, _ in not_graded[start:]]
+            handed[sid] = {**s.identity(), HANDED: sorted(set(mine), key=mine.index)}
     return entries, people
+
+
+def _student(sid, s, outdir, graded, entries, people, not_graded, refused):
+    """Student `s`'s entry, appended to `entries` (and their identity to `people`), or none; every entry of theirs
+    not graded goes to `not_graded`, first the ones never graded (`Student.aside`: a text entry, Moodle's
+    onlinetext)."""
+    from checker.records.lms_attempts import latest_attempt, newest_definitions, own_names
+    not_graded += s.aside
+    if not s.files and not s.folders:  # only what is never graded: listed once, as it is
+        return
+    if s.folders:  # the LMS's folder of the student, or an archive of theirs unpacked where it lay
+        path = _folder_of(sid, s, not_graded, refused)
+        if path is not None:
+            entries.append((sid, path))
+            people[sid] = s.identity()
+        return
+    shown = [os.path.basename(p) for p, _ in s.files] or [sid]
+    # Canvas: the files of one attempt only (`checker.records.lms_attempts`); then of one own name, the latest
+    files, odd, undecided = latest_attempt(s.files, s.uploads, s.late)
+    if not undecided:
+        names, more, undecided = own_names(files, s.uploads)
+        odd += more
+    not_graded += [(os.path.basename(p), why) for p, why in odd]
+    if undecided:  # the student is flagged, never graded on a file picked at random
+        not_graded += [(n, f"{sid}: {undecided}") for n in shown if n not in {os.path.basename(p) for p, _ in odd}]
+        if refused is not None:
+            refused += shown
+        return
+    names, aside = newest_definitions(names, s.uploads, graded)  # files that would override each other
+    not_graded += [(os.path.basename(p), why) for p, why in aside]
+    ids = sorted({s.uploads[p] for p in names if isinstance(s.uploads.get(p), int)})
+    if ids:  # Canvas's attachment ids of the files graded: a later download older than these is said
+        s.lms["canvas_attachments"] = ids  # (`checker.records.lms_attempts.older_than_graded`)
+    if s.late:
+        s.lms["late"] = any(p in s.late for p in names)  # the attempt graded was late, or was not
+        if not s.lms["late"]:
+            s.lms.pop("late")
+    code = [p for p, name in names.items() if name.endswith(CODE)]
+    if not code:
+        not_graded += [(n, f"{sid} handed in no .py or .ipynb file: not graded")
+                       for n in shown if n not in {os.path.basename(p) for p, _ in odd}]
+        return
+    elif len(names) == 1:
+        path = code[0]
+    else:
+        try:
+            path = stage(outdir, s, names)
+        except (OSError, ValueError) as e:  # ValueError: an id that is no plain name (join_inside)
+            why = getattr(e, "strerror", None) or e
+            not_graded += [(n, f"{sid}'s files could not be put into one folder ({why}): "
+                               f"not graded") for n in shown]
+            return
+    entries.append((sid, path))
+    people[sid] = s.identity()
 
 
 def _folder_of(sid, s, not_graded, refused=None):

@@ -238,8 +238,10 @@ def match_roster(people, rows, handed_in=None):
     shared: [{kind, value, rows, left, ids}]}).
 
     handed_in: {id: identity} of the students who handed something in that was not graded (only a `.zip`, two
-    files hwcheck would not pick between): they claim their rows as a submission does, so such a row is not
-    "missing" (no submission) but listed in `not_graded`; they are not among the people returned.
+    files hwcheck would not pick between, a text entry): they claim their rows as a submission does, so such a row
+    is not "missing" (no submission) but listed in `not_graded`, with the names of the entries not graded when the
+    identity's `not_graded` has them (`checker.records.lms_students`: the entries the summary's "not graded" lines
+    give that student); they are not among the people returned.
 
     people: {id: identity}. Each submission claims the row its most trusted key finds alone (a key two rows
     share decides nothing). A row one submission claims is that submission's. A row several claim goes to
@@ -317,7 +319,10 @@ def match_roster(people, rows, handed_in=None):
             groups.setdefault((key, found), []).append(sid)
     told = {i for (_, found) in groups for i in found}
     missing = [rows[i] for i in range(len(rows)) if i not in used and i not in handed and i not in told]
-    not_graded = [{"id": sid, "row": _shown_row(rows[i])} for i, sid in sorted(handed.items())]
+    not_graded = [{"id": sid, "row": _shown_row(rows[i]),
+                   **({"entries": [str(n) for n in handed_in[sid]["not_graded"]]}
+                      if isinstance(handed_in[sid].get("not_graded"), list) and handed_in[sid]["not_graded"] else {})}
+                  for i, sid in sorted(handed.items())]
     ambiguous = [a for a in ambiguous if a["id"] in people]
     shared_out = [{"kind": key[0], "value": _shared_value(key, [rows[i] for i in sorted(found)]),
                    "rows": [_shown_row(rows[i]) for i in sorted(found)], "left": len(found - used),
@@ -368,9 +373,12 @@ def roster_lines(report, people):
                      "column only, never with a name, a login or an id; add the column to match the repositories")
     for row in report["missing"]:
         lines.append(f"roster: no submission from {_shown_row(row)}")
-    for h in handed:  # the batch's summary lists the reason first, under "not graded"
-        lines.append(f"roster: {h.get('row')} handed in {h.get('id')}, which was not graded (see its "
-                     f"\"not graded\" line above)")
+    for h in handed:  # the batch's summary lists the reason first, under "not graded", by the entries' names
+        names = [str(n) for n in h.get("entries") or [] if n] if isinstance(h.get("entries"), list) else []
+        shown = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0] if names else h.get("id")
+        lines.append(f"roster: {h.get('row')} handed in {shown}, which {'were' if len(names) > 1 else 'was'} not "
+                     f"graded (see {'their' if len(names) > 1 else 'its'} \"not graded\" line"
+                     f"{'s' if len(names) > 1 else ''} above)")
     ambiguous = {a.get("id"): a for a in report.get("ambiguous") or [] if isinstance(a, dict)}
     for sid, a in sorted(ambiguous.items()):
         given = (f"it went to {a['given_to']}, whose id is the roster's exactly" if a.get("given_to") else
