@@ -9,6 +9,7 @@ import ast
 import csv
 import io
 import os
+import re
 
 import pytest
 
@@ -181,3 +182,28 @@ def test_manual_csv_reads_back_the_ids_it_wrote_defused(tmp_path):
     path.write_text(rows, encoding="utf-8-sig")
     entries, problems = manual.read_manual(str(path), SPEC, ids)
     assert problems == [] and sorted(entries) == sorted(ids), (entries, problems)
+
+
+def test_a_semicolon_file_defuses_what_a_comma_starts_and_reads_its_ids_back(tmp_path):
+    """manual.csv where the TA's is `;`-separated: Excel in a `,` locale splits its lines at each `,`, so an id
+    `bob,=cmd|...` written as it is made the second piece a formula there (an attacker probe, h49). The piece
+    after the `,` is defused, the row is still that id's grade, and no second row is appended for it."""
+    ids = {"bob,=cmd|' /C calc'!A0", "carol, +1", "ok"}
+    path = tmp_path / "manual.csv"
+    path.write_text("id;question;points;comment\r\n", encoding="utf-8")
+    assert manual.ensure_rows(str(path), ids, SPEC) == len(ids)
+    text = path.read_text(encoding="utf-8")
+    for line in text.splitlines()[1:]:
+        assert not [p for p in line.split(",")[1:] if _dangerous_piece(p)], line
+    assert manual.ensure_rows(str(path), ids, SPEC) == 0
+    path.write_text(text.replace(";Q3-text;;", ";Q3-text;5;"), encoding="utf-8")
+    entries, problems = manual.read_manual(str(path), SPEC, ids)
+    assert problems == [] and sorted(entries) == sorted(ids), (entries, problems)
+
+
+@pytest.mark.parametrize("value", HOSTILE + SPLIT + ["bob,=cmd", "x, -1", "a,\"@SUM(1)"])
+def test_the_rule_for_a_semicolon_file_is_idempotent_and_defuses_each_comma_piece(value):
+    from checker.records import csvfile
+    out = csvfile.cell(value, ";")
+    assert csvfile.cell(out, ";") == out
+    assert not [p for p in re.split("[,\t\r\n]", out) if _dangerous_piece(p)], repr(out)

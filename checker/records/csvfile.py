@@ -21,7 +21,10 @@ defence; every piece is defused instead: in a cell's text, a piece after a
 `;`, a tab, LF or CR (SEPARATORS) that starts, after spaces and `"`, with a
 formula character gets a `'` in front of it, as the cell's start does
 (`carol;=cmd` is written `carol;'=cmd`; a piece already starting with `'` is
-text and is left, so `cell(cell(x)) == cell(x)`). hwcheck reads back its own
+text and is left, so `cell(cell(x)) == cell(x)`). A file written with `;`
+between its cells (manual.csv where the TA's is so) is the mirror case: Excel
+in a `,` locale splits it at each `,`, so there a piece after a `,` is
+defused too (`cell(x, delimiter=";")`). hwcheck reads back its own
 ids as written: `checker.records.manual` matches a row's id to the graded id
 whose written form it is (and names the row as no one's where two ids share
 one).
@@ -43,16 +46,27 @@ import re
 
 from checker.render.escape import for_csv_cell
 
-__all__ = ["FORMULA_START", "SEPARATORS", "cell", "csv_text", "ta_row_text"]
+__all__ = ["FORMULA_START", "SEPARATORS", "SEPARATORS_OF", "cell", "csv_text", "ta_row_text"]
 
 FORMULA_START = ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20", "\t", "\r", "\n")
 SEPARATORS = (";", "\t", "\n", "\r")  # where a spreadsheet may start a new cell or row inside a cell's text
-# a piece after a separator that a spreadsheet would read as a formula: spaces or quotes, then a formula character
-_PIECE = re.compile("(?<=[%s])(?=[\\s\"]*[%s])" % ("".join(SEPARATORS), re.escape("".join(FORMULA_START[:8]))))
+# ... in a file whose own delimiter is `;`: Excel in a `,` locale splits its lines at each `,`
+SEPARATORS_OF = {",": SEPARATORS, ";": (",",) + SEPARATORS}
 
 
-def cell(value):
-    """The cell hwcheck writes for `value`: numbers as they are, text escaped and defused (see the module)."""
+def _piece(separators):
+    """A piece after one of `separators` that a spreadsheet would read as a formula: spaces or quotes, then a
+    formula character."""
+    return re.compile("(?<=[%s])(?=[\\s\"]*[%s])" % (re.escape("".join(separators)),
+                                                     re.escape("".join(FORMULA_START[:8]))))
+
+
+_PIECES = {d: _piece(seps) for d, seps in SEPARATORS_OF.items()}
+
+
+def cell(value, delimiter=","):
+    """The cell hwcheck writes for `value` into a file whose cells are separated by `delimiter` (`,` or `;`):
+    numbers as they are, text escaped and defused (see the module)."""
     if value is None:
         return ""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -65,7 +79,8 @@ def cell(value):
     if not text.startswith("'") and (  # a `'` first: already shown as text
             value[:1] in ("\t", "\r", "\n") or text[:1] in FORMULA_START or text.lstrip()[:1] in FORMULA_START):
         text = "'" + text
-    return _PIECE.sub("'", text)  # each piece a `;`, tab or newline starts (see the module)
+    # each piece a separator starts: `;` (`,` in a `;` file), a tab or a newline (see the module)
+    return _PIECES.get(delimiter, _PIECES[","]).sub("'", text)
 
 
 def csv_text(rows, delimiter=","):
@@ -73,7 +88,7 @@ def csv_text(rows, delimiter=","):
     buffer = io.StringIO()
     writer = csv.writer(buffer, delimiter=delimiter)  # excel dialect: CRLF rows, minimal quoting
     for row in rows:
-        writer.writerow([cell(v) for v in row])
+        writer.writerow([cell(v, delimiter) for v in row])
     return buffer.getvalue()
 
 

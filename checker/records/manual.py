@@ -119,7 +119,7 @@ def ensure_rows(path, ids, spec, extra=(), fill=None):
                     bad.setdefault(key, (line, said))
     # an id is there as written (checker.records.csvfile.cell: `'=x`, a control character escaped) or as typed
     missing = [(sid, qid) for sid in sorted(ids) for qid in _manual_ids(spec)
-               if (sid, qid) not in have and (_clean_id(cell(sid)), qid) not in have]
+               if (sid, qid) not in have and (_clean_id(cell(sid, delim)), qid) not in have]
     # a grade typed into grades.csv takes the place of its student and question's row that holds no grade (points
     # that are none, or the empty row), rather than a second row beside it (which would overrule it or be
     # overruled, or leave the bad points reported on every run)
@@ -127,7 +127,7 @@ def ensure_rows(path, ids, spec, extra=(), fill=None):
     for row in extra:
         sid, qid, *more = row
         points, comment = (more + [""])[0], (more + ["", ""])[1]
-        keys = [(sid, qid), (_clean_id(cell(sid)), qid)]
+        keys = [(sid, qid), (_clean_id(cell(sid, delim)), qid)]
         was = next((bad.pop(k) for k in keys if k in bad and k not in graded), None)
         line = was[0] if was else next((empty.pop(k) for k in keys if k in empty), None)
         if line is None or qid == ADJUSTMENT or (fill is not None and not fill(sid)):
@@ -163,7 +163,7 @@ def ensure_rows(path, ids, spec, extra=(), fill=None):
     # every cell through checker.records.csvfile.cell, as in every CSV file hwcheck writes, but numbers, which are
     # written as the file writes them (`7,5` in a file of decimal commas)
     comma = decimal_comma(text) if text.strip() else delim != ","
-    text += "".join(ta_row_text([_written(v, comma) if _is_number(v) else cell(v) for v in row], delim, "\r\n")
+    text += "".join(ta_row_text([_written(v, comma) if _is_number(v) else cell(v, delim) for v in row], delim, "\r\n")
                     for row in new)
     write_text_atomic(path, text, encoding="utf-8-sig" if bom else "utf-8")
     return len(missing) + len(extra) + len(fills)
@@ -272,10 +272,11 @@ def _fill_keys(keys, ids):
         keys.setdefault(key(sid), []).append(sid)
         # as every CSV file hwcheck writes shows it (grades.csv, this file's own rows): an invisible or control
         # character of the file name as its escape (`zw\u200bspace`), a formula's start defused
-        written = cell(sid)
-        if written != sid:
-            keys.setdefault(("written", written), []).append(sid)
-            keys.setdefault(("written", written[1:] if written.startswith("'") else "'" + written), []).append(sid)
+        for written in dict.fromkeys((cell(sid), cell(sid, ";"))):  # in a `,` file, and in a `;` one
+            if written != sid:
+                keys.setdefault(("written", written), []).append(sid)
+                keys.setdefault(("written", written[1:] if written.startswith("'") else "'" + written),
+                                []).append(sid)
         if len(sid) > 1 and sid.startswith("0") and sid.isascii() and sid.isdigit():
             keys.setdefault(("zeros", sid.lstrip("0") or "0"), []).append(sid)
     keys.setdefault(("filled",), [])  # an empty class fills them once too
