@@ -11,6 +11,9 @@ report and its similarity ranking (`checker.records.classreport.sources`), the i
 - a single-file submission (no `root`) that is a link is followed as grading follows it
   (`checker.running.submission_files.file_source`), unless it points into a secret tree (the reference, the
   grading tests, `secrets` such as the output folder); it must end in .py or .ipynb, as a graded one does;
+- a regular file with other names (a hard link, st_nlink > 1) is refused when one of them is a file of
+  the secret trees outside the submission (`checker.running.submission_files.hard_link_refused`, the copy's
+  own rule): a tar's hard link put the grading tests under a student's `notes.txt`;
 - only a regular file is opened, checked with lstat before and fstat after an open with O_NOFOLLOW,
   O_NONBLOCK and O_NOCTTY (the same file both times), so a FIFO, a device or a terminal can neither
   block the reader nor be read;
@@ -25,8 +28,9 @@ running code (the worker's namespaces and Landlock), nor a parser: callers decod
 
 import os
 import stat
+import time
 
-from checker.running.submission_files import LINK_REFUSED, file_source, secret_paths
+from checker.running.submission_files import LINK_REFUSED, SecretInodes, file_source, hard_link_refused, secret_paths
 from checker.worker.sources import MAX_NOTEBOOK_BYTES as _LOADERS_NOTEBOOK_BYTES
 
 __all__ = ["MAX_FILE_BYTES", "MAX_NOTEBOOK_BYTES", "SUFFIXES", "Refused", "readable", "read_bytes", "read_text"]
@@ -58,12 +62,15 @@ def _resolve(path, root, secrets):
     if root is None:
         if not path.endswith(SUFFIXES):
             raise Refused(path, "a submission file is a .py file or a notebook")
-        real = file_source(path, secret_paths(secrets))
+        trees = secret_paths(secrets)
+        real = file_source(path, trees)
         if real is None:
             raise Refused(path, LINK_REFUSED)
+        own = real  # a single file's folder is the class folder: only the file is its own
     else:
         real = os.path.realpath(path)
-        if not _inside(real, os.path.realpath(os.fspath(root))):
+        own = os.path.realpath(os.fspath(root))
+        if not _inside(real, own):
             raise Refused(path, "it is a link to a file outside the submission")
     try:
         st = os.lstat(real)
@@ -71,7 +78,25 @@ def _resolve(path, root, secrets):
         raise Refused(path, f"it could not be read ({e.strerror or e})") from None
     if not stat.S_ISREG(st.st_mode):
         raise Refused(path, "it is not a regular file")
+    if st.st_nlink > 1:
+        why = hard_link_refused(real, st, own, _inodes(trees if root is None else secret_paths(secrets)))
+        if why:
+            raise Refused(path, why)
     return real, st
+
+
+_INODES = {}  # the secret trees' roots -> (when, SecretInodes): a report reads many files one after another
+_INODES_S = 30.0
+
+
+def _inodes(trees):
+    """A SecretInodes of `trees`, shared by the reads of the next _INODES_S seconds (walked only when asked)."""
+    key, now = tuple(sorted(trees)), time.monotonic()
+    hit = _INODES.get(key)
+    if hit is None or now - hit[0] > _INODES_S:
+        _INODES.clear()
+        hit = _INODES[key] = (now, SecretInodes(trees))
+    return hit[1]
 
 
 def readable(path, root=None, secrets=()):

@@ -8,7 +8,13 @@ shipped starter beside the student's own file (`copy_submission`), and what
 it does not copy (too many files, too big, a path too long, a link) named with
 why in the student's words: a submission's own folder never fails the copy.
 What is copied is bounded (MAX_COPY_TOTAL, code included), as it is copied
-again for each worker a submission's crashes restart.
+again for each worker a submission's crashes restart; so is what is hashed
+(a file past what the copy would take counts by its size and mtime).
+A hard link is a file with names elsewhere (an archive unpacked by Python's
+tarfile makes one to an absolute target): a multiply-linked file that is also
+a file of the secret trees (`SecretInodes`, walked only when such a file is
+met, bounded) is left out of the copy (`hard_link_refused`), the one rule
+`checker.running.safe_read` reads by too.
 
 What it is not: a wall. The worker's namespaces and Landlock enforce what it
 may read; this decides what is put in front of it.
@@ -19,12 +25,14 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import stat
 
 from checker.walk import walk
 from checker.worker.sources import MAX_NOTEBOOK_BYTES
 
 __all__ = ["secret_paths", "state_dirs", "own_dirs", "sha256_of", "file_source", "copy_submission", "folder_refused",
-           "LINK_REFUSED", "TOO_LONG", "MAX_COPY_PATH", "COPY_SKIPS"]
+           "LINK_REFUSED", "TOO_LONG", "MAX_COPY_PATH", "COPY_SKIPS", "SecretInodes", "hard_link_refused",
+           "HARD_LINK_REFUSED", "HARD_LINK_UNCHECKED"]
 
 
 def secret_paths(extra=()):
@@ -90,17 +98,31 @@ def sha256_of(path):
     name only: neither is opened (a pipe would block the grader for ever). It covers
     every folder `copy_submission` copies (all but `COPY_SKIPS`), hidden ones too: a
     change under `.impl/` that the graded code reads must make `--resume` grade again.
+    It is bounded as the copy is: a file larger than the copy would ever take (a folder's: MAX_COPY_FILE; a
+    single file's: its code or notebook cap) and, once HASH_BUDGET bytes are read, every further file count by
+    a marker, their size and mtime, not their bytes (a sparse 30 GiB file, 0 bytes on disk, took 134 s a
+    grade). Under those bounds the hash is what it always was: scorecards' stored hashes still match.
     """
-    import stat
     h = hashlib.sha256()
+    budget = [HASH_BUDGET]
 
-    def feed(p):
+    def feed(p, cap):
         with open(p, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
+            st = os.fstat(f.fileno())
+            if st.st_size > cap or st.st_size > budget[0]:
+                h.update(b"\0large\0" + f"{st.st_size}:{st.st_mtime_ns}".encode())
+                return
+            left = st.st_size  # no more than it held when opened: a file that grows is not read without end
+            budget[0] -= left
+            while left > 0:
+                block = f.read(min(1 << 20, left))
+                if not block:
+                    break
                 h.update(block)
+                left -= len(block)
 
     if os.path.isfile(path):
-        feed(path)
+        feed(path, _single_cap(os.path.basename(path)))
         return h.hexdigest()
     for root, dirs, files in walk(path):
         dirs[:] = sorted(d for d in dirs if d not in COPY_SKIPS)
@@ -112,12 +134,21 @@ def sha256_of(path):
                 if stat.S_ISLNK(mode):
                     h.update(b"\0link\0" + os.fsencode(os.readlink(p)))
                 elif stat.S_ISREG(mode):
-                    feed(p)
+                    feed(p, MAX_COPY_FILE)
                 else:
                     h.update(b"\0special\0")
             except OSError as e:  # a path past PATH_MAX (ENAMETOOLONG), a file unreadable: its name and the error
                 h.update(b"\0unreadable\0" + str(e.errno).encode())
     return h.hexdigest()
+
+
+def _single_cap(name):
+    """The most bytes a single-file submission named `name` is copied with (its code or notebook cap)."""
+    if name.endswith(".py"):
+        return MAX_COPY_CODE
+    if name.endswith(".ipynb"):
+        return MAX_NOTEBOOK_BYTES
+    return MAX_COPY_FILE
 
 
 def _inside(path, root):
@@ -170,8 +201,14 @@ def copy_submission(src, dest, secrets=()):
             left_out.append((name, LINK_REFUSED))
         elif not os.path.isfile(real):
             left_out.append((name, "it is not a regular file"))
-        else:
-            shutil.copyfile(real, os.path.join(dest, name))
+        else:  # its own folder is the class folder, itself secret: only the file is its own
+            st = os.stat(real)
+            why = (hard_link_refused(real, st, real, SecretInodes(secrets))
+                   or _code_refused(name, st.st_size, 0) or _too_big(st.st_size))
+            if why:
+                left_out.append((name, why))
+            else:
+                _copy(real, dest, name, left_out)
         return left_out
     root = os.path.realpath(src)
     why = folder_refused(src, secrets)
@@ -180,6 +217,7 @@ def copy_submission(src, dest, secrets=()):
         return [(os.path.basename(os.path.normpath(src)), why)]
     copied = 0  # bytes, of every file copied: code as it is walked, then the other files (`later`) in what is left
     later = []  # (real, name, size) of the files that are not code, copied after all the code
+    linked = []  # (real, name, n, stat) of the files with other names (st_nlink > 1), judged after the walk
     cut, entries = [], 0
     for dirpath, dirnames, filenames in walk(src, cut=cut):
         entries += len(dirnames) + len(filenames)
@@ -220,19 +258,21 @@ def copy_submission(src, dest, secrets=()):
             elif not os.path.isfile(real):
                 left_out.append((name, "it is not a regular file"))
             else:
-                size = os.path.getsize(real)
-                if size > MAX_COPY_FILE:
-                    left_out.append((name, f"it is larger than {MAX_COPY_FILE >> 20} MiB (the grader's own "
-                                           "inputs are all a graded function gets)"))
+                st = os.stat(real)
+                if st.st_nlink > 1:
+                    linked.append((real, name, n, st))
                     continue
-                if not n.endswith((".py", ".ipynb")):
-                    later.append((real, name, size))
-                    continue
-                why = _code_refused(n, size, copied)
-                if why:
-                    left_out.append((name, why))
-                    continue
-                copied += _copy(real, dest, name, left_out)
+                copied += _take(real, name, n, st.st_size, copied, dest, later, left_out)
+    names = {}  # (st_dev, st_ino) -> the paths met inside the submission: a link to one counts once
+    for real, _, _, st in linked:
+        names.setdefault((st.st_dev, st.st_ino), set()).add(real)
+    inodes = SecretInodes(secrets)  # walked once, at its first question, for this whole copy
+    for real, name, n, st in linked:
+        why = hard_link_refused(real, st, root, inodes, len(names[st.st_dev, st.st_ino]))
+        if why:
+            left_out.append((name, why))
+            continue
+        copied += _take(real, name, n, st.st_size, copied, dest, later, left_out)
     for real, name, size in later:  # the data in what the code left: a dataset never crowds out the code
         if copied + size > MAX_COPY_TOTAL:
             left_out.append((name, f"the submission's other files past {MAX_COPY_TOTAL >> 20} MiB in all "
@@ -242,6 +282,25 @@ def copy_submission(src, dest, secrets=()):
     left_out += [(os.path.relpath(p, src), f"not copied: {why}") for p, why in cut]
     left_out += _leave_out_starters(dest)
     return left_out
+
+
+def _too_big(size):
+    if size > MAX_COPY_FILE:
+        return f"it is larger than {MAX_COPY_FILE >> 20} MiB (the grader's own inputs are all a graded function gets)"
+    return None
+
+
+def _take(real, name, n, size, copied, dest, later, left_out):
+    """Copy the code file `n` now, or keep any other file for `later`, or leave it out saying why: bytes copied."""
+    why = _too_big(size)
+    if not why and not n.endswith((".py", ".ipynb")):
+        later.append((real, name, size))
+        return 0
+    why = why or _code_refused(n, size, copied)
+    if why:
+        left_out.append((name, why))
+        return 0
+    return _copy(real, dest, name, left_out)
 
 
 def _copy(real, dest, name, left_out):
@@ -282,6 +341,79 @@ def folder_refused(src, secrets=()):
     return None
 
 
+HARD_LINK_REFUSED = ("it is a hard link to a file the grader keeps from submissions (the reference, the grading "
+                     "tests, another submission or the output folder): it is not copied")
+HARD_LINK_UNCHECKED = ("it is a hard link (the same file has other names on this disk) and the folders the grader "
+                       "keeps from submissions are too large to look through for it: it is not copied")
+MAX_SECRET_ENTRIES = 200_000  # files and folders of the secret trees looked at to find a hard link's other names
+
+
+def hard_link_refused(real, st, own, inodes, names=1):
+    """Why the regular file `real` (its os.stat `st`) is not read as a submission's, or None: it has more names
+    (st_nlink) than the `names` met inside the submission, and one of them is a file of the secret trees
+    (`inodes`, a SecretInodes) outside `own` (the submission's real folder; for a single file, the file itself,
+    as its folder is the class folder, secret too). A tar member that is a hard link to an absolute path, which
+    Python's tarfile makes unless it is given a filter, put the reference under a student's `helper.py`: every
+    check of a path passed it. Other names elsewhere (a TA's `cp -al` snapshot, rsync --link-dest) are no
+    reason; secret trees too large to look through all are (HARD_LINK_UNCHECKED)."""
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink <= names:
+        return None
+    paths, complete = inodes.paths(st.st_dev, st.st_ino)
+    if any(not _inside(p, own) for p in paths):
+        return HARD_LINK_REFUSED
+    return None if complete else HARD_LINK_UNCHECKED
+
+
+class SecretInodes:
+    """The regular files with more than one name in the trees `secrets` names (as `secret_paths` gives them):
+    (st_dev, st_ino) -> their real paths. A device's trees are walked when first asked about (most submissions
+    never ask), once, skipping `.git` and COPY_SKIPS, never past MAX_SECRET_ENTRIES entries (`paths` then
+    says it is not complete)."""
+
+    def __init__(self, secrets, limit=None):
+        roots = sorted({os.path.realpath(s) for s in secrets if s})
+        self.roots = [r for i, r in enumerate(roots) if not any(_inside(r, o) for o in roots[:i])]
+        self.limit = MAX_SECRET_ENTRIES if limit is None else limit
+        self._devices = {}  # st_dev -> (index, complete)
+
+    def paths(self, dev, ino):
+        """(the secret paths of inode `ino` on device `dev`, whether every secret tree there was looked through)."""
+        if dev not in self._devices:
+            self._devices[dev] = self._walk(dev)
+        index, complete = self._devices[dev]
+        return index.get((dev, ino), ()), complete
+
+    def _walk(self, dev):
+        index, entries = {}, 0
+
+        def note(p, st):
+            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                index.setdefault((st.st_dev, st.st_ino), []).append(p)
+
+        for top in self.roots:
+            try:
+                st = os.lstat(top)
+            except OSError:
+                continue
+            if st.st_dev != dev or os.path.basename(top) in COPY_SKIPS:
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                note(top, st)
+                continue
+            for dirpath, dirnames, filenames in walk(top):
+                dirnames[:] = [d for d in dirnames if d not in COPY_SKIPS]
+                entries += len(dirnames) + len(filenames)
+                if entries > self.limit:
+                    return index, False
+                for n in filenames:
+                    p = os.path.join(dirpath, n)
+                    try:
+                        note(p, os.lstat(p))
+                    except OSError:
+                        continue
+        return index, True
+
+
 # What of a folder is given to the worker: its copy lies in the worker's tmpfs twice (the submission and its
 # scratch copy, both memory) with namespaces and on disk without them, so a dataset or a checkpoint beside the
 # code would cost the two modes differently (a 300 MB file crashed the worker with namespaces only)
@@ -294,6 +426,7 @@ MAX_COPY_TOTAL = 128 << 20
 # homework's code with its pasted tables; a notebook's own bound is the loader's (MAX_NOTEBOOK_BYTES)
 MAX_COPY_CODE = 16 << 20
 MAX_COPY_ENTRIES = 20000   # files and folders looked at
+HASH_BUDGET = MAX_COPY_TOTAL + MAX_COPY_FILE  # past what the copy takes, with room for what it leaves out
 # A path inside the submission: the worker's copies of it lie deeper than the submission's own folder (its dir,
 # twice under its new root, and the scratch copy), all within the system's PATH_MAX (4096 bytes on Linux)
 MAX_COPY_PATH = 2048
