@@ -144,6 +144,36 @@ def test_a_folder_travels_as_bytes_and_links_stay_links(tmp_path):
     assert not os.path.exists(os.path.join(path, ".git"))
 
 
+
+def test_a_hard_link_into_the_graders_files_is_not_sent_to_a_worker(tmp_path):
+    """The client packs a submission's bytes: a hard link to the reference (an unpacked tar's link member) would
+    reach a worker as the student's own file, as the local copy no longer lets it (checker.running.submission_files
+    .hard_link_refused)."""
+    from checker.errors import HwcheckError
+    from checker.spec import load_spec, reference_file
+    ref = reference_file(load_spec("attention"))
+    sub = tmp_path / "mallory"
+    sub.mkdir()
+    (sub / "main.py").write_text("from helper import *\n")
+    single = tmp_path / "eve.py"
+    try:
+        os.link(ref, sub / "helper.py")
+        os.link(ref, single)
+    except OSError as e:  # another file system than the checkout's
+        pytest.skip(f"no hard link to {ref} from {tmp_path}: {e}")
+    try:
+        name, kind, blob = pack_submission(str(sub), (str(tmp_path),))
+        dest = tmp_path / "worker"
+        dest.mkdir()
+        path = unpack_submission(str(dest), name, kind, blob)
+        assert sorted(os.listdir(path)) == ["main.py"]
+        with pytest.raises(HwcheckError, match="hard link"):
+            pack_submission(str(single), (str(tmp_path),))
+    finally:
+        os.unlink(sub / "helper.py")
+        os.unlink(single)
+    assert os.stat(ref).st_nlink == 1
+
 def test_the_folder_of_a_dask_worker_killed_before_its_teardown_is_removed_by_the_next(tmp_path):
     """A Dask worker killed before its teardown (a nanny's restart, SIGKILL) leaves its folder, with copies
     of the submissions it was grading; the next worker to start on the host removes it (nobody holds its

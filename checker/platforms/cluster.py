@@ -101,16 +101,21 @@ def pack_submission(path, secrets=()):
     applies the same rules as a local one; `.git` and `__pycache__` are left
     out. Raises HwcheckError when the submission exceeds MAX_SUBMISSION_BYTES.
     """
-    from checker.running.submission_files import file_source
+    from checker.running.submission_files import SecretInodes, file_source, hard_link_refused, secret_paths
     name = os.path.basename(os.path.normpath(path))
+    inodes = SecretInodes(secret_paths(secrets))  # a hard link into the grader's files is not sent (walked lazily)
     if not os.path.isdir(path):
         real = file_source(path, secrets)
         if real is None or not os.path.isfile(real):
             return name, "link", os.fsencode(os.readlink(path) if os.path.islink(path) else path)
+        why = hard_link_refused(real, os.stat(real), real, inodes)
+        if why:
+            raise HwcheckError(f"{name}: {why}")
         if os.path.getsize(real) > MAX_SUBMISSION_BYTES:
             raise HwcheckError(f"{name} is larger than {MAX_SUBMISSION_BYTES >> 20} MiB: not sent to the cluster")
         with open(real, "rb") as f:
             return name, "file", f.read()
+    root = os.path.realpath(path)
     buf = io.BytesIO()
     total = 0
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
@@ -121,6 +126,8 @@ def pack_submission(path, secrets=()):
                 mode = os.lstat(p).st_mode
                 if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
                     continue  # a pipe or device: a local copy leaves it out too
+                if stat.S_ISREG(mode) and hard_link_refused(os.path.realpath(p), os.lstat(p), root, inodes):
+                    continue  # a hard link to the reference, a test, OUT: the worker would read it as the student's
                 total += os.lstat(p).st_size if stat.S_ISREG(mode) else 0
                 if total > MAX_SUBMISSION_BYTES:
                     raise HwcheckError(f"{name} holds more than {MAX_SUBMISSION_BYTES >> 20} MiB: "
