@@ -72,9 +72,13 @@ def main():
 @guarded
 def list_command():
     """List the assignments with their questions, titles and points."""
-    from checker.spec import assignment_ids, load_spec
+    from checker.spec import ambiguous_ids, assignment_ids, load_spec
     from checker.render.report import format_points
+    ambiguous = ambiguous_ids()  # two folders have the id: refused wherever it is named, said here
     for n, aid in enumerate(assignment_ids()):
+        if aid in ambiguous:
+            echo(("\n" if n else "") + f"{aid}  warning: {ambiguous[aid]}")
+            continue
         spec = load_spec(aid)
         questions = spec.get("questions") or []
         total = sum(float(q.get("points", 0)) for q in questions)

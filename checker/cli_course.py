@@ -146,8 +146,8 @@ def kit(outdir, package):
             _value("package", package)
         except ValueError as e:
             raise Fail(str(e)) from None
-    from checker.spec import assignment_ids
-    from checker.platforms.validate import kit_problems, spec_problems
+    from checker.spec import assignment_ids, spec_problems
+    from checker.platforms.validate import kit_problems
     # a spec that disagrees with its tests (a typo in hidden_tests makes a hidden test public) would ship it
     wrong = [f"{aid}: {p}" for aid in assignment_ids() for p in spec_problems(aid) + kit_problems(aid)]
     if wrong:

@@ -64,8 +64,10 @@ def test_a_course_folder_cannot_take_a_built_in_id_and_a_spec_must_name_its_fold
     wrong.mkdir(parents=True)
     (wrong / "spec.toml").write_text(SPEC.format(aid="hw6"))
     clean.setenv(S.ENV_VAR, os.pathsep.join([str(tmp_path), str(tmp_path / "x")]))
-    assert S.assignment_dir("attention") == os.path.join(S.ASSIGNMENTS_DIR, "attention")
-    assert any("is not used: the assignment 'attention' is already" in p for p in S.discovery_problems())
+    with pytest.raises(S.SpecError, match="the assignment id 'attention' is ambiguous"):  # neither is used
+        S.assignment_dir("attention")
+    assert any("has the id 'attention' of " + os.path.join(S.ASSIGNMENTS_DIR, "attention") in p
+               for p in S.discovery_problems())
     with pytest.raises(S.SpecError, match="id = 'hw6', but its folder is named 'hw5'"):
         S.load_spec("hw5")
 

@@ -249,11 +249,11 @@ def test_resume_after_the_spec_changed_keeps_the_batchs_seed_and_only_says_the_s
     r = _grade_hw1(folder, out, "--resume")
     assert [_card(out, sid)["grader"]["seed"] for sid in ("alice", "bob")] == [seed, seed], r.output
     assert _card(out, "alice")["max_score"] == 95
-    assert "spec.toml changed" in r.output and f"the batch's seed {seed}" in r.output, r.output
+    assert "grading tests changed" in r.output and f"the batch's seed {seed}" in r.output, r.output
 
     spec.write_text(spec.read_text().replace("points = 25", "points = 30", 1))  # and back: --only one student
     r = _grade_hw1(folder, out, "--only", "bob")
     assert _card(out, "bob")["grader"]["seed"] == seed
-    warning = next(line for line in r.output.splitlines() if "spec.toml changed since the batch" in line)
-    assert "graded with the old one (out of 95 points)" in warning and "--resume" in warning, warning
+    warning = next(line for line in r.output.splitlines() if "grading tests changed (" in line)
+    assert "graded with the old ones (out of 95 points)" in warning and "--resume" in warning, warning
     assert "out of 95 for 1, 100 for 1" in r.output or "out of 100 for 1, 95 for 1" in r.output, r.output

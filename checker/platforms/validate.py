@@ -40,8 +40,9 @@ import ast
 import json
 import os
 
-from checker.errors import HwcheckError, SpecError
+from checker.errors import HwcheckError
 from checker.judging.scorecard import SEE_QUESTION_MESSAGE, test_message
+from checker.spec import spec_problems, test_functions  # noqa: F401 - the spec check lives with the spec
 
 __all__ = ["resolve", "validate", "spec_problems", "handout_problems", "kit_problems", "grading_problems",
            "example_problems", "judge_example", "test_functions", "extra_seeds", "CHECKS"]
@@ -69,82 +70,6 @@ def resolve(target):
         raise HwcheckError(f"no assignment {target!r} (neither an assignment hwcheck finds nor a folder); "
                            f"known: {', '.join(sorted(assignment_dirs()))}")
     return target
-
-
-def test_functions(path):
-    """{test function name: [question ids of its @pytest.mark.question markers]} of a grading test file."""
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), filename=path)
-    out = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-            marks = []
-            for d in node.decorator_list:
-                if (isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "question"):
-                    marks.append(d.args[0].value if d.args and isinstance(d.args[0], ast.Constant) else None)
-            out[node.name] = marks
-    return out
-
-
-def spec_problems(aid):
-    from checker.spec import assignment_dir, load_spec, grading_test_files
-    try:
-        spec = load_spec(aid)
-    except SpecError as e:
-        return [str(e)]
-    problems = []
-    questions = spec.get("questions") or []
-    if not questions:
-        return [f"{aid}'s spec has no [[questions]]"]
-    ids = [q.get("id") for q in questions]
-    problems += [f"the question id {q!r} is used more than once" for q in sorted({i for i in ids if ids.count(i) > 1})]
-    for q in questions:
-        pts = q.get("points")
-        if not isinstance(pts, (int, float)) or isinstance(pts, bool) or pts <= 0:
-            problems.append(f"question {q.get('id')!r}: points must be a positive number, not {pts!r}")
-    named = spec.get("tests")
-    if named is not None and not (isinstance(named, str) or
-                                  (isinstance(named, list) and named and all(isinstance(n, str) for n in named))):
-        return problems + [f"the spec's tests must be a file name or a list of them, not {named!r}"]
-    paths = grading_test_files(spec)
-    if not paths:
-        return problems + ["no grading tests: no test_*.py in the folder"]
-    tests = {}
-    for path in paths:
-        if not os.path.isfile(path):
-            return problems + [f"the grading tests {os.path.relpath(path, assignment_dir(aid))} are missing"]
-        try:
-            found = test_functions(path)
-        except SyntaxError as e:
-            return problems + [f"{path} does not parse: {e}"]
-        # a test's name (not its file) gives its inputs' seed and its hidden_tests entry: one per assignment
-        problems += [f"the test {n} is defined in more than one grading test file" for n in sorted(set(found) & set(tests))]
-        tests.update(found)
-    for name, marks in sorted(tests.items()):
-        if len(marks) != 1:
-            problems.append(f"{name} has {len(marks)} @pytest.mark.question markers; it needs exactly one")
-        elif marks[0] not in ids:
-            problems.append(f"{name} is marked for question {marks[0]!r}, which the spec does not have")
-    by_question = {qid: {n for n, m in tests.items() if m == [qid]} for qid in ids}
-    for q in questions:
-        if q.get("manual"):
-            if q.get("hidden_tests") or by_question[q["id"]]:
-                problems.append(f"question {q['id']} is graded by hand (manual = true) but has tests")
-            continue
-        if not by_question[q["id"]]:
-            problems.append(f"question {q['id']} has no test (a test marked @pytest.mark.question({q['id']!r}))")
-        for h in q.get("hidden_tests", []):
-            if h not in tests:
-                problems.append(f"question {q['id']}: hidden_tests names {h!r}, which is no test function of "
-                                f"{os.path.basename(path)} (a typo makes the hidden test public)")
-            elif h not in by_question[q["id"]]:
-                problems.append(f"question {q['id']}: hidden_tests names {h!r}, a test of another question")
-        if by_question[q["id"]] and by_question[q["id"]] <= set(q.get("hidden_tests", [])):
-            problems.append(f"question {q['id']}: every test is hidden; students' checks would show it empty")
-    for name in spec.get("test_tolerances", {}):
-        if name not in tests:
-            problems.append(f"test_tolerances names {name!r}, which is no test function")
-    return problems
 
 
 def _notebook_definitions(path):
@@ -282,9 +207,10 @@ def grading_problems(aid, grader):
     if ref is None:
         return [f"no reference solutions: neither reference.py in the folder nor the module {spec['reference']}"]
     card = grader.grade(ref, aid)
+    shared = _shared_data_problems(card, "the reference", set())
     if card["status"] != "graded":
-        return [f"the reference was not graded ({card['status']}): {card.get('message', '')[:300]}"]
-    problems = [f"the reference loses points on {p}" for p in _full_marks(card)]
+        return shared + [f"the reference was not graded ({card['status']}): {card.get('message', '')[:300]}"]
+    problems = shared + [f"the reference loses points on {p}" for p in _full_marks(card)]
     ran = {q["id"]: len(q["tests"]) for q in card["questions"]}
     problems += [f"question {q['id']}: no test ran on the reference" for q in spec["questions"]
                  if not q.get("manual") and not ran.get(q["id"])]
@@ -305,7 +231,7 @@ def _examples(folder):
 def example_problems(aid, grader, only=None):
     """Every example submission against its expected.json entry; `only`: a set of example ids to grade."""
     from checker.spec import example_dirs
-    problems = []
+    problems, told = [], set()
     for folder in example_dirs(aid):
         try:
             expected, entries = _examples(folder)
@@ -320,8 +246,26 @@ def example_problems(aid, grader, only=None):
                 problems.append(f"{folder}/expected.json names {sid!r}, which is not in that folder")
                 continue
             card = grader.grade(entries[sid], aid)
+            problems += _shared_data_problems(card, f"example {sid}", told)
             problems += [f"example {sid}: {p}" for p in judge_example(card, exp)]
     return problems
+
+
+def _shared_data_problems(card, what, told):
+    """The shared data of the grading modules that grading `what` changed (checker.running.session.SharedData: the
+    grader graded the next submission with a fresh session, but a batch's grades would pay a fresh import for
+    each), each told once per `told`: the module, the global and the test that changed it."""
+    from checker.running.session import shared_data_changes
+    out = []
+    for c in shared_data_changes(card):
+        key = (c.get("file"), c.get("global"), c.get("test"))
+        if key in told:
+            continue
+        told.add(key)
+        test = f" (test {c['test']})" if c.get("test") else ""
+        out.append(f"the grading tests changed {c.get('global')} of {c.get('file')} while grading {what}{test}: "
+                   f"a test must not change shared data in place; copy it first ({c.get('copy')})")
+    return out
 
 
 def _kit_code_problems(aid):
@@ -357,6 +301,7 @@ def extra_seeds(n, first=1234):
 def validate(aid, *, checks=CHECKS, grader=None, echo=print, seeds=None):
     """Run `checks` on the assignment; echo one line per check; return [(check, problem)]. `seeds`: the run
     seeds the reference and examples checks grade at (default: the grader's own, 1234)."""
+    from checker.running.session import watching_each_test
     out = []
     own = None
     try:
@@ -365,11 +310,13 @@ def validate(aid, *, checks=CHECKS, grader=None, echo=print, seeds=None):
                 from checker.running.runner import Grader
                 grader = own = Grader(mode="hidden", seed=1234)
             at = list(seeds or [grader.seed]) if check in ("reference", "examples") else []
+            run = {"spec": spec_problems, "handout": handout_problems,
+                   "kit": lambda a: kit_problems(a) + _kit_code_problems(a),
+                   "reference": lambda a: _at_seeds(grading_problems, a, grader, at),
+                   "examples": lambda a: _at_seeds(example_problems, a, grader, at)}[check]
             try:
-                found = {"spec": spec_problems, "handout": handout_problems,
-                         "kit": lambda a: kit_problems(a) + _kit_code_problems(a),
-                         "reference": lambda a: _at_seeds(grading_problems, a, grader, at),
-                         "examples": lambda a: _at_seeds(example_problems, a, grader, at)}[check](aid)
+                with watching_each_test():  # a change of the grading modules' data names the test that made it
+                    found = run(aid)
             except (HwcheckError, OSError, ValueError) as e:
                 found = [f"could not be checked: {e}"]
             seen = f" at {len(at)} seeds ({', '.join(map(str, at))})" if len(at) > 1 else ""

@@ -61,7 +61,7 @@ from checker.records.pool import run_parallel
 from checker.records.progress import (batch_seeds, not_graded_lines, progress_bar, progress_line,  # noqa: F401
                                       summary_lines)
 from checker.records.roster import roster_lines
-from checker.spec import load_spec, spec_sha256
+from checker.spec import load_spec, spec_problems, spec_sha256
 
 __all__ = ["SUBMISSION_SUFFIXES", "BatchResult", "list_entries", "skipped_entries", "grade_batch", "resolve_only",
            "refuse_before_writing",
@@ -171,14 +171,24 @@ def refuse_before_writing(outdir, assignment, mode="hidden", held=False):
     and `grade_batch` again (held: this process holds the lock, so no other batch can be writing): a refused
     command leaves OUTDIR as it was (a `grade -a vit` into an OUT of
     attention's scorecards rewrote its students.json for vit, and `export` then found no scorecards of it). The
-    refusals: a mode that is none, hidden tests asked of a student kit, an OUTDIR holding another assignment's
-    scorecards, another batch writing into OUTDIR now (asked, not waited for: `batch_running`)."""
+    refusals: a mode that is none, an assignment id two folders have (`checker.spec.ambiguous_ids`), hidden tests
+    asked of a student kit, a spec that disagrees with its grading tests (`checker.spec.spec_problems`, what
+    `hwcheck validate` and `hwcheck kit` refuse: a typo in hidden_tests grades the hidden test as a public one, a
+    question marker naming no question of the spec crashes every student), an OUTDIR holding another
+    assignment's scorecards, another batch writing into OUTDIR now (asked, not waited for: `batch_running`)."""
     if mode not in ("public", "hidden"):
         raise ValueError(f"mode must be 'public' or 'hidden', not {mode!r}")
     spec = load_spec(assignment)
     from checker.running.runner import KIT_HAS_NO_HIDDEN, is_student_kit
     if mode == "hidden" and is_student_kit(spec):
         raise HwcheckError(KIT_HAS_NO_HIDDEN)
+    # the kit's tests lack the hidden ones its spec names (and `hwcheck kit` checked the spec before writing it)
+    wrong = [] if is_student_kit(spec) else spec_problems(assignment)
+    if wrong:
+        raise HwcheckError(
+            f"the spec of {assignment} disagrees with its grading tests, so no student is graded: "
+            + "; ".join(wrong[:5]) + ("; ..." if len(wrong) > 5 else "")
+            + f" (`hwcheck validate {assignment}` tells every problem; nothing was written to {outdir})")
     if not os.path.isdir(outdir):
         return spec
     others = other_assignments(outdir, assignment)

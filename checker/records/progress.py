@@ -196,7 +196,7 @@ def rerun_note(cards, ids, outdir, assignment, mode, seed):
 def resume_note(cards, ids, outdir, assignment, mode, seed, spec_sha=None):
     """What `grade --resume` says before it grades, where OUT's scorecards of these submissions were graded
     otherwise ('' when nothing differs): in another mode (every one of them is graded again, in this mode),
-    with another spec.toml than `spec_sha`'s (graded again, with the batch's seed), or in hidden mode with
+    with other grading files than `spec_sha`'s (`checker.spec.spec_sha256`: graded again, with the batch's seed), or in hidden mode with
     another seed than the --seed given (the new ones get other inputs than the rest)."""
     ids = set(ids)
     graders = [c.get("grader") or {} for c in cards if str((c.get("submission") or {}).get("id")) in ids]
@@ -214,12 +214,12 @@ def resume_note(cards, ids, outdir, assignment, mode, seed, spec_sha=None):
     changed = [g for g in graders if spec_sha and g.get("mode") == mode and g.get("spec_sha256") != spec_sha]
     said = ""
     if changed:  # every one of them is graded again: said, with the seed that keeps the hidden inputs
-        said = (f"{assignment}'s spec.toml changed since {len(changed)} of the {len(graders)} scorecards in "
-                f"{_line(outdir)} were graded (points, tests or names edited, or another copy of the assignment): "
-                f"--resume grades those {len(changed)} again with the new spec")
+        said = (f"{assignment}'s grading tests changed since {len(changed)} of the {len(graders)} scorecards in "
+                f"{_line(outdir)} were graded (its spec.toml, a test or helper file, or the reference edited, or "
+                f"another copy of the assignment): --resume grades those {len(changed)} again with the new tests")
         if mode == "hidden" and seed is None and old is not None:
             said += f", with the batch's seed {old}, so their hidden inputs stay the same"
-        said += "; to keep the old grades instead, stop (Ctrl-C) and put the old spec.toml back"
+        said += "; to keep the old grades instead, stop (Ctrl-C) and put the old files back"
     if seed is not None and old is not None and any(x != seed for x in seeds):
         said += ("; " if said else "") + (
             f"{_line(outdir)} holds scorecards graded with seed {old}; --seed {seed} gives the submissions "
@@ -230,7 +230,7 @@ def resume_note(cards, ids, outdir, assignment, mode, seed, spec_sha=None):
 
 def only_note(cards, only, outdir, assignment, spec_sha, resume):
     """What `grade --only` says before it regrades, where the scorecards it keeps were graded with another
-    spec.toml than the assignment's now ('' when none was): the regraded ones would be graded out of the new
+    grading files than the assignment's now (`checker.spec.spec_sha256`; '' when none was): the regraded ones would be graded out of the new
     points, the rest out of the old, in one grades.csv and export; `resume` is the command that regrades
     everyone with the new spec and the batch's seed."""
     only = set(only)
@@ -241,10 +241,11 @@ def only_note(cards, only, outdir, assignment, spec_sha, resume):
         return ""
     maxima = sorted({_pts(c.get("max_score")) for c in other if isinstance(c.get("max_score"), (int, float))})
     out_of = f" (out of {' or '.join(maxima)} points)" if maxima else ""
-    return (f"{assignment}'s spec.toml changed since the batch in {_line(outdir)} was graded: {len(other)} of the "
-            f"{len(kept)} scorecards --only keeps were graded with the old one{out_of}, and --only grades "
-            f"{', '.join(_line(i) for i in sorted(only)[:5])}{', ...' if len(only) > 5 else ''} with the new one, so "
-            f"grades.csv and the exports would mix the two; to regrade everyone with the new spec and the batch's "
+    return (f"{assignment}'s grading tests changed (its spec.toml, a test or helper file, or the reference) since "
+            f"the batch in {_line(outdir)} was graded: {len(other)} of the "
+            f"{len(kept)} scorecards --only keeps were graded with the old ones{out_of}, and --only grades "
+            f"{', '.join(_line(i) for i in sorted(only)[:5])}{', ...' if len(only) > 5 else ''} with the new ones, so "
+            f"grades.csv and the exports would mix the two; to regrade everyone with the new tests and the batch's "
             f"seed, run instead: {_line(resume)}")
 
 

@@ -35,7 +35,7 @@ from checker.running.session import without_autoload
 from checker.running.submission_files import file_source, secret_paths, sha256_of
 from checker.running.zygote_client import Zygote
 from checker.judging.scorecard import build_scorecard
-from checker.spec import assignment_ids, infer_assignment, load_spec, spec_sha256, grading_test_files, tests_path, uses_torch
+from checker.spec import assignment_ids, infer_assignment, inference_note, load_spec, spec_sha256, grading_test_files, tests_path, uses_torch
 
 __all__ = ["Grader", "environment", "run_pytest", "submission_id", "skipped_in_load", "left_out_places"]
 
@@ -367,7 +367,7 @@ class Grader:
                      "could not tell which assignment this is: it defines none of the names of any assignment. "
                      f"Name it with -a ({', '.join(assignment_ids())}).")
                                    + "".join(f"\nLoading it said: {w}" for w in why))
-            note = f"assignment inferred from the names defined: {assignment} ({share:.0%} of its names found)"
+            note = inference_note(handle.names)  # and any other assignment it nearly matches: a course's copy
             handle.limits = Limits.from_spec(load_spec(assignment), self.timeout)
             self.warm_meta = handle.warm_meta = self.warm_meta or uses_torch(assignment)
         return handle, assignment, note

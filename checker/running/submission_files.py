@@ -74,10 +74,9 @@ def _assignment_secrets():
     """Every assignment folder found (a course's own, from HWCHECK_ASSIGNMENTS or an entry point, as well as
     the built-in ones) and the file of each one's reference solutions, wherever it lies."""
     from checker.errors import SpecError
-    from checker.spec import assignment_dirs, load_spec, reference_file
-    out = []
+    from checker.spec import assignment_dirs, every_assignment_folder, load_spec, reference_file
+    out = [os.path.realpath(folder) for folder in every_assignment_folder()]  # an ambiguous id's folders too
     for aid, folder in assignment_dirs().items():
-        out.append(os.path.realpath(folder))
         try:
             ref = reference_file(load_spec(aid))
         except SpecError:
