@@ -2,6 +2,9 @@
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
 from ._in_place import *  # noqa: F401,F403 - the arguments-unchanged check
+from ._gradients import *  # noqa: F401,F403 - the gradient test's message
+from checker.errors import BadReturn
+from checker.running.modules import function_gradient_check
 
 
 def _check_mask(sub, close, T):
@@ -98,3 +101,25 @@ def test_masked_attention_leaves_its_arguments_unchanged(sub, ref, close, rng):
     Q, K, V = (_tensor(rng.standard_normal(s), "float64") for s in ((2, 5, 4), (2, 5, 4), (2, 5, 3)))
     _check_arguments_unchanged_in_both_dtypes(sub, close, "masked_attention", (Q, K, V), ("Q", "K", "V"),
                                ref.masked_attention(Q, K, V), "masked_attention(Q, K, V) on (2, 5, 4) float64 inputs")
+
+
+@pytest.mark.question("attention")
+@pytest.mark.weight(3)  # a model trains through masked_attention: detached weights leave Q and K untrained
+def test_masked_attention_gradient_follows_the_output(sub, rng):
+    # The values tests see the forward only; `weights.detach() @ V` answers the same and gives Q and K no gradient.
+    # autograd's slope of loss = sum(output * W) along two random directions of each of Q, K and V (float64) must
+    # agree with central finite differences of the function's own outputs (checker.running.modules).
+    Q, K, V = (_tensor(rng.standard_normal(s), "float64") for s in ((2, 5, 4), (2, 5, 4), (2, 5, 3)))
+    weight = _tensor(rng.standard_normal((2, 5, 3)), "float64")
+    what = "masked_attention(Q, K, V) with Q, K (2, 5, 4), V (2, 5, 3), float64"
+    try:
+        check = function_gradient_check(sub, "masked_attention", [Q, K, V], weight, ["Q", "K", "V"])
+    except BadReturn as e:
+        pytest.skip(f"judged by the values tests, not here: {e.message.splitlines()[0][:200]}")
+    except GradingFailure as e:
+        if "returned shape" in e.message or "did not return a tensor" in e.message:
+            pytest.skip(f"judged by the values tests, not here: {e.message.splitlines()[0][:200]}")
+        raise
+    text = gradient_failure_text(check, what, kind="inputs", output="outputs", grad_of=lambda n: f"{n}.grad")
+    if text:
+        _fail(text)

@@ -3,6 +3,7 @@
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
 from ._temperature import *  # noqa: F401,F403 - the temperature test's helpers
 from ._prefix import *  # noqa: F401,F403 - the prefix and heads tests' helpers
+from ._gradients import *  # noqa: F401,F403 - the gradient test's message
 
 
 @pytest.mark.question("model")
@@ -493,3 +494,38 @@ def test_model_attention_scaled_by_the_head_width(sub, ref, rng, seed, cfg):
     # _check_weights_sum_to_one), and fails naming a missing softmax only on that evidence; else, or in a layout
     # the names and shapes do not tell, it skips.
     _check_temperature(sub, ref, rng, seed, cfg)
+
+
+GRADIENT_MODEL = (7, 5, 6, 2, 1)  # small: the whole model, moved at once, goes to the worker in one round trip
+
+
+@pytest.mark.question("model")
+@pytest.mark.weight(4)  # a model whose gradient is not the logits' (detached attention weights) does not learn
+@pytest.mark.parametrize("cfg", [GRADIENT_MODEL], ids=["small"])
+@_sizes_from_arguments
+def test_model_gradient_follows_the_logits(sub, rng, seed, cfg):
+    # test_model_every_parameter_gets_a_gradient asks `grad is not None` only (the key bias rightly gets a zero
+    # gradient); with a fused qkv projection a model that detaches its attention weights still gives every
+    # parameter a gradient (the values' rows) and the right logits. Here the gradient must agree with the
+    # logits: autograd's slope of loss = sum(logits * W) along two random directions of the parameters, against
+    # central finite differences of forwards at the parameters moved both ways (checker.running.modules), in
+    # float64 where the model runs in it (a step of 1e-5 of each parameter's size), else in float32.
+    V, T = cfg[0], cfg[1]
+    idx = _ids(rng, 2, T, V)
+    weight = rng.standard_normal((2, T, V))
+    check = None
+    try:
+        check = _new(sub, cfg, seed, dtype="float64").gradient_check(idx, _tensor(weight, "float64"), seed=seed)
+    except (StudentTimeout, WorkerCrashed):
+        raise
+    except GradingFailure:
+        pass
+    if check is None or not check.agrees():
+        # not in float64, or not agreeing there: in float32 as well, with its larger step (a model that computes a
+        # part in float32, as a softmax in float32 for stability, is told from a wrong gradient by its own precision)
+        in32 = _new(sub, cfg, seed).gradient_check(idx, _tensor(weight, "float32"), seed=seed)
+        if check is None or in32.agrees() or in32.no_graph:
+            check = in32
+    text = gradient_failure_text(check, _cfg_text(cfg) + (" built in float64" if check.dtype == "float64" else ""))
+    if text:
+        _fail(text)

@@ -281,6 +281,71 @@ def check_in_graph(m, x, weight, what):
         raise GradingFailure(f"{what}: the gradients of {', '.join(bad[:8])} contain NaN or Inf")
 
 
+# ---------------------------------------------------------------- the gradient agrees with the output
+# A forward whose values are right can cut part of itself off from autograd (`.detach()` on the attention weights,
+# `torch.no_grad()`, `.data`, a numpy round trip): with a fused qkv projection every parameter still gets a gradient
+# (the values' rows), so check_in_graph cannot tell. checker.running.modules.ModuleHandle.gradient_check measures
+# autograd's slope of sum(output * W) along random directions of the parameters against central finite differences
+# of forwards computed here; these word what it found.
+
+DETACHED_HINT = ("part of the computation is cut off from autograd: a `.detach()` (for instance on the attention "
+                 "weights after the softmax), a `torch.no_grad()` block or decorator, `.data`, a numpy round trip "
+                 "or `.item()` inside it; compute what it returns from tensors that keep their graph")
+
+
+def _num(v):
+    return f"{v:.4g}"
+
+
+def gradient_failure_text(check, what, kind="parameters", output="logits", grad_of=lambda n: f"`{n}`.grad"):
+    """The failure message of a GradientCheck that does not agree (None where it agrees)."""
+    if check.no_graph:
+        nones = (", ".join(grad_of(n) for n in check.parts) + " stay None" if check.parts
+                 else "every parameter's .grad stays None")
+        return (f"{what}: the {output} do not require grad, so backward reaches none of the {kind} ({nones}) "
+                f"although the {output} depend on them: nothing can be trained through it."
+                f"\nLikely mistake: {DETACHED_HINT}.")
+    if check.agrees():
+        return None
+    wrong = check.disagreeing()
+    if wrong:
+        listed = "; ".join(
+            f"{'`' + n + '`' if kind == 'parameters' else n}"
+            f"{' (' + grad_of(n) + ' is None)' if not check.parts[n]['has_grad'] else ''}: "
+            f"the {output} move at {', '.join(_num(c) for c in moved)}, autograd says {', '.join(_num(a) for a in ad)}"
+            for n, ad, moved in wrong[:5]) + (f"; and {len(wrong) - 5} more" if len(wrong) > 5 else "")
+    else:
+        listed = "all of them moved at once (no one alone shows it)"
+    return (f"{what}: the gradient autograd gives does not match the finite differences of the {output}. With loss = "
+            f"sum({output} * W) for a fixed random W, moving these {kind} a small step along random directions "
+            f"changes the loss at one rate, while their gradients give another (per direction): {listed}. "
+            + (f"Training follows the gradient, so these {kind} would be updated wrongly or not at all." if kind != "inputs"
+               else "A model that calls it trains the projections that make these inputs wrongly or not at all.")
+            + f"\nLikely mistake: {DETACHED_HINT}.")
+
+
+def check_gradient_follows(build, x, weight, seed, what, output="output"):
+    """The gradient check of the module `build(dtype)` makes, in float64 (where it runs in it and agrees there, done),
+    else in float32 too (a part computed in float32 inside, a softmax for stability, is told from a wrong gradient
+    by its own precision): a GradingFailure where autograd's gradient and the forwards disagree."""
+    check = None
+    try:
+        with explained():
+            check = build("float64").gradient_check(x.double(), weight.double(), seed=seed)
+    except GradingFailure as e:
+        if isinstance(e, StudentError) and type(e).__name__ in ("StudentTimeout", "WorkerCrashed"):
+            raise
+    if check is None or not check.agrees():
+        with explained():
+            in32 = build("float32").gradient_check(x.float(), weight.float(), seed=seed)
+        if check is None or in32.agrees() or in32.no_graph:
+            check = in32
+    text = gradient_failure_text(check, what + (" built in float64" if check.dtype == "float64" else ""),
+                                 output=output)
+    if text:
+        raise GradingFailure(text)
+
+
 # ---------------------------------------------------------------- building and shaping a ViT (question vit's files)
 
 def _vit_args(img, patch, D, h, out, blocks):

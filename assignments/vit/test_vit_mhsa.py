@@ -481,3 +481,16 @@ def test_mhsa_to_cuda(sub, rng, seed, device):
     check_shape(r.outputs[0], (B, N, D), "MultiHeadSelfAttention moved to cuda: the output")
     if not str(r.devices[0]).startswith(device):
         raise GradingFailure(f"MultiHeadSelfAttention moved to cuda returned its output on {r.devices[0]}")
+
+
+@pytest.mark.question("mhsa")
+@pytest.mark.weight(4)  # detached attention weights: the right output, and the queries and keys never learn
+def test_mhsa_gradient_follows_the_output(sub, rng, seed):
+    # test_mhsa_every_parameter_in_graph asks `grad is not None` only (the key bias rightly gets a zero gradient);
+    # with a fused qkv projection a module that detaches its attention weights still gives every parameter a
+    # gradient (the values' rows). Here autograd's slope of loss = sum(output * W) along two random directions of
+    # the parameters must agree with central finite differences of forwards (checker.running.modules), in float64.
+    B, N, D, h = 2, 5, 8, 2
+    check_gradient_follows(lambda dtype: new(sub, "MultiHeadSelfAttention", D, h, seed=seed, dtype=dtype),
+                           randn(rng, (B, N, D), "float64"), randn(rng, (B, N, D), "float64"), seed,
+                           f"MultiHeadSelfAttention({D}, {h})")

@@ -595,3 +595,13 @@ def test_vit_positions_reach_the_encoder(sub, rng, seed, note):
         f"{first} and {last} of the grid) left the logits as they were, although the positional embedding does "
         "change them: the model cannot tell where in the image a tile is.\nLikely mistake: "
         f"{POSITIONS_AFTER_ENCODER_HINT}.")
+
+
+@pytest.mark.question("vit")
+@pytest.mark.weight(3)  # detached attention weights in the blocks: the right logits, and attention never learns
+def test_vit_gradient_follows_the_logits(sub, rng, seed):
+    # as test_mhsa_gradient_follows_the_output, for the whole model (its blocks may use attention of their own)
+    img, patch, D, h, out, blocks = (1, 6, 6), (3, 2), 8, 2, 3, 1
+    check_gradient_follows(lambda dtype: _vit(sub, seed, img, patch, D, h, out, blocks, dtype=dtype),
+                           randn(rng, (2, *img), "float64"), randn(rng, (2, out), "float64"), seed,
+                           _vit_name(img, patch, D, h, out, blocks), output="logits")

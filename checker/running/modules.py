@@ -12,7 +12,21 @@ What it is not: a place that runs student code or talks to a socket (`checker.ru
 from checker.errors import BadReturn, GradingFailure, WorkerCrashed
 from checker.running.meta_scan import refuse_meta_aware
 
-__all__ = ["ModuleHandle", "ForwardResult"]
+__all__ = ["ModuleHandle", "ForwardResult", "GradientCheck", "function_gradient_check"]
+
+# The gradient check (ModuleHandle.gradient_check, function_gradient_check): each parameter (or input) moves by
+# GRADIENT_STEP times its RMS (at least GRADIENT_FLOOR) along a random direction of RMS 1. In float64 a step of 1e-5
+# leaves the finite difference within 1e-9 or so of the slope (the error of a central difference is the step squared,
+# rounding is 1e-16 / 1e-5) and rarely carries a ReLU's kink across (a kink crossed shows as forward and backward
+# differences that disagree, and is forgiven: GradientCheck); float32 takes a larger step.
+GRADIENT_STEP = {"float64": 1e-6, "float32": 1e-3}
+GRADIENT_FLOOR = 0.02
+GRADIENT_WEIGHT = 30     # the most a part's step is scaled up (see ModuleHandle.gradient_check)
+GRADIENT_RTOL = {"float64": 1e-4, "float32": 1e-2}  # a disagreement must exceed this fraction of the largest slope ...
+GRADIENT_NOISE = 64      # ... plus this many times the output's rounding (machine epsilon x sum |output * W|) / step
+GRADIENT_KINK = 1        # ... plus this many times |forward difference - backward difference| (a kink, rounding)
+GRADIENT_ASKS = 24       # moves of one round trip (two asks each; together.SEND_LIMIT counts 1 KiB an ask)
+GRADIENT_BYTES = 60 * 1024  # together.SEND_LIMIT is 64 KiB
 
 
 class ForwardResult:
@@ -71,6 +85,144 @@ def output_dtypes(outputs, wire_dtypes):
     return names
 
 
+def _np64(a):
+    """A float64 numpy copy of a trusted-side tensor or array."""
+    import numpy as np
+    if hasattr(a, "detach"):
+        a = a.detach().to("cpu").double().numpy()
+    return np.asarray(a, dtype=np.float64)
+
+
+def _loss(value, W, dtype, what):
+    """(sum(output * W), sum |output * W|, the output's dtype) of an answer: its logits where it is a (logits, ...)
+    tuple or a {"logits": ...} dict, as the worker's grads probe reads it."""
+    import numpy as np
+    if type(value) in (list, tuple) and value and type(value[0]) is np.ndarray:
+        value = value[0]
+    elif type(value) is dict and type(value.get("logits")) is np.ndarray:
+        value = value["logits"]
+    if type(value) is not np.ndarray or value.shape != W.shape:
+        raise BadReturn(f"{what}: the output is not an array of shape {tuple(W.shape)} "
+                        f"(got {getattr(value, 'shape', type(value).__name__)})")
+    y = value.astype(np.float64)
+    return float((y * W).sum()), float(np.abs(y * W).sum()), str(dtype or value.dtype)
+
+
+class GradientCheck:
+    """What the gradient check measured (ModuleHandle.gradient_check, function_gradient_check). `parts`: {name: {"scale",
+    "autograd": [slope per direction from the gradient autograd gave], "has_grad"}}; `whole`: per direction, the slope
+    along all parts at once, from autograd and from the forwards ({"autograd", "central", "forward", "backward",
+    "noise"}); `no_graph`: the output does not require grad at all. It measures; `disagreeing()` says where autograd's
+    slope and the forwards' differ by more than rounding, truncation and a kink can explain."""
+
+    def __init__(self, what, dtype):
+        self.what, self.dtype = what, dtype
+        self.parts, self.whole, self.directions = {}, [], 0
+        self.no_graph = False
+        self.base = None
+        self._per_part = None
+
+    @staticmethod
+    def slope(autograd, base, plus, minus, eps):
+        """A direction's slope from autograd and from the losses at the base and moved both ways by eps."""
+        import numpy as np
+        l0, s0, dt = base
+        noise = GRADIENT_NOISE * float(np.finfo(np.float64 if dt == "float64" else np.float32).eps) \
+            * max(s0, plus[1], minus[1]) / eps
+        return {"autograd": autograd, "central": (plus[0] - minus[0]) / (2 * eps),
+                "forward": (plus[0] - l0) / eps, "backward": (l0 - minus[0]) / eps, "noise": noise}
+
+    def set_whole(self, losses, eps):
+        self.base, self.eps = losses[0], eps
+        self.whole = [self.slope(sum(p["autograd"][k] for p in self.parts.values()), losses[0],
+                                 losses[1 + 2 * k], losses[2 + 2 * k], eps) for k in range(self.directions)]
+
+    def scale(self):
+        return max([max(abs(s["autograd"]), abs(s["central"])) for s in self.whole] or [0.0])
+
+    def off(self, s, scale=None):
+        """How far autograd's slope is from the forwards' beyond what is allowed (> 0: they disagree)."""
+        allowed = (GRADIENT_RTOL.get(self.dtype, GRADIENT_RTOL["float32"]) * (self.scale() if scale is None else scale) + s["noise"]
+                   + GRADIENT_KINK * abs(s["forward"] - s["backward"]))
+        return abs(s["central"] - s["autograd"]) - allowed
+
+    def agrees(self):
+        """True when autograd's slope agrees with the forwards' in every direction (the whole measured at once)."""
+        return not self.no_graph and all(self.off(s) <= 0 for s in self.whole)
+
+    def disagreeing(self):
+        """[(name, autograd's slopes, the forwards' slopes)] of the parts whose slopes disagree, each part measured
+        alone (asked of the worker here: more round trips), largest disagreement first."""
+        if self._per_part is None:
+            return []
+        measured = self._per_part()
+        scale, found = self.scale(), []
+        for n, p in self.parts.items():
+            slopes = [self.slope(p["autograd"][k], self.base, *measured[n][k], self.eps)
+                      for k in range(self.directions)]
+            worst = max(self.off(s, scale) for s in slopes)
+            if worst > 0:
+                found.append((worst, n, [s["autograd"] for s in slopes], [s["central"] for s in slopes]))
+        return [(n, a, c) for _w, n, a, c in sorted(found, key=lambda f: -f[0])]
+
+
+def function_gradient_check(sub, name, args, weight, names, seed=0, directions=2):
+    """The gradient check of a plain function (`name`(*args)) with respect to its floating-tensor arguments, named
+    `names` in messages: autograd's directional derivatives of sum(output * weight) (one round trip: Probes.grads with
+    `function`), and central finite differences computed here from calls on arguments moved both ways along the same
+    directions, each argument alone (one round trip, the calls asked together). Returns a GradientCheck whose parts
+    are the arguments; its disagreeing() asks nothing more."""
+    import numpy as np
+    import torch
+    from checker.judging.names import call_text
+    sub.called.append(name)
+    if sub.loaded and name not in sub.names and sub.load_ok:
+        raise sub.missing(name)
+    W = _np64(weight)
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, 5573])
+    floating = [isinstance(a, torch.Tensor) and a.is_floating_point() for a in args]
+    units = [[rng.standard_normal(tuple(a.shape)) for _ in range(directions)] if f else [] for a, f in zip(args, floating)]
+    what = f"{call_text(name, args, {})} forward + backward (for the gradients)"
+    r = sub.request("grads", {"handle": None, "function": name, "args": list(args), "weight": weight,
+                              "seed": int(seed), "directions": units}, what=what, key=f"{name}(...)")
+    if not isinstance(r, dict) or not isinstance(r.get("inputs"), list) or len(r["inputs"]) != len(args):
+        raise BadReturn(f"{what}: malformed answer")
+    dtype = str(args[0].dtype).replace("torch.", "") if args else "float64"
+    check = GradientCheck(name, dtype)
+    if r.get("output_requires_grad") is False:
+        check.no_graph = True
+    eps = GRADIENT_STEP.get(dtype, GRADIENT_STEP["float32"])
+    moved_args, keys = [list(args)], []
+    for i, (a, f) in enumerate(zip(args, floating)):
+        if not f:
+            continue
+        row = r["inputs"][i] if isinstance(r["inputs"][i], dict) else {}
+        a64 = _np64(a)
+        scale = max(float(np.sqrt(np.mean(a64 ** 2))) if a64.size else 0.0, GRADIENT_FLOOR)
+        d, has = row.get("directional"), bool(row.get("has_grad"))
+        ad = ([scale * float(v) for v in d] if has and isinstance(d, list) and len(d) == directions
+              and all(isinstance(v, (int, float)) for v in d) else [0.0] * directions)
+        check.parts[names[i]] = {"scale": scale, "autograd": ad, "has_grad": has}
+        for k in range(directions):
+            for sign in (1.0, -1.0):
+                moved = list(args)
+                moved[i] = torch.from_numpy(a64 + sign * eps * scale * units[i][k]).to(a.dtype)
+                moved_args.append(moved)
+            keys.append(names[i])
+    check.directions = directions
+    with sub.together(chain=True) as t:
+        asks = [t.call(name, *m) for m in moved_args]
+    losses = [_loss(p.get(), W, dtype, call_text(name, args, {})) for p in asks]
+    per = {n: [] for n in check.parts}
+    for j, n in enumerate(keys):
+        per[n].append(losses[1 + 2 * j: 3 + 2 * j])
+    check.base, check.eps = losses[0], eps
+    check.whole = [GradientCheck.slope(check.parts[n]["autograd"][k], losses[0], *per[n][k], eps)
+                   for n in check.parts for k in range(directions)]
+    check._per_part = lambda: per
+    return check
+
+
 class ModuleHandle:
     """A student's nn.Module instance living in the worker."""
 
@@ -106,9 +258,126 @@ class ModuleHandle:
                       f"{self.cls}.forward{' in training mode' if train else ''}")
         return self.sub.finish("forward", r, {"cls": self.cls})
 
-    def grads(self, x, weight, seed=0):
-        return self._req("grads", {"x": x, "weight": weight, "seed": int(seed)},
-                         f"{self.cls} forward + backward (for the gradients)")
+    def grads(self, x, weight, seed=0, directions=None, values=False):
+        """Forward on `x`, backward of sum(output * weight): per parameter whether it got a gradient (see
+        Probes.grads); with `directions` ({name: [arrays]}) also autograd's directional derivatives, with
+        `values` the parameters' values."""
+        args = {"x": x, "weight": weight, "seed": int(seed)}
+        if directions is not None:
+            args["directions"] = directions
+        if values:
+            args["values"] = True
+        return self._req("grads", args, f"{self.cls} forward + backward (for the gradients)",
+                         expected_bytes=8 * self._numel([p.get("name") for p in self.params
+                                                         if isinstance(p, dict)]) if values else 0)
+
+    def gradient_check(self, x, weight, seed=0, directions=2):
+        """Does autograd's gradient agree with how the output moves? Returns a GradientCheck (see there): autograd's
+        directional derivatives of loss = sum(output * weight) along `directions` random directions per trainable
+        parameter (one round trip: Probes.grads), and central finite differences of that loss computed here from
+        forwards at the parameters moved both ways along the same directions, all parameters at once (one round
+        trip, set_params and forward asked together; the parameters are put back). `GradientCheck.per_part()`
+        then measures each parameter alone (more round trips: asked only where the whole disagrees)."""
+        import numpy as np
+        W = _np64(weight)
+        trainable = [(p["name"], tuple(p["shape"]), str(p.get("dtype", "float32"))) for p in self.params
+                     if isinstance(p, dict) and p.get("requires_grad") and isinstance(p.get("name"), str)
+                     and str(p.get("dtype", "")).startswith(("float", "bfloat"))
+                     and isinstance(p.get("shape"), list)]
+        rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, 5573])
+        units = {n: [rng.standard_normal(shape) for _ in range(directions)] for n, shape, _ in trainable}
+        r = self.grads(x, weight, seed=seed, directions=units, values=True)
+        if not isinstance(r, dict):
+            raise BadReturn(f"{self.cls} forward + backward: malformed answer")
+        check = GradientCheck(self.cls, self.dtype)
+        if r.get("output_requires_grad") is False:
+            check.no_graph = True
+            return check
+        rows = {row.get("name"): row for row in r.get("params", []) if isinstance(row, dict)}
+        values = r.get("values") if isinstance(r.get("values"), dict) else {}
+        theta, kinds = {}, {}
+        for n, shape, dt in trainable:
+            v = values.get(n)
+            row = rows.get(n, {})
+            if type(v) is not np.ndarray or tuple(v.shape) != shape or row.get("finite") is False:
+                continue  # not answered as described, or NaN/Inf gradients (the graph test charges those)
+            theta[n], kinds[n] = v.astype(np.float64), ("float32" if dt.startswith(("bfloat", "float16")) else dt)
+        parts = {}
+        for n in theta:
+            row = rows.get(n, {})
+            scale = max(float(np.sqrt(np.mean(theta[n] ** 2))) if theta[n].size else 0.0, GRADIENT_FLOOR)
+            d = row.get("directional")
+            has = bool(row.get("has_grad"))
+            ad = ([scale * float(a) for a in d] if has and isinstance(d, list) and len(d) == directions
+                  and all(isinstance(a, (int, float)) for a in d) else [0.0] * directions)
+            parts[n] = {"scale": scale, "units": units[n], "autograd": ad, "has_grad": has}
+        check.parts, check.directions = parts, directions
+        if not parts:
+            return check
+        # each part's step is weighted so that its share of the slope is about the largest part's (at most
+        # GRADIENT_WEIGHT times its own size): the slope of a few attention weights is not lost among the embeddings'
+        sizes = {n: float(np.sqrt(np.mean(np.square(p["autograd"])))) for n, p in parts.items()}
+        top = max(sizes.values())
+        for n, p in parts.items():
+            w = min(GRADIENT_WEIGHT, top / sizes[n]) if sizes[n] > 0 else GRADIENT_WEIGHT
+            p["scale"] *= w
+            p["autograd"] = [w * a for a in p["autograd"]]
+        eps = GRADIENT_STEP.get(self.dtype, GRADIENT_STEP["float32"])
+        moves = [None]
+        for k in range(directions):
+            for sign in (1.0, -1.0):
+                moves.append({n: theta[n] + sign * eps * p["scale"] * p["units"][k] for n, p in parts.items()})
+        losses = self._losses(x, seed, W, moves, theta, kinds)
+        check.set_whole(losses, eps)
+        check._per_part = lambda: self._per_part(check, x, seed, W, theta, kinds, eps)
+        return check
+
+    def _per_part(self, check, x, seed, W, theta, kinds, eps):
+        moves, keys = [], []
+        for n, p in check.parts.items():
+            for k in range(check.directions):
+                for sign in (1.0, -1.0):
+                    moves.append({n: theta[n] + sign * eps * p["scale"] * p["units"][k]})
+                keys.append(n)
+        losses = self._losses(x, seed, W, moves, theta, kinds)
+        return {n: [losses[2 * i: 2 * i + 2] for i, key in enumerate(keys) if key == n] for n in check.parts}
+
+    def _losses(self, x, seed, W, moves, theta, kinds):
+        """[(loss, sum of |output * W|, output dtype)] of forward on `x` with each of `moves` ({name: values}; None:
+        the parameters as they are) set in turn, asked together in round trips of at most GRADIENT_ASKS asks and
+        GRADIENT_BYTES bytes; every parameter moved is put back at the end of each round trip."""
+        import numpy as np
+        import torch
+        x_bytes = int(x.numel() * x.element_size()) if hasattr(x, "element_size") else 0
+        back_bytes = sum(theta[n].size * np.dtype(kinds[n]).itemsize for n in theta) + 1024
+        out, i, moved = [], 0, set()
+        while i < len(moves):
+            asks, size = [], back_bytes
+            with self.sub.together(chain=True) as t:
+                while i < len(moves) and len(asks) < GRADIENT_ASKS:
+                    move = moves[i] or {}
+                    vals = {n: theta[n] for n in moved - set(move)}
+                    vals.update(move)
+                    sent = {n: torch.from_numpy(np.ascontiguousarray(v, dtype=kinds[n])) for n, v in vals.items()}
+                    cost = sum(v.nbytes for v in sent.values()) + 2048 + x_bytes
+                    if asks and size + cost > GRADIENT_BYTES:
+                        break
+                    asks.append((t.set_params(self, sent) if sent else None, t.forward(self, [x], seed=seed)))
+                    size += cost
+                    moved = set(move)
+                    i += 1
+                back = t.set_params(self, {n: torch.from_numpy(np.ascontiguousarray(theta[n], dtype=kinds[n]))
+                                           for n in moved}) if moved else None
+                moved = set()
+            for was_set, forward in asks:
+                if was_set is not None:
+                    was_set.get()
+                r = forward.get()
+                out.append(_loss(r.outputs[0] if r.outputs else None, W, r.dtypes[0] if r.dtypes else None,
+                                 f"{self.cls}.forward"))
+            if back is not None:
+                back.get()
+        return out
 
     def to(self, device):
         return self._req("to", {"device": device}, f"{self.cls}.to({device!r})")
