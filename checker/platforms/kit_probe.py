@@ -8,10 +8,13 @@ reference's public answers recorded), and meanwhile records the calls the public
 graded functions of the reference. Of those it keeps a few per function (distinct shapes), draws their
 float arrays anew, and asks the reference for the answer (a float array, not constant, not equal to
 one of its own inputs), with the spec's tolerance for it (`checker.judging.compare.tolerance` with the
-question's tolerances). It then runs this file as a script on the kit, in a process of its own (new
-PID, mount, network, IPC and UTS namespaces where `unshare` can make them; an empty folder; a time
-limit: a hang or a crash is a problem with a message), and names every shipped function that gave an
-answer, with its file.
+question's tolerances; checker.platforms.kit makes these cases). It then runs this file as a script on
+the kit, in a process of its own (new PID, mount, network, IPC and UTS namespaces where `unshare` can
+make them; an empty folder; a time limit: a hang or a crash is a problem with a message), and names
+every shipped function that gave an answer, with its file and line. The helpers' results the probe sends
+back (below) it judges itself, running only the reference on them (`checker.platforms.kit.returned_answer_hits`):
+a helper that returned inputs of a graded function and, beside them, the reference's answer to them
+(`_case(rng, T)` giving `((Q, K, V), answer)`, kept in the kit because a public test uses it) is named too.
 
 The probe (`python -I kit_probe.py KIT CASES OUT [EXTRA.py ...]`, also run by tests/test_kit.py) imports
 every .py file under KIT (the kit's own hwcheck; the full package and the reference solutions are
@@ -24,7 +27,12 @@ and of values the case's shapes suggest (the causal mask of each input's T; each
 sqrt(k)). Every array in a result (nested in lists, tuples and dicts; a list of same-shape arrays is
 stacked too) is compared with every answer, as `checker.judging.compare` does (|got - want| <= atol + rtol *
 |want|); each function whose result equals one is written to OUT as a JSON line {"function", "file",
-"answer"}. EXTRA files are probed as well (a test's planted control). The last line on stdout is a JSON
+"line", "answer"}. Each module-level function of an assignment's modules (and of EXTRA files) is also called
+with arguments of its own signature, where each parameter has one (a numpy Generator for rng, random_state,
+gen; the default, and another small int for an int default; small ints for a name like T, n, d_k, seed;
+OWN_CALLS calls at most): up to OWN_RESULTS results holding two float arrays or more go to OUT + ".returned"
+as JSON lines {"function", "file", "line", "value", "bufs"} (checker.wire's encoding), for the trusted side
+to judge. EXTRA files are probed as well (a test's planted control). The last line on stdout is a JSON
 summary: {"functions", "timed_out", "not_imported"}. Each function runs in its own forked child
 (PARALLEL at a time) with a time limit (and each case a share of it), its output sent nowhere and the
 calls that remove files, end processes, start programs or fork refused (the kit is hwcheck's own code, called
@@ -46,6 +54,7 @@ import itertools
 import json
 import math
 import os
+import re
 import resource
 import shutil
 import signal
@@ -60,6 +69,13 @@ CALLS_PER_CASE = 1000
 SECONDS_PER_CASE = 2.5  # each case's share of a function's time, however slow its calls
 SECONDS_PER_FUNCTION = 60
 DEFAULT_TOLERANCE = (1e-6, 1e-9)  # (rtol, atol) of a case that gives none
+OWN_CALLS = 12  # calls of a module-level function of an assignment with arguments its own signature suggests
+OWN_RESULTS = 3  # of them, results holding two float arrays or more that are sent back to be judged
+OWN_BYTES = 1 << 20
+RETURNED = ".returned"  # OUT + this: the helpers' results, one JSON line each
+RNG_NAMES = {"rng", "random_state", "gen", "generator", "random", "rs"}
+INT_NAME = re.compile(r"[A-Za-z][A-Za-z]?\d?|[nd]_\w+|(num|len|max|min)_?\w*|\w+_(size|len|dim|count|heads|tokens|steps)"
+                      r"|size|dim|width|height|depth|heads|steps|batch|length|count|seq|tokens")
 PARALLEL = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
@@ -192,6 +208,64 @@ def _arg_tuples(fn, cases):
             yield args + list(fill)
 
 
+class _Rng:
+    """A parameter's choice: a fresh numpy Generator of this seed at each call."""
+
+    def __init__(self, seed):
+        self.seed = seed
+
+
+def _own_choices(p):
+    """What a helper's parameter may be given when it makes its own inputs (None: nothing is known for it):
+    a numpy Generator for an rng, the default (and one other small int for an int default), small ints for
+    a name that looks like a size."""
+    if p.name.lower() in RNG_NAMES:
+        return [_Rng(1), _Rng(2)]
+    if p.name in ("device", "dtype"):
+        return ["cpu" if p.name == "device" else "float64"]
+    if p.default is not p.empty:
+        others = [k for k in (3, 4) if k != p.default][:1] if type(p.default) is int else []
+        return [p.default] + others
+    if p.name == "seed" or p.name.endswith("_seed"):
+        return [0, 1]
+    return [4, 3, 5] if INT_NAME.fullmatch(p.name) else None
+
+
+def _own_arg_tuples(fn):
+    """At most OWN_CALLS argument lists from fn's own signature (see _own_choices), the first choices first."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return
+    if any(p.kind == p.KEYWORD_ONLY and p.default is p.empty for p in params):
+        return
+    choices = [_own_choices(p) for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(choices) > 8 or any(c is None for c in choices):
+        return
+    import numpy as np
+    combos = sorted(itertools.product(*[range(len(c)) for c in choices]), key=lambda idx: (max(idx, default=0), idx))
+    for idx in combos[:OWN_CALLS]:
+        yield [np.random.default_rng(c[i].seed) if isinstance(c[i], _Rng) else c[i] for c, i in zip(choices, idx)]
+
+
+def _plain(value, depth=0):
+    """What of a result can travel back (checker.wire): arrays, tensors, numbers, str, nested; else None."""
+    import numpy as np
+    mod = type(value).__module__
+    if depth > 6:
+        return None
+    if value is None or type(value) in (bool, int, float, str) or isinstance(value, (np.ndarray, np.generic)):
+        return value
+    if mod.startswith("torch") and hasattr(value, "detach"):
+        return value.detach().cpu()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v, depth + 1) for v in value) if type(value) in (list, tuple) \
+            else tuple(_plain(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return {k: _plain(v, depth + 1) for k, v in value.items() if type(k) in (str, int)}
+    return None
+
+
 def _arrays(value, depth=0):
     """The float arrays in a result, as float64 numpy arrays."""
     import numpy as np
@@ -258,6 +332,10 @@ def _where(fn, kit):
     return path
 
 
+def _line(fn):
+    return getattr(getattr(fn, "__code__", None), "co_firstlineno", None)
+
+
 def _probe(fn, cases, answers, out_fd, kit):
     where = f"{fn.__module__}.{fn.__qualname__}"
     for args in _arg_tuples(fn, cases):
@@ -266,25 +344,53 @@ def _probe(fn, cases, answers, out_fd, kit):
         except BaseException:  # noqa: BLE001  (odd arguments: most calls fail, which is fine)
             continue
         for hit in _leaks(result, answers):
-            os.write(out_fd, (json.dumps({"function": where, "file": _where(fn, kit), "answer": hit}) + "\n").encode())
+            os.write(out_fd, (json.dumps({"function": where, "file": _where(fn, kit), "line": _line(fn),
+                                          "answer": hit}) + "\n").encode())
             return
 
 
-def _run_child(fn, cases, answers, out_fd, kit):
-    """In the forked child: nothing to see, a high descriptor for the hits, the guards, a time limit."""
+def _probe_own(fn, own_fd, kit):
+    """Call a helper with arguments of its own signature (_own_arg_tuples); write each result holding two
+    float arrays or more (inputs, an answer?) to own_fd, for the trusted side to judge with the reference."""
+    import base64
+    sent, until = 0, time.monotonic() + SECONDS_PER_CASE
+    for args in _own_arg_tuples(fn):
+        if sent >= OWN_RESULTS or time.monotonic() > until:
+            return
+        try:
+            result = fn(*args)
+            if len(_arrays(result)) < 2:
+                continue
+            obj, bufs = _WIRE[0].encode(_plain(result), max_bytes=OWN_BYTES)
+        except BaseException:  # noqa: BLE001
+            continue
+        os.write(own_fd, (json.dumps({"function": f"{fn.__module__}.{fn.__qualname__}", "file": _where(fn, kit),
+                                      "line": _line(fn), "value": obj,
+                                      "bufs": [base64.b64encode(bytes(b)).decode() for b in bufs]}) + "\n").encode())
+        sent += 1
+
+
+_WIRE = []  # the kit's checker.wire, once main has imported it
+
+
+def _run_child(fn, cases, answers, fds, kit, own):
+    """In the forked child: nothing to see, high descriptors for the hits and results, the guards, a time limit."""
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     high = (soft if 0 < soft <= 4096 else 4096) - 1
-    os.dup2(out_fd, high)
-    os.closerange(3, high)
+    os.dup2(fds[0], high)
+    os.dup2(fds[1], high - 1)
+    os.closerange(3, high - 1)
     _guard()
     signal.alarm(SECONDS_PER_FUNCTION)
     _probe(fn, cases, answers, high, kit)
+    if id(fn) in own:
+        _probe_own(fn, high - 1, kit)
 
 
-def _run_all(functions, cases, answers, out_fd, kit):
+def _run_all(functions, cases, answers, fds, kit, own=frozenset()):
     """Probe each function in a forked child, PARALLEL at a time; [the functions that ran out of time]
     (a child that outlives its limit, having caught SIGALRM, is killed)."""
     timed_out, running, todo, pause = [], {}, list(functions), 0.0005
@@ -294,7 +400,7 @@ def _run_all(functions, cases, answers, out_fd, kit):
             pid = os.fork()
             if pid == 0:
                 try:
-                    _run_child(fn, cases, answers, out_fd, kit)
+                    _run_child(fn, cases, answers, fds, kit, own)
                 finally:
                     os._exit(0)
             running[pid] = (fn, time.monotonic())
@@ -337,27 +443,35 @@ def main():
                 (float(c.get("rtol", DEFAULT_TOLERANCE[0])), float(c.get("atol", DEFAULT_TOLERANCE[1]))))
                for c in raw]
     sys.argv = ["hwcheck", "--help"]
-    seen, functions, failed = {}, [], []
+    seen, functions, failed, own = {}, [], [], set()
+    _WIRE.append(wire)
+
+    def collect(module):
+        found = _functions(module, seen)
+        if module.__name__.startswith(("assignments.", "_probe_extra_")):  # an assignment's module-level helpers
+            own.update(id(fn) for fn in found if "." not in fn.__qualname__)
+        return found
     for name in _modules(kit):
         try:
             module = importlib.import_module(name)
         except BaseException as e:  # noqa: BLE001  (a module that cannot be imported here is reported)
             failed.append(f"{name}: {type(e).__name__}: {str(e)[:200]}")
             continue
-        functions += _functions(module, seen)
+        functions += collect(module)
     for i, path in enumerate(extra):
         spec = importlib.util.spec_from_file_location(f"_probe_extra_{i}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        functions += _functions(module, seen)
+        functions += collect(module)
     import gc
     gc.collect()
     gc.freeze()
     gc.collect()
     gc.freeze()  # a child's garbage collection would otherwise copy the whole heap it shares (~160 ms each)
-    out_fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
-    timed_out = _run_all(functions, cases, answers, out_fd, kit)
-    os.close(out_fd)
+    fds = [os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600) for p in (out_path, out_path + RETURNED)]
+    timed_out = _run_all(functions, cases, answers, fds, kit, own)
+    for fd in fds:
+        os.close(fd)
     print(json.dumps({"functions": len(functions), "timed_out": timed_out, "not_imported": failed}), flush=True)
 
 
@@ -367,122 +481,6 @@ def main():
 # ---------------------------------------------------------------------------
 
 KIT_PROBE_SECONDS = 1200  # the whole probe of one kit: a hang becomes a problem with a message
-CASES_PER_FUNCTION = 2  # fresh inputs per graded function (its first shapes the public tests gave)
-
-
-@contextlib.contextmanager
-def _capturing(module, names, calls, per_name=50):
-    """Within this block the reference module's graded functions record their calls into `calls` as
-    (name, function, args, kwargs), at most `per_name` each (what the public tests ask of them)."""
-    saved = {}
-    for name in names:
-        fn = getattr(module, name, None)
-        if fn is None or inspect.isclass(fn) or not callable(fn):
-            continue
-
-        def wrapper(*args, _fn=fn, _name=name, **kwargs):
-            if sum(c[0] == _name for c in calls) < per_name:
-                calls.append((_name, _fn, args, kwargs))
-            return _fn(*args, **kwargs)
-        saved[name] = fn
-        setattr(module, name, wrapper)
-    try:
-        yield
-    finally:
-        for name, fn in saved.items():
-            setattr(module, name, fn)
-
-
-def _is_float_array(v):
-    import numpy as np
-    if type(v).__module__.startswith("torch") and hasattr(v, "is_floating_point"):
-        return v.is_floating_point()
-    return isinstance(v, np.ndarray) and v.dtype.kind == "f"
-
-
-def _fresh(value, rng):
-    """`value` with every float array or tensor drawn anew (same shape and dtype; non-negative stays so)."""
-    import numpy as np
-    if _is_float_array(value):
-        old = value.detach().cpu().numpy() if hasattr(value, "detach") else value
-        new = rng.standard_normal(old.shape)
-        if old.size and (old >= 0).all():
-            new = np.abs(new)
-        if hasattr(value, "detach"):
-            import torch
-            return torch.from_numpy(new).to(value.dtype)
-        return new.astype(old.dtype)
-    if type(value) in (list, tuple):
-        return type(value)(_fresh(v, rng) for v in value)
-    if type(value) is dict:
-        return {k: _fresh(v, rng) for k, v in value.items()}
-    return value
-
-
-def _float_answer(value):
-    """(float64 numpy array, dtype name) of an answer, or (None, None) where it is no float array."""
-    import numpy as np
-    if type(value) in (list, tuple) and value and all(_is_float_array(v) for v in value):
-        parts = [v.detach().cpu().numpy() if hasattr(v, "detach") else v for v in value]
-        if len({p.shape for p in parts}) != 1:
-            return None, None
-        return np.stack(parts).astype(np.float64), str(parts[0].dtype)
-    if not _is_float_array(value):
-        return None, None
-    dtype = str(value.dtype).replace("torch.", "")
-    arr = value.detach().cpu().numpy() if hasattr(value, "detach") else value
-    return arr.astype(np.float64), dtype
-
-
-def _shape_key(value):
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        return ("array", tuple(value.shape), str(value.dtype))
-    if type(value) in (list, tuple):
-        return (type(value).__name__, tuple(_shape_key(v) for v in value))
-    return (type(value).__name__, repr(value)[:50])
-
-
-def _answer_cases(spec, calls, seed=20261126):
-    """The probe's cases: for each graded function, up to CASES_PER_FUNCTION calls the public tests made
-    (distinct shapes), its float arrays drawn anew, and the reference's float-array answer to them with
-    the spec's tolerance for it. An answer that is constant or equals one of its inputs is left out:
-    any function handing back its argument would seem to compute it."""
-    import numpy as np
-
-    from checker import wire
-    from checker.judging.compare import tolerance
-    from checker.running.recorded import _pack
-    rng = np.random.default_rng(seed)
-    question = {n: q for q in spec["questions"] for n in q.get("names", [])}
-    cases, seen = [], set()
-    for name, fn, args, kwargs in calls:
-        try:
-            bound = inspect.signature(fn).bind(*args, **kwargs)
-        except (TypeError, ValueError):
-            continue
-        if bound.kwargs or (name, _shape_key(bound.args)) in seen \
-                or sum(c["name"].split(" ")[0] == name for c in cases) >= CASES_PER_FUNCTION:
-            continue
-        seen.add((name, _shape_key(bound.args)))
-        fresh = _fresh(tuple(bound.args), rng)
-        try:
-            answer, dtype = _float_answer(fn(*fresh))
-        except Exception:  # noqa: BLE001  (inputs the reference refuses: no case)
-            continue
-        if answer is None or answer.size < 4 or not np.isfinite(answer).all() or np.ptp(answer) == 0:
-            continue
-        rtol, atol = tolerance(dtype, question[name].get("tolerances"))
-        inputs = [a for a in (_float_answer(v)[0] for v in fresh) if a is not None]
-        if any(a.shape == answer.shape and np.all(np.abs(a - answer) <= atol + rtol * np.abs(answer))
-               for a in inputs):
-            continue
-        try:
-            packed = {"name": f"{name} {'x'.join(map(str, answer.shape))}", "args": _pack(name, fresh),
-                      "answer": _pack(name, answer), "rtol": rtol, "atol": atol}
-        except wire.EncodeError:
-            continue
-        cases.append(packed)
-    return cases
 
 
 def _isolation():
@@ -527,28 +525,37 @@ def run_probe(kit, cases_path, out_path, *, timeout=KIT_PROBE_SECONDS, extra=())
         said = (err.strip() or out.strip()).splitlines()
         why = said[-1][-600:] if said else "no output"  # a traceback's last line: the exception
         raise HwcheckError(f"the kit probe (checker/platforms/kit_probe.py) failed (exit status {proc.returncode}): {why}")
-    hits = []
+    hits, summary["returned"] = [], []
     with open(out_path, encoding="utf-8", errors="replace") as f:
         for line in f:
             with contextlib.suppress(ValueError):
                 hit = json.loads(line)
                 if isinstance(hit, dict) and {"function", "answer"} <= set(hit):
                     hits.append(hit)
+    with contextlib.suppress(OSError), open(str(out_path) + RETURNED, encoding="utf-8", errors="replace") as f:
+        for line in f:  # the helpers' results, for checker.platforms.kit.returned_answer_hits
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                if isinstance(entry, dict) and {"function", "value", "bufs"} <= set(entry):
+                    summary["returned"].append(entry)
     return summary, hits
 
 
 def probe_kit(aid, *, timeout=KIT_PROBE_SECONDS):
     """Build the student kit into a temporary folder, recording the reference's public answers as `hwcheck kit`
     does and the calls the public tests make of the graded functions, and probe it (checker/platforms/kit_probe.py).
-    {"cases": [case names], "functions": n, "hits": [{"function", "file", "answer"}], "timed_out": [...],
-    "not_imported": [...]}; with no case (no graded function answers a float array) nothing is probed.
+    {"cases": [case names], "functions": n, "hits": [{"function", "file", "line", "answer"}], "timed_out": [...],
+    "not_imported": [...]}; with no case (no graded function answers a float array) nothing is probed. A hit
+    with "returned": a helper of the assignment, called with arguments of its own signature, returned inputs of
+    a graded function with the reference's answer to them (checker.platforms.kit.returned_answer_hits judges
+    the results the probe sends back, here, running only the reference).
 
     `aid` may be a list of assignments: their answers recorded into one kit and every one's cases probed in
     one run (the kit's code is the same; a probe's cost is mostly one fork per shipped function), with
     "cases_by_assignment" {aid: [case names]} beside "cases"."""
     import importlib
 
-    from checker.platforms.kit import build_kit, record_public
+    from checker.platforms.kit import answer_cases, build_kit, capturing_calls, record_public, returned_answer_hits
     from checker.running.runner import Grader
     from checker.spec import load_spec
     aids = [aid] if isinstance(aid, str) else list(aid)
@@ -559,9 +566,9 @@ def probe_kit(aid, *, timeout=KIT_PROBE_SECONDS):
         with Grader(mode="public") as grader, contextlib.ExitStack() as stack:
             for a, spec in specs.items():
                 names = [n for q in spec["questions"] if not q.get("manual") for n in q.get("names", [])]
-                stack.enter_context(_capturing(importlib.import_module(spec["reference"]), names, calls[a]))
+                stack.enter_context(capturing_calls(importlib.import_module(spec["reference"]), names, calls[a]))
             build_kit(kit, lambda a: record_public(a, grader) if a in specs else {})
-        by_aid = {a: _answer_cases(specs[a], calls[a]) for a in aids}
+        by_aid = {a: answer_cases(specs[a], calls[a]) for a in aids}
         cases = [c for a in aids for c in by_aid[a]]
         named = {a: [c["name"] for c in by_aid[a]] for a in aids}
         if not cases:
@@ -571,6 +578,7 @@ def probe_kit(aid, *, timeout=KIT_PROBE_SECONDS):
         with open(cases_path, "w", encoding="utf-8") as f:
             json.dump(cases, f)
         summary, hits = run_probe(kit, cases_path, out_path, timeout=timeout)
+    hits += returned_answer_hits(specs, calls, summary.get("returned", []))
     return {"cases": [c["name"] for c in cases], "cases_by_assignment": named,
             "functions": summary.get("functions", 0), "hits": hits,
             "timed_out": summary.get("timed_out", []), "not_imported": summary.get("not_imported", [])}
@@ -578,13 +586,20 @@ def probe_kit(aid, *, timeout=KIT_PROBE_SECONDS):
 
 def kit_code_problems(aid, *, timeout=KIT_PROBE_SECONDS):
     """`hwcheck validate`'s kit check: no code the student kit ships computes an answer of a graded
-    function (see probe_kit); [problem]."""
+    function (see probe_kit); [problem], each naming the function, its file and its line."""
     found = probe_kit(aid, timeout=timeout)
-    problems = []
-    for hit in sorted({(h.get("file") or "?", h["function"], h["answer"].split(" ")[0]) for h in found["hits"]}):
-        problems.append(f"the kit ships code that computes an answer: {hit[1]} ({hit[0]}) returns the reference's "
-                        f"answer of {hit[2]} on fresh inputs; keep such code out of the kit (answer models go "
-                        f"in the assignment's _answers.py, which the kit leaves out)")
+    problems, advice = [], ("keep such code out of the kit (answer models go in the assignment's _answers.py, "
+                            "which the kit leaves out)")
+    for file, fn, answer, line, returned in sorted({(h.get("file") or "?", h["function"], h["answer"].split(" ")[0],
+                                                     h.get("line") or 0, bool(h.get("returned"))) for h in found["hits"]}):
+        if returned:
+            problems.append(f"the kit ships code that computes an answer: {fn} ({file}, line {line}) returns inputs of "
+                            f"{answer} with the reference's answer to them, and a public test uses it, so the kit "
+                            f"keeps it; let the test take its expected value from `ref` (recorded for the kit), and "
+                            f"{advice}")
+        else:
+            problems.append(f"the kit ships code that computes an answer: {fn} ({file}) returns the reference's "
+                            f"answer of {answer} on fresh inputs (line {line}); {advice}")
     problems += [f"the kit's module {m} could not be imported to be probed for code that computes an answer"
                  for m in found["not_imported"]]
     return problems
