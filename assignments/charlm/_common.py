@@ -484,7 +484,36 @@ def _causal_hint(m, close, rng, seed, cfg, device, B, T, base, idx, sub):
             return HEADS_MERGE_HINT.format(h=cfg[3])
         except GradingFailure:
             pass
+    if _sees_the_next_token_only(sub, rng, seed, cfg, device, B, T):
+        return (f"{NEXT_TOKEN_HINT}; through the model's {cfg[4]} layers position t then sees {cfg[4]} tokens "
+                "ahead (with one layer its logits depend on token t+1 and on no token after it)")
     return CAUSAL_HINT
+
+
+def _sees_the_next_token_only(sub, rng, seed, cfg, device, B, T):
+    """Whether a one-layer model of `cfg` is off by one: position 0's logits change with token 1 but with no
+    token after it, and position T//2's with no token after T//2 + 1 (a mask that also shows key i+1)."""
+    if T < 4:
+        return False
+    one = cfg[:4] + (1,) + cfg[5:]
+    V, t = cfg[0], T // 2
+    try:
+        m = _new(sub, one, seed, device)
+        idx = _ids(rng, B, T, V, device)
+        asked = [idx]
+        for first in (1, 2, t + 2):  # change token 1 alone; every token from 2; every token from t + 2
+            other = idx.clone()
+            last = first + 1 if first == 1 else T
+            other[:, first:last] = (idx[:, first:last] + 1) % V
+            asked.append(other)
+        base, next_one, after_next, after_t = (_logits(o, B, T, V, "") for o in _forward(m, one, asked, seed).outputs)
+    except GradingFailure:
+        return False
+    scale = 1e-5 * max(1.0, float(np.abs(base).max()))
+
+    def moved(a, upto):
+        return float(np.abs(a[:, :upto + 1] - base[:, :upto + 1]).max()) > scale
+    return moved(next_one, 0) and not moved(after_next, 0) and not moved(after_t, t)
 
 
 def _check_causal_of(m, close, rng, seed, cfg, device, B, T, sub=None):

@@ -192,6 +192,8 @@ def _unchained_block(sub, rng, seed):
             with explained():
                 m.set_params({n: torch.from_numpy(v) for n, v in kept.items()})
         if not changed(got, base, scale):
+            if _same_rows(base):
+                return f"{name}: {IMAGE_BLIND}."
             return (f"{name}: new random values for every weight of encoder block {k} ({', '.join(names[:3])}"
                     f"{', ...' if len(names) > 3 else ''}) left the logits as they were: that block takes no "
                     f"part in the output, so a deeper model is no better than one block.\nLikely mistake: "
@@ -260,6 +262,8 @@ def test_vit_mlp_is_not_linear(sub, rng, seed):
             with explained():
                 m.set_params({n: torch.from_numpy(v.astype(kind)) for n, v in kept.items()})
         if not changed(again, base, scale, rel):
+            if _same_rows(base):
+                raise GradingFailure(f"{name}: {IMAGE_BLIND}.")
             raise GradingFailure(
                 f"{name}: rotating the {hidden} hidden units between the parameters `{a}` {shapes[a]} and `{b}` "
                 f"{shapes[b]} ({a} -> S {a}, {b} -> {b} S^T, S orthogonal) left the logits as they were; with a "

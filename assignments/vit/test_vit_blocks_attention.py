@@ -262,6 +262,8 @@ def test_vit_block_attention_is_the_handouts(sub, rng, seed):
     if _as_own_mhsa(sub, seed, one, plan, x, k, a, effect):
         pytest.skip("judged by the mhsa tests, not here: the encoder blocks' attention answers as the submission's "
                     "MultiHeadSelfAttention(hidden_dim, num_heads) does, which those tests judge")
+    if _image_blind(sub, seed, rng, IMG, PATCH, D, H, OUT, 1):
+        raise GradingFailure(f"{_vit_name(IMG, PATCH, D, H, OUT, 1)}: {IMAGE_BLIND}.")
     hint = _diagnosis(one, plan, x, k, w, a, effect)
     raise GradingFailure(f"{what}: {said}, so the block's attention computes another function.\n"
                          f"Likely mistake: {hint}.")

@@ -94,7 +94,9 @@ def _vit_every_patch(sub, rng, seed, img, patch, D, h, out, blocks):
             "token attends across the images of the batch instead of across its own tokens (build it with "
             "batch_first=True); or a causal mask copied from a GPT (`torch.tril`, is_causal=True) lets the class "
             "token, first in the sequence, attend only to itself; or the logits are read from the class token "
-            "before the encoder blocks, or the patch embeddings never join the sequence.")
+            "before the encoder blocks, or the class token joins the sequence only after the blocks ran (it "
+            "must be prepended before them, so that it attends to the patches), or the patch embeddings never "
+            "join the sequence.")
     for k, ok in enumerate(outs):
         if not changed(ok, base, scale, rel):
             r_, c_ = divmod(k, gw)
