@@ -86,6 +86,20 @@ def test_a_grade_is_the_same_after_a_submission_whose_grading_changed_shared_dat
 
 
 @pytest.mark.slow
+def test_one_pytest_main_per_submission_grades_the_same_after_such_a_submission(tmp_path, monkeypatch):
+    """The grader's other way (reuse_session=False, where pytest's internals a session needs are missing): each
+    submission's pytest.main imported the grading modules the one before left in sys.modules, their data changed
+    (68.89 alone, 65.29 third in a probe's batch). Each run now imports them anew."""
+    aid = "hwmut_plain"
+    _course(tmp_path, monkeypatch, aid)
+    with Grader(mode="hidden", seed=SEED, reuse_session=False) as g:
+        alone = g.grade(B, aid)
+    with Grader(mode="hidden", seed=SEED, reuse_session=False) as g:
+        g.grade(A, aid)
+        second = g.grade(B, aid)
+    assert _without_times(second) == _without_times(alone), "B's scorecard depends on the batch's order"
+
+@pytest.mark.slow
 def test_validate_names_the_module_the_global_and_the_test(tmp_path, monkeypatch):
     from checker.platforms.validate import validate
     aid = "hwmut_validate"

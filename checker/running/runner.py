@@ -411,8 +411,13 @@ class Grader:
         plugin = self._plugin(handle, spec, replay)
         from pytest_jsonreport.plugin import JSONReport
         report_plugin = JSONReport()
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            exit_code = run_pytest(args, [plugin, report_plugin])
+        try:
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                exit_code = run_pytest(args, [plugin, report_plugin])
+        finally:
+            # one pytest.main per submission would still find the grading modules of the one before in
+            # sys.modules, with whatever shared data their tests changed in place: each run imports them anew
+            pytest_session.forget_grading_modules(spec)
         if plugin.problems or exit_code not in (0, 1, 5):  # 5: every test deselected
             raise HwcheckError(f"the grading tests of {spec['id']} did not run (pytest exit {exit_code}): "
                                + "; ".join(plugin.problems) + sink.getvalue()[-2000:])

@@ -49,7 +49,7 @@ from checker.errors import HwcheckError
 from checker.running import lean_protocol
 
 __all__ = ["GradingSession", "SharedData", "available", "without_autoload", "watching_each_test",
-           "shared_data_changes", "SHARED_DATA_CHANGED"]
+           "shared_data_changes", "forget_grading_modules", "SHARED_DATA_CHANGED"]
 
 TAIL_CHARS = 4000  # what is kept of pytest's own terminal output, for an error's message
 
@@ -319,6 +319,14 @@ class SharedData:
             sys.modules.pop(name, None)
         self.modules = {}
         self._seen = -1
+
+
+def forget_grading_modules(spec):
+    """Drop the assignment's grading modules from sys.modules, so that the next pytest.main imports them anew (the
+    grader's one-pytest.main-per-submission way: nothing a test changed in place reaches the next submission)."""
+    shared = SharedData(spec)
+    shared._find()
+    shared.forget()
 
 
 @contextlib.contextmanager
