@@ -509,7 +509,7 @@ def test_model_gradient_follows_the_logits(sub, rng, seed, cfg):
     # parameter a gradient (the values' rows) and the right logits. Here the gradient must agree with the
     # logits: autograd's slope of loss = sum(logits * W) along two random directions of the parameters, against
     # central finite differences of forwards at the parameters moved both ways (checker.running.modules), in
-    # float64 where the model runs in it (a step of 1e-5 of each parameter's size), else in float32.
+    # float64 where the model runs in it (a step of 1e-6 of each parameter's size), else in float32.
     V, T = cfg[0], cfg[1]
     idx = _ids(rng, 2, T, V)
     weight = rng.standard_normal((2, T, V))

@@ -15,9 +15,9 @@ from checker.running.meta_scan import refuse_meta_aware
 __all__ = ["ModuleHandle", "ForwardResult", "GradientCheck", "function_gradient_check"]
 
 # The gradient check (ModuleHandle.gradient_check, function_gradient_check): each parameter (or input) moves by
-# GRADIENT_STEP times its RMS (at least GRADIENT_FLOOR) along a random direction of RMS 1. In float64 a step of 1e-5
+# GRADIENT_STEP times its RMS (at least GRADIENT_FLOOR) along a random direction of RMS 1. In float64 a step of 1e-6
 # leaves the finite difference within 1e-9 or so of the slope (the error of a central difference is the step squared,
-# rounding is 1e-16 / 1e-5) and rarely carries a ReLU's kink across (a kink crossed shows as forward and backward
+# rounding is 1e-16 / 1e-6) and rarely carries a ReLU's kink across (a kink crossed shows as forward and backward
 # differences that disagree, and is forgiven: GradientCheck); float32 takes a larger step.
 GRADIENT_STEP = {"float64": 1e-6, "float32": 1e-3}
 GRADIENT_FLOOR = 0.02
@@ -121,6 +121,7 @@ class GradientCheck:
         self.no_graph = False
         self.base = None
         self._per_part = None
+        self._alone = None  # what _per_part measured, once asked
 
     @staticmethod
     def slope(autograd, base, plus, minus, eps):
@@ -150,12 +151,39 @@ class GradientCheck:
         """True when autograd's slope agrees with the forwards' in every direction (the whole measured at once)."""
         return not self.no_graph and all(self.off(s) <= 0 for s in self.whole)
 
+    def _measured(self):
+        """Each part's losses moved alone (asked once: more round trips), or None where nothing can be asked."""
+        if self._per_part is None:
+            return None
+        if self._alone is None:
+            self._alone = self._per_part()
+        return self._alone
+
+    def flat_parts(self):
+        """The parts whose forwards do not move at all (within rounding) along any direction while autograd gives
+        them a clear slope, each measured alone: a forward that rounds to a low precision inside (a bfloat16 or
+        float16 cast of the scores) is a staircase whose small steps change nothing, which no cut-off gradient
+        gives (that shows the other way: the forwards move, autograd says less). The check cannot judge those."""
+        measured = self._measured()
+        if not measured:
+            return []
+        scale = self.scale()
+        rtol = GRADIENT_RTOL.get(self.dtype, GRADIENT_RTOL["float32"])
+        flat = []
+        for n, p in self.parts.items():
+            slopes = [self.slope(p["autograd"][k], self.base, *measured[n][k], self.eps)
+                      for k in range(self.directions)]
+            if (all(max(abs(s["central"]), abs(s["forward"]), abs(s["backward"])) <= s["noise"] for s in slopes)
+                    and any(abs(s["autograd"]) > rtol * scale for s in slopes)):
+                flat.append(n)
+        return flat
+
     def disagreeing(self):
         """[(name, autograd's slopes, the forwards' slopes)] of the parts whose slopes disagree, each part measured
         alone (asked of the worker here: more round trips), largest disagreement first."""
-        if self._per_part is None:
+        measured = self._measured()
+        if measured is None:
             return []
-        measured = self._per_part()
         scale, found = self.scale(), []
         for n, p in self.parts.items():
             slopes = [self.slope(p["autograd"][k], self.base, *measured[n][k], self.eps)
