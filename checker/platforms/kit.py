@@ -37,14 +37,11 @@ hidden tests needs the full package.
 import ast
 import base64
 import contextlib
-import hashlib
 import importlib
 import inspect
 import json
 import os
 import shutil
-
-import pytest
 
 from checker import wire
 

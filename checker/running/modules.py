@@ -9,7 +9,7 @@ timed there. `ForwardResult` holds forward's outputs, their dtypes and devices.
 What it is not: a place that runs student code or talks to a socket (`checker.running.sandbox` does), or a judge.
 """
 
-from checker.errors import BadReturn, GradingFailure, WorkerCrashed
+from checker.errors import BadReturn, WorkerCrashed
 from checker.running.meta_scan import refuse_meta_aware
 
 __all__ = ["ModuleHandle", "ForwardResult", "GradientCheck", "function_gradient_check", "gradient_failure_text",
