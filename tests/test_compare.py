@@ -36,6 +36,22 @@ def test_nan_reported_before_values():
     assert "NaN" in msg and "softmax" in msg
 
 
+@pytest.mark.parametrize("got", [[0.0, 5.0, -7.0], [0.0, np.inf, -np.inf], [0.0, 0.0, 0.0], [0.0, -1e308, 1e308]])
+def test_an_infinite_expected_value_is_matched_by_itself_only(got):
+    # |g - inf| <= rtol * |inf| holds for every finite g: a masked score (-inf) is not any number
+    exp = np.array([0.0, -np.inf, np.inf])
+    msg = fails(got, exp, what="masked scores")
+    assert "values differ" in msg and "2 of 3" in msg
+    compare([0.0, -np.inf, np.inf], exp)
+
+
+def test_a_hint_with_an_infinity_is_named_only_for_that_infinity():
+    exp = np.array([[0.0, -np.inf], [0.0, 0.0]])
+    mistake = np.array([[0.0, np.inf], [0.0, 0.0]])
+    assert "the sign" in fails(mistake, exp, hints=[("the sign of the mask", mistake)])
+    assert "the sign" not in fails(np.array([[0.0, 3.0], [0.0, 0.0]]), exp, hints=[("the sign of the mask", mistake)])
+
+
 def test_value_message_has_errors_where_share_and_excerpts():
     exp = np.arange(10, dtype=float)
     got = exp.copy()

@@ -152,17 +152,24 @@ def _matches(got, exp, rtol, atol):
         return False
     if exp.dtype.kind == "b" and got.dtype.kind == "b":
         return bool(np.array_equal(got, exp))
-    g, e = got.astype(np.float64), exp.astype(np.float64)
-    both_nan = np.isnan(g) & np.isnan(e)
-    ok = (np.abs(g - e) <= atol + rtol * np.abs(e)) | both_nan | ((g == e) & np.isinf(e))
-    return bool(ok.all())
+    return bool(_close(got.astype(np.float64), exp.astype(np.float64), rtol, atol).all())
+
+
+def _close(g, e, rtol, atol):
+    """Element by element: within atol + rtol * |e| of a finite e; NaN where e is NaN; an infinite e only by
+    itself (|g - inf| <= rtol * inf holds for every finite g, and -inf's distance to inf is no smaller)."""
+    with np.errstate(invalid="ignore"):
+        near = np.abs(g - e) <= atol + rtol * np.abs(e)
+    inf = np.isinf(e)
+    return np.where(inf, g == e, near) | (np.isnan(g) & np.isnan(e))
 
 
 def describe_mismatch(got, exp, rtol, atol):
     """Max abs/rel error with where, share of elements off, excerpts of both."""
     g, e = got.astype(np.float64), exp.astype(np.float64)
-    diff = np.abs(g - e)
-    bad = ~((diff <= atol + rtol * np.abs(e)) | (np.isnan(g) & np.isnan(e)))
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(g - e)
+    bad = ~_close(g, e, rtol, atol)
     n_bad, n = int(bad.sum()), bad.size
     i_abs = int(np.nanargmax(np.where(np.isnan(diff), -1, diff)))
     with np.errstate(divide="ignore", invalid="ignore"):
