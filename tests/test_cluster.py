@@ -243,6 +243,29 @@ def test_a_tar_cannot_write_outside_the_submission(tmp_path):
     assert not (tmp_path / "escaped.py").exists() and not os.path.exists("/tmp/abs_escaped.py")
 
 
+def test_a_tar_cannot_write_beside_the_submission_or_through_its_own_links(tmp_path):
+    # a link to a sibling whose name begins with the submission's ("s" -> "../s2") is outside it, and a file
+    # given after a link of the same name is not written through that link
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    outside = tmp_path / "victim.txt"
+    outside.write_text("mine")
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, target in (("d", "../s2"), ("f", str(outside))):
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info)
+        for name in ("d/escaped.py", "f"):
+            info = tarfile.TarInfo(name)
+            info.size = 3
+            tar.addfile(info, io.BytesIO(b"x=1"))
+    (tmp_path / "w" / "s2").mkdir(parents=True)
+    path = unpack_submission(str(tmp_path / "w"), "s", "tar", buf.getvalue())
+    assert os.listdir(tmp_path / "w" / "s2") == [] and outside.read_text() == "mine"
+    assert os.readlink(os.path.join(path, "d")) == "../s2" and os.readlink(os.path.join(path, "f")) == str(outside)
+
+
 def test_a_killed_dask_worker_loses_nothing_finished(subs, cluster, local, tmp_path):
     lc, client = cluster
     out = tmp_path / "killed"

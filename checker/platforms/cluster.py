@@ -160,18 +160,29 @@ def unpack_submission(dest, name, kind, blob):
         for m in tar.getmembers():
             rel = os.path.normpath(m.name)
             out = os.path.join(root, rel)
-            if rel.startswith(("..", "/")) or not os.path.realpath(os.path.dirname(out)).startswith(root):
-                continue  # never written outside the submission's folder
-            if m.isdir():
-                os.makedirs(out, exist_ok=True)
-            elif m.issym():
-                os.makedirs(os.path.dirname(out), exist_ok=True)
-                os.symlink(m.linkname, out)
-            elif m.isfile():
-                os.makedirs(os.path.dirname(out), exist_ok=True)
-                with tar.extractfile(m) as src, open(out, "wb") as f:
-                    shutil.copyfileobj(src, f)
+            if rel.startswith(("..", "/")) or not _inside(root, os.path.dirname(out)):
+                continue  # never written outside the submission's folder (a link met on the way included)
+            try:
+                if m.isdir():
+                    os.makedirs(out, exist_ok=True)
+                elif m.issym():
+                    os.makedirs(os.path.dirname(out), exist_ok=True)
+                    os.symlink(m.linkname, out)
+                elif m.isfile():
+                    os.makedirs(os.path.dirname(out), exist_ok=True)
+                    # a new file, never through a link or over a name written before
+                    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                    with tar.extractfile(m) as src, open(fd, "wb") as f:
+                        shutil.copyfileobj(src, f)
+            except FileExistsError:
+                continue  # a name given twice: the first one stands
     return target
+
+
+def _inside(root, path):
+    """Whether `path`, its links resolved, is `root` or lies under it (not merely starts with its name)."""
+    real = os.path.realpath(path)
+    return real == root or real.startswith(root + os.sep)
 
 
 # ---------------------------------------------------------------------------
