@@ -264,6 +264,20 @@ def test_a_dropped_in_assignment_is_validated_graded_kit_built_and_zipped(tmp_pa
     assert "def test_mean_random" in w_read(tmp_path / wheel[0], "assignments/toyhw/test_toyhw.py")
 
 
+def test_the_gradescope_zip_is_refused_for_a_spec_its_tests_disagree_with(tmp_path):
+    # a typo in hidden_tests grades the hidden test as a public one; a question marker naming no question
+    # crashes every student: `grade` refuses both, and so does the zip before it builds anything
+    root = tmp_path / "course"
+    folder = _toy(root)
+    (folder / "spec.toml").write_text(TOY_SPEC.replace('"test_mean_random"', '"test_mean_randm"'))
+    out = tmp_path / "autograder.zip"
+    r = _run(["gradescope", "-a", "toyhw", "-o", out, "--online"], _env(root))
+    assert r.returncode != 0 and not out.exists(), r.stdout + r.stderr
+    said = " ".join((r.stdout + r.stderr).split())
+    assert "disagrees with its grading tests, so no autograder was written" in said, said
+    assert "test_mean_randm" in said and "hwcheck validate toyhw" in said and "Traceback" not in said, said
+
+
 @pytest.mark.slow
 def test_validate_at_more_seeds_names_the_seeds_at_which_a_test_fails_the_reference(tmp_path):
     """An author's slip that only some hidden inputs show: test_mean_random expects a wrong value whenever its

@@ -332,6 +332,12 @@ def write_autograder_zip(output, assignment, *, torch_wheel=None, timeout=None, 
     Unless `online`, every wheel setup.sh installs goes into the zip (`download_wheels`, for the
     container's `python`).
     """
+    from checker.spec import spec_problems
+    wrong = spec_problems(assignment)  # what `hwcheck grade` refuses: on Gradescope it would crash every student
+    if wrong:
+        raise HwcheckError(f"the spec of {assignment} disagrees with its grading tests, so no autograder was "
+                           "written: " + "; ".join(wrong[:5]) + ("; ..." if len(wrong) > 5 else "")
+                           + f" (`hwcheck validate {assignment}` tells every problem)")
     if not online:
         _check_python(python)
     if torch_wheel is not None:
