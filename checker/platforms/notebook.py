@@ -17,8 +17,9 @@ show it (`checker.platforms.notebook_html`), the text `hwcheck check` prints els
 The code taken from the kernel's history is the raw input of every cell run
 so far, in the order run (IPython's `In`), without the statements that use
 `checker` itself (`import checker`, `checker.check()`, and any later
-statement that reads a name they bound: `print(r.score)` after
-`r = checker.check()`, the student's check session) and without `%hwcheck`/`%load_ext checker`;
+statement that reads a global name they bound: `print(r.score)` after
+`r = checker.check()`, the student's check session, not a function's own `r`)
+and without `%hwcheck`/`%load_ext checker`;
 other magics are left for the loader, which skips them as it does in a file.
 The written answers are in markdown cells, which no history holds: they are
 taken from the notebook the front end holds (Colab answers `get_ipynb`), else
@@ -37,6 +38,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import symtable
 import sys
 import tempfile
 
@@ -49,23 +51,59 @@ _OUR_MAGIC = re.compile(r"^\s*%+(hwcheck\b|load_ext\s+checker\b|reload_ext\s+che
 _MAGIC = re.compile(r"^\s*[%!]")
 
 
-def _uses_checker(node, bound):
-    """Whether a top-level statement imports or calls checker (or only shows a name such a statement bound)."""
+def _global_names(node):
+    """(names the top-level statement `node` reads from the notebook's globals, names it binds there, every
+    name at its own top level), or None where Python's own scoping (symtable) cannot be had for it. A
+    function's parameters and locals, a comprehension's variables and a class body's own names are not the
+    notebook's: `def softmax(x): res = np.exp(x); return res / res.sum()` neither reads nor binds a global
+    `res`; `def show(): print(res.total)` reads it; `global res` inside a function, or `(res := ...)` in a
+    top-level comprehension, binds it."""
+    try:
+        top = symtable.symtable(ast.unparse(node), "<cell>", "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    reads = {s.get_name() for s in top.get_symbols() if s.is_referenced()}
+    binds = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    inner = list(top.get_children())
+    while inner:
+        table = inner.pop()
+        inner.extend(table.get_children())
+        for s in table.get_symbols():
+            if s.is_global() and s.is_referenced():
+                reads.add(s.get_name())
+            if s.is_declared_global() and s.is_assigned():
+                binds.add(s.get_name())
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        binds.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return reads, binds, {s.get_name() for s in top.get_symbols()}
+
+
+def _uses_checker(node, bound, scopes=None):
+    """Whether a top-level statement imports or calls checker (or only shows a name such a statement bound).
+
+    scopes: `_global_names(node)`; None where it could not be had (then any use of the names counts)."""
     for sub in ast.walk(node):
         if isinstance(sub, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in sub.names] if isinstance(sub, ast.Import) else [sub.module or ""]
             if any(n == "checker" or n.startswith("checker.") for n in names):
                 return True
-        if isinstance(sub, ast.Name) and sub.id == "checker":
+    if scopes is None:
+        if any(isinstance(sub, ast.Name) and sub.id == "checker" for sub in ast.walk(node)):
             return True
-    # a statement that reads what hwcheck's statements bound (`r = checker.check()`, then `print(r.score)`,
-    # `r`, `check('Q1')` after `from checker import check`) is the student's check session, not the homework
-    if any(isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in bound for sub in ast.walk(node)):
-        return True
-    return False
+        # a statement that reads what hwcheck's statements bound (`r = checker.check()`, then `print(r.score)`,
+        # `r`, `check('Q1')` after `from checker import check`) is the student's check session, not the homework
+        return any(isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in bound
+                   for sub in ast.walk(node))
+    reads, _binds, top_level = scopes
+    # the same, read as Python reads names: a function's own `res` (a parameter, a local, a comprehension's
+    # variable) is not the `res = checker.check()` of the notebook, and the function is the homework's
+    return "checker" in top_level or "checker" in reads or bool(reads & bound)
 
 
-def _bound_names(node):
+def _bound_names(node, scopes=None):
+    """The names a top-level statement binds in the notebook's globals (not its functions' own locals)."""
+    if scopes is not None:
+        return set(scopes[1])
     out = set()
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         out.update((a.asname or a.name).split(".")[0] for a in node.names)
@@ -98,14 +136,17 @@ def without_checker(source, bound=None):
             # `import numpy as np, checker`: only checker's names are the check session's, the rest the homework's
             bound.update((a.asname or a.name).split(".")[0] for a in node.names if _is_checker(a.name))
             cuts.append((node, ast.unparse(ast.Import(names=[a for a in node.names if not _is_checker(a.name)]))))
-        elif _uses_checker(node, bound):
-            bound.update(_bound_names(node))
+        elif _uses_checker(node, bound, scopes := _global_names(node)):
+            bound.update(_bound_names(node, scopes))
             cuts.append((node, ""))
         else:  # the student's own statement binds the name anew: later reads of it are the homework's
-            bound.difference_update(_bound_names(node))
+            bound.difference_update(_bound_names(node, scopes))
     for node, text in reversed(cuts):  # from the end: a statement cut out of its line leaves earlier columns as they were
         _replace(lines, node, text)
-    return "\n".join("" if _ONLY_PASS.fullmatch(line) else line for line in lines)
+    # only the lines hwcheck's statements stood on: a `pass` of the student's own (`class E(Exception):` then
+    # `    pass`) is the homework's, and blanking it left the function or class without a body
+    cut_lines = {node.lineno - 1 for node, _text in cuts}
+    return "\n".join("" if n in cut_lines and _ONLY_PASS.fullmatch(line) else line for n, line in enumerate(lines))
 
 
 _ONLY_PASS = re.compile(r"\s*pass(\s*;\s*pass)*\s*;?\s*")  # what is left of a line of hwcheck's statements only
@@ -419,7 +460,7 @@ def _check(ip, question, assignment, timeout):
             name = os.path.basename(saved) if saved else "notebook.ipynb"
             with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
                 json.dump(nb, f)
-            source = (f"checked: the code run in this kernel ({code_cells} cells, "
+            source = (f"checked: the code run in this kernel ({code_cells} cell{'' if code_cells == 1 else 's'}, "
                       f"In [n] as numbered in the notebook)"
                       + (" and the text cells of the notebook open in Colab" if live is not None else "")
                       + (f" (the saved notebook {os.path.basename(saved)} holds other code than what ran here: a "
