@@ -28,7 +28,7 @@ import click
 
 from checker._version import __version__
 from checker.cli_base import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, FAILING, Fail, cannot_write,
-                              color_wanted, disk_full, echo, guarded, isatty)
+                              color_wanted, disk_full, echo, guarded, isatty, resume_command)
 from checker.errors import HwcheckError
 from checker.cli_class import COMMANDS as CLASS_COMMANDS
 from checker.cli_course import COMMANDS as COURSE_COMMANDS
@@ -258,7 +258,7 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
     summary), 2 on usage or hwcheck errors.
     """
     again = resume_command(directory, assignment, outdir, jobs, timeout, public, seed, keep_raw, devices,
-                           scheduler=scheduler, cluster=cluster, shard=shard)
+                           scheduler=scheduler, cluster=cluster, shard=shard, canvas_title=canvas_title)
     try:
         _grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, keep_raw, devices, only, roster,
                scheduler, cluster, shard, canvas_title, again)
@@ -292,7 +292,16 @@ def _grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, k
     check_shard_folder(outdir, shard)  # a shard's own folder takes that shard only
     if shard:
         check_shard_seed(public, seed)
-    from checker.records.outfolder import lock_outdir, unlock_outdir
+    from checker.records.outfolder import foreign_key_line, lock_outdir, unlock_outdir
+    doing = ("`hwcheck grade --only` would regrade with a new seed and write grades.csv and canvas.csv or "
+             "moodle.csv without them" if only else "`hwcheck grade --resume` would grade them all again, with a "
+             "new seed" if resume else "")
+    foreign = foreign_key_line(outdir, doing) if os.path.isdir(outdir) else ""
+    if foreign and (only or resume):  # the gradebook and the exports rewritten without them
+        raise Fail(foreign)
+    if foreign:  # a plain grade grades every submission again, as asked: said, with what is lost
+        echo(f"hwcheck: warning: {foreign.split(': ', 1)[0]}: every submission is graded again, with a new "
+             "seed unless --seed gives it (set HWCHECK_KEY to the key that graded it to keep them)", err=True)
     made = not os.path.lexists(outdir)
     try:  # held from before the listing (which stages a student's files into OUT) to the exports: a second
         lock = lock_outdir(outdir)  # grade of this OUT is refused before it writes anything there
@@ -346,6 +355,12 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
         except HwcheckError as e:
             raise Fail(" ".join(str(e).split())) from None
     lms.record(outdir, record)  # OUT's record of the class, now that nothing refuses
+    from checker.records.exports import keep_canvas_title
+    keep_canvas_title(outdir, canvas_title)  # kept before any grading: a stopped batch's --resume and export use it
+    from checker.records.shard import write_shard_info
+    if shard:  # which shard this folder is, before any grading: a stopped shard is merged as incomplete
+        write_shard_info(outdir, shard[0], shard[1], all_entries, assignment, seed, graded=len(entries),
+                         finished=False, resume=again)
     asked = f"regrading {len(set(only))} of {len(entries)}" if only else f"grading {len(entries)}"
     echo(f"hwcheck: {asked} submissions of {assignment} "
                f"({'public' if public else 'hidden'} tests, {where}) into {outdir}", err=True)
@@ -366,7 +381,7 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
         from checker.records.progress import only_note
         from checker.spec import spec_sha256
         everyone = resume_command(directory, assignment, outdir, jobs, timeout, public, seed, keep_raw, devices,
-                                  scheduler=scheduler, cluster=cluster, shard=shard)
+                                  scheduler=scheduler, cluster=cluster, shard=shard, canvas_title=canvas_title)
         note = only_note(batch.collect_scorecards(outdir, assignment), only, outdir, assignment,
                          spec_sha256(assignment), everyone)
         if note:
@@ -418,8 +433,8 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
         if on_tty and state["width"]:
             echo("", err=True)
     if shard:
-        from checker.records.shard import write_shard_info
-        write_shard_info(outdir, shard[0], shard[1], all_entries, result)
+        write_shard_info(outdir, shard[0], shard[1], all_entries, assignment, result.seed, graded=len(entries),
+                         finished=True, resume=again)
     if executor is not None:
         result.jobs = executor.workers  # the summary's rate is per this many graders at once
     for line in batch.summary_lines(result):
@@ -447,6 +462,11 @@ def export_command(outdir, canvas_title):
     it names them, left out of the exports until `grade --resume` grades them.
     """
     from checker.records import batch
+    from checker.records.outfolder import foreign_key_line
+    foreign = foreign_key_line(outdir, "`hwcheck export` would write grades.csv and canvas.csv or moodle.csv "
+                               "without them")
+    if foreign:  # scorecards another key wrote: the exports would be written without them
+        raise Fail(foreign)
     try:
         wrote, problems, unreadable = batch.refresh_gradebook(outdir)  # grades.csv, results.json: manual.csv merged
         for problem in problems:
@@ -503,24 +523,6 @@ def _executor(jobs, scheduler, cluster):
         raise Fail("-j counts processes on this machine; with --scheduler or --cluster the Dask workers grade")
     from checker.platforms.cluster import DaskExecutor
     return DaskExecutor(scheduler=scheduler, local_workers=cluster[1] if cluster else None)
-
-
-def resume_command(directory, assignment, outdir, jobs, timeout, public, seed, keep_raw, devices, *,
-                   scheduler=None, cluster=None, shard=None):
-    """The exact `hwcheck grade ... --resume` command that goes on with an interrupted batch."""
-    import shlex
-    words = ["hwcheck", "grade", directory, "-a", assignment, "-o", outdir]
-    words += (["--scheduler", scheduler] if scheduler else ["--cluster", f"local:{cluster[1]}"] if cluster
-              else ["-j", str(jobs)])
-    words += ["--shard", f"{shard[0]}/{shard[1]}"] if shard else []
-    words += ["--resume"]
-    words += ["--timeout", f"{timeout:g}"] if timeout else []
-    words += ["--public"] if public else []
-    words += ["--seed", str(seed)] if seed is not None else []
-    words += ["--keep-raw"] if keep_raw else []
-    words += ["--device", {v: k for k, v in DEVICE_CHOICES.items()}[tuple(devices)]] \
-        if tuple(devices) != DEVICE_CHOICES["all"] else []
-    return " ".join(shlex.quote(w) for w in words)
 
 
 # ---------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 What it is for: `echo` (every printed text through `checker.render.escape.for_output`), `Fail` (an error in
 one line, exit status 2), `guarded` (hwcheck's errors and bugs as one line, never a traceback unless
 HWCHECK_DEBUG), the exit statuses, whether a stream is a terminal, and `cannot_write` (an output folder on a
-full disk or a read-only file system, in words, for the commands' own stop messages). `checker.cli` (the
+full disk or a read-only file system, in words, for the commands' own stop messages), and `resume_command` (the
+`grade --resume` that goes on with a stopped batch). `checker.cli` (the
 student's and the TA's commands) and `checker.cli_course` (the course's: validate, kit, init-ci, gradescope)
 use them.
 
@@ -21,7 +22,8 @@ from checker.options import use_color
 from checker.render.escape import for_output, for_terminal
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "FAILING", "Fail", "echo",
-           "guarded", "isatty", "color_wanted", "disk_full", "cannot_write"]
+           "guarded", "isatty", "color_wanted", "disk_full", "cannot_write",
+           "resume_command"]
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT (Ctrl-C), 128 + SIGTERM, as a shell gives them
@@ -105,3 +107,25 @@ def isatty(name):
 
 def color_wanted(flag):
     return use_color(flag, isatty("stdout"))
+
+
+def resume_command(directory, assignment, outdir, jobs, timeout, public, seed, keep_raw, devices, *,
+                   scheduler=None, cluster=None, shard=None, canvas_title=None):
+    """The exact `hwcheck grade ... --resume` command that goes on with an interrupted batch (`checker.cli`'s
+    grade prints it; a --canvas title is in it too, though OUT keeps it from the batch's start)."""
+    import shlex
+
+    from checker.options import DEVICE_CHOICES
+    words = ["hwcheck", "grade", directory, "-a", assignment, "-o", outdir]
+    words += (["--scheduler", scheduler] if scheduler else ["--cluster", f"local:{cluster[1]}"] if cluster
+              else ["-j", str(jobs)])
+    words += ["--shard", f"{shard[0]}/{shard[1]}"] if shard else []
+    words += ["--resume"]
+    words += ["--timeout", f"{timeout:g}"] if timeout else []
+    words += ["--public"] if public else []
+    words += ["--seed", str(seed)] if seed is not None else []
+    words += ["--keep-raw"] if keep_raw else []
+    words += ["--canvas", canvas_title] if canvas_title else []
+    words += ["--device", {v: k for k, v in DEVICE_CHOICES.items()}[tuple(devices)]] \
+        if tuple(devices) != DEVICE_CHOICES["all"] else []
+    return " ".join(shlex.quote(w) for w in words)

@@ -73,7 +73,8 @@ def merge(sources, outdir):
 
     Refuses folders of different assignments, seeds, modes, grading tests or
     hwcheck versions, and a submission graded in two of them. Exit status 1
-    when a shard is missing.
+    when a shard is missing, or incomplete (its grade was stopped: it says
+    how many are graded and the `grade ... --resume` that finishes it).
     """
     from checker.records.shard import merge as merge_folders
     result = merge_folders(list(sources), outdir)
@@ -84,7 +85,7 @@ def merge(sources, outdir):
     from checker.records import batch
     for line in batch.after_batch(outdir, result.assignment, roster=False):  # canvas.csv / moodle.csv, as grade
         echo(for_terminal(line, newlines=False))
-    sys.exit(EXIT_FAILED if result.missing else EXIT_OK)
+    sys.exit(EXIT_FAILED if result.missing or result.incomplete else EXIT_OK)
 
 
 COMMANDS = [report, merge]

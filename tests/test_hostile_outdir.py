@@ -220,7 +220,13 @@ def test_an_output_folder_moved_to_another_key_is_trusted_with_nothing(tmp_path,
     (dl / "john.py").write_text(GOOD)
     assert _hwcheck(env, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public").returncode == 0
     other = {**env, "HWCHECK_STATE_DIR": str(tmp_path / "other-state")}
+    before = (dl / "grades.csv").read_bytes()
+    # --resume (and --only) would rebuild grades.csv from the scorecards it can trust, none: refused, and why
     r = _hwcheck(other, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public", "--resume")
+    assert r.returncode == 2 and "HWCHECK_KEY" in r.stdout + r.stderr, r.stdout + r.stderr
+    assert (dl / "grades.csv").read_bytes() == before
+    # a plain grade trusts nothing of it and grades again, losing nothing
+    r = _hwcheck(other, "grade", str(dl), "-a", "attention", "-o", str(dl), "--public")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "(up to date, not regraded)" not in r.stderr
     assert _rows(dl / "grades.csv")["john"]["total"] == "90"

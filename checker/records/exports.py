@@ -20,7 +20,9 @@ totals are grades.csv's). The formats:
   assignment's id (`attention`), which the import would add as a new assignment (said, with
   how to name the column). The title given or taken is kept in OUT as hwcheck's own file
   `.exports.json` (`checker.records.owned`: a student's file of that name decides nothing), so a later
-  `grade --only` or `export` writes the same column; a later `--canvas` replaces it.
+  `grade --only` or `export` writes the same column; a later `--canvas` replaces it. `grade` keeps a
+  `--canvas` title when its batch starts, before any submission is graded (`keep_canvas_title`), so an
+  interrupted batch's `--resume` and a later `export` still use it.
   Anonymous submissions (`anon_...`) carry no user id: Canvas does not import grades of an
   anonymous assignment before they are posted, so they are only in grades.csv.
 - Moodle, the assignment's "Upload grading worksheet" (mod/assign/feedback/offline,
@@ -54,7 +56,7 @@ from checker.records import owned
 from checker.records.csvfile import csv_text
 
 __all__ = ["CANVAS_COLUMNS", "MOODLE_COLUMNS", "EXPORTS_JSON", "canvas_text", "moodle_text", "column_title",
-           "write_exports", "export_lines"]
+           "keep_canvas_title", "write_exports", "export_lines"]
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 EXPORTS_JSON = ".exports.json"  # hwcheck's own record of the Canvas column's title (checker.records.owned)
@@ -144,6 +146,14 @@ def _keep_title(outdir, title, source):
         owned.write_json(outdir, EXPORTS_JSON, {"canvas_title": title, "source": source}, kind="exports")
     except OSError:
         pass  # canvas.csv is still written with it; the next run is told again
+
+
+def keep_canvas_title(outdir, title):
+    """Keep the TA's `--canvas TITLE` in OUT now (`grade`, as its batch starts): written whole before any
+    submission is graded, so a batch stopped (Ctrl-C, a kill, a full disk) keeps it for its `--resume`, `--only`
+    and `export`. An OSError (a full disk) is raised: the batch has not started."""
+    if title and (title, "--canvas") != _kept_title(outdir):
+        owned.write_json(outdir, EXPORTS_JSON, {"canvas_title": title, "source": "--canvas"}, kind="exports")
 
 
 def _points_differ(title, columns, spec):

@@ -27,7 +27,11 @@ know about OUTDIR's per-submission files:
   `alice.json` are not read); `unreadable_scorecards` names those recorded
   whose file is no longer what was written (emptied, cut short); the folder lock (`lock_outdir`, in OUTDIR's
   state folder) and the temporary files a kill left behind
-  (`remove_stale_temps`, every name `checker.records.atomic` gives them).
+  (`remove_stale_temps`, every name `checker.records.atomic` gives them);
+- `foreign_scorecards` / `foreign_key_line`: the scorecards of OUTDIR that hwcheck wrote under another key
+  (another HWCHECK_KEY, account or machine: their records are in another state folder), which this key
+  cannot verify, so `grade --only`, `grade --resume`, `export` and `merge` refuse before they would rewrite
+  the gradebook without them.
 
 What it is not: grading (`checker.records.grading`, `checker.records.batch`), the
 gradebook's CSVs (`checker.records.outputs`, `checker.records.gradebook`), or the JSON
@@ -53,7 +57,7 @@ __all__ = ["scorecard_name", "results_name", "raw_name", "scorecard_path", "resu
            "gradebook_path", "write_submission", "is_current", "restore_results", "remove_stale_temps",
            "read_scorecard", "scorecard_ids", "unreadable_scorecards",
            "scorecards_in", "other_assignments", "collect_scorecards", "lock_outdir", "unlock_outdir",
-           "batch_running"]
+           "batch_running", "foreign_scorecards", "foreign_key_line"]
 
 
 # ---------------------------------------------------------------------------
@@ -296,3 +300,50 @@ def lock_outdir(outdir):
         os.close(fd)
         raise HwcheckError(f"another `hwcheck grade` is writing into {outdir}; wait for it to finish") from None
     return fd
+
+
+def foreign_scorecards(outdir):
+    """The ids of the scorecards in OUTDIR that hwcheck recorded writing under another key (a state folder
+    `.hwcheck-<12 hex>` not this key's: another HWCHECK_KEY, account or machine) and that this key does not
+    verify: their record cannot be checked here, so none of them is read (`scorecards_in`), and a command that
+    writes the gradebook from OUTDIR would write it without them. Only the records' names are read, to refuse."""
+    import re
+    mine = os.path.basename(owned.state_dir(outdir))
+    try:
+        names = os.listdir(outdir)
+    except OSError:
+        return []
+    ours, found = set(scorecard_ids(outdir)), set()
+    for folder in names:
+        if folder == mine or not re.fullmatch(r"\.hwcheck-[0-9a-f]{12}", folder):
+            continue
+        records = os.path.join(outdir, folder, "records")
+        try:
+            entries = os.listdir(records) if not os.path.islink(records) else []
+        except OSError:
+            continue
+        for n in entries:
+            try:
+                with open(os.path.join(records, n), encoding="utf-8") as f:
+                    rec = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if (isinstance(rec, dict) and rec.get("kind") == "scorecard" and isinstance(rec.get("id"), str)
+                    and isinstance(rec.get("path"), str) and rec["id"] not in ours
+                    and os.path.lexists(os.path.join(outdir, *rec["path"].split("/")))):
+                found.add(rec["id"])
+    return sorted(found)
+
+
+def foreign_key_line(outdir, doing):
+    """The refusal of a command on an OUTDIR holding scorecards another key wrote (`foreign_scorecards`), '' when
+    it holds none. doing: what the command would do with them unread ("`hwcheck export` would write ...")."""
+    ids = foreign_scorecards(outdir)
+    if not ids:
+        return ""
+    return (f"{outdir} holds {len(ids)} scorecard{'s' if len(ids) != 1 else ''} that hwcheck wrote under another "
+            f"key ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''}), which this shell's key cannot verify "
+            f"(HWCHECK_KEY is {'another' if os.environ.get('HWCHECK_KEY') else 'not set'} here), nor the batch's "
+            f"seed and Canvas column kept with them: {doing}. Set HWCHECK_KEY to the key that graded {outdir} (the "
+            f"one every shard and the merge used: every later command on it needs it), then run it again; nothing "
+            f"was written to {outdir}")

@@ -12,8 +12,8 @@ this module says it wrote:
   writes: its name (`grades.csv`, `alice.json`, `gradescope/alice/results.json`),
   where it really is, and the sha256 of the bytes written. Records live in
   OUT's state folder, `.hwcheck-<12 hex>`, a name derived from the key, so no
-  student can have put anything there, nor block it. A folder moved to another
-  account or machine (another key) is trusted with nothing: hwcheck grades again.
+  student can have put anything there, nor block it. A folder moved to another account or machine (another
+  key) is trusted with nothing: `grade` grades again, `--only`/`--resume`/`export`/`merge` refuse it (outfolder).
 - `write_text` / `write_json(outdir, name, ...)`: the new file is written whole
   beside the old, then the record, then the file is renamed into place
   (`checker.records.atomic`): a file whose bytes match its record is complete,

@@ -12,7 +12,11 @@ matrix, a SLURM array: each job grades one slice into its own OUTDIR) and
 - `check_shard_folder(outdir, shard)`: a shard's own OUTDIR is graded as that shard only (never another
   slice, nor the whole class with --only).
 - `write_shard_info(outdir, ...)`: OUTDIR/shard.json, which slice of which
-  folder this is, so that `merge` can name missing or foreign shards.
+  folder this is, so that `merge` can name missing, incomplete or foreign
+  shards. `grade` writes it as its batch starts (finished false, with the
+  `--resume` command that goes on with it) and again when the batch is done
+  (finished true): a shard whose job was killed is named incomplete, with how
+  many of its submissions are graded and how to finish it, never missing.
 - `merge(sources, dest)`: copies the scorecards, Gradescope files and raw
   reports into `dest` (atomically, the scorecard last), with who each student
   is (the folder's layout, roster and identical-code groups: every shard's
@@ -92,12 +96,26 @@ def check_shard_folder(outdir, shard):
                        f"was written to {outdir})")
 
 
-def write_shard_info(outdir, index, count, all_entries, batch):
-    """OUTDIR/shard.json: this slice, the folder it was cut from, and how it was graded."""
+def write_shard_info(outdir, index, count, all_entries, assignment, seed, *, graded, finished, resume=None):
+    """OUTDIR/shard.json: this slice, the folder it was cut from, and how it is graded. `grade` writes it as its
+    batch starts (finished False; resume: the command that goes on with it) and when the batch is done
+    (finished True); graded: how many submissions this slice has."""
     owned.write_json(outdir, SHARD_FILE, {
         "hwcheck_shard": 1, "index": index, "count": count, "folder": _folder_key(all_entries),
-        "submissions": len(all_entries), "assignment": batch.assignment, "seed": batch.seed,
-        "version": __version__}, kind="shard")
+        "submissions": len(all_entries), "in_shard": graded, "assignment": assignment, "seed": seed,
+        "version": __version__, "finished": bool(finished), "resume": resume}, kind="shard")
+
+
+def _incomplete_line(src, info, have):
+    """The TA's line for a shard whose batch did not finish (killed, stopped by a time limit or a full disk)."""
+    of = info.get("in_shard")
+    of = f" of {of}" if isinstance(of, int) and not isinstance(of, bool) else ""
+    again = info.get("resume") if isinstance(info.get("resume"), str) else (
+        f"hwcheck grade <the folder graded> -a {info.get('assignment')} -o {src} --shard "
+        f"{info.get('index')}/{info.get('count')} --seed {info.get('seed')} --resume")
+    return (f"shard {info.get('index')}/{info.get('count')} ({src}) is incomplete: its `hwcheck grade` was "
+            f"stopped with {have}{of} submissions graded{f' (those {have} are merged)' if have else ''}; finish "
+            f"it with `{again}`, then merge again")
 
 
 class MergeResult:
@@ -106,6 +124,7 @@ class MergeResult:
         self.cards = 0
         self.notes = []
         self.missing = []  # "I/N" of the shards not merged
+        self.incomplete = []  # "I/N" of the shards given whose batch did not finish
         self.gradebook = None
 
 
@@ -199,6 +218,7 @@ def merge(sources, dest):
     found = {}  # id -> (source, card)
     assignment, grading, first = None, None, None
     infos = []
+    stopped = []  # (source, its shard.json, scorecards it holds) of the shards whose batch did not finish
     skipped = []
     for src in sources:
         if not os.path.isdir(src):
@@ -206,13 +226,16 @@ def merge(sources, dest):
         if os.path.realpath(src) == dest_real:
             raise HwcheckError(f"{src} is the output folder itself: merge into a new folder")
         cards = list(outfolder.scorecards_in(src))
-        if not cards:
+        info = owned.read_json(src, SHARD_FILE, "shard")
+        info = info if isinstance(info, dict) and info.get("hwcheck_shard") == 1 else None
+        if info is not None:
+            infos.append((src, info))
+        if info is not None and info.get("finished") is False:  # its batch was stopped: said below
+            stopped.append((src, info, len(cards)))
+        elif not cards:
             raise HwcheckError(f"{src} holds no scorecards that hwcheck wrote (is it an output folder of `hwcheck "
                                f"grade`, graded under this account? Shards graded elsewhere need the same "
                                f"HWCHECK_KEY in every job and here)")
-        info = owned.read_json(src, SHARD_FILE, "shard")
-        if isinstance(info, dict) and info.get("hwcheck_shard") == 1:
-            infos.append((src, info))
         for card in cards:
             try:
                 outfolder.scorecard_name(card["submission"].get("id"))
@@ -239,6 +262,9 @@ def merge(sources, dest):
                 raise HwcheckError(f"{sid} is graded in both {found[sid][0]} and {src}: do the shards overlap "
                                    f"(the same --shard twice, or two different folders)?")
             found[sid] = (src, card)
+    if not found:  # shards stopped before their first scorecard, or scorecards of ids no file can have
+        raise HwcheckError("; ".join([_incomplete_line(src, info, have) for src, info, have in stopped] + skipped)
+                           + f" (nothing was merged into {dest})")
     if infos:
         counts = {info.get("count") for _, info in infos}
         folders = {info.get("folder") for _, info in infos}
@@ -248,6 +274,10 @@ def merge(sources, dest):
     others = outfolder.other_assignments(dest, assignment) if os.path.isdir(dest) else {}
     if others:
         raise HwcheckError(f"{dest} already holds scorecards of {', '.join(sorted(others))}: choose another folder")
+    foreign = outfolder.foreign_key_line(dest, "the merge would write its grades.csv without them") \
+        if os.path.isdir(dest) else ""
+    if foreign:  # its own scorecards, graded under another key, would be left out of its gradebook
+        raise HwcheckError(foreign)
     os.makedirs(dest, exist_ok=True)
     lock = outfolder.lock_outdir(dest)
     try:
@@ -276,6 +306,9 @@ def merge(sources, dest):
             if missing:
                 result.notes.append(f"shards {', '.join(f'{i}/{count}' for i in missing)} are missing: their "
                                     f"submissions are not in {dest}")
+        for src, info, have in stopped:  # given, yet not finished: incomplete, never "missing"
+            result.incomplete.append(f"{info.get('index')}/{info.get('count')}")
+            result.notes.append(_incomplete_line(src, info, have))
         spec = load_spec(assignment)
         _merge_students(sources, dest)
         result.notes += _merge_exports(sources, dest)
