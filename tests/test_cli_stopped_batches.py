@@ -143,8 +143,9 @@ def test_later_commands_without_the_key_that_graded_out_refuse_and_change_nothin
         assert r.exit_code == 2, (extra, r.output)
         assert "HWCHECK_KEY" in r.stderr and "nothing was written" in r.stderr, (extra, r.output)
         assert _snapshot(out) == before, extra
-    r = _run("export", out)
-    assert r.exit_code == 2 and "HWCHECK_KEY" in r.stderr and _snapshot(out) == before, r.output
+    for command in ("export", "report"):
+        r = _run(command, out)
+        assert r.exit_code == 2 and "HWCHECK_KEY" in r.stderr and _snapshot(out) == before, (command, r.output)
     monkeypatch.setenv("HWCHECK_KEY", "course-secret-123")  # with it, the appeal is graded in the class
     r = _run("grade", download, "-a", "attention", "-o", out, "--only", "smithbob_103")
     assert r.exit_code == 0, r.output

@@ -48,7 +48,10 @@ _SUFFIXES = (".py", ".ipynb")
 
 def read_scorecards(outdir):
     """(assignment, [scorecards]) of OUTDIR; ValueError when it holds none, or several assignments'."""
-    from checker.records.outfolder import scorecards_in
+    from checker.records.outfolder import foreign_key_line, scorecards_in
+    foreign = foreign_key_line(outdir, "`hwcheck report` would show the class without them")
+    if foreign:  # scorecards another key wrote (a merged OUT, another HWCHECK_KEY): unread, so never left out silently
+        raise ValueError(foreign)
     cards = list(scorecards_in(outdir))
     if not cards:
         raise ValueError(f"{outdir} holds no hwcheck scorecards (run `hwcheck grade ... -o {outdir}` first)")
