@@ -224,11 +224,44 @@ def _check_attention(sub, ref, close, rng, q_shape, d_v, device, dtype, scale=1.
         _check_values(close, got, expected=expected, golden=golden, what=what, dtype=dtype,
                       hints=_attention_hints(Q, K, V), name="masked_attention", recheck=in_float64)
     except GradingFailure as e:
-        hint = None if "Likely mistake" in e.message else _global_scale_hint(sub, close, got, Q, K, V)
+        hint = None if "Likely mistake" in e.message else (_random_attention_hint(sub, Q, K, V)
+                                                            or _global_scale_hint(sub, close, got, Q, K, V))
         if hint is None:
             raise
         raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None
     _check_dtype(info, dtype, what)
+
+
+RANDOM_ATTENTION_HINT = (
+    "masked_attention gives different answers for the same Q, K and V, call after call: it draws random numbers, "
+    "as dropout on the attention weights does. F.dropout(att, p) drops even in eval mode (its training= defaults "
+    "to True), and the handout's masked_attention has no dropout: return softmax(scores) @ V as it is. Dropout, "
+    "if you want it, belongs in the model: an nn.Dropout(p) made in __init__, or F.dropout(x, p, "
+    "training=self.training)")
+
+
+def _random_attention_hint(sub, Q, K, V):
+    """RANDOM_ATTENTION_HINT when two more calls of masked_attention on the same Q, K, V answer differently (dropout,
+    or any other random draw, as the model test's RANDOM_HINT finds of forward), else None; tried on the test's
+    inputs and on (2, 6, 4) ones, where a few weights (one token) could draw the same twice. Nothing is compared
+    with an answer here, only the submission's answers with each other."""
+    g = torch.Generator().manual_seed(0)
+    probe = [torch.randn((2, 6, 4), generator=g, dtype=torch.float64).to(Q.dtype).to(Q.device) for _ in range(3)]
+    for args in ((Q, K, V), probe):
+        try:
+            a, b = (np.asarray(sub.call("masked_attention", *args), dtype=np.float64) for _ in range(2))
+        except (GradingFailure, StudentError, TypeError, ValueError):
+            continue
+        if a.shape != b.shape:
+            return RANDOM_ATTENTION_HINT
+        finite = np.isfinite(a) & np.isfinite(b)
+        if not np.array_equal(np.isnan(a), np.isnan(b)) or not np.array_equal(a[~finite], b[~finite]):
+            return RANDOM_ATTENTION_HINT
+        if finite.any():
+            scale = float(np.max(np.abs(a[finite])))
+            if float(np.max(np.abs(a[finite] - b[finite]))) > 1e-3 * max(scale, 1e-3):
+                return RANDOM_ATTENTION_HINT
+    return None
 
 
 def _global_scale_hint(sub, close, got, Q, K, V):

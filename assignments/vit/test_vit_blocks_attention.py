@@ -160,10 +160,11 @@ def _plan(one, local):
 
 
 def _positions(pe_shape, x, add=None):
-    """The positional embedding of shape `pe_shape` holding the tokens x, plus `add` on the class token's row."""
+    """The positional embedding of shape `pe_shape` holding the tokens x, plus `add` ((N + 1, D): one row for each
+    token, the class token's and every patch token's)."""
     v = x.copy()
     if add is not None:
-        v[0] = v[0] + add
+        v = v + add
     return torch.from_numpy(v.reshape(pe_shape).astype(np.float32))
 
 
@@ -198,12 +199,15 @@ def test_vit_block_attention_is_the_handouts(sub, rng, seed):
     # MLP is silenced (its two layers set to zero), its other small parameters set to 1 (LayerNorm weights and
     # biases, the attention's biases, LayerScale gains), and its attention's projections set to the centring P =
     # I - 11^T/D in whatever layout the names and shapes allow (_temperature._identity_weights, read as P): the
-    # handout's attention then adds A(x) = softmax(x_h x_h^T / sqrt(D/h)) x_h, head by head, to the class token,
+    # handout's attention then adds A(x) = softmax(x_h x_h^T / sqrt(D/h)) x_h, head by head, to every token,
     # plus a constant vector. Configuration A is that; configuration B silences the attention (projections zero:
-    # it adds the same constant) and adds the handout's A(x)[0] to the class token through the positional
-    # embedding's row 0. Everything after the block is the same in both, so the logits must be equal; a block
-    # whose attention uses one head, another scale, another softmax axis or none, changes the class token
-    # otherwise. A block that answers as the student's own MultiHeadSelfAttention(D, h) is left to the mhsa tests.
+    # it adds the same constant, and mixes no tokens) and adds the handout's A(x) to every token through the
+    # positional embedding. The block's output, every token of it, is then the same in both, and so is
+    # everything after the block, whichever tokens the head reads: the logits must be equal. (Read through the
+    # class token alone, the test would blame the attention of a head that pools otherwise, a mean over the
+    # tokens, which test_vit_classifies_from_the_class_token charges.) A block whose attention uses one head,
+    # another scale, another softmax axis or none, changes the tokens otherwise. A block that answers as the
+    # student's own MultiHeadSelfAttention(D, h) is left to the mhsa tests.
     one, local = _first_block(sub, seed)
     if one is None:
         pytest.skip(f"the attention inside the encoder blocks was not checked: {local}")
@@ -213,7 +217,7 @@ def test_vit_block_attention_is_the_handouts(sub, rng, seed):
     plan = planned[1]
     x = _tokens(seed)
     pe, pe_shape = plan["pe"]
-    refs = [_attention(x, H, np.sqrt(D // H), strided)[0] for strided in (False, True)]
+    refs = [_attention(x, H, np.sqrt(D // H), strided) for strided in (False, True)]
     asks = []
     for setting in plan["settings"]:  # B0 (nothing added), B for each head split, then A for each way
         asks.append({**plan["base"], **setting, pe: _positions(pe_shape, x)})
@@ -238,7 +242,7 @@ def test_vit_block_attention_is_the_handouts(sub, rng, seed):
     scale = float(np.max(np.abs(b0)))
     if effect <= 1e-4 * max(scale, 1e-6):
         pytest.skip("the attention inside the encoder blocks was not checked: the handout's attention output, added "
-                    "to the class token, hardly moves the logits (the other tests judge how the class token is read)")
+                    "to the tokens, hardly moves the logits (the other tests judge how the tokens are read)")
     if gap <= TOL:
         return
     if _normalized_branch(one, plan, x, k, a, effect):
@@ -246,7 +250,7 @@ def test_vit_block_attention_is_the_handouts(sub, rng, seed):
     what = (f"{name} on an all-zero image, its positional embedding set to tokens of the grader's, the block's MLP "
             "silenced and its attention's projections set to known values (the centring I - 11^T/D), against the same "
             "model with its attention silenced and the handout's attention output, softmax(Q K^T / "
-            f"sqrt(D/num_heads)) V with {H} heads of {D // H}, added to the class token")
+            f"sqrt(D/num_heads)) V with {H} heads of {D // H}, added to the tokens")
     said = f"the logits differ by {gap:.3g} of what the attention's output moves them by"
     try:  # configuration A again, under two seeds: random in eval mode (dropout), which another test charges
         again = _run(one, [{**plan["settings"][k], pe: _positions(pe_shape, x), **plan["ways"][w]}, None], [0, 1])
@@ -286,13 +290,13 @@ def _unregistered(sub, seed, one):
 
 
 def _normalized_branch(one, plan, x, k, a, effect):
-    """Does configuration A (logits `a`, setting `k`) match the handout's attention output put through a LayerNorm
-    (its weight and bias the 1 every small parameter holds)? A branch that ends with a LayerNorm of its own
-    (NormFormer's, a "sandwich" norm) is the handout's attention followed by a norm, which the wiring test accepts
-    as well."""
+    """Does configuration A (logits `a`, setting `k`) match the handout's attention output put through a LayerNorm,
+    token by token (its weight and bias the 1 every small parameter holds)? A branch that ends with a LayerNorm of its
+    own (NormFormer's, a "sandwich" norm) is the handout's attention followed by a norm, which the wiring test
+    accepts as well."""
     pe, pe_shape = plan["pe"]
-    outs = [_attention(x, H, np.sqrt(D // H), strided)[0] for strided in (False, True)]
-    normed = [(o - o.mean()) / np.sqrt(o.var() + 1e-5) for o in outs]
+    outs = [_attention(x, H, np.sqrt(D // H), strided) for strided in (False, True)]
+    normed = [(o - o.mean(axis=1, keepdims=True)) / np.sqrt(o.var(axis=1, keepdims=True) + 1e-5) for o in outs]
     asks = [{**plan["settings"][k], **{n: np.zeros(s, np.float32) for n, s in plan["projections"].items()},
              pe: _positions(pe_shape, x, normed[0])}, {pe: _positions(pe_shape, x, normed[1])}]
     try:
@@ -303,11 +307,11 @@ def _normalized_branch(one, plan, x, k, a, effect):
 
 
 def _candidates(x):
-    """[(hint, the class token's attention output)] of the known mistakes."""
+    """[(hint, the attention output of every token)] of the known mistakes."""
     dh, T = D // H, x.shape[0]
-    found = [(hint, _attention(x, H, tau(D, dh, H, T))[0]) for hint, tau in _temperature.SCALING_HINTS]
-    found += [(ONE_HEAD_HINT, _attention(x, 1, tau)[0]) for tau in (np.sqrt(D), np.sqrt(dh), 1.0)]
-    found += [(QUERY_AXIS_HINT, _attention(x, H, np.sqrt(dh), axis=-2, c_v=c)[0]) for c in (0.0, 1.0, 2.0)]
+    found = [(hint, _attention(x, H, tau(D, dh, H, T))) for hint, tau in _temperature.SCALING_HINTS]
+    found += [(ONE_HEAD_HINT, _attention(x, 1, tau)) for tau in (np.sqrt(D), np.sqrt(dh), 1.0)]
+    found += [(QUERY_AXIS_HINT, _attention(x, H, np.sqrt(dh), axis=-2, c_v=c)) for c in (0.0, 1.0, 2.0)]
     return found
 
 
@@ -319,7 +323,7 @@ def _diagnosis(one, plan, x, k, w, a, effect):
     asks = [{**plan["settings"][k], **{n: np.zeros(s, np.float32) for n, s in plan["projections"].items()}}]
     asks[0][pe] = _positions(pe_shape, x, cands[0][1])
     asks += [{pe: _positions(pe_shape, x, c)} for _, c in cands[1:]]
-    asks += [{pe: _positions(pe_shape, same, same[0])}, {pe: _positions(pe_shape, same)}]  # B, then A below
+    asks += [{pe: _positions(pe_shape, same, same)}, {pe: _positions(pe_shape, same)}]  # B, then A below
     try:
         asks[-1].update(plan["ways"][w])
         got = _run(one, asks)
@@ -338,7 +342,7 @@ def _diagnosis(one, plan, x, k, w, a, effect):
 def _as_own_mhsa(sub, seed, one, plan, x, k, a, effect):
     """Does the block's attention (configuration A, logits `a`) answer as the submission's MultiHeadSelfAttention(D,
     h) does with the same weights (its projections the centring, its biases 1)? Its output on LN(Z), less its output
-    with its projections zero (the constant its output bias adds, which B adds as well), added to the class token."""
+    with its projections zero (the constant its output bias adds, which B adds as well), added to every token."""
     try:
         m = new(sub, "MultiHeadSelfAttention", D, H, seed=seed)
     except (GradingFailure, StudentError):
@@ -360,8 +364,8 @@ def _as_own_mhsa(sub, seed, one, plan, x, k, a, effect):
                 outs.append(check_shape(result.get().outputs[0], (1, TOKENS, D), "MultiHeadSelfAttention output")[0])
         pe, pe_shape = plan["pe"]
         asks = [{**plan["settings"][k], **{n: np.zeros(s, np.float32) for n, s in plan["projections"].items()},
-                 pe: _positions(pe_shape, x, outs[1][0] - outs[0][0])}]
-        asks += [{pe: _positions(pe_shape, x, o[0] - outs[0][0])} for o in outs[2:]]
+                 pe: _positions(pe_shape, x, outs[1] - outs[0])}]
+        asks += [{pe: _positions(pe_shape, x, o - outs[0])} for o in outs[2:]]
         got = _run(one, asks)
     except GradingFailure:
         return False
