@@ -615,20 +615,30 @@ def _as_dtype(v, dtype):
 
 # Library calls that would do a function's work for the student (the handout: "by hand", numpy only).
 # torch's calls are named as torch names them; other libraries' as "library:function".
+ATTENTION_CALLS = {"scaled_dot_product_attention": "torch's scaled_dot_product_attention",
+                   "multi_head_attention_forward": "torch.nn.MultiheadAttention",
+                   "_scaled_dot_product_attention_math": "torch._scaled_dot_product_attention_math",
+                   "_native_multi_head_attention": "torch._native_multi_head_attention",
+                   "flex_attention": "torch's flex_attention"}
+# attention computes a softmax (of the scores): a library's attention is a library's softmax as well
 SOFTMAX_CALLS = {"softmax": "torch.softmax", "log_softmax": "torch.log_softmax", "softmin": "torch's softmin",
                  "_softmax": "torch._softmax", "_log_softmax": "torch._log_softmax", "scipy:softmax":
                  "scipy.special.softmax", "scipy:log_softmax": "scipy.special.log_softmax",
                  "sklearn:softmax": "sklearn's softmax", "jax:softmax": "jax.nn.softmax",
-                 "tensorflow:softmax": "tf.nn.softmax"}
-ATTENTION_CALLS = {"scaled_dot_product_attention": "torch's scaled_dot_product_attention",
-                   "multi_head_attention_forward": "torch.nn.MultiheadAttention",
-                   "_scaled_dot_product_attention_math": "torch._scaled_dot_product_attention_math",
-                   "_native_multi_head_attention": "torch._native_multi_head_attention"}
+                 "tensorflow:softmax": "tf.nn.softmax", **ATTENTION_CALLS}
 
 
 # The same, as bare names read in the source (checker.running.by_hand): F.softmax, x.softmax(...), nn.Softmax, ...
 # torch's own names for the same work count as well: softmin(x) is softmax(-x), and the private ops behind the
 # public functions (torch._softmax, torch._scaled_dot_product_attention_math, torch.ops.aten...) compute it too
+ATTENTION_NAMES = {"scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention",
+                   "_scaled_dot_product_attention_math", "_scaled_dot_product_attention_math_for_mps",
+                   "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",
+                   "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+                   "_flash_attention_forward", "_efficient_attention_forward", "_native_multi_head_attention",
+                   "_triton_multi_head_attention", "_triton_scaled_dot_attention", "TransformerEncoderLayer",
+                   "TransformerDecoderLayer", "flex_attention", "Transformer", "TransformerEncoder",
+                   "TransformerDecoder"}  # the same set as charlm's NOT_BY_HAND_NAMES["masked_attention"]
 SOFTMAX_NAMES = {"softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "Softmin", "_softmax",
                  "_log_softmax", "_safe_softmax", "_masked_softmax",
                  "_sparse_softmax", "_sparse_log_softmax", "_nested_tensor_softmax_with_shape", "safe_softmax",
@@ -642,14 +652,10 @@ SOFTMAX_NAMES = {"softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "
                  # AdaptiveLogSoftmaxWithLoss, and cross-entropy, which is -log_softmax at its targets
                  # (`cross_entropy(x.expand(n, n), arange(n), reduction="none")` is all of -log_softmax(x))
                  "Softmax2d", "gumbel_softmax", "AdaptiveLogSoftmaxWithLoss", "cross_entropy", "CrossEntropyLoss",
-                 "linear_cross_entropy"}
-ATTENTION_NAMES = {"scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention",
-                   "_scaled_dot_product_attention_math", "_scaled_dot_product_attention_math_for_mps",
-                   "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",
-                   "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
-                   "_flash_attention_forward", "_efficient_attention_forward", "_native_multi_head_attention",
-                   "_triton_multi_head_attention", "_triton_scaled_dot_attention", "TransformerEncoderLayer",
-                   "TransformerDecoderLayer"}
+                 "linear_cross_entropy",
+                 # attention computes a softmax of its scores (F.scaled_dot_product_attention(q, k, I) is
+                 # softmax(q k^T)): every library attention is a library softmax as well
+                 *ATTENTION_NAMES}
 SOURCE_NAMES = {id(SOFTMAX_CALLS): SOFTMAX_NAMES, id(ATTENTION_CALLS): ATTENTION_NAMES}
 UNCLEAR = ("{name} uses {what}, which hides from a reading of the code what it calls (or reads the grader's "
            "own state): the grader could not check that it is written by hand. Write it with plain calls "

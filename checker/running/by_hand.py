@@ -16,12 +16,15 @@ of the folder (`__hidden/` ones too), the files a notebook's `%%writefile` cells
 of any zip archive (`sys.path` takes one whatever its name). It walks, with `ast`, the source of the
 function and of everything it reaches by name: the student's other functions and classes (`helper.f`
 after `import helper` too), top-level assignments, imports, default values and decorators, and any
-function that declares the name `global` (it could rebind it). It reports
+function that declares the name `global` (it could rebind it), and every write into an object such a
+name may hold, wherever it stands (`numpy.x = f` after `import numpy as np`, `table[k] = f` after `table =
+OPS`: `checker.running.scan_writes`). It reports
   * `used`: library functions the handout forbids that this code names (`F.softmax`, `x.softmax(...)`,
     `from scipy.special import softmax`, `nn.LayerNorm`), named as the code's imports spell them; and
   * `missing`: the function has no `def` (or other binding) in the source at all;
   * `unclear`: constructs that hide from such a reading what is called (getattr, eval, exec, globals(),
-    importlib, `__dict__`) or that read the grader's own state (sys._getframe, inspect, gc, frame
+    importlib, `__dict__`), a write anywhere that replaces what a function runs (`f.__code__ = ...`),
+    or that read the grader's own state (sys._getframe, inspect, gc, frame
     attributes), and imports of code there is no source to read: a module that is neither a file of the
     submission nor installed (one the code writes while it runs), a compiled `.pyc` or extension module;
     and, where anything in the submission (reached from the function or not) changes where Python finds
@@ -50,6 +53,7 @@ import sys
 import time
 
 from checker.running.import_edits import import_system_edit
+from checker.running.scan_writes import code_replacement, defs_that_may_fail, file_writes
 
 # what the scan reads (and its bounds) lives in checker.running.scan_read; the names are kept here for callers
 from checker.running.scan_read import (MAX_BYTES, MAX_FILES, MAX_SCAN_BYTES, MAX_SCAN_ZIP_BYTES,  # noqa: F401
@@ -277,6 +281,7 @@ def _last_def_wins(binds, trees, files):
     top-level statement of the same file before it: the name is that def when the student's functions are
     called (`from scipy.special import softmax  # to compare` and then a hand-written `def softmax`)."""
     where = {id(s): ((i, j), files[i]) for i, tree in enumerate(trees) for j, s in enumerate(tree.body)}
+    fails = defs_that_may_fail(binds, trees)
     out = dict(binds)
     for n, stmts in binds.items():
         if len(stmts) < 2 or any(id(s) not in where for s in stmts):
@@ -285,7 +290,8 @@ def _last_def_wins(binds, trees, files):
             continue  # a function that binds it by `global n` binds it when called: maybe after the def
         last = max(stmts, key=lambda s: where[id(s)][0])
         if (isinstance(last, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and last.name == n
-                and len({where[id(s)][1] for s in stmts}) == 1 and where[id(last)][1] is not None):
+                and len({where[id(s)][1] for s in stmts}) == 1 and where[id(last)][1] is not None
+                and id(last) not in fails):
             out[n] = [last]
     return out
 
@@ -429,7 +435,9 @@ def _library_use(path, name, forbidden, secrets=(), strings=frozenset()):
     code = _read_code(path, secrets)
     trees, own_modules = code.trees, code.own
     if code.binds is None:  # the same for each by-hand test of one grade (the scan is read once, _read_code)
-        code.binds = _last_def_wins(_bindings(trees), trees, code.files)
+        # each write into an object filed under every name that may hold it (scan_writes), then the last def
+        code.binds = _last_def_wins(file_writes(_bindings(trees), trees), trees, code.files)
+        code.replaced = code_replacement(trees)
     binds = code.binds
     if name not in binds:
         if code.notes:  # its def may be in what the grader did not read
@@ -498,6 +506,8 @@ def _library_use(path, name, forbidden, secrets=(), strings=frozenset()):
             followed.add(key)
             work.extend((s, via) for s in stmts)
 
+    if code.replaced:  # anywhere in the submission: what any of its functions runs may not be its source
+        say(unclear, f"{code.replaced} (it replaces what a function runs)")
     while work:
         stmt, via = work.pop()
         # an import binds only the name that led to it (read once per name); any other statement is the same
