@@ -7,7 +7,10 @@ from test_vit_mhsa.py because every other mhsa test holds at any temperature. Th
 and V are split into heads alike: a module whose keys are split one way (every h-th feature) and its queries
 another (contiguous blocks) is, over all weights, the same family of functions as a right one (its W^K's columns
 permuted), so no property of its behaviour tells it apart; with its projections known (the identity), it answers as
-no consistent split does, and as its mismatched splits do (_MISMATCHED_SPLITS).
+no consistent split does, and as its mismatched splits do (_MISMATCHED_SPLITS). And where no temperature fits, the
+same forwards still tell attention of some kind (each head's output an average of its values whose weights grow with
+q . k: a mask, a layout the grader does not know) from an average whose weights do not follow the scores at all
+(`sqrt(d_k) / (Q K^T)`, negated scores: _recovered_weights), which no other mhsa test judges by value.
 """
 
 import itertools
@@ -251,6 +254,67 @@ def _diagnosis(fits, D, h, Ns):
                   f"attention output){'' if named is None else ', and ' + named}; {TEMPERATURE_HINT}")
 
 
+# With V and W^O the identity, each head of any attention outputs, for each query, a convex combination of that head's
+# value rows: out_h = A_h X_h, A_h (N, N) row-stochastic. On N tokens with N < D/num_heads, A_h is determined (D/h
+# equations a row for N unknowns, one to spare) and recovered by least squares, whatever the temperature, a mask, or
+# how the scores were made; whether they grow with the scores Q K^T is then read off A_h: a softmax of anything
+# increasing in q_i . k_j weighs, in each row, the key with the larger dot product more (log A[i, j] - log A[i, k]
+# has the sign of s_ij - s_ik). A module that answers as such an average but not so ordered (scores divided the wrong
+# way round, negated, fed through a function that does not grow with them) is not attention, at any temperature.
+WEIGHT_FLOOR = 5e-3  # weights compared only where both are at least this (their log read to ~1e-3 in float32)
+LOG_MARGIN = 0.05    # a pair of keys is out of order where their log weights differ by more, the wrong way
+SCORE_MARGIN = 0.05  # ... and their scores, q_i . k_j, by more than this (pairs of nearly equal scores are left out)
+
+
+def _recovered_weights(got, x, h, strided):
+    """The per-head weights (h, N, N) A with got[:, head i] = A[i] @ x[:, head i] (the identity for V and W^O,
+    heads split `strided` or in blocks) where that holds to float32 rounding and each row of each A[i] is a
+    convex combination (weights >= 0 summing to 1), else None. Needs N < D/h (an equation to spare a row)."""
+    N, D = x.shape
+    dh = D // h
+    if N >= dh:
+        return None
+    got, x = got.astype(np.float64), x.astype(np.float64)
+    weights = []
+    for i in range(h):
+        cols = slice(i, D, h) if strided else slice(i * dh, (i + 1) * dh)
+        v, o = x[:, cols], got[:, cols]                                          # (N, dh) each
+        a = np.linalg.lstsq(v.T, o.T, rcond=None)[0].T                           # o = a @ v, a (N, N)
+        if not (np.all(np.isfinite(a)) and _close_to(a @ v, o)
+                and np.all(a >= -1e-3) and np.all(np.abs(a.sum(axis=-1) - 1) <= 1e-3)):
+            return None
+        weights.append(a)
+    return np.stack(weights)
+
+
+def _order_of_weights(a, x, h, strided):
+    """(concordant, discordant): the pairs of keys (j, k) of a query i in one head, over all heads, whose weights
+    a[head, i, j] > a[head, i, k] (both measurable: WEIGHT_FLOOR) while q_i . k_j > q_i . k_k (the identity for
+    W^Q and W^K: the head's features of x), by LOG_MARGIN and SCORE_MARGIN, or the other way round."""
+    N, D = x.shape
+    dh = D // h
+    x = x.astype(np.float64)
+    concordant = discordant = 0
+    for i in range(h):
+        cols = slice(i, D, h) if strided else slice(i * dh, (i + 1) * dh)
+        s = x[:, cols] @ x[:, cols].T                                            # (N, N) the head's scores
+        la = np.log(np.maximum(a[i], 1e-300))
+        ok = a[i] >= WEIGHT_FLOOR
+        ds, dl = s[:, :, None] - s[:, None, :], la[:, :, None] - la[:, None, :]  # (query, j, k)
+        both = ok[:, :, None] & ok[:, None, :] & (ds > SCORE_MARGIN)
+        concordant += int(np.sum(both & (dl > LOG_MARGIN)))
+        discordant += int(np.sum(both & (dl < -LOG_MARGIN)))
+    return concordant, discordant
+
+
+SCORES_HINT = ("the scores must reach the softmax as Q K^T / sqrt(D/num_heads), growing with the dot product of "
+               "query and key: here they do not (divided the wrong way round, `math.sqrt(d_k) / (q @ k^T)` where "
+               "`(q @ k^T) / math.sqrt(d_k)` was meant; negated; or passed through another function first), or "
+               "each token's keys are weighed by another token's query (the queries split into heads by a reshape "
+               "that mixes tokens: `q.reshape(B, num_heads, N, d_k)` where `q.view(B, N, num_heads, "
+               "d_k).transpose(1, 2)` was meant)")
+
+
 @pytest.mark.question("mhsa")
 @pytest.mark.weight(4)  # the temperature: softmax(Q K^T / sqrt(D/num_heads)), step 3 of the handout
 def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
@@ -259,10 +323,14 @@ def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
     # free choice is the temperature: it must match sqrt(D/num_heads) on 5 tokens and on 7. Otherwise the
     # temperature is fitted (and, failing that, a factor on the output with it: a scale put after the softmax),
     # on each input, and the test fails naming what the scores are divided by (a divisor that changes with the
-    # number of tokens reads the wrong axis). Only a module that answers as attention at no temperature (a mask
-    # or a norm inside, a head split the grader does not know), or whose projections the grader cannot set from
-    # their names and shapes (the skip names the parameters it cannot read), is skipped: the other tests judge it
-    # (a skip earns nothing, and costs a right module nothing). A forward that fails with these weights fails
+    # number of tokens reads the wrong axis). A module that answers as no temperature does, but as an average of
+    # each head's values (its weights recovered on the 5 tokens, fewer than a head's 6 features) whose weights do
+    # not grow with q . k in any way its layout was read, fails: its scores are not Q K^T scaled (divided the wrong
+    # way round, negated). Only a module that answers as attention at no temperature (a mask or a norm inside, a
+    # head split the grader does not know: weights that follow q . k, or outputs that are no average of a head's
+    # values), or whose projections the grader cannot set from their names and shapes (the skip names the
+    # parameters it cannot read), is skipped: the other tests judge it (a skip earns nothing, and costs a right
+    # module nothing). A forward that fails with these weights fails
     # here, though it runs with its own: a right module runs whatever its weights hold, and a skip would reward
     # a forward that refuses the grader's weights (seen on charlm's version of this test). A module that answers
     # as attention at sqrt(D/num_heads) only with its queries, keys and values split into heads each its own way
@@ -321,6 +389,27 @@ def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
                     "into heads shared by Q, K and V (contiguous blocks or every num_heads-th feature): head i's "
                     "queries must be compared with head i's keys and average head i's values.\n"
                     f"Likely mistake: {_mismatch_hint(splits)}.")
+    # no temperature, no mismatched splits: is it still an average of each head's values, and do its weights grow
+    # with q . k? Attention of some kind (a mask, a head split or layout the grader does not know) is skipped; an
+    # average whose weights are ordered against the scores in every way it was read (and in order in none) fails.
+    orders = []
+    for got in answers:
+        for g, p in zip(got, plain):
+            for strided in (False, True):
+                a = _recovered_weights(g, p, h, strided)
+                if a is not None:
+                    orders.append(_order_of_weights(a, p, h, strided))
+    if orders and not any(c > 0 and d == 0 for c, d in orders) and all(d > 0 for c, d in orders):
+        c, d = max(orders, key=lambda o: o[1] - o[0])
+        how = ("they fall as it grows: " if d > c else "") + (
+            f"in {d} of the {c + d} pairs of keys compared, the key with the larger dot product with the query gets "
+            "the smaller weight")
+        raise GradingFailure(
+            f"{what}, with its projections set to the identity and its biases to zero, answers as an average of "
+            f"each head's values (weights >= 0 summing to 1 over the keys) whose weights do not grow with the "
+            f"query-key dot product q_i . k_j; {how}. Attention weighs each key by softmax(q_i . k_j / "
+            f"sqrt(D/num_heads)) = softmax(q_i . k_j / {np.sqrt(dh):.4g}): the more a key is like the query, the "
+            f"more it weighs.\nLikely mistake: {SCORES_HINT}.")
     pytest.skip("the temperature was not checked: with its projections set to the identity the module answers "
                 "as attention at no temperature, even with a factor on its output (a mask or a norm inside, or a "
                 "head split the grader does not know); the other tests judge it")
