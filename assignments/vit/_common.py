@@ -188,6 +188,113 @@ def new(sub, cls, *args, **kwargs):
     return m
 
 
+class _NewAsk:
+    """`new(sub, cls, *args, **kwargs)` asked of `t`, a Together (checker.running.together) with the test's other asks:
+    `get()` gives what `new` gives alone, or raises what it raises (the same hints, the same retry with
+    num_encoder_blocks passed by position, asked alone)."""
+
+    def __init__(self, t, sub, cls, args, kwargs):
+        self.sub, self.cls, self.args, self.kwargs = sub, cls, list(args), dict(kwargs)
+        self.sizes = dict(zip(ARG_NAMES.get(cls, ()), args))
+        if "num_encoder_blocks" in kwargs:
+            self.sizes["num_encoder_blocks"] = kwargs["num_encoder_blocks"]
+        self.kwargs.setdefault("example", example_input(cls, self.sizes))
+        self.pending = t.new(cls, *args, **self.kwargs)
+        self.alone = False  # made again alone (the retry): its forward asked together is not this module's
+        self.made = None
+
+    def get(self):
+        if self.made is not None:
+            return self.made
+        sub, cls, args, kwargs = self.sub, self.cls, self.args, self.kwargs
+        with naming_globals(sub, self.sizes, cls), explained():
+            try:
+                m = self.pending.get()
+            except GradingFailure as e:
+                if not _blocks_named_otherwise(e, kwargs):
+                    raise
+                self.alone = True  # as in `new`
+                m = sub.new(cls, *args, kwargs["num_encoder_blocks"], **{k: v for k, v in kwargs.items()
+                                                                          if k != "num_encoder_blocks"})
+        m.sizes = self.sizes
+        self.made = m
+        return m
+
+
+def new_asked(t, sub, cls, *args, **kwargs):
+    """`new(sub, cls, *args, **kwargs)` asked of the Together `t`: a _NewAsk, whose get() gives the module."""
+    return _NewAsk(t, sub, cls, args, kwargs)
+
+
+class _ForwardAsk:
+    """`forward(m, inputs)` (with `plain`: `m.forward(inputs, seed=seed)`, without the hints) asked of a Together,
+    `m` a _NewAsk of the same batch or a module made before: `get()` gives (or raises) what that gives alone; call
+    the _NewAsk's get() first, as the test asked it first."""
+
+    def __init__(self, t, made, inputs, seed=0, plain=False):
+        self.made, self.inputs, self.seed, self.plain = made, list(inputs), seed, plain
+        self.pending = t.forward(made.pending if isinstance(made, _NewAsk) else made, self.inputs, seed=seed)
+
+    def get(self):
+        m = self.made.get() if isinstance(self.made, _NewAsk) else self.made
+        if isinstance(self.made, _NewAsk) and self.made.alone:  # the module made again alone: its forward goes alone
+            return m.forward(self.inputs, seed=self.seed) if self.plain else forward(m, self.inputs)
+        if self.plain:
+            return self.pending.get()
+        with naming_globals(m.sub, getattr(m, "sizes", {}), m.cls), explained():
+            return self.pending.get()
+
+
+def forward_asked(t, made, inputs, seed=0, plain=False):
+    """`forward(m, inputs)` asked of the Together `t` (see _ForwardAsk)."""
+    return _ForwardAsk(t, made, inputs, seed, plain)
+
+
+def set_then_forward(m, values, inputs):
+    """`with explained(): m.set_params(values)`, then `forward(m, inputs)`, in one round trip (each raising as
+    alone; the forward asked only where the parameters were set, else alone, at need)."""
+    with m.sub.together(chain=True) as t:
+        put = t.set_params(m, values)
+        ran = forward_asked(t, m, inputs)
+    with explained():
+        put.get()
+    return ran.get()
+
+
+def new_then_forward(sub, rng, build, inputs):
+    """(module, _ForwardAsk): `build(t)` (a _NewAsk) and then its forward on `inputs()` asked in one round trip,
+    `inputs` drawn from `rng` before the module is made but as if after it: where the module is not made (the
+    failure raised), `rng` is put back as it was, as the test drew nothing before that failure."""
+    kept = rng.bit_generator.state if rng is not None else None
+    with sub.together(chain=True) as t:
+        made = build(t)
+        ran = forward_asked(t, made, inputs())
+    try:
+        m = made.get()
+    except BaseException:
+        if rng is not None:
+            rng.bit_generator.state = kept
+        raise
+    return m, ran
+
+
+def with_params_forward(m, values, inputs, restore, judge):
+    """What the tests do alone, in one round trip: `with explained(): m.set_params(values)`, then `try: return
+    judge(forward(m, inputs)) finally: with explained(): m.set_params(restore)`; each ask raises as alone (the
+    forward and the putting back are asked only where the ones before them answered; else alone, at need)."""
+    with m.sub.together(chain=True) as t:
+        put = t.set_params(m, values)
+        ran = forward_asked(t, m, inputs)
+        back = t.set_params(m, restore)
+    with explained():
+        put.get()
+    try:
+        return judge(ran.get())
+    finally:
+        with explained():
+            back.get()
+
+
 def example_input(cls, sizes):
     """An input of the tests' shape for a module built with `sizes`: the worker runs one forward on it only
     when the module has lazy layers (nn.LazyLinear), to make their parameters (Probes.new)."""
@@ -227,14 +334,14 @@ def _vit_precise(sub, seed, img, patch, D, h, out, blocks, inputs):
     of the model; where it does not run in float64 or answers in another dtype (a cast inside forward, which
     test_vit_dtype_and_device charges), built and run in float32 as before, with the float32 threshold."""
     try:
-        m = _vit(sub, seed, img, patch, D, h, out, blocks, dtype="float64")
-        r = forward(m, inputs)
+        m, ran = _vit_then_forward(sub, None, seed, img, patch, D, h, out, blocks, lambda: inputs, dtype="float64")
+        r = ran.get()
         if list(r.dtypes[:1]) == ["float64"] and len(r.outputs) == len(inputs):
             return m, r, PRECISE_REL
     except GradingFailure:
         pass
-    m = _vit(sub, seed, img, patch, D, h, out, blocks)
-    return m, forward(m, [x.float() for x in inputs]), 1e-4
+    m, ran = _vit_then_forward(sub, None, seed, img, patch, D, h, out, blocks, lambda: [x.float() for x in inputs])
+    return m, ran.get(), 1e-4
 
 
 def check_registered(m, what, hint=LIST_HINT):
@@ -360,8 +467,8 @@ def _image_blind(sub, seed, rng, img, patch, D, h, out, blocks):
     random images, so that the test's failure says nothing of its own part (a class token read without the
     patches: the test of dependence on every patch charges that, naming it)."""
     try:
-        m = _vit(sub, seed, img, patch, D, h, out, blocks)
-        return _same_rows(check_shape(forward(m, [randn(rng, (2, *img))]).outputs[0], (2, out), "output"))
+        _, ran = _vit_then_forward(sub, rng, seed, img, patch, D, h, out, blocks, lambda: [randn(rng, (2, *img))])
+        return _same_rows(check_shape(ran.get().outputs[0], (2, out), "output"))
     except GradingFailure:
         return False
 
@@ -445,10 +552,21 @@ def _positional_param(m, N, D=None):
                         "tree, so this test cannot set it")
 
 
+def _vit_asked(t, sub, seed, img, patch, D, h, out, blocks, **kw):
+    """`_vit(...)` asked of the Together `t` (a _NewAsk)."""
+    args, kwargs = _vit_args(img, patch, D, h, out, blocks)
+    return new_asked(t, sub, "VisionTransformer", *args, seed=seed, **kwargs, **kw)
+
+
+def _vit_then_forward(sub, rng, seed, img, patch, D, h, out, blocks, inputs, **kw):
+    """`m = _vit(...)` and then `forward(m, inputs())` in one round trip (see new_then_forward): (m, _ForwardAsk)."""
+    return new_then_forward(sub, rng, lambda t: _vit_asked(t, sub, seed, img, patch, D, h, out, blocks, **kw), inputs)
+
+
 def _vit_shape(sub, rng, seed, B, img, patch, D, h, out, blocks):
-    m = _vit(sub, seed, img, patch, D, h, out, blocks)
+    m, ran = _vit_then_forward(sub, rng, seed, img, patch, D, h, out, blocks, lambda: [randn(rng, (B, *img))])
     try:
-        r = forward(m, [randn(rng, (B, *img))])
+        r = ran.get()
         check_shape(r.outputs[0], (B, out), f"{_vit_name(img, patch, D, h, out, blocks)} on images of shape "
                                             f"{(B, *img)}")
     except GradingFailure as e:
@@ -535,6 +653,25 @@ def check_deterministic(m, x, what):
     """Eval mode is deterministic: the same input with a different random seed gives the same output."""
     a = forward(m, [x]).outputs[0]
     b = m.forward([x], seed=1).outputs[0]  # (not `forward`: the error hints are the same)
+    a, b = as_plain_array(a, what), as_plain_array(b, what)
+    if a.shape == b.shape and a.dtype.kind == "f" and changed(a.astype(np.float64), b.astype(np.float64),
+                                                              float(np.max(np.abs(a), initial=0.0))):
+        raise GradingFailure(f"{what}: {RANDOM_IN_EVAL_HINT}.")
+
+
+def deterministic_asks(t, made, x):
+    """check_deterministic's two forwards of `made` (a _NewAsk of the same batch or a module) asked of `t`."""
+    return forward_asked(t, made, [x]), forward_asked(t, made, [x], seed=1, plain=True)
+
+
+def check_deterministic_asked(m, x, what, asks=None):
+    """check_deterministic, its two forwards asked in one round trip (each raising as alone, in the same order), or
+    given as `asks` (deterministic_asks, sent with the asks before them)."""
+    if asks is None:
+        with m.sub.together(chain=True) as t:
+            asks = deterministic_asks(t, m, x)
+    a = asks[0].get().outputs[0]
+    b = asks[1].get().outputs[0]  # (not `forward`: the error hints are the same)
     a, b = as_plain_array(a, what), as_plain_array(b, what)
     if a.shape == b.shape and a.dtype.kind == "f" and changed(a.astype(np.float64), b.astype(np.float64),
                                                               float(np.max(np.abs(a), initial=0.0))):

@@ -34,8 +34,9 @@ def _zeroed_block(sub, close, rng, seed, note):
     """test_vit_blocks_are_pre_norm_residual's check: ("passed", None), ("skipped", why) or ("failed", the GradingFailure)."""
     D, h, out = 16, 2, 10
     img, patch = _geometry_it_takes(sub, rng, seed, (3, 8, 12), 4, D, h, out, note)
-    two = _vit(sub, seed, img, patch, D, h, out, 2)
-    one = _vit(sub, seed + 1, img, patch, D, h, out, 1)
+    with sub.together(chain=True) as t:  # both asked whatever the first gives (it raises): one round trip
+        asks = [_vit_asked(t, sub, seed, img, patch, D, h, out, 2), _vit_asked(t, sub, seed + 1, img, patch, D, h, out, 1)]
+    two, one = (a.get() for a in asks)
     shapes_two = {p["name"]: tuple(p["shape"]) for p in two.params}
     shapes_one = {p["name"]: tuple(p["shape"]) for p in one.params}
     extra = sorted(set(shapes_two) - set(shapes_one))
@@ -44,11 +45,14 @@ def _zeroed_block(sub, close, rng, seed, note):
                            "(blocks sharing weights, stacked in one tensor, or each block more than one entry of the list that holds them, as `Residual(PreNorm(...))` pairs in one nn.Sequential): the block structure was not checked")
     with explained():
         shared = two.get_params(sorted(shapes_one))
-        one.set_params({n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in shared.items()})
-        two.set_params({n: torch.zeros(shapes_two[n]) for n in extra})
+        with sub.together(chain=True) as t:
+            puts = [t.set_params(one, {n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in shared.items()}),
+                    t.set_params(two, {n: torch.zeros(shapes_two[n]) for n in extra})]
+        for put in puts:
+            put.get()
     x = randn(rng, (2, *img))
     name = _vit_name(img, patch, D, h, out, 2)
-    check_deterministic(two, x, name)
+    check_deterministic_asked(two, x, name)
     want = check_shape(forward(one, [x]).outputs[0], (2, out), f"{_vit_name(img, patch, D, h, out, 1)} output")
     got = check_shape(forward(two, [x]).outputs[0], (2, out), f"{name} output")
     try:
@@ -101,8 +105,9 @@ def _block_names(sub, seed, img, patch, D, h, out):
     `encoder.layers.encoder_layer_2.ln_1.weight`) counted down, or, where no number tells them, the part in
     which they differ in the order the model lists them (`_blocks_by_order`). None when they do not line up
     so."""
-    shapes = [{p["name"]: tuple(p["shape"]) for p in _vit(sub, seed, img, patch, D, h, out, n).params}
-              for n in (1, 2, 3)]
+    with sub.together(chain=True) as t:  # the three asked one after the other: one round trip
+        asks = [_vit_asked(t, sub, seed, img, patch, D, h, out, n) for n in (1, 2, 3)]
+    shapes = [{p["name"]: tuple(p["shape"]) for p in a.get().params} for a in asks]
     return _blocks_by_number(shapes) or _blocks_by_order(shapes)
 
 
@@ -175,22 +180,20 @@ def _unchained_block(sub, rng, seed):
     if blocks is None:
         return None
     name = _vit_name(img, patch, D, h, out, 3)
-    m = _vit(sub, seed, img, patch, D, h, out, 3)
-    x = randn(rng, (2, *img))
-    base = check_shape(forward(m, [x]).outputs[0], (2, out), f"{name} output")
+    m, ran = _vit_then_forward(sub, rng, seed, img, patch, D, h, out, 3, lambda: [randn(rng, (2, *img))])
+    x = ran.inputs[0]
+    base = check_shape(ran.get().outputs[0], (2, out), f"{name} output")
     scale = float(np.max(np.abs(base)))
     noise = np.random.default_rng(seed)
     for k, names in enumerate(blocks):
         with explained():
             kept = {n: np.array(v, dtype=np.float32) for n, v in m.get_params(names).items()}
-            m.set_params({n: torch.from_numpy(v + noise.standard_normal(v.shape).astype(np.float32)
-                                              * max(float(v.std()), 0.5))
-                          for n, v in kept.items()})
-        try:
-            got = check_shape(forward(m, [x]).outputs[0], (2, out), f"{name} output")
-        finally:
-            with explained():
-                m.set_params({n: torch.from_numpy(v) for n, v in kept.items()})
+            moved = {n: torch.from_numpy(v + noise.standard_normal(v.shape).astype(np.float32)
+                                         * max(float(v.std()), 0.5))
+                     for n, v in kept.items()}
+        # set, forward and put back in one round trip, each raising as alone
+        got = with_params_forward(m, moved, [x], {n: torch.from_numpy(v) for n, v in kept.items()},
+                                  lambda r: check_shape(r.outputs[0], (2, out), f"{name} output"))
         if not changed(got, base, scale):
             if _same_rows(base):
                 return f"{name}: {IMAGE_BLIND}."
@@ -254,13 +257,9 @@ def test_vit_mlp_is_not_linear(sub, rng, seed):
         moved = {a: S @ kept[a], b: kept[b] @ S.T}
         if not changed(moved[a], kept[a], float(np.max(np.abs(kept[a])))):
             continue
-        with explained():
-            m.set_params({n: torch.from_numpy(v.astype(kind)) for n, v in moved.items()})
-        try:
-            again = check_shape(forward(m, [x]).outputs[0], (2, out), f"{name} output")
-        finally:
-            with explained():
-                m.set_params({n: torch.from_numpy(v.astype(kind)) for n, v in kept.items()})
+        again = with_params_forward(m, {n: torch.from_numpy(v.astype(kind)) for n, v in moved.items()}, [x],
+                                    {n: torch.from_numpy(v.astype(kind)) for n, v in kept.items()},
+                                    lambda r: check_shape(r.outputs[0], (2, out), f"{name} output"))
         if not changed(again, base, scale, rel):
             if _same_rows(base):
                 raise GradingFailure(f"{name}: {IMAGE_BLIND}.")
@@ -317,9 +316,8 @@ def _shift_blind(m, name, out, x, shifts, D=None, class_token=False):
     before = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
     moved = pe.copy()
     moved[..., first:, :] += shifts.astype(np.float32)[:, None]
-    with explained():
-        m.set_params({key: torch.from_numpy(moved)})
-    after = check_shape(forward(m, [x]).outputs[0], (1, out), f"{name} output")
+    after = check_shape(set_then_forward(m, {key: torch.from_numpy(moved)}, [x]).outputs[0], (1, out),
+                        f"{name} output")
     return not changed(after, before, float(np.max(np.abs(before))))
 
 
@@ -463,14 +461,14 @@ def test_vit_mlp_reads_the_attention_output(sub, rng, seed):
     # own, that compares what the MLP reads with the handout's Z + MHSA(LN(Z)).
     img, patch, D, h, out = (2, 8, 8), 4, 12, 3, 5
     name = _vit_name(img, patch, D, h, out, 1)
-    m = _vit(sub, seed, img, patch, D, h, out, 1)
-    x = randn(rng, (2, *img))
+    m, ran = _vit_then_forward(sub, rng, seed, img, patch, D, h, out, 1, lambda: [randn(rng, (2, *img))])
+    x = ran.inputs[0]
 
-    def spread():
-        y = check_shape(forward(m, [x]).outputs[0], (2, out), f"{name} output")
+    def spread(r):
+        y = check_shape(r.outputs[0], (2, out), f"{name} output")
         return float(np.max(np.abs(y[0] - y[1]))) / max(float(np.max(np.abs(y))), 1e-12)
 
-    base = spread()
+    base = spread(ran.get())
     if base < 1e-4:
         pytest.skip("judged by test_vit_depends_on_every_patch, not here: the logits are the same for two random "
                     "images, so what the MLP reads cannot show")
@@ -484,13 +482,10 @@ def test_vit_mlp_reads_the_attention_output(sub, rng, seed):
     for a, b in pairs:
         with explained():
             kept = {n: np.array(v, dtype=np.float32) for n, v in m.get_params([a, b]).items()}
-            m.set_params({n: torch.from_numpy((100.0 * noise.standard_normal(shapes[n])
-                                               / np.sqrt(max(shapes[n]))).astype(np.float32)) for n in (a, b)})
-        try:
-            big = spread()
-        finally:
-            with explained():
-                m.set_params({n: torch.from_numpy(v) for n, v in kept.items()})
+            large = {n: torch.from_numpy((100.0 * noise.standard_normal(shapes[n])
+                                          / np.sqrt(max(shapes[n]))).astype(np.float32)) for n in (a, b)}
+        # set, forward and put back in one round trip, each raising as alone
+        big = with_params_forward(m, large, [x], {n: torch.from_numpy(v) for n, v in kept.items()}, spread)
         if big < 0.01 * base:
             raise GradingFailure(
                 f"{name} on two random images: with large random weights in `{a}` {shapes[a]} and `{b}` {shapes[b]} "

@@ -4,8 +4,9 @@ from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and h
 
 
 def _mhsa_shape(sub, rng, seed, B, N, D, h):
-    m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
-    r = forward(m, [randn(rng, (B, N, D))])
+    _, ran = new_then_forward(sub, rng, lambda t: new_asked(t, sub, "MultiHeadSelfAttention", D, h, seed=seed),
+                              lambda: [randn(rng, (B, N, D))])
+    r = ran.get()
     check_shape(r.outputs[0], (B, N, D), f"MultiHeadSelfAttention({D}, {h}) on input of shape ({B}, {N}, {D})")
 
 

@@ -324,8 +324,17 @@ def test_vit_classifies_from_the_class_token(sub, close, rng, seed, note):
     img, patch, D, h, out, blocks = (1, 8, 8), 4, 16, 2, 10, 2
     zero_blocks_checked = _class_token_without_blocks(sub, close, rng, seed, img, patch, D, h, out)
     name = _vit_name(img, patch, D, h, out, blocks)
-    m = _vit(sub, seed, img, patch, D, h, out, blocks)
-    check_deterministic(m, randn(rng, (1, *img)), name)
+    kept = rng.bit_generator.state
+    with sub.together(chain=True) as t:  # the model and check_deterministic's two forwards: one round trip
+        made = _vit_asked(t, sub, seed, img, patch, D, h, out, blocks)
+        x0 = randn(rng, (1, *img))
+        asks = deterministic_asks(t, made, x0)
+    try:
+        m = made.get()
+    except BaseException:
+        rng.bit_generator.state = kept  # (drawn after the model was made, as before)
+        raise
+    check_deterministic_asked(m, x0, name, asks)
     with explained():
         shape = m.attr_shape("positional_embedding")
     shape = shape.get("shape") if isinstance(shape, dict) else None
@@ -423,8 +432,9 @@ def _class_token_without_blocks(sub, close, rng, seed, img, patch, D, h, out):
     returns whether the check was made."""
     name = _vit_name(img, patch, D, h, out, 0)
     try:
-        m = _vit(sub, seed, img, patch, D, h, out, 0)
-        r = forward(m, [randn(rng, (1, *img)), randn(rng, (1, *img))])
+        m, ran = _vit_then_forward(sub, rng, seed, img, patch, D, h, out, 0,
+                                   lambda: [randn(rng, (1, *img)), randn(rng, (1, *img))])
+        r = ran.get()
     except StudentError:
         return False
     a = check_shape(r.outputs[0], (1, out), f"{name} output")
@@ -496,13 +506,12 @@ def test_vit_tokens_are_tiles_of_the_image(sub, rng, seed, note):
     # the same random row at every position (not zeros, which code could tell from a trained embedding): no
     # token can be told from another by its position
     row = torch.from_numpy(rng.standard_normal(pe[-1]).astype(np.float32))
-    with explained():
-        m.set_params({key: row.expand(pe).contiguous()})
     x = randn(rng, (1, *img))
     first, last = 0, N - 1  # two tiles in different rows and columns of the grid
     inputs = [x, _swapped_tiles(x, patch, first, last), _swapped_runs(x, N, first, last, False),
               _swapped_runs(x, N, first, last, True)]
-    outs = [check_shape(o, (1, out), f"{name} output") for o in forward(m, inputs).outputs]
+    outs = [check_shape(o, (1, out), f"{name} output")
+            for o in set_then_forward(m, {key: row.expand(pe).contiguous()}, inputs).outputs]
     scale = float(np.max(np.abs(outs[0])))
     tiles, runs_cf, runs_cl = (not changed(o, outs[0], scale) for o in outs[1:])
     if tiles:
@@ -566,9 +575,8 @@ def test_vit_positions_reach_the_encoder(sub, rng, seed, note):
             drawn.update(rows=rng.standard_normal(pe), x=randn(rng, (1, *img), "float64"),
                          other=randn(rng, (1, *img), "float64"))
         x, other = (drawn[k].to(getattr(torch, dtype)) for k in ("x", "other"))
-        with explained():
-            m.set_params({key: torch.from_numpy(drawn["rows"].astype(dtype))})
-        return m, key, pe, x, forward(m, [x, _swapped_tiles(x, patch, 0, N - 1), other])
+        return m, key, pe, x, set_then_forward(m, {key: torch.from_numpy(drawn["rows"].astype(dtype))},
+                                               [x, _swapped_tiles(x, patch, 0, N - 1), other])
 
     try:
         m, key, pe, x, r = run("float64")
