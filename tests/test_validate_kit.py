@@ -39,23 +39,104 @@ SOFTMAX_HELPER = textwrap.dedent('''\
 ''')
 
 
+def _answer_cases():
+    """Fresh inputs (never the public tests' own) of each reference function whose answer is an array of
+    floats, with the reference's answers to them: what no code of the kit may compute."""
+    import base64
+
+    import numpy as np
+    import torch
+
+    import importlib
+
+    from checker.spec import load_spec
+    att, lm, vit = (importlib.import_module(load_spec(a)["reference"]) for a in ("attention", "charlm", "vit"))
+    from checker import wire
+    rng = np.random.default_rng(20261126)
+    r = lambda *shape: rng.standard_normal(shape)  # noqa: E731
+    t = lambda *shape: torch.from_numpy(rng.standard_normal(shape))  # noqa: E731
+    X, Wq, Wk, Wv, W6 = r(5, 4), r(4, 3), r(4, 3), r(4, 5), [r(6, 6) for _ in range(4)]
+    Q, K, V = t(2, 5, 4), t(2, 5, 4), t(2, 5, 3)
+    x_ln = t(3, 6)
+    cases = [("attention.get_scores", att.get_scores, (r(5, 3), r(3))),
+             ("attention.scale_scores", att.scale_scores, (r(5), 7)),
+             ("attention.get_attention_weights (1-D)", att.get_attention_weights, (r(5),)),
+             ("attention.get_attention_weights (2-D)", att.get_attention_weights, (r(3, 5),)),
+             ("attention.get_context_vector", att.get_context_vector, (rng.dirichlet(np.ones(4)), r(4, 6))),
+             ("attention.context_vector", att.context_vector, (r(4, 6), r(6))),
+             ("attention.self_attention", att.self_attention, (X, Wq, Wk, Wv)),
+             ("attention.self_attention_token", att.self_attention_token, (X, Wq, Wk, Wv, 2)),
+             ("attention.split_heads", lambda W, h: np.stack(att.split_heads(W, h)), (r(4, 6), 3)),
+             ("attention.multi_head_attention", att.multi_head_attention, (r(5, 6), *W6, 3)),
+             ("charlm.masked_attention", lm.masked_attention, (Q, K, V)),
+             ("charlm.layer_norm", lm.layer_norm, (x_ln, 1e-5)),
+             ("charlm.layer_norm (default eps)", lm.layer_norm, (x_ln,)),
+             ("charlm.sinusoidal_positions", lm.sinusoidal_positions, (7, 6)),
+             ("vit.patchify", vit.patchify, (t(2, 3, 8, 12), 4))]
+
+    def pack(value):
+        obj, bufs = wire.encode(value)
+        return {"value": obj, "bufs": [base64.b64encode(bytes(b)).decode() for b in bufs]}
+    out = []
+    for name, fn, args in cases:
+        answer = fn(*args)
+        answer = answer.numpy() if isinstance(answer, torch.Tensor) else np.asarray(answer)
+        assert answer.dtype.kind == "f" and answer.size >= 4, name
+        out.append({"name": name, "args": pack(tuple(args)), "answer": pack(answer)})
+    return out
+
+
+# a planted control: the probe must find these (and only these, of the control's functions)
+PLANTED = '''
+import numpy as np
+def _helper_with_defaults(s, axis=-1, shift=True):
+    s = np.asarray(s, dtype=np.float64)
+    e = np.exp(s - s.max(axis=axis, keepdims=True)) if shift else np.exp(s)
+    return e / e.sum(axis=axis, keepdims=True)
+def _needs_more_arguments(Q, K, V, scale, mask, dim):
+    import torch
+    s = (Q @ K.transpose(-2, -1)) * scale
+    if mask is not None:
+        s = s.masked_fill(mask, float("-inf"))
+    return torch.softmax(s, dim=dim) @ V
+def _only_mistakes(s):
+    return [("not a softmax", s / np.abs(s).sum(axis=-1, keepdims=True))]
+'''
+
+
 @pytest.mark.slow
-def test_the_kit_of_every_built_in_assignment_computes_no_answer():
+def test_the_kit_of_every_built_in_assignment_computes_no_answer(tmp_path):
     """`hwcheck validate`'s kit check of every built-in assignment (test_authoring runs the others): its static
     part (no hidden test in the kit) and its probe, one probe of one kit with every assignment's answers
-    recorded and every assignment's cases (the kit's code is the same for each)."""
+    recorded and every assignment's cases (the kit's code is the same for each). The same run probes fresh
+    inputs of Q1-Q3, masked_attention, layer_norm, sinusoidal_positions and patchify made here (and what their
+    shapes suggest for more arguments): a hint's mistaken answers are recorded, like the expected values, so the
+    helpers that computed them (`_softmax`, `_mistaken_context(enc, dec)` with its defaults, `_attend`) are not
+    in the kit; and a planted control, which it must find (and only its functions that compute an answer)."""
     from checker.platforms.kit_probe import probe_kit
     from checker.platforms.validate import kit_problems
     for aid in BUILT_IN:
         assert kit_problems(aid) == [], aid
-    found = probe_kit(BUILT_IN)
-    assert found["cases"] == [c for aid in BUILT_IN for c in found["cases_by_assignment"][aid]]
+    planted = tmp_path / "planted.py"
+    planted.write_text(PLANTED)
+    ours = _answer_cases()
+    found = probe_kit(BUILT_IN, more_cases=ours, extra=[planted])
+    recorded = [c for aid in BUILT_IN for c in found["cases_by_assignment"][aid]]
+    assert found["cases"] == recorded + [c["name"] for c in ours]
     for aid in BUILT_IN:
         graded = {n for q in load_spec(aid)["questions"] if not q["manual"] for n in q["names"]}
         probed = {c.split(" ")[0] for c in found["cases_by_assignment"][aid]}
         assert probed and probed <= graded, (aid, found["cases_by_assignment"])
     assert found["functions"] > 500 and not found["not_imported"], found
-    assert not found["hits"], found["hits"]
+    planted_hits = {(h["function"].rsplit(".", 1)[-1], h["answer"]) for h in found["hits"]
+                    if "_probe_extra_" in h["function"]}
+    # a softmax with defaults answers get_attention_weights (a recorded case or one made here: the first found)
+    assert any(f == "_helper_with_defaults" and "get_attention_weights" in a for f, a in planted_hits), found["hits"]
+    assert "_needs_more_arguments" in {f for f, _ in planted_hits}, found["hits"]
+    assert "_only_mistakes" not in {f for f, _ in planted_hits}, found["hits"]
+    shipped = sorted({f"{h['function']} gives {h['answer']}" for h in found["hits"]
+                      if "_probe_extra_" not in h["function"]})
+    assert not shipped, shipped
 
 
 @pytest.mark.slow

@@ -541,7 +541,7 @@ def run_probe(kit, cases_path, out_path, *, timeout=KIT_PROBE_SECONDS, extra=())
     return summary, hits
 
 
-def probe_kit(aid, *, timeout=KIT_PROBE_SECONDS):
+def probe_kit(aid, *, timeout=KIT_PROBE_SECONDS, more_cases=(), extra=()):
     """Build the student kit into a temporary folder, recording the reference's public answers as `hwcheck kit`
     does and the calls the public tests make of the graded functions, and probe it (checker/platforms/kit_probe.py).
     {"cases": [case names], "functions": n, "hits": [{"function", "file", "line", "answer"}], "timed_out": [...],
@@ -552,7 +552,9 @@ def probe_kit(aid, *, timeout=KIT_PROBE_SECONDS):
 
     `aid` may be a list of assignments: their answers recorded into one kit and every one's cases probed in
     one run (the kit's code is the same; a probe's cost is mostly one fork per shipped function), with
-    "cases_by_assignment" {aid: [case names]} beside "cases"."""
+    "cases_by_assignment" {aid: [case names]} beside "cases". `more_cases` (cases already packed, as
+    `answer_cases` packs them) are probed beside the recorded ones, and `extra` (.py files) beside the kit's own
+    code (the suite's planted controls, in the same run)."""
     import importlib
 
     from checker.platforms.kit import answer_cases, build_kit, capturing_calls, record_public, returned_answer_hits
@@ -569,7 +571,7 @@ def probe_kit(aid, *, timeout=KIT_PROBE_SECONDS):
                 stack.enter_context(capturing_calls(importlib.import_module(spec["reference"]), names, calls[a]))
             build_kit(kit, lambda a: record_public(a, grader) if a in specs else {})
         by_aid = {a: answer_cases(specs[a], calls[a]) for a in aids}
-        cases = [c for a in aids for c in by_aid[a]]
+        cases = [c for a in aids for c in by_aid[a]] + list(more_cases)
         named = {a: [c["name"] for c in by_aid[a]] for a in aids}
         if not cases:
             return {"cases": [], "cases_by_assignment": named, "functions": 0, "hits": [], "timed_out": [],
@@ -577,7 +579,7 @@ def probe_kit(aid, *, timeout=KIT_PROBE_SECONDS):
         cases_path, out_path = os.path.join(tmp, "cases.json"), os.path.join(tmp, "hits.jsonl")
         with open(cases_path, "w", encoding="utf-8") as f:
             json.dump(cases, f)
-        summary, hits = run_probe(kit, cases_path, out_path, timeout=timeout)
+        summary, hits = run_probe(kit, cases_path, out_path, timeout=timeout, extra=extra)
     hits += returned_answer_hits(specs, calls, summary.get("returned", []))
     return {"cases": [c["name"] for c in cases], "cases_by_assignment": named,
             "functions": summary.get("functions", 0), "hits": hits,
