@@ -192,3 +192,213 @@ def test_the_assignments_name_the_same_library_attention():
     from assignments.charlm._common import NOT_BY_HAND_NAMES
     assert ATTENTION_NAMES == NOT_BY_HAND_NAMES["masked_attention"]
     assert ATTENTION_NAMES <= SOFTMAX_NAMES and set(ATTENTION_CALLS) <= set(SOFTMAX_CALLS)
+
+
+# honest code the scan flagged (a tester's probes, h71): each the tester's own submission's last part, put where
+# GOOD's hand-written get_attention_weights stands
+HONEST = {
+    # a scipy first draft, then a by-hand def whose annotations name numpy's array type
+    "typehints_draft": '''from scipy.special import softmax  # first draft, kept to compare
+
+def get_attention_weights(scores):
+    return softmax(scores, axis=-1)
+
+def get_attention_weights(scores: np.ndarray) -> np.ndarray:
+    s = np.asarray(scores, dtype=float)
+    e = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+''',
+    "typehints_helper_named_softmax": '''from scipy.special import softmax  # only to check mine in the cell below
+
+def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+def get_attention_weights(scores):
+    return softmax(np.asarray(scores, dtype=float))
+''',
+    # getattr with a constant name is plain attribute access
+    "getattr_default": '''class Settings:
+    pass
+SETTINGS = Settings()
+
+def get_attention_weights(scores):
+    t = getattr(SETTINGS, "temperature", 1.0)
+    s = np.asarray(scores, dtype=float) / t
+    e = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+''',
+    # a config object's setattr at the top level writes into that object only
+    "config_setattr_noescape": '''class Config:
+    stable = True
+cfg = Config()
+for k, v in {"stable": True}.items():
+    setattr(cfg, k, v)
+
+def get_attention_weights(scores):
+    s = np.asarray(scores, dtype=float)
+    if cfg.stable:
+        s = s - np.max(s, axis=-1, keepdims=True)
+    e = np.exp(s)
+    return e / np.sum(e, axis=-1, keepdims=True)
+''',
+    # a decorator that wraps the def and cannot fail on it
+    "lru_draft_redef": '''import functools
+
+def get_attention_weights(scores):
+    from scipy.special import softmax
+    return softmax(scores)
+
+@functools.wraps(get_attention_weights)
+def get_attention_weights(scores):
+    s = np.asarray(scores, dtype=float)
+    e = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+''',
+    # a method of the submission's own class, called on its instance
+    "instance_method": '''class Attention:
+    def __init__(self, temperature=1.0):
+        self.temperature = temperature
+    def softmax(self, x):
+        x = np.asarray(x, dtype=float) / self.temperature
+        e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+        return e / np.sum(e, axis=-1, keepdims=True)
+
+attn = Attention()
+
+def get_attention_weights(scores):
+    return attn.softmax(scores)
+''',
+}
+
+
+@pytest.mark.parametrize("case", sorted(HONEST))
+def test_honest_drafts_annotations_config_objects_and_own_instances_stay_clean(tmp_path, case):
+    hw = GOOD.replace(OWN, HONEST[case])
+    report = library_use(_write(tmp_path, {"hw.py": hw}), "get_attention_weights", _softmax_names())
+    assert report.clean, (case, report.used, report.unclear, report.missing)
+
+
+def test_a_notebooks_typed_redefinition_after_a_scipy_draft_stays_clean(tmp_path):
+    import json
+    head, _, rest = GOOD.partition(OWN)
+    cells = [head + rest, "from scipy.special import softmax\n\ndef get_attention_weights(scores):\n"
+                          "    return softmax(scores, axis=-1)\n",
+             "# by hand now\n" + HONEST["typehints_draft"].split("\n\n", 2)[2],
+             "print(get_attention_weights(np.array([1.0, 2.0])))\n"]
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                     "source": c} for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    root = tmp_path / "sub"
+    root.mkdir()
+    (root / "hw.ipynb").write_text(json.dumps(nb))
+    report = library_use(str(root), "get_attention_weights", _softmax_names())
+    assert report.clean, (report.used, report.unclear, report.missing)
+
+
+# the same shapes made to fail or to hide: the earlier library binding still counts, the lookup stays unclear
+STILL_CAUGHT = {
+    "an annotation no loaded module has": ("used", LIBRARY_FIRST
+                                           + OWN.replace("(scores)", "(scores: np.no_such_thing)")),
+    "a module deleted before the def": ("used", LIBRARY_FIRST + "del np\n"
+                                        + OWN.replace("(scores)", "(scores: np.ndarray)")),
+    "a decorator off the list": ("used", LIBRARY_FIRST + "import functools\n@functools.partial(print)\n" + OWN),
+    "wraps of an unbound name": ("used", LIBRARY_FIRST + "import functools\n@functools.wraps(nothing)\n" + OWN),
+    "lru_cache of a computed size": ("used", LIBRARY_FIRST + "import functools\n@functools.lru_cache(1 / 0)\n" + OWN),
+    "getattr with a computed name": ("unclear", OWN.replace("    scores = np.asarray(scores)\n",
+                                                           "    scores = getattr(np, 'as' + 'array')(scores)\n")),
+    "getattr of an opaque attribute": ("unclear", OWN.replace("    scores = np.asarray(scores)\n",
+                                                              "    g = getattr(np.asarray, '__globals__')\n"
+                                                              "    scores = np.asarray(scores)\n")),
+    "getattr of a library softmax": ("used", "from scipy import special\n" + OWN.replace(
+        "    scores = np.asarray(scores)\n", "    return getattr(special, 'softmax')(scores)\n")),
+    "setattr on a module alias": ("used", "import numpy as _n\nfrom scipy.special import softmax\n"
+                                          "m = _n\nfor k in ['nan_to_num']:\n    setattr(m, k, softmax)\n"
+                                  + OWN.replace("    scores = np.asarray(scores)\n",
+                                                "    return np.nan_to_num(scores)\n")),
+    "setattr on an instance of a class with __new__": ("unclear", "class C:\n    def __new__(cls):\n        return np\n"
+                                                       "from scipy.special import softmax\ncfg = C()\n"
+                                                       "for k in ['nan_to_num']:\n    setattr(cfg, k, softmax)\n"
+                                                       + OWN.replace("    scores = np.asarray(scores)\n",
+                                                                     "    return np.nan_to_num(scores)\n")),
+    "an instance's method set at the top level": ("used", "from scipy.special import softmax\nclass A:\n"
+                                                          "    def f(self, x):\n        return x\na = A()\n"
+                                                          "a.f = softmax\n" + OWN.replace(
+                                                              "    scores = np.asarray(scores)\n",
+                                                              "    return a.f(scores)\n")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STILL_CAUGHT))
+def test_failing_decorators_annotations_and_hidden_lookups_are_still_caught(tmp_path, case):
+    kind, code = STILL_CAUGHT[case]
+    hw = GOOD.replace(OWN, code)
+    report = library_use(_write(tmp_path, {"hw.py": hw}), "get_attention_weights", _softmax_names())
+    assert getattr(report, kind), (case, report.used, report.unclear)
+
+
+# the standard library's other ways to run or import a string (a tester's probes, h71): unclear
+STRING_TO_CODE = {
+    "cProfile": '''import cProfile
+def get_attention_weights(scores):
+    g = {"x": np.asarray(scores, dtype=float), "out": []}
+    cProfile.Profile().runctx("import scipy.special as s; out.append(s.softmax(x, axis=-1))", g, g)
+    return g["out"][0]
+''',
+    "logging.config": '''import logging.config
+_norm = logging.config.BaseConfigurator({}).resolve("scipy.special.soft" "max")
+def get_attention_weights(scores):
+    return _norm(np.asarray(scores, dtype=float), axis=-1)
+''',
+    "typing.get_type_hints": '''import typing
+import scipy.special
+def _holder(f: "scipy.special.softmax"): pass
+def get_attention_weights(scores):
+    return typing.get_type_hints(_holder)["f"](np.asarray(scores, dtype=float), axis=-1)
+''',
+    "get_type_hints imported by name": '''from typing import get_type_hints
+import scipy.special
+def _holder(f: "scipy.special.softmax"): pass
+def get_attention_weights(scores):
+    return get_type_hints(_holder)["f"](np.asarray(scores, dtype=float), axis=-1)
+''',
+    "string.Formatter": '''import string
+import scipy.special
+def get_attention_weights(scores):
+    f = string.Formatter().get_field("0.special.softmax", (scipy,), {})[0]
+    return f(np.asarray(scores, dtype=float), axis=-1)
+''',
+}
+STRING_TO_CODE.update({m: STRING_TO_CODE["cProfile"].replace("cProfile.Profile().runctx", f"{m}.runctx")
+                                                      .replace("import cProfile", f"import {m}")
+                       for m in ("profile", "pdb", "trace", "doctest", "bdb")})
+
+
+@pytest.mark.parametrize("case", sorted(STRING_TO_CODE))
+def test_stdlib_ways_to_run_a_string_are_unclear(tmp_path, case):
+    hw = GOOD.replace(OWN, STRING_TO_CODE[case])
+    report = library_use(_write(tmp_path, {"hw.py": hw}), "get_attention_weights", _softmax_names())
+    assert report.unclear or report.used, (case, report.used, report.unclear)
+    assert not report.clean
+
+
+_CLS = "class A:\n    def softmax(self, x):\n        return x\n"
+INSTANCE_WRITES = {
+    "handed to a function that writes into it": _CLS + "from scipy.special import softmax as sp\na = A()\n"
+                                                       "def tweak(o):\n    o.softmax = sp\ntweak(a)\n",
+    "written through an alias": _CLS + "from scipy.special import softmax as sp\na = A()\nb = a\nb.softmax = sp\n",
+    "written at the top level": _CLS + "from scipy.special import softmax as sp\na = A()\na.softmax = sp\n",
+    "setattr with a computed name": _CLS + "from scipy.special import softmax as sp\na = A()\n"
+                                           "for k in ['softmax']:\n    setattr(a, k, sp)\n",
+    "written from a function called at the top level": _CLS + "a = A()\ndef setup():\n"
+                                                              "    from scipy.special import softmax as sp\n"
+                                                              "    a.softmax = sp\nsetup()\n",
+    "set in __init__": "from scipy.special import softmax as sp\nclass A:\n    def __init__(self):\n"
+                       "        self.softmax = sp\n    def softmax(self, x):\n        return x\na = A()\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(INSTANCE_WRITES))
+def test_an_own_instances_method_replaced_by_a_library_function_is_still_caught(tmp_path, case):
+    hw = GOOD.replace(OWN, INSTANCE_WRITES[case] + "def get_attention_weights(scores):\n    return a.softmax(scores)\n")
+    report = library_use(_write(tmp_path, {"hw.py": hw}), "get_attention_weights", _softmax_names())
+    assert report.used or report.unclear, (case, report.used, report.unclear)

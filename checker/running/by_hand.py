@@ -53,7 +53,8 @@ import sys
 import time
 
 from checker.running.import_edits import import_system_edit
-from checker.running.scan_writes import code_replacement, defs_that_may_fail, file_writes
+from checker.running.scan_writes import (REPLACING_ATTRS, code_replacement, defs_that_may_fail, file_writes,
+                                         own_instances, plain_lookups)
 
 # what the scan reads (and its bounds) lives in checker.running.scan_read; the names are kept here for callers
 from checker.running.scan_read import (MAX_BYTES, MAX_FILES, MAX_SCAN_BYTES, MAX_SCAN_ZIP_BYTES,  # noqa: F401
@@ -64,13 +65,15 @@ __all__ = ["library_use", "SourceReport"]
 # calls that look names up at run time: what they reach cannot be read from the source
 OPAQUE_NAMES = {"getattr": "getattr", "eval": "eval", "exec": "exec", "compile": "compile",
                 "__import__": "__import__", "globals": "globals()", "vars": "vars()", "locals": "locals()",
-                "setattr": "setattr", "delattr": "delattr", "__builtins__": "__builtins__"}
-# modules that read or rewrite the running program (frames, the object graph) or import by string, or
+                "setattr": "setattr", "delattr": "delattr", "__builtins__": "__builtins__",
+                "get_type_hints": "typing.get_type_hints", "ForwardRef": "typing.ForwardRef"}  # (strings evaluated)
+# modules that read or rewrite the running program (frames, the object graph) or import or run a string, or
 # that rebuild objects (a function: `pickle.loads` of scipy's softmax) from bytes or text the source
 # does not show
 OPAQUE_MODULES = {"gc", "inspect", "importlib", "ctypes", "operator", "types", "runpy", "builtins",
                   "pickle", "_pickle", "marshal", "shelve", "copyreg", "dill", "cloudpickle", "joblib",
-                  "jsonpickle", "yaml", "pydoc", "pkgutil", "imp", "zipimport", "code", "codeop"}
+                  "jsonpickle", "yaml", "pydoc", "pkgutil", "imp", "zipimport", "code", "codeop", "cProfile",
+                  "profile", "pdb", "bdb", "trace", "doctest"}
 # keyword arguments that let a library loader do the same (np.load(..., allow_pickle=True),
 # torch.load(..., weights_only=False)): the value that reads nothing but plain data
 UNPICKLING_KEYWORDS = {"allow_pickle": False, "weights_only": True}
@@ -80,11 +83,13 @@ OPAQUE_ATTRS = {"_getframe", "f_back", "f_locals", "f_globals", "f_code", "tb_fr
                 "get_objects", "get_referrers", "import_module", "modules", "settrace", "setprofile",
                 "attrgetter", "methodcaller", "__subclasses__", "__reduce__", "resolve_name", "locate",
                 "load_module", "exec_module", "load_source", "unsafe_load", "find_class", "__getattr__",
-                "__defaults__", "__kwdefaults__", "__wrapped__"}
+                "__defaults__", "__kwdefaults__", "__wrapped__", "get_type_hints", "ForwardRef", "_eval_type",
+                "get_field"}  # (the last four evaluate a string: typing's annotations, string.Formatter's fields)
 # parts of torch that build or find a function from text, names or derivatives the source does not show
 # (torch.func.grad(torch.logsumexp) is softmax; torch.jit.CompilationUnit(source); torch.overrides' tables)
 OPAQUE_PREFIXES = ("torch.func", "torch.jit", "torch.overrides", "torch.fx", "torch.autograd", "torch._C",
-                   "torch.compile", "torch._dynamo", "torch.library", "torch._ops", "torch.export", "functorch")
+                   "torch.compile", "torch._dynamo", "torch.library", "torch._ops", "torch.export", "functorch",
+                   "logging.config")  # (logging's configurators import a dotted name from a string)
 # seconds one scan may take: it is linear in the code (well under a second for MAX_SCAN_BYTES), so this bound
 # is met only by code made to slow it; past it the rest is "unclear", never "by hand"
 MAX_SCAN_S = 20.0
@@ -275,13 +280,13 @@ def _bindings(trees):
     return out
 
 
-def _last_def_wins(binds, trees, files):
+def _last_def_wins(binds, trees, files, own=(), trusted_imports=True):
     """`binds` where a name's last binding, in the order the loader runs one file, is a def or class of that
     file at its top level, run whatever happened before (not in a block), and every other binding of it is a
     top-level statement of the same file before it: the name is that def when the student's functions are
     called (`from scipy.special import softmax  # to compare` and then a hand-written `def softmax`)."""
     where = {id(s): ((i, j), files[i]) for i, tree in enumerate(trees) for j, s in enumerate(tree.body)}
-    fails = defs_that_may_fail(binds, trees)
+    fails = defs_that_may_fail(binds, trees, own, trusted_imports, files)
     out = dict(binds)
     for n, stmts in binds.items():
         if len(stmts) < 2 or any(id(s) not in where for s in stmts):
@@ -436,8 +441,10 @@ def _library_use(path, name, forbidden, secrets=(), strings=frozenset()):
     trees, own_modules = code.trees, code.own
     if code.binds is None:  # the same for each by-hand test of one grade (the scan is read once, _read_code)
         # each write into an object filed under every name that may hold it (scan_writes), then the last def
-        code.binds = _last_def_wins(file_writes(_bindings(trees), trees), trees, code.files)
-        code.replaced = code_replacement(trees)
+        plain_lookups(trees, file_writes(_bindings(trees), trees), OPAQUE_ATTRS | REPLACING_ATTRS)  # then bound again
+        filed = file_writes(_bindings(trees), trees)
+        code.binds = _last_def_wins(filed, trees, code.files, code.own, not import_system_edit(trees))
+        code.replaced, code.instances = code_replacement(trees), own_instances(filed, trees)
     binds = code.binds
     if name not in binds:
         if code.notes:  # its def may be in what the grader did not read
@@ -541,6 +548,10 @@ def _library_use(path, name, forbidden, secrets=(), strings=frozenset()):
                 module = (imported_here.get(root.id) or origin(root.id)) if isinstance(root, ast.Name) else None
                 if module and opaque_part(f"{module}.{first}"):
                     say(unclear, f"{module}.{first}")
+                inst = isinstance(node.value, ast.Name) and code.instances.get(node.value.id)  # attn = Attention()
+                if inst and node.attr in {f.name for f in inst.body if isinstance(f, ast.FunctionDef)}:
+                    follow(("name", inst.name), binds.get(inst.name, []), inst.name)  # attn.softmax: its own method
+                    continue
                 if (isinstance(node.value, ast.Name) and node.value.id in student_defs
                         and all(isinstance(s, ast.ClassDef) for s in binds.get(node.value.id, []))):
                     # `Ops.softmax(x)`, a method of a class of the student's: their own code, read as such

@@ -50,6 +50,7 @@ class _Code:
         self.files = []  # the file each of `trees` came from, in the order the loader runs them within it
         self.binds = None  # by_hand's {name: binding statements} of `trees`, made once for the grade's by-hand tests
         self.replaced = None  # by_hand's first write that replaces what a function runs (scan_writes)
+        self.instances = {}  # by_hand's {name: the submission's class whose instance it only holds} (scan_writes)
         self._file = None
         self.inflate_left = MAX_SCAN_ZIP_BYTES  # bytes the scan may still inflate from archives
         self.source_left = MAX_SCAN_BYTES  # characters of source the scan may still parse

@@ -10,7 +10,12 @@ one module by any import or alias (`m = np`), plain aliases of a container (`tab
 each read as the dotted path of what it holds. `code_replacement` finds writes that replace what a function
 runs (`f.__code__ = g.__code__`, `setattr(f, "__defaults__", ...)`): what such a function runs cannot be
 read from its source. `def_may_fail` says whether a top-level def may fail to bind its name (a decorator, a
-default value that raises), leaving bound whatever the name held before.
+default value that raises), leaving bound whatever the name held before; a decorator of SAFE_DECORATORS
+(`functools.wraps(f)`, `lru_cache`, `torch.no_grad()`) and an annotation or default naming what a module already
+loaded in the trusted process holds (`np.ndarray`, read from its namespace: nothing imported) cannot fail.
+`plain_lookups` rewrites `getattr(obj, "name")` (a constant, not an opaque attribute) as `obj.name`, and
+`setattr(cfg, k, v)` on a name of `own_instances` (one only ever bound to `C()`, C a plain class of the
+submission's) as a write into cfg; `own_instances` also lets `attn.softmax(x)` be read as C's own method.
 
 What it is not: the scan itself, or a proof of what runs; it is conservative (a write it cannot place is filed
 under more names, never fewer). It never imports or runs student code. Every pass is iterative.
@@ -18,8 +23,11 @@ under more names, never fewer). It never imports or runs student code. Every pas
 
 import ast
 import builtins
+import sys
+import types
 
-__all__ = ["REPLACING_ATTRS", "code_replacement", "def_may_fail", "defs_that_may_fail", "file_writes"]
+__all__ = ["REPLACING_ATTRS", "code_replacement", "def_may_fail", "defs_that_may_fail", "file_writes",
+           "own_instances", "plain_lookups"]
 
 # attributes whose writing replaces what a function (or a callable object) runs, or where it looks names up
 REPLACING_ATTRS = {"__code__", "__globals__", "__closure__", "__defaults__", "__kwdefaults__", "__wrapped__",
@@ -146,6 +154,9 @@ def _written(node):
         out.append(node)
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
         out.append(node.func.value)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") \
+            and node.args and not isinstance(node.args[0], ast.Starred):
+        out.append(node.args[0])  # `setattr(cfg, k, v)`: a write into cfg
     return out
 
 
@@ -327,12 +338,66 @@ def code_replacement(trees):
     return None
 
 
-def def_may_fail(stmt, known, future_annotations=False):
+# decorators that return a wrapper of the function they are given and cannot fail on one (`functools.wraps(f)`
+# with f bound, `functools.lru_cache(maxsize=128)`, `torch.no_grad()`), by the dotted path they are imported as
+SAFE_DECORATORS = {"functools.lru_cache", "functools.cache", "staticmethod", "classmethod", "property"}
+SAFE_DECORATOR_CALLS = {"functools.wraps": "name", "functools.lru_cache": "constant", "torch.no_grad": "none",
+                        "torch.inference_mode": "none", "torch.enable_grad": "none"}
+
+
+def _resolved(name, path, modules):
+    """The object `name.path` names in the trusted process where `name` is bound only by imports of a module
+    already loaded here (numpy.ndarray), read from the modules' own namespaces (nothing imported, no module
+    `__getattr__` run); None where it does not resolve so."""
+    dotted = modules.get(name)
+    if not dotted or dotted.startswith("."):
+        return None
+    parts = dotted.split(".") + list(path)
+    obj = sys.modules.get(parts[0])
+    for p in parts[1:]:
+        if not isinstance(obj, types.ModuleType):
+            return None
+        obj = vars(obj).get(p)
+    return obj
+
+
+def _safe_decorator(d, known, modules):
+    """Whether decorator `d` is one of SAFE_DECORATORS (or a call of SAFE_DECORATOR_CALLS with the arguments it
+    takes), named through a builtin the submission never rebinds or an import of the module that defines it."""
+    call = d if isinstance(d, ast.Call) else None
+    c = _chain(call.func if call else d)
+    if not c or (call and any(isinstance(a, ast.Starred) for a in call.args)):
+        return False
+    root, path = c
+    if not path and root in known and root in BUILTINS and root in SAFE_DECORATORS and not call:
+        return True
+    if root not in modules or _resolved(root, path, modules) is None:
+        return False
+    dotted = ".".join([modules[root]] + path)
+    if not call:
+        return dotted in SAFE_DECORATORS
+    kind = SAFE_DECORATOR_CALLS.get(dotted)
+    args = list(call.args) + [k.value for k in call.keywords]
+    if any(k.arg is None for k in call.keywords):
+        return False
+    if kind == "none":
+        return not args
+    if kind == "name":
+        return len(args) == 1 and not call.keywords and isinstance(args[0], ast.Name) and args[0].id in known
+    if kind == "constant":
+        return len(args) <= 1 and all(isinstance(a, ast.Constant) for a in args)
+    return False
+
+
+def def_may_fail(stmt, known, future_annotations=False, modules=None):
     """Whether running top-level def or class `stmt` may raise, leaving its name bound to what it held before: it
-    has a decorator or a base class, or a default value or annotation that is anything but a constant (a
-    tuple of them, `-1`) or a name in `known` (bound before it by statements that cannot fail, or a builtin the
-    submission never rebinds). Annotations are not run under `from __future__ import annotations`."""
-    if stmt.decorator_list:
+    has a decorator (other than SAFE_DECORATORS) or a base class, or a default value or annotation that is anything
+    but a constant (a tuple of them, `-1`), a name in `known` (bound before it by statements that cannot fail, or a
+    builtin the submission never rebinds), or an attribute chain from a name in `modules` ({name: the module it
+    is bound to, only by imports before the def}) that resolves in the trusted process's loaded modules
+    (`np.ndarray`; `np.no_such_thing` may fail). Annotations are not run under `from __future__ import annotations`."""
+    modules = modules or {}
+    if any(not _safe_decorator(d, known, modules) for d in stmt.decorator_list):
         return True
     if isinstance(stmt, ast.ClassDef):
         return bool(stmt.bases or stmt.keywords)
@@ -348,6 +413,12 @@ def def_may_fail(stmt, known, future_annotations=False):
             e = e.operand
         if isinstance(e, (ast.Tuple, ast.List)):
             stack.extend(e.elts)
+        elif isinstance(e, ast.Name) and _resolved(e.id, [], modules) is not None:
+            continue  # `np` itself, imported in an earlier cell
+        elif isinstance(e, ast.Attribute) and (c := _chain(e)) and c[0] in modules \
+                and "" not in c[1] and _resolved(c[0], c[1], modules) is not None \
+                and not any(isinstance(x, ast.Subscript) for x in ast.walk(e)):
+            continue  # `np.ndarray`, `torch.Tensor`: found in a module already loaded
         elif not (isinstance(e, ast.Constant) or (isinstance(e, ast.Name) and e.id in known)):
             return True
     return False
@@ -356,17 +427,38 @@ def def_may_fail(stmt, known, future_annotations=False):
 BUILTINS = frozenset(dir(builtins))
 
 
-def defs_that_may_fail(binds, trees):
+def defs_that_may_fail(binds, trees, own=(), trusted_imports=True, files=None):
     """The ids of the top-level defs and classes whose running may raise and leave their name bound to what it
-    held before (`def_may_fail`: a decorator, a default that is not a constant or a name known to be bound)."""
+    held before (`def_may_fail`: a decorator, a default that is not a constant or a name known to be bound).
+    A name bound by a top-level import before the def is known (the import failing stops the file); its
+    attributes are read in the trusted process's loaded modules only where `trusted_imports` (the submission
+    leaves where Python finds modules alone) and the module is no file of the submission (`own`). `files`: the
+    file each tree came from (a notebook's cells, one tree each, share one)."""
     fails = set()
-    for tree in trees:
-        known = set(BUILTINS) - set(binds)  # builtins the submission never rebinds
+    deleted = {n.id for tree in trees for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)}
+    files = list(files) if files is not None else list(range(len(trees)))
+    for i, tree in enumerate(trees):
+        known = set(BUILTINS) - set(binds) - deleted  # builtins the submission never rebinds
+        if not i or files[i] != files[i - 1]:  # a notebook's cells run in order: their imports count after them
+            modules = {}  # {name: module} bound by imports before the def, and by nothing else anywhere
         future = any(isinstance(s, ast.ImportFrom) and s.module == "__future__"
                      and any(a.name == "annotations" for a in s.names) for s in tree.body)
         for s in tree.body:
-            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                if def_may_fail(s, known, future):
+            if isinstance(s, (ast.Import, ast.ImportFrom)) and not any(a.name == "*" for a in s.names):
+                for a in s.names:
+                    n = a.asname or (a.name.split(".")[0] if isinstance(s, ast.Import) else a.name)
+                    if n in deleted:
+                        continue
+                    known.add(n)
+                    key = _import_key(s, n, [a])
+                    if (trusted_imports and key and key.split(".")[0] not in own and key.split(".")[0] != "__main__"
+                            and all(isinstance(b, (ast.Import, ast.ImportFrom))
+                                    and _import_key(b, n, b.names) == key for b in binds.get(n, []))):
+                        modules[n] = key
+                    else:
+                        modules.pop(n, None)
+            elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if def_may_fail(s, known, future, modules):
                     fails.add(id(s))
                 else:
                     known.add(s.name)
@@ -375,3 +467,148 @@ def defs_that_may_fail(binds, trees):
                 known.update(t.id for t in s.targets)
     return fails
 
+
+
+_NAMESPACE_NAMES = {"globals", "vars", "locals", "exec", "eval", "__import__", "__builtins__"}
+
+
+def _binding_sites(trees):
+    """{name: the nodes anywhere in the submission that bind or delete it}, and whether a star import binds
+    names unseen."""
+    sites, star = {}, False
+    for tree in trees:
+        for n in ast.walk(tree):
+            names = []
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                names = [n.id]
+            elif isinstance(n, ast.arg):
+                names = [n.arg]
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = [n.name]
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                star = star or any(a.name == "*" for a in n.names)
+                names = [a.asname or a.name.split(".")[0] for a in n.names]
+            elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                names = list(n.names)
+            elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name:
+                names = [n.name]
+            elif isinstance(n, ast.MatchMapping) and n.rest:
+                names = [n.rest]
+            for x in names:
+                sites.setdefault(x, []).append(n)
+    return sites, star
+
+
+def _plain_class(stmts):
+    """The class statement when `stmts` (a name's bindings) is one top-level class of the submission's with no
+    base, metaclass, decorator or `__new__`, whose body only defines methods and plain class attributes: calling
+    it makes an instance of it; else None."""
+    if len(stmts) != 1 or not isinstance(stmts[0], ast.ClassDef):
+        return None
+    c = stmts[0]
+    if c.bases or c.keywords or c.decorator_list:
+        return None
+    members = set()
+    for s in c.body:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            members.add(s.name)
+        elif isinstance(s, (ast.Assign, ast.AnnAssign)) and all(
+                isinstance(t, ast.Name) for t in (s.targets if isinstance(s, ast.Assign) else [s.target])):
+            members.update(t.id for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))
+            if any(isinstance(x, ast.Name) and x.id in _NAMESPACE_NAMES for x in ast.walk(s)):
+                return None
+        elif not isinstance(s, ast.Pass) and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)):
+            return None
+    return None if members & {"__new__", "__class__", "__init_subclass__"} else c
+
+
+def own_instances(binds, trees):
+    """{name: the class statement} for each name bound only by top-level `name = C(...)` where C is a plain class
+    of the submission's (`_plain_class`), and bound nowhere else (no argument, loop, import, `global` or local of
+    that name anywhere): the name holds an instance of C, its methods C's own. None where the submission may bind
+    names unseen (a star import, `globals()`, `exec`, a `setattr` on anything but such a name)."""
+    sites, star = _binding_sites(trees)
+    if star:
+        return {}
+    top = {id(s) for tree in trees for s in tree.body}
+    # where a name is only ever read as `name.attr` (or handed to getattr/setattr/hasattr): it never escapes
+    # to code that may write into it under another name (`tweak(attn)`, `b = attn`)
+    reads, kept = {}, set()
+    for tree in trees:
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Attribute):
+                kept.add(id(n.value))
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.args \
+                    and n.func.id in ("getattr", "setattr", "hasattr"):
+                kept.add(id(n.args[0]))
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                reads.setdefault(n.id, []).append(n)
+    out = {}
+    for name, nodes in sites.items():
+        if any(id(n) not in kept for n in reads.get(name, ())):
+            continue
+        cls = None
+        for n in nodes:
+            owner = next((s for s in binds.get(name, []) if isinstance(s, ast.Assign) and id(s) in top
+                          and len(s.targets) == 1 and s.targets[0] is n), None)
+            value = owner.value if owner is not None else None
+            c = (_plain_class(binds.get(value.func.id, [])) if isinstance(value, ast.Call)
+                 and isinstance(value.func, ast.Name) else None)
+            if c is None or (cls is not None and c is not cls):
+                cls = None
+                break
+            cls = c
+        if cls is not None:
+            out[name] = cls
+    for s in binds.get("*", []):
+        for n in ast.walk(s):
+            if (isinstance(n, ast.Name) and n.id in _NAMESPACE_NAMES) or \
+                    (isinstance(n, ast.Attribute) and n.attr in ("__dict__", "modules")):
+                return {}
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "setattr" and not (
+                    n.args and isinstance(n.args[0], ast.Name) and n.args[0].id in out):
+                return {}
+    return out
+
+
+def plain_lookups(trees, binds, opaque):
+    """Rewrites the submission's trees in place where a builtin call is plain attribute access: `getattr(obj,
+    "name")` is `obj.name` (with a default, `obj.name if True else default`: what it may give), a name not in
+    `opaque`; `setattr(cfg, k, v)` on a name of `own_instances` is `cfg.__setattr__(k, v)`, a write into that
+    object only. Not where the submission binds `getattr` or `setattr` itself. Iterative."""
+    sites, star = _binding_sites(trees)
+    if star:
+        return
+    instances = {} if "setattr" in sites else own_instances(binds, trees)
+    plain_get = "getattr" not in sites
+
+    def rewrite(v):
+        if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and not v.keywords
+                and not any(isinstance(a, ast.Starred) for a in v.args)):
+            return v
+        a = v.args
+        if plain_get and v.func.id == "getattr" and len(a) in (2, 3) and isinstance(a[1], ast.Constant) \
+                and isinstance(a[1].value, str) and a[1].value.isidentifier() and a[1].value not in opaque:
+            attr = ast.copy_location(ast.Attribute(value=a[0], attr=a[1].value, ctx=ast.Load()), v)
+            if len(a) == 2:
+                return attr
+            return ast.copy_location(ast.IfExp(test=ast.Constant(True), body=attr, orelse=a[2]), v)
+        if v.func.id == "setattr" and len(a) == 3 and isinstance(a[0], ast.Name) and a[0].id in instances:
+            f = ast.copy_location(ast.Attribute(value=a[0], attr="__setattr__", ctx=ast.Load()), v.func)
+            return ast.copy_location(ast.Call(func=f, args=a[1:], keywords=[]), v)
+        return v
+
+    stack = list(trees)
+    while stack:
+        node = stack.pop()
+        for field, v in ast.iter_fields(node):
+            if isinstance(v, list):
+                for i, x in enumerate(v):
+                    if isinstance(x, ast.AST):
+                        v[i] = rewrite(x)
+                        stack.append(v[i])
+            elif isinstance(v, ast.AST):
+                new = rewrite(v)
+                if new is not v:
+                    setattr(node, field, new)
+                stack.append(new)
