@@ -441,9 +441,11 @@ def _library_use(path, name, forbidden, secrets=(), strings=frozenset()):
     trees, own_modules = code.trees, code.own
     if code.binds is None:  # the same for each by-hand test of one grade (the scan is read once, _read_code)
         # each write into an object filed under every name that may hold it (scan_writes), then the last def
-        plain_lookups(trees, file_writes(_bindings(trees), trees), OPAQUE_ATTRS | REPLACING_ATTRS)  # then bound again
         filed = file_writes(_bindings(trees), trees)
-        code.binds = _last_def_wins(filed, trees, code.files, code.own, not import_system_edit(trees))
+        if plain_lookups(trees, filed, OPAQUE_ATTRS | REPLACING_ATTRS):  # calls rewritten: bound again
+            filed = file_writes(_bindings(trees), trees)
+        code.edit = import_system_edit(trees)
+        code.binds = _last_def_wins(filed, trees, code.files, code.own, not code.edit)
         code.replaced, code.instances = code_replacement(trees), own_instances(filed, trees)
     binds = code.binds
     if name not in binds:
@@ -467,7 +469,7 @@ def _library_use(path, name, forbidden, secrets=(), strings=frozenset()):
     assigned = set() if binds.get("*") else {
         n for n, stmts in binds.items() if stmts and all(own(s) or isinstance(s, (ast.Assign, ast.AnnAssign))
                                                          for s in stmts)}
-    edit = import_system_edit(trees)
+    edit = code.edit
     used, unclear, seen, followed, said = [], [], set(), set(), set()
     # its bindings, and any top-level statement that may bind it unseen (read: what it calls is unclear)
     work = [(s, name) for s in binds[name] + binds.get("*", [])]

@@ -51,6 +51,7 @@ class _Code:
         self.binds = None  # by_hand's {name: binding statements} of `trees`, made once for the grade's by-hand tests
         self.replaced = None  # by_hand's first write that replaces what a function runs (scan_writes)
         self.instances = {}  # by_hand's {name: the submission's class whose instance it only holds} (scan_writes)
+        self.edit = None  # by_hand's import_system_edit(trees): the code changes where Python finds modules
         self._file = None
         self.inflate_left = MAX_SCAN_ZIP_BYTES  # bytes the scan may still inflate from archives
         self.source_left = MAX_SCAN_BYTES  # characters of source the scan may still parse

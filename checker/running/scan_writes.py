@@ -575,10 +575,11 @@ def plain_lookups(trees, binds, opaque):
     """Rewrites the submission's trees in place where a builtin call is plain attribute access: `getattr(obj,
     "name")` is `obj.name` (with a default, `obj.name if True else default`: what it may give), a name not in
     `opaque`; `setattr(cfg, k, v)` on a name of `own_instances` is `cfg.__setattr__(k, v)`, a write into that
-    object only. Not where the submission binds `getattr` or `setattr` itself. Iterative."""
+    object only. Not where the submission binds `getattr` or `setattr` itself. Iterative. Returns how many calls
+    it rewrote (0: the trees, and what was filed from them, are as they were)."""
     sites, star = _binding_sites(trees)
     if star:
-        return
+        return 0
     instances = {} if "setattr" in sites else own_instances(binds, trees)
     plain_get = "getattr" not in sites
 
@@ -598,7 +599,7 @@ def plain_lookups(trees, binds, opaque):
             return ast.copy_location(ast.Call(func=f, args=a[1:], keywords=[]), v)
         return v
 
-    stack = list(trees)
+    stack, rewritten = list(trees), 0
     while stack:
         node = stack.pop()
         for field, v in ast.iter_fields(node):
@@ -606,9 +607,12 @@ def plain_lookups(trees, binds, opaque):
                 for i, x in enumerate(v):
                     if isinstance(x, ast.AST):
                         v[i] = rewrite(x)
+                        rewritten += v[i] is not x
                         stack.append(v[i])
             elif isinstance(v, ast.AST):
                 new = rewrite(v)
                 if new is not v:
                     setattr(node, field, new)
+                    rewritten += 1
                 stack.append(new)
+    return rewritten
