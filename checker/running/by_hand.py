@@ -53,6 +53,7 @@ import sys
 import time
 
 from checker.running.import_edits import import_system_edit
+from checker.running.scan_nodes import children, forget, nodes, shared_walks
 from checker.running.scan_writes import (REPLACING_ATTRS, code_replacement, defs_that_may_fail, file_writes,
                                          own_instances, plain_lookups)
 
@@ -265,6 +266,8 @@ def _bindings(trees):
 
     for tree in trees:
         top(tree.body)
+        if not any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in nodes(tree)):
+            continue  # (most files: no pass below)
         # each `global n` binds n in every function around it: one pass with the functions open at each node
         # (a walk of each function's own subtree read a deeply nested file once per level)
         stack = [(tree, ())]
@@ -276,7 +279,7 @@ def _bindings(trees):
                         add(n, f)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 around = around + (node,)
-            stack.extend((child, around) for child in ast.iter_child_nodes(node))
+            stack.extend((child, around) for child in children(node))
     return out
 
 
@@ -440,13 +443,15 @@ def _library_use(path, name, forbidden, secrets=(), strings=frozenset()):
     code = _read_code(path, secrets)
     trees, own_modules = code.trees, code.own
     if code.binds is None:  # the same for each by-hand test of one grade (the scan is read once, _read_code)
-        # each write into an object filed under every name that may hold it (scan_writes), then the last def
-        filed = file_writes(_bindings(trees), trees)
-        if plain_lookups(trees, filed, OPAQUE_ATTRS | REPLACING_ATTRS):  # calls rewritten: bound again
+        with shared_walks():  # each tree walked once for the readings below (scan_nodes)
+            # each write into an object filed under every name that may hold it (scan_writes), then the last def
             filed = file_writes(_bindings(trees), trees)
-        code.edit = import_system_edit(trees)
-        code.binds = _last_def_wins(filed, trees, code.files, code.own, not code.edit)
-        code.replaced, code.instances = code_replacement(trees), own_instances(filed, trees)
+            if plain_lookups(trees, filed, OPAQUE_ATTRS | REPLACING_ATTRS):  # calls rewritten: bound again
+                forget()
+                filed = file_writes(_bindings(trees), trees)
+            code.edit = import_system_edit(trees)
+            code.binds = _last_def_wins(filed, trees, code.files, code.own, not code.edit)
+            code.replaced, code.instances = code_replacement(trees), own_instances(filed, trees)
     binds = code.binds
     if name not in binds:
         if code.notes:  # its def may be in what the grader did not read

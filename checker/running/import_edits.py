@@ -17,6 +17,8 @@ read-only to its code whatever this finds. It never imports or runs student code
 
 import ast
 
+from checker.running.scan_nodes import nodes
+
 __all__ = ["IMPORT_SYSTEM_ATTRS", "IMPORT_SYSTEM_MODULES", "IMPORT_SYSTEM_NAMES", "import_system_edit"]
 
 # what changes where an import finds its module: sys's attributes, and modules and calls that import by
@@ -30,7 +32,7 @@ def import_system_edit(trees):
     """The first thing in the submission that can change where an import finds its module, or None."""
     sys_names = set()
     for tree in trees:
-        for node in ast.walk(tree):
+        for node in nodes(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
                     top = a.name.split(".")[0]
@@ -46,7 +48,7 @@ def import_system_edit(trees):
     plain = set()  # `__import__("logging")`: an import by a name the source shows, through the usual lookup
     parents = {}  # per tree, {id(node): its parent}: made only where a sys.<attr> is met
     for tree in trees:
-        for node in ast.walk(tree):  # breadth first: a call is met before the name it calls
+        for node in nodes(tree):  # breadth first: a call is met before the name it calls
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__":
                 name = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
                 if (isinstance(name, str) and name.split(".")[0] not in IMPORT_SYSTEM_MODULES | {"sys", "builtins"}
@@ -75,7 +77,7 @@ _READING_CALLS = {"print", "len", "list", "tuple", "set", "sorted", "repr", "str
 def _only_read(node, tree, parents):
     """Does the syntax tree only read `node` (a `sys.<attr>`) where it stands? `parents` caches the trees' maps."""
     if id(tree) not in parents:
-        parents[id(tree)] = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+        parents[id(tree)] = {id(c): p for p in nodes(tree) for c in ast.iter_child_nodes(p)}
     up = parents[id(tree)].get(id(node))
     if isinstance(up, ast.Compare):
         return node is not up.left and all(isinstance(op, (ast.In, ast.NotIn)) for op in up.ops)

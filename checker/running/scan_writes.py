@@ -26,6 +26,8 @@ import builtins
 import sys
 import types
 
+from checker.running.scan_nodes import children, nodes, once
+
 __all__ = ["REPLACING_ATTRS", "code_replacement", "def_may_fail", "defs_that_may_fail", "file_writes",
            "own_instances", "plain_lookups"]
 
@@ -204,7 +206,7 @@ def _scope_of(func):
             continue  # its own scope
         if isinstance(n, ast.Lambda):
             continue
-        stack.extend(ast.iter_child_nodes(n))
+        stack.extend(children(n))
     return out - declared, alias
 
 
@@ -234,7 +236,7 @@ def _writes_in(stmt):
                         inside = field == "body"
                         stack.append((k, local_here if inside else local, inner_alias if inside else alias))
             continue
-        stack.extend((k, local, alias) for k in ast.iter_child_nodes(node))
+        stack.extend((k, local, alias) for k in children(node))
     return out
 
 
@@ -298,10 +300,10 @@ def file_writes(binds, trees):
 def _escaping_defs(trees):
     """Whether a function or class the submission defines is handed to a call by its name anywhere
     (`helper.tune(get_attention_weights)`): a `setattr` in the callee may then be writing into it."""
-    defined = {s.name for tree in trees for s in ast.walk(tree)
+    defined = {s.name for tree in trees for s in nodes(tree)
                if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     for tree in trees:
-        for node in ast.walk(tree):
+        for node in nodes(tree):
             if isinstance(node, ast.Call):
                 for a in list(node.args) + [k.value for k in node.keywords]:
                     a = a.value if isinstance(a, ast.Starred) else a
@@ -318,7 +320,7 @@ def code_replacement(trees):
     `setattr(cfg, key, value)` (minGPT's CfgNode) with no function handed anywhere is not one."""
     defined, escaping = None, None
     for tree in trees:
-        for node in ast.walk(tree):
+        for node in nodes(tree):
             if isinstance(node, ast.Attribute) and node.attr in REPLACING_ATTRS and isinstance(node.ctx, ast.Store):
                 base = node.value.id if isinstance(node.value, ast.Name) else "(...)"  # no unparse: it recurses
                 return f"`{base}.{node.attr} = ...`"
@@ -435,7 +437,7 @@ def defs_that_may_fail(binds, trees, own=(), trusted_imports=True, files=None):
     leaves where Python finds modules alone) and the module is no file of the submission (`own`). `files`: the
     file each tree came from (a notebook's cells, one tree each, share one)."""
     fails = set()
-    deleted = {n.id for tree in trees for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)}
+    deleted = {n.id for tree in trees for n in nodes(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)}
     files = list(files) if files is not None else list(range(len(trees)))
     for i, tree in enumerate(trees):
         known = set(BUILTINS) - set(binds) - deleted  # builtins the submission never rebinds
@@ -475,9 +477,13 @@ _NAMESPACE_NAMES = {"globals", "vars", "locals", "exec", "eval", "__import__", "
 def _binding_sites(trees):
     """{name: the nodes anywhere in the submission that bind or delete it}, and whether a star import binds
     names unseen."""
+    return once("binding_sites", trees, lambda: _walk_binding_sites(trees))
+
+
+def _walk_binding_sites(trees):
     sites, star = {}, False
     for tree in trees:
-        for n in ast.walk(tree):
+        for n in nodes(tree):
             names = []
             if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
                 names = [n.id]
@@ -535,7 +541,7 @@ def own_instances(binds, trees):
     # to code that may write into it under another name (`tweak(attn)`, `b = attn`)
     reads, kept = {}, set()
     for tree in trees:
-        for n in ast.walk(tree):
+        for n in nodes(tree):
             if isinstance(n, ast.Attribute):
                 kept.add(id(n.value))
             elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.args \
@@ -544,11 +550,11 @@ def own_instances(binds, trees):
             elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 reads.setdefault(n.id, []).append(n)
     out = {}
-    for name, nodes in sites.items():
+    for name, where in sites.items():
         if any(id(n) not in kept for n in reads.get(name, ())):
             continue
         cls = None
-        for n in nodes:
+        for n in where:
             owner = next((s for s in binds.get(name, []) if isinstance(s, ast.Assign) and id(s) in top
                           and len(s.targets) == 1 and s.targets[0] is n), None)
             value = owner.value if owner is not None else None
@@ -580,6 +586,9 @@ def plain_lookups(trees, binds, opaque):
     sites, star = _binding_sites(trees)
     if star:
         return 0
+    if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("getattr", "setattr")
+               for tree in trees for n in nodes(tree)):
+        return 0  # (most submissions: nothing to rewrite)
     instances = {} if "setattr" in sites else own_instances(binds, trees)
     plain_get = "getattr" not in sites
 
