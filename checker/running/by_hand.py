@@ -54,8 +54,9 @@ import time
 
 from checker.running.import_edits import import_system_edit
 from checker.running.scan_nodes import children, forget, nodes, shared_walks
-from checker.running.scan_writes import (REPLACING_ATTRS, code_replacement, defs_that_may_fail, file_writes,
-                                         own_instances, plain_lookups)
+from checker.running.scan_defs import defs_that_may_fail
+from checker.running.scan_instances import own_instances, plain_lookups
+from checker.running.scan_writes import REPLACING_ATTRS, code_replacement, file_writes
 
 # what the scan reads (and its bounds) lives in checker.running.scan_read; the names are kept here for callers
 from checker.running.scan_read import (MAX_BYTES, MAX_FILES, MAX_SCAN_BYTES, MAX_SCAN_ZIP_BYTES,  # noqa: F401

@@ -7,7 +7,7 @@ function runs. Each reading used to walk every tree again (`ast.walk` is most of
 first, a parent before its children), to every reading after it, and `children(node)` each node's children
 from that walk to the readings that keep their own context on the way down; `once(key, trees, make)` keeps one answer a reading
 of the whole submission gives (`_binding_sites`); `forget()` drops both after the trees are rewritten
-(`scan_writes.plain_lookups`).
+(`scan_instances.plain_lookups`).
 
 Not a cache across submissions (what it holds lives as long as the `with` block, on the thread that opened it),
 and not for subtrees (a statement's own walk is short and read once). Outside the block `nodes` is `ast.walk`.
