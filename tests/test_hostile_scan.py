@@ -304,7 +304,7 @@ OTHER_NAMES = {
 
 @pytest.mark.parametrize("case", list(OTHER_NAMES))
 def test_torchs_other_names_for_the_same_work_are_named(tmp_path, case):
-    from assignments.attention._common import SOFTMAX_NAMES
+    from assignments.attention._by_hand import SOFTMAX_NAMES
     from assignments.charlm._common import NOT_BY_HAND_NAMES
     aid, name, source = OTHER_NAMES[case]
     forbidden = SOFTMAX_NAMES if aid == "attention" else NOT_BY_HAND_NAMES[name]
@@ -410,7 +410,7 @@ def test_each_library_softmax_named_is_a_softmax(case):
 
 @pytest.mark.parametrize("case", list(LIBRARY_SOFTMAXES))
 def test_a_library_softmax_under_a_name_of_its_own_is_named(tmp_path, case):
-    from assignments.attention._common import SOFTMAX_NAMES
+    from assignments.attention._by_hand import SOFTMAX_NAMES
     source = _library_w(LIBRARY_SOFTMAXES[case]) + BASE
     report = library_use(_build(tmp_path, {"hw.py": source}), "get_attention_weights", SOFTMAX_NAMES)
     assert report.used, (case, report.used, report.unclear)
@@ -418,7 +418,7 @@ def test_a_library_softmax_under_a_name_of_its_own_is_named(tmp_path, case):
 
 def test_the_attackers_softmax_transform_loses_the_by_hand_points(tmp_path):
     """The attacker's own file: GOOD's get_attention_weights replaced by `SoftmaxTransform()(...)` imported inside it."""
-    from assignments.attention._common import SOFTMAX_NAMES
+    from assignments.attention._by_hand import SOFTMAX_NAMES
     hw = GOOD.replace('''    scores = np.asarray(scores)
     e = np.exp(scores - scores.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)

@@ -4,6 +4,7 @@ What it is not: a place for the tests (test_attention_<question>.py) or their he
 """
 
 from ._common import *  # noqa: F401,F403
+from ._carried import *  # noqa: F401,F403 - the softmax oracles (_CARRIES) and the asks' seed (_ASK_SEED)
 
 collect_ignore = ["examples"]  # the example submissions are graded, never collected as tests
 

@@ -1,6 +1,8 @@
 """Grading tests of `attention`, question Q3 (see _common.py for what the tests share)."""
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+from ._carried import *  # noqa: F401,F403 - carried-forward credit for the student's own softmax
+from ._by_hand import *  # noqa: F401,F403 - the by-hand tests' library calls and check
 
 
 def _check_blocks(sub, ref, close, W, h, dtype, label):
