@@ -81,6 +81,33 @@ ATTACK = textwrap.dedent('''\
             return _report(done, e)
         return _report(done, None)
 
+    def starve(total_mb, file_mb, children=300, fds=4000, seconds=60):
+        """The watch's passes made slow (h73): as many descriptors as the limit allows, inherited by hundreds of
+        sleeping forks (each pass would read every one of them), then `fill`."""
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass
+        null = os.open(os.devnull, os.O_RDONLY)
+        for _ in range(fds):
+            try:
+                os.dup(null)
+            except OSError:
+                break
+        end = time.time() + seconds
+        for _ in range(children):
+            try:
+                pid = os.fork()
+            except OSError:
+                break
+            if pid == 0:
+                while time.time() < end:
+                    time.sleep(0.5)
+                os._exit(0)
+        return fill(total_mb, file_mb, seconds=seconds)
+
     def moving(total_mb, file_mb=16, seconds=60):
         """Files written (through a descriptor of their folder) in a folder renamed again and again by a
         thread, so that a walk listing it may find it gone by the time it looks inside."""
@@ -213,6 +240,44 @@ def _namespaced(h):
     return "pid-namespace" in h.isolation
 
 
+def _used(workdir):
+    """Bytes allocated under `workdir` now (0 once it is gone), read from outside the worker."""
+    total = 0
+    for root, _, files in os.walk(workdir):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+class _Seen:
+    largest, error = 0, None
+
+
+def _largest_while(measure, expect, call, *args):
+    """`call(*args)` inside `expect()` (pytest.raises), with `measure()` read every 20 ms from a thread
+    meanwhile: the largest value seen, and the error raised."""
+    import threading
+    seen, done = _Seen(), threading.Event()
+
+    def watch():
+        while not done.is_set():
+            seen.largest = max(seen.largest, measure())
+            done.wait(0.02)
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    try:
+        with expect() as e:
+            call(*args)
+    finally:
+        done.set()
+        t.join()
+    seen.error = e.value
+    return seen
+
+
 def _gone(workdir):
     return workdir is not None and not os.path.exists(workdir)
 
@@ -220,8 +285,9 @@ def _gone(workdir):
 @pytest.mark.walls
 @pytest.mark.parametrize("attack", [("fill", 2048, 64, "write"), ("fill", 2048, 256, "fallocate"),
                                     ("hide", 1024, 128, False), ("hide", 1024, 128, True),
-                                    ("moving", 2048), ("many", 200_000)],
-                         ids=["write", "fallocate", "unlinked-open", "unlinked-mapped", "moving", "files"])
+                                    ("moving", 2048), ("many", 200_000), ("starve", 2048, 64)],
+                         ids=["write", "fallocate", "unlinked-open", "unlinked-mapped", "moving", "files",
+                              "slow-passes"])
 def test_a_worker_writes_no_more_than_its_disk_bound(zyg, tmp_path, attack):
     """2 GiB (or 200,000 files) attempted: refused at the bound (ENOSPC in the student's traceback) with
     namespaces; without them the worker is killed within one look of the watcher. Honest writing works."""
@@ -235,9 +301,10 @@ def test_a_worker_writes_no_more_than_its_disk_bound(zyg, tmp_path, attack):
             assert got["error"] and "No space left on device" in got["error"], got
             assert f"disk-tmpfs-{DISK_MB}MiB-{DISK_FILES}files" in h.isolation, h.isolation
         else:
-            with pytest.raises(GradingFailure) as e:
-                h.call(*attack)
-            assert f"more than {DISK_MB} MiB or {DISK_FILES} files" in str(e.value), str(e.value)
+            seen = _largest_while(lambda: _used(workdir), lambda: pytest.raises(GradingFailure), h.call, *attack)
+            assert f"more than {DISK_MB} MiB or {DISK_FILES} files" in str(seen.error), str(seen.error)
+            if attack[0] == "starve":  # stopped within a pass or two, not when its own limit ends it (2 GiB)
+                assert seen.largest <= 2 * DISK_MB * MiB, seen.largest >> 20
             assert any(w.startswith(f"disk-watch-{DISK_MB}MiB-{DISK_FILES}files") for w in h.isolation), h.isolation
     finally:
         h.close()

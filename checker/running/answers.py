@@ -73,7 +73,8 @@ def describe_status(status, memory_mb=None):
             signal.SIGKILL: f"the process running your code was killed (SIGKILL), most often for using too "
                             f"much memory{mem}",
             signal.SIGXFSZ: f"your code wrote more than allowed: a file over 256 MiB, or more than {DISK_MB} MiB or "
-                            f"{DISK_FILES} files in all in its folder (files it deleted but kept open count)",
+                            f"{DISK_FILES} files in all in its folder (files it deleted but kept open count), or it kept more "
+                            "files open across its processes than the grader can watch",
             signal.SIGXCPU: "your code used more CPU time than allowed",
         }
         try:

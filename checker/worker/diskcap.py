@@ -23,7 +23,13 @@ named in `grader.isolation`:
   looks in a row. So the
   overshoot is what the body writes in one interval: at most INTERVAL_S
   times the rate it can fill the page cache (each file at most
-  RLIMIT_FSIZE). Named `disk-watch-<N>MiB-<M>files(every <T>s)`.
+  RLIMIT_FSIZE). A pass is bounded too (`PassBudget`): a body whose
+  processes hold more than MAX_WATCHED_FDS descriptors between them, or whose
+  pass takes longer than MAX_PASS_S (thousands of descriptors inherited by
+  hundreds of sleeping forks made each pass read millions of links while the
+  body wrote 2 GiB), is stopped: what the watch cannot count in time stops the
+  body, as what it cannot count at all does. Named
+  `disk-watch-<N>MiB-<M>files(every <T>s)`.
 
 What it is not: a quota of the host's file system, or a bound on the space the
 body takes outside its dir (Landlock forbids writing elsewhere; where
@@ -35,17 +41,45 @@ import errno
 import os
 import platform
 import stat
+import time
 
 from checker.worker import namespaces
 
-__all__ = ["DISK_MB", "DISK_FILES", "INTERVAL_S", "UNSETTLED_PASSES", "Watch", "deny_fallocate", "tmpfs_name",
-           "watch_name"]
+__all__ = ["DISK_MB", "DISK_FILES", "INTERVAL_S", "MAX_PASS_S", "MAX_WATCHED_FDS", "PassBudget", "UNSETTLED_PASSES",
+           "Unwatchable", "Watch", "deny_fallocate", "tmpfs_name", "watch_name"]
 
 DISK_MB = 256  # beyond the submission's own copy
 DISK_FILES = 4096
 INTERVAL_S = 0.05
 UNSETTLED_PASSES = 3
 RELISTS = 3
+MAX_WATCHED_FDS = 1 << 15  # descriptors of all the body's processes together, read in one pass
+MAX_PASS_S = 1.0
+
+
+class Unwatchable(Exception):
+    """A pass of a watch could not finish within its budget: the body must stop (the text says why)."""
+
+
+class PassBudget:
+    """One pass's budget: `fds(n)` after listing n descriptors of a process, `time()` between looks; each raises
+    Unwatchable once the pass has read more than MAX_WATCHED_FDS descriptors or run longer than MAX_PASS_S."""
+
+    def __init__(self, max_fds=None, max_s=None):
+        self.max_fds = self.left = MAX_WATCHED_FDS if max_fds is None else max_fds
+        self.max_s = MAX_PASS_S if max_s is None else max_s
+        self.deadline = time.monotonic() + self.max_s
+
+    def fds(self, n):
+        self.left -= n
+        if self.left < 0:
+            raise Unwatchable(f"its processes hold more than {self.max_fds} open files between them, more than the "
+                              "grader can watch")
+        self.time()
+
+    def time(self):
+        if time.monotonic() > self.deadline:
+            raise Unwatchable(f"its files and processes could not be counted within {self.max_s:g} s")
 
 
 def tmpfs_name():
@@ -121,12 +155,16 @@ class Watch:
 
     def over(self, pid):
         """Why the body must stop (text), or None. Anything unmeasurable stops it too."""
+        budget = PassBudget()
         try:
             used, files, moved = self._tree()
+            budget.time()
             pids = _descendants(os.getpid())
-            used += self._hidden(pids)
+            used += self._hidden(pids, budget)
         except OSError as e:
             return f"its files could not be counted ({e.strerror or e})"
+        except Unwatchable as e:
+            return str(e)
         self.unsettled = self.unsettled + 1 if moved else 0
         if files > self.max_files:
             return f"more than {self.max_files} files and folders"
@@ -136,8 +174,10 @@ class Watch:
             return "its files kept moving while they were counted"
         return None
 
-    def _hidden(self, pids):
-        """Bytes of unlinked files the body's processes hold open or mapped (invisible to the walk)."""
+    def _hidden(self, pids, budget=None):
+        """Bytes of unlinked files the body's processes hold open or mapped (invisible to the walk); `budget`
+        (a PassBudget) raises Unwatchable where they hold too many descriptors to read in one pass."""
+        budget = budget or PassBudget()
         seen, used, unknown = set(), 0, set()
         for pid in pids:
             fd_dir = f"/proc/{pid}/fd"
@@ -145,6 +185,7 @@ class Watch:
                 fds = os.listdir(fd_dir)
             except OSError:
                 continue  # gone
+            budget.fds(len(fds))
             for fd in fds:
                 try:
                     if not os.readlink(f"{fd_dir}/{fd}").endswith(" (deleted)"):

@@ -31,12 +31,15 @@ after which W's path /proc would be the body's own PID namespace's.
 What it is not: exact. The overshoot is what the body allocates in one
 interval; a share of the pages the body inherited from the zygote moves as
 other workers come and go (bounded by what W held, and inside the headroom).
-Where a cgroup caps the worker, this watch is not used; beside RLIMIT_AS, which
+A pass is bounded as the disk watch's is (`diskcap.PassBudget`): a body it cannot
+measure in time is stopped. Where a cgroup caps the worker, this watch is not used; beside RLIMIT_AS, which
 caps each process on its own (a fork has a limit of its own), it caps their sum.
 """
 
 import os
 import stat
+
+from checker.worker.diskcap import PassBudget, Unwatchable
 
 __all__ = ["HEADROOM_MB", "Watch", "watch_name"]
 
@@ -123,13 +126,15 @@ class Watch:
             stack += kids
         return out
 
-    def _memfds(self, pid, seen, mapped):
+    def _memfds(self, pid, seen, mapped, budget=None):
         """Bytes of memfd files `pid` holds open that no process of the body maps."""
         used = 0
         try:
             fds = self._listdir(f"{pid}/fd")
         except OSError:
             return 0
+        if budget is not None:
+            budget.fds(len(fds))
         for fd in fds:
             try:
                 if not os.readlink(f"{pid}/fd/{fd}", dir_fd=self.proc_fd).startswith("/memfd:"):
@@ -156,23 +161,29 @@ class Watch:
                 keys.add((os.makedev(major, minor), int(parts[4])))
         return keys
 
-    def measure(self):
-        """Bytes the body's processes hold now (see the module's doc)."""
+    def measure(self, budget=None):
+        """Bytes the body's processes hold now (see the module's doc); `budget` (diskcap.PassBudget) raises
+        Unwatchable where the pass would take too long (hundreds of processes, thousands of descriptors each)."""
+        budget = budget or PassBudget()
         pids = self._descendants()
         held, mapped, seen = 0, set(), set()
         for pid in pids:
+            budget.time()
             try:
                 held += self._held(pid)
             except (OSError, ValueError):
                 continue  # gone between the listing and the look
             mapped |= self._mapped_memfds(pid)
         for pid in pids:
-            held += self._memfds(pid, seen, mapped)
+            held += self._memfds(pid, seen, mapped, budget)
         return held
 
     def over(self, pid):
         """Why the body must stop (text), or None."""
-        held = self.measure()
+        try:
+            held = self.measure()
+        except Unwatchable as e:
+            return str(e)
         if held > self.limit:
             return (f"its processes held {(held - self.baseline) >> 20} MiB of memory, more than "
                     f"{self.budget_mb} MiB (shared memory counts)")
