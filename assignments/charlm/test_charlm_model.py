@@ -4,6 +4,7 @@ from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and h
 from ._temperature import *  # noqa: F401,F403 - the temperature test's helpers
 from ._prefix import *  # noqa: F401,F403 - the prefix and heads tests' helpers
 from ._gradients import *  # noqa: F401,F403 - the gradient test's message
+from checker.judging.block_count import describe, wrong_counts
 
 
 @pytest.mark.question("model")
@@ -224,7 +225,8 @@ def test_model_parameters_registered(sub, rng, seed):
 
 NUM_LAYERS_HINT = ("the model does not build num_layers blocks: the number of blocks must be num_layers itself, "
                    "`nn.ModuleList([Block(...) for _ in range(num_layers)])` (not range(1, num_layers), "
-                   "num_layers - 1, max(num_layers - 1, 1) or a number of blocks fixed in the code)")
+                   "num_layers - 1, max(num_layers - 1, 1), num_layers + 1, 2 * num_layers or a number of blocks "
+                   "fixed in the code)")
 
 
 def _small_weights_scaled_up(values):
@@ -279,16 +281,18 @@ def test_model_builds_num_layers_blocks(sub, rng, seed):
     with sub.together() as t:
         made = [t.new("CharTransformer", *cfg, seed=seed, example=_example(cfg)) for cfg in cfgs]
     try:
-        zero = made[0].get().n_params
+        m0 = made[0].get()
+        zero = m0.n_params
     except (StudentTimeout, WorkerCrashed):
         raise
     except GradingFailure:
-        zero = None  # a model that refuses num_layers=0 (an assert) is not wrong
+        m0, zero = None, None  # a model that refuses num_layers=0 (an assert) is not wrong
     try:
-        P1, P2, P3 = (p.get().n_params for p in made[1:])
+        models = [p.get() for p in made[1:]]
     except GradingFailure as e:
         pytest.skip(f"judged by the other tests: the model cannot be built with 1 to 3 layers: "
                     f"{e.message.splitlines()[0][:200]}")
+    P1, P2, P3 = (m.n_params for m in models)
     counts = f"num_layers=1, 2, 3 give {P1}, {P2}, {P3} parameters"
     if P1 == P2 == P3:
         pytest.skip(f"judged by test_model_parameters_registered: {counts}")
@@ -302,6 +306,12 @@ def test_model_builds_num_layers_blocks(sub, rng, seed):
         _fail(f"{_cfg_text(cfgs[1])} has {P1} parameters, {P1 - zero} more than {zero} with num_layers=0, while "
               f"each further layer adds {b} ({counts}): num_layers=1 does not build one block of the same size as "
               f"the others{' (it builds none)' if P1 == zero else ''}.\nLikely mistake: {NUM_LAYERS_HINT}.")
+    # the same number of parameters per layer, but two blocks per layer (range(2 * num_layers)) or one block too
+    # many (range(num_layers + 1)): the blocks' names say how many copies of one block each model holds
+    wrong = wrong_counts({0: m0.params if m0 is not None else None,
+                          **{n: m.params for n, m in zip((1, 2, 3), models)}}, large=MODEL[2] ** 2)
+    if wrong:
+        _fail(f"{describe(wrong, lambda n: _cfg_text(cfgs[n]), 'num_layers')}\nLikely mistake: {NUM_LAYERS_HINT}.")
     if zero is None and _reads_earlier_tokens(sub, cfgs[1], seed, rng) is False \
             and _reads_earlier_tokens(sub, cfgs[2], seed, rng):
         _fail(f"{_cfg_text(cfgs[1])}: the logits at the last position do not change when the first token changes, "
