@@ -28,7 +28,8 @@ import click
 
 from checker._version import __version__
 from checker.cli_base import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, FAILING, Fail, cannot_write,
-                              color_wanted, disk_full, echo, guarded, isatty, resume_command)
+                              color_wanted, disk_full, echo, guarded, isatty, refuse_other_tests,
+                              resume_command)
 from checker.errors import HwcheckError
 from checker.cli_class import COMMANDS as CLASS_COMMANDS
 from checker.cli_course import COMMANDS as COURSE_COMMANDS
@@ -258,7 +259,7 @@ def grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, ke
     summary), 2 on usage or hwcheck errors.
     """
     again = resume_command(directory, assignment, outdir, jobs, timeout, public, seed, keep_raw, devices,
-                           scheduler=scheduler, cluster=cluster, shard=shard, canvas_title=canvas_title)
+                           scheduler=scheduler, cluster=cluster, shard=shard, canvas_title=canvas_title, only=only)
     try:
         _grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, keep_raw, devices, only, roster,
                scheduler, cluster, shard, canvas_title, again)
@@ -358,9 +359,12 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
     from checker.records.exports import keep_canvas_title
     keep_canvas_title(outdir, canvas_title)  # kept before any grading: a stopped batch's --resume and export use it
     from checker.records.shard import write_shard_info
+    # the --resume that regrades every submission not current (no --only): a shard's record, the --only warning
+    everyone = resume_command(directory, assignment, outdir, jobs, timeout, public, seed, keep_raw, devices,
+                              scheduler=scheduler, cluster=cluster, shard=shard, canvas_title=canvas_title)
     if shard:  # which shard this folder is, before any grading: a stopped shard is merged as incomplete
         write_shard_info(outdir, shard[0], shard[1], all_entries, assignment, seed, graded=len(entries),
-                         finished=False, resume=again)
+                         finished=False, resume=everyone)
     asked = f"regrading {len(set(only))} of {len(entries)}" if only else f"grading {len(entries)}"
     echo(f"hwcheck: {asked} submissions of {assignment} "
                f"({'public' if public else 'hidden'} tests, {where}) into {outdir}", err=True)
@@ -380,8 +384,6 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
     else:  # --only: scorecards it keeps graded with another spec.toml would be mixed with the regraded ones
         from checker.records.progress import only_note
         from checker.spec import spec_sha256
-        everyone = resume_command(directory, assignment, outdir, jobs, timeout, public, seed, keep_raw, devices,
-                                  scheduler=scheduler, cluster=cluster, shard=shard, canvas_title=canvas_title)
         note = only_note(batch.collect_scorecards(outdir, assignment), only, outdir, assignment,
                          spec_sha256(assignment), everyone)
         if note:
@@ -434,7 +436,7 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
             echo("", err=True)
     if shard:
         write_shard_info(outdir, shard[0], shard[1], all_entries, assignment, result.seed, graded=len(entries),
-                         finished=True, resume=again)
+                         finished=True, resume=everyone)
     if executor is not None:
         result.jobs = executor.workers  # the summary's rate is per this many graders at once
     for line in batch.summary_lines(result):
@@ -467,6 +469,7 @@ def export_command(outdir, canvas_title):
                                "without them")
     if foreign:  # scorecards another key wrote: the exports would be written without them
         raise Fail(foreign)
+    refuse_other_tests(outdir, "`hwcheck export`", f"`hwcheck export {outdir}`")  # two specs mixed: nothing written
     try:
         wrote, problems, unreadable = batch.refresh_gradebook(outdir)  # grades.csv, results.json: manual.csv merged
         for problem in problems:

@@ -4,7 +4,8 @@ What it is for: `echo` (every printed text through `checker.render.escape.for_ou
 one line, exit status 2), `guarded` (hwcheck's errors and bugs as one line, never a traceback unless
 HWCHECK_DEBUG), the exit statuses, whether a stream is a terminal, and `cannot_write` (an output folder on a
 full disk or a read-only file system, in words, for the commands' own stop messages), and `resume_command` (the
-`grade --resume` that goes on with a stopped batch). `checker.cli` (the
+`grade --resume` that goes on with a stopped batch; `refuse_other_tests` the refusal, naming it, of a command that
+would combine scorecards graded with old tests with manual.csv judged by the new spec). `checker.cli` (the
 student's and the TA's commands) and `checker.cli_course` (the course's: validate, kit, init-ci, gradescope)
 use them.
 
@@ -23,7 +24,7 @@ from checker.render.escape import for_output, for_terminal
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "FAILING", "Fail", "echo",
            "guarded", "isatty", "color_wanted", "disk_full", "cannot_write",
-           "resume_command"]
+           "resume_command", "refuse_other_tests"]
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT (Ctrl-C), 128 + SIGTERM, as a shell gives them
@@ -110,9 +111,11 @@ def color_wanted(flag):
 
 
 def resume_command(directory, assignment, outdir, jobs, timeout, public, seed, keep_raw, devices, *,
-                   scheduler=None, cluster=None, shard=None, canvas_title=None):
+                   scheduler=None, cluster=None, shard=None, canvas_title=None, only=()):
     """The exact `hwcheck grade ... --resume` command that goes on with an interrupted batch (`checker.cli`'s
-    grade prints it; a --canvas title is in it too, though OUT keeps it from the batch's start)."""
+    grade prints it; a --canvas title is in it too, though OUT keeps it from the batch's start). only: the ids of
+    an `--only` regrade (an appeal), each kept as `--only ID`: `--resume` alone would find their old scorecards
+    current and regrade nothing; with `--only`, every id named is regraded, with the batch's seed."""
     import shlex
 
     from checker.options import DEVICE_CHOICES
@@ -121,6 +124,7 @@ def resume_command(directory, assignment, outdir, jobs, timeout, public, seed, k
               else ["-j", str(jobs)])
     words += ["--shard", f"{shard[0]}/{shard[1]}"] if shard else []
     words += ["--resume"]
+    words += [w for sid in dict.fromkeys(only or ()) for w in ("--only", sid)]
     words += ["--timeout", f"{timeout:g}"] if timeout else []
     words += ["--public"] if public else []
     words += ["--seed", str(seed)] if seed is not None else []
@@ -129,3 +133,23 @@ def resume_command(directory, assignment, outdir, jobs, timeout, public, seed, k
     words += ["--device", {v: k for k, v in DEVICE_CHOICES.items()}[tuple(devices)]] \
         if tuple(devices) != DEVICE_CHOICES["all"] else []
     return " ".join(shlex.quote(w) for w in words)
+
+
+def refuse_other_tests(outdir, doing, again):
+    """Fail (nothing written) when OUTDIR holds scorecards graded with other grading tests than its assignment's
+    now (`checker.records.batch.graded_with_other_tests`): `doing` would judge manual.csv's grades against the
+    spec.toml as it is and the scorecards' points as they were graded, mixing two specs' maxima. The line names
+    how many and the `resume_command` that regrades them; `again` is the command to run after it."""
+    from checker.options import DEVICE_CHOICES
+    from checker.records.batch import graded_with_other_tests
+    found = graded_with_other_tests(outdir)
+    if found is None:
+        return
+    command = found["resume"] or resume_command(found["folder"] or "<the folder graded>", found["assignment"],
+                                                str(outdir), 1, None, found["public"], None, False,
+                                                DEVICE_CHOICES["all"])
+    raise Fail(f"{found['stale']} of the {found['total']} scorecards in {outdir} were graded with other grading "
+               f"tests than {found['assignment']}'s now (its spec.toml, a test or helper file, or the reference "
+               f"changed since): {doing} would judge manual.csv's grades by the spec.toml as it is now and those "
+               f"scorecards' points by the old one, mixing the two, so nothing was written (manual.csv is "
+               f"unchanged); regrade them first with the batch's seed: {command}; then run {again} again")

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from checker.cli_base import EXIT_FAILED, EXIT_OK, Fail, echo, guarded, isatty
+from checker.cli_base import EXIT_FAILED, EXIT_OK, Fail, echo, guarded, isatty, refuse_other_tests
 from checker.options import output_dir_option, report_output_option, submissions_dir_option, top_pairs_option
 from checker.render.escape import for_terminal
 
@@ -39,6 +39,7 @@ def report(outdir, output, submissions_dir, top):
     missing = missing_extra()
     if missing:
         raise Fail(f"hwcheck report needs {', '.join(missing)}: pip install 'hwcheck[report]'")
+    refuse_other_tests(outdir, "`hwcheck report`", f"`hwcheck report {outdir}`")  # two specs mixed: no page
     try:
         path, data = write_report(outdir, output, submissions_dir=submissions_dir, top=top,
                                   progress=isatty("stderr"))

@@ -48,33 +48,22 @@ CAUSAL_REFERENCE = textwrap.dedent('''
         return (w / w.sum(axis=-1, keepdims=True)) @ V
 ''')
 
-CAUSAL_TESTS = textwrap.dedent('''
+def _doc_block(step, lang):
+    """The ```lang block of docs/authoring.md's worked example's step `step` ("4. "), dedented: the doc's own
+    code is what is tested (its step 4 once read `...`, and the obvious body gave an unmasked answer the T = 1
+    item's points)."""
+    import re
+    text = open(os.path.join(REPO, "docs", "authoring.md"), encoding="utf-8").read()
+    text = text[text.index("## Worked example"):]
+    part = text[text.index(f"\n{step}") + 1:]
+    nxt = re.search(r"\n\d+\. ", part[len(step):])
+    part = part[:len(step) + nxt.start()] if nxt else part
+    return textwrap.dedent(part.split(f"```{lang}\n", 1)[1].split("```", 1)[0])
 
 
-    def _causal_inputs(rng, T=5, d=4):
-        return [rng.standard_normal(s) for s in ((T, d), (d, d), (d, d), (d, d))]
+CAUSAL_TESTS = _doc_block("4. ", "python")
+CAUSAL_EXPECTED = json.loads(_doc_block("6. ", "json"))
 
-
-    @pytest.mark.question("Q4")
-    def test_causal_self_attention_handout(sub, ref, close, rng, note):
-        X, Wq, Wk, Wv = _causal_inputs(rng)
-        got = sub.call("causal_self_attention", X, Wq, Wk, Wv)
-        close(got, ref.causal_self_attention(X, Wq, Wk, Wv), what="causal_self_attention(X, W_Q, W_K, W_V)",
-              hints=[("the mask was not applied: each token also attends to the tokens after it",
-                      ref.self_attention(X, Wq, Wk, Wv))])
-        note("checked on a 5-token input")
-
-
-    @pytest.mark.question("Q4")
-    @pytest.mark.weight(2)
-    def test_causal_self_attention_random(sub, ref, close, rng):
-        for T in (1, 3, 8):
-            X, Wq, Wk, Wv = _causal_inputs(rng, T=T)
-            close(sub.call("causal_self_attention", X, Wq, Wk, Wv), ref.causal_self_attention(X, Wq, Wk, Wv),
-                  what=f"causal_self_attention on {T} tokens",
-                  hints=[("the mask was not applied: each token also attends to the tokens after it",
-                          ref.self_attention(X, Wq, Wk, Wv))])
-''')
 
 CAUSAL_README = textwrap.dedent('''
 
@@ -109,7 +98,7 @@ def _add_causal_question(folder):
     base = reference_file(load_spec("attention"))  # the copy carries its own reference, Q4 added
     (folder / "reference.py").write_text(open(base, encoding="utf-8").read() + CAUSAL_REFERENCE)
     # one file per question: the new question's tests are a file of their own, found by its name (test_*.py)
-    (folder / "test_attention_q4.py").write_text('"""Grading tests of Q4, causal self-attention."""\n\nimport pytest\n'
+    (folder / "test_attention_q4.py").write_text('"""Grading tests of Q4, causal self-attention."""\n\n'
                                                  + CAUSAL_TESTS)
     (folder / "README.md").write_text((folder / "README.md").read_text() + CAUSAL_README)
     nb = json.loads((folder / "starter.ipynb").read_text())
@@ -129,9 +118,7 @@ def _add_causal_question(folder):
     assert "import numpy as np" in src  # the doc says it already imports numpy as np
     (examples / "correct.py").write_text(src + CAUSAL_REFERENCE)
     (examples / "unmasked.py").write_text(src + UNMASKED)
-    (examples / "expected.json").write_text(json.dumps({
-        "correct": {"verdicts": {}},
-        "unmasked": {"verdicts": {"Q4": "lost"}, "hints": {"Q4": ["the mask was not applied"]}}}))
+    (examples / "expected.json").write_text(json.dumps(CAUSAL_EXPECTED))
 
 
 @pytest.mark.slow
@@ -157,6 +144,19 @@ def test_a_question_added_in_a_copy_of_an_assignment_touches_only_its_folder(tmp
     assert "Q4  10/10" in r.stdout and f"Total: {auto:g}/{total:g}" in r.stdout, r.stdout
     r = _run(["check", "-a", "attncausal", folder / "examples" / "unmasked.py"], env)
     assert r.returncode == 1 and "the mask was not applied" in r.stdout, r.stdout
+    # graded with the hidden tests, the mask forgotten earns nothing of Q4: its one-token item, right by
+    # accident, is skipped with the edge-case rule's reason (docs/authoring.md's step 4 once read `...`, and
+    # the obvious body, T = 1, 3, 8 without the rule, gave it that item's points while validate passed)
+    (tmp_path / "class").mkdir()
+    shutil.copyfile(folder / "examples" / "unmasked.py", tmp_path / "class" / "unmasked.py")
+    r = _run(["grade", tmp_path / "class", "-a", "attncausal", "-o", tmp_path / "out", "--seed", "1234"], env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    card = json.loads((tmp_path / "out" / "unmasked.json").read_text(encoding="utf-8"))
+    q4 = next(q for q in card["questions"] if q["id"] == "Q4")
+    assert q4["score"] == 0, q4
+    edge = [t for t in q4["tests"] if "[1]" in t["name"]]
+    assert edge and all(t["outcome"] == "skipped" and "on this input (a single token)" in t["message"]
+                        for t in edge), edge
 
     # a typo in hidden_tests made the hidden test public, and the kit shipped it: validate names it
     spec = (folder / "spec.toml").read_text()

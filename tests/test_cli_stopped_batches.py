@@ -105,6 +105,29 @@ def test_an_interrupted_batch_keeps_the_canvas_title_and_its_resume_command_give
 
 
 @pytest.mark.slow
+def test_an_interrupted_only_regrade_prints_a_resume_that_regrades_the_appeals_left(download, tmp_path,
+                                                                                  monkeypatch):
+    """h75 M1: `grade --only ID` stopped before ID was regraded printed `... --resume` without --only, which
+    found every scorecard up to date and regraded nothing: the appeal silently never done. The printed command
+    keeps every --only id, and running it regrades them."""
+    out = tmp_path / "out"
+    assert _run("grade", download, "-a", "attention", "-o", out, "--public").exit_code == 0
+    appeals = [STUDENTS[1].rsplit("_", 1)[0], STUDENTS[2].rsplit("_", 1)[0]]
+    with monkeypatch.context() as m:
+        _stop_after_first(m, KeyboardInterrupt)  # the first appeal regraded, the second not yet
+        r = _run("grade", download, "-a", "attention", "-o", out, "--public", "--only", appeals[0],
+                 "--only", appeals[1])
+    assert r.exit_code == 130 and "interrupted: 1 of 2 submissions are graded" in r.stderr, r.output
+    again = r.stderr.rsplit("go on with:\n", 1)[1].strip()
+    words = shlex.split(again)
+    assert "--resume" in words and [words[i + 1] for i, w in enumerate(words) if w == "--only"] == appeals, again
+    r = _run(*words[1:])
+    assert r.exit_code == 0, r.output
+    assert "regrading 2 of 4 submissions" in r.stderr and "2 regraded (--only)" in r.output, r.output
+    assert all(f"] {sid}: " in r.stderr for sid in appeals), r.output
+
+
+@pytest.mark.slow
 def test_a_shard_killed_partway_is_merged_as_incomplete_never_missing(download, tmp_path, monkeypatch):
     def grade(out, shard):
         return _run("grade", download, "-a", "attention", "-o", out, "--public", "--seed", "7", "--shard", shard)

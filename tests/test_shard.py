@@ -114,6 +114,23 @@ def test_merge_refuses_folders_graded_otherwise(graded, tmp_path, what, change):
 
 
 @pytest.mark.slow
+def test_merge_refuses_shards_graded_with_other_grading_tests_naming_their_resume(graded, tmp_path):
+    """h75 D1: shards graded before spec.toml changed (a question's points): the merged gradebook would judge
+    manual.csv by the new spec and the scorecards by the old. Refused, nothing written, each shard's `--resume`
+    named (its shard.json's)."""
+    old = lambda c: c["grader"].update(spec_sha256="0" * 64)  # noqa: E731 - graded with other tests
+    s1, s2 = _altered(graded / "s1", tmp_path / "s1", old), _altered(graded / "s2", tmp_path / "s2", old)
+    r = _merge(s1, s2, "-o", tmp_path / "m")
+    assert r.exit_code == 2, r.output
+    line = r.output.strip()
+    assert len(line.splitlines()) == 1 and "graded with other grading tests than attention's now" in line, line
+    for shard in (s1, s2):
+        again = owned.read_json(str(shard), "shard.json", "shard")["resume"]
+        assert "--resume" in again and "--shard" in again and again in line, line
+    assert not os.path.exists(tmp_path / "m")
+
+
+@pytest.mark.slow
 def test_merge_refuses_mixed_assignments_and_overlaps(graded, tmp_path):
     other = _altered(graded / "s2", tmp_path / "other", lambda c: c.update(assignment="vit"))
     r = _merge(graded / "s1", other, "-o", tmp_path / "m")

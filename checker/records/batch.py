@@ -411,10 +411,7 @@ def other_record_line(outdir, assignment):
     which = " and ".join(f"{n} of {a}" for a, n in sorted(held.items()))
     which = f"of {next(iter(held))}" if len(held) == 1 else f"of hwcheck's: {which}"
     named = f"names the assignment {assignment}" if assignment else "names no assignment"
-    stage = os.sep + STAGE + os.sep
-    folders = collections.Counter(os.path.dirname(p) for p in (str((c.get("submission") or {}).get("path") or "")
-                                                               for c in cards) if p and stage not in p)
-    folder = folders.most_common(1)[0][0] if folders else "<the folder graded>"
+    folder = graded_folder(cards) or "<the folder graded>"
     fix = (f"`hwcheck grade {folder} -a {next(iter(held))} -o {outdir} --resume` writes that record again from "
            f"the folder graded (it keeps every scorecard that is current and grades none of them again), then run "
            f"`hwcheck export {outdir}` again" if len(held) == 1 else
@@ -423,6 +420,43 @@ def other_record_line(outdir, assignment):
             f"class ({STUDENTS_JSON}, written by `hwcheck grade`) {named} (an older hwcheck rewrote it in a `grade` "
             f"of another assignment that it then refused): nothing was exported and no scorecard "
             f"changed; {fix}")
+
+
+def graded_folder(cards):
+    """The folder the scorecards' submissions were listed from (the most common parent; copies hwcheck staged
+    into OUT left out), or None when none is known: the DIR of a `grade DIR ... --resume` that goes on with them."""
+    stage = os.sep + STAGE + os.sep
+    folders = collections.Counter(os.path.dirname(p) for p in (str((c.get("submission") or {}).get("path") or "")
+                                                               for c in cards) if p and stage not in p)
+    return folders.most_common(1)[0][0] if folders else None
+
+
+def graded_with_other_tests(outdir):
+    """OUTDIR's scorecards graded with other grading tests than its assignment's now (their
+    `grader.spec_sha256` differs from `checker.spec.spec_sha256`'s, as `--resume` and `--only` tell them):
+    None when every one is current (or the assignment is not known here), else a dict: assignment, stale (how
+    many), total (scorecards of the assignment), folder (`graded_folder`), public (the stale ones' mode) and
+    resume (the `--resume` command a shard's shard.json keeps, or None). Combining those scorecards with
+    manual.csv judged against the spec as it is now would mix two specs' maxima: `hwcheck export`, `report`
+    and `merge` refuse, naming the `grade ... --resume` that regrades them."""
+    assignment = read_students(outdir).get("assignment")
+    if not assignment:
+        return None
+    try:
+        sha = spec_sha256(assignment)
+    except Exception:  # noqa: BLE001 - an assignment this install lacks: nothing to compare with
+        return None
+    cards = collect_scorecards(outdir, assignment)
+    stale = [c for c in cards if (c.get("grader") or {}).get("spec_sha256") != sha]
+    if not stale:
+        return None
+    from checker.records import owned
+    from checker.records.shard import SHARD_FILE
+    info = owned.read_json(outdir, SHARD_FILE, "shard")
+    resume = info.get("resume") if isinstance(info, dict) and isinstance(info.get("resume"), str) else None
+    modes = collections.Counter((c.get("grader") or {}).get("mode") for c in stale)
+    return {"assignment": assignment, "stale": len(stale), "total": len(cards), "folder": graded_folder(cards),
+            "public": modes.most_common(1)[0][0] == "public", "resume": resume}
 
 
 def after_batch(outdir, assignment=None, canvas_title=None, roster=True):

@@ -346,8 +346,11 @@ def _lost_to_encoding(typed, ids):
     return [] if any(lossy(ch) for sid in ids for ch in sid) else None
 
 
-def read_manual(path, spec, ids=None, scale=None):
+def read_manual(path, spec, ids=None, scale=None, ignored=None):
     """(entries, problems) of manual.csv: entries {id: [row dict]}, problems [text] naming the line.
+
+    `ignored` (a dict, filled when given): {id: [short text]} of the rows of that submission ignored, and why
+    (grades.csv's note says them: the spreadsheet alone tells why a grade typed is not in its cell).
 
     `scale(id, question, points, comment)`: the points the question was worth when that row was typed (None when
     not known, `checker.records.kept.Scales`): a grade above the question's points now, typed when it was
@@ -372,6 +375,12 @@ def read_manual(path, spec, ids=None, scale=None):
     limit = adjustment_limit(spec)
     keys = {}  # what `_match_id` looks ids up by, filled at the first row
     ids = set(ids) if ids is not None else None
+    ignored = {} if ignored is None else ignored
+
+    def drop(sid, long, short):  # a row of `sid` ignored: said to the TA in full, in its note in short
+        problems.append(long)
+        ignored.setdefault(sid, []).append(f"{name} line {line}: {short}: ignored")
+
     for line, row in rows:
         row = row + [""] * (4 - len(row))
         sid, qid, points = _clean_id(row[0]), row[1].strip(), row[2]
@@ -391,38 +400,43 @@ def read_manual(path, spec, ids=None, scale=None):
             kind = "manual" if questions[qid].get("manual") else "override"
             top = float(questions[qid].get("points") or 0)
         else:
-            problems.append(f"{where}: question {qid!r} is neither a question of {spec.get('id')} "
-                            f"({', '.join(questions)}) nor {ADJUSTMENT!r}: ignored")
+            drop(sid, f"{where}: question {qid!r} is neither a question of {spec.get('id')} "
+                      f"({', '.join(questions)}) nor {ADJUSTMENT!r}: ignored", f"no question {qid!r}")
             continue
         value = None
         if points.strip():
             try:
                 value = _number(points, delim)
             except ValueError:
-                problems.append(f"{where}: points {points.strip()!r} is not a number: ignored")
+                drop(sid, f"{where}: points {points.strip()!r} is not a number: ignored",
+                     f"{qid} points {points.strip()!r} not a number")
                 continue
             if top is not None and not 0 <= value <= top:
                 was = scale(sid, qid, value, comment) if scale is not None else None
                 if isinstance(was, (int, float)) and was != top and 0 <= value <= was:
-                    problems.append(f"{where}: {sid} {qid} {_shown(value)} was typed when {qid} was worth {was:g} "
-                                    f"points; it is worth 0 to {top:g} now (spec.toml changed), which "
-                                    f"{_shown(value)} is above: ignored, {sid} has no grade of yours for {qid} "
-                                    f"now; write it there on the new scale")
+                    drop(sid, f"{where}: {sid} {qid} {_shown(value)} was typed when {qid} was worth {was:g} "
+                              f"points; it is worth 0 to {top:g} now (spec.toml changed), which "
+                              f"{_shown(value)} is above: ignored, {sid} has no grade of yours for {qid} "
+                              f"now; write it there on the new scale",
+                         f"{qid} {_shown(value)} was typed when {qid} was worth {was:g}, above the {top:g} it is "
+                         f"worth now (spec.toml changed)")
                 else:
-                    problems.append(f"{where}: {qid} is worth 0 to {top:g} points, not {_shown(value)}: ignored")
+                    drop(sid, f"{where}: {qid} is worth 0 to {top:g} points, not {_shown(value)}: ignored",
+                         f"{qid} {_shown(value)} is not within the 0 to {top:g} points {qid} is worth")
                 continue
             if top is None and not -limit <= value <= limit:
-                problems.append(f"{where}: an adjustment is at most {limit:g} points either way ({ADJUSTMENT_TIMES} "
-                                f"times the assignment's total), not {_shown(value)}: ignored; write the points "
-                                f"to add or take off, such as -5")
+                drop(sid, f"{where}: an adjustment is at most {limit:g} points either way ({ADJUSTMENT_TIMES} "
+                          f"times the assignment's total), not {_shown(value)}: ignored; write the points "
+                          f"to add or take off, such as -5", f"adjustment {_shown(value)} beyond {limit:g} points")
                 continue
         else:  # a placeholder: a manual question still pending (a later row of it with points counts)
             if kind != "manual" and comment:
-                problems.append(f"{where}: a {kind} row without points: ignored")
+                drop(sid, f"{where}: a {kind} row without points: ignored", f"a {qid} row without points")
             continue
         if kind != "adjustment":
             if (sid, qid) in seen:
-                problems.append(f"{where}: a second row for {sid} {qid}: ignored (the first one counts)")
+                drop(sid, f"{where}: a second row for {sid} {qid}: ignored (the first one counts)",
+                     f"a second {qid} row (the first counts)")
                 continue
             seen.add((sid, qid))
         entries.setdefault(sid, []).append({"question": qid, "points": value, "comment": comment,

@@ -297,8 +297,9 @@ class Gradebook:
 
     def merged(self):
         """(cards with manual.csv merged, notes {id: text}); manual.csv's problems go to `problems`."""
+        ignored = {}  # {id: why a row of theirs was ignored}: in their note, as in the TA's lines
         entries, problems = read_manual(self.manual, self.spec, set(self.cards) | self.unreadable,
-                                        scale=self.scales.typed_at)
+                                        scale=self.scales.typed_at, ignored=ignored)
         # the lines of each merge are said as of the scorecards now (an override's line computed before a regrade
         # that graded the submission it was given for again would be stale)
         self.problems = [p for p in self.problems if not p.startswith(MANUAL_CSV + " line")
@@ -325,7 +326,7 @@ class Gradebook:
                 if text:
                     note.append(text)
                     self._say(f"{MANUAL_CSV}: {sid}: {text}")
-            note += [t for t in (load_note(card), describe(merged)) if t]
+            note += [t for t in (load_note(card), describe(merged)) if t] + ignored.get(sid, [])
             note += _people_notes(sid, self.people.get(sid) or {}, self.identical.get(sid))
             if note:
                 notes[sid] = "; ".join(note)

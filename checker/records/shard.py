@@ -118,6 +118,29 @@ def _incomplete_line(src, info, have):
             f"it with `{again}`, then merge again")
 
 
+def _refuse_other_tests(assignment, grading, found, infos, stopped, dest):
+    """Shards graded with other grading tests than the assignment's now (`checker.spec.spec_sha256`): their
+    merged gradebook would judge manual.csv's grades by the spec.toml as it is and the scorecards' points by the
+    old one, so the merge is refused (HwcheckError) before `dest` is written, naming each shard's `--resume`."""
+    from checker.spec import spec_sha256
+    try:
+        sha = spec_sha256(assignment)
+    except Exception:  # noqa: BLE001 - an assignment this install lacks: the merge says so itself
+        return
+    if grading.get("grading tests (spec_sha256)") == sha:
+        return
+    shards = {src: info for src, info in infos} | {src: info for src, info, _ in stopped}
+    folders = sorted({src for src, _ in found.values()})
+    again = [shards[src]["resume"] if isinstance(shards.get(src, {}).get("resume"), str) else
+             f"hwcheck grade <the folder graded> -a {assignment} -o {src} --resume" for src in folders]
+    raise HwcheckError(f"the {len(found)} scorecards of {', '.join(folders)} were graded with other grading tests "
+                       f"than {assignment}'s now (its spec.toml, a test or helper file, or the reference changed "
+                       f"since): the merged gradebook would judge manual.csv's grades by the spec.toml as it is now "
+                       f"and those scorecards' points by the old one, mixing the two, so nothing was merged into "
+                       f"{dest}; regrade each folder first with the batch's seed ({'; '.join(again)}), then merge "
+                       f"again")
+
+
 class MergeResult:
     def __init__(self, dest, assignment):
         self.dest, self.assignment = dest, assignment
@@ -271,6 +294,7 @@ def merge(sources, dest):
         if len(counts) > 1 or len(folders) > 1:
             raise HwcheckError("these shards were cut from different folders or into different numbers of "
                                "slices: " + ", ".join(f"{s} ({i.get('index')}/{i.get('count')})" for s, i in infos))
+    _refuse_other_tests(assignment, grading, found, infos, stopped, dest)
     others = outfolder.other_assignments(dest, assignment) if os.path.isdir(dest) else {}
     if others:
         raise HwcheckError(f"{dest} already holds scorecards of {', '.join(sorted(others))}: choose another folder")
