@@ -373,7 +373,13 @@ def test_mhsa_queries_and_keys_differ(sub, rng, seed):
                         "softmax-weighted average of the values with weights of a useful size, so the weights of "
                         "the queries over the keys cannot be read off")
         log_a = np.log(np.maximum(fit, 1e-300))
-        cycles = [abs(log_a[i, j] + log_a[j, k] + log_a[k, i] - log_a[i, k] - log_a[k, j] - log_a[j, i])
+        # how far each weight read may be off: the fit's residual (the outputs' rounding, in float64 or float32)
+        # through the inverse of the single-token outputs, ten times over; a cycle's own bar is what its six
+        # weights' errors give in the log
+        err = 10 * (float(np.max(np.abs(fit @ single - out))) + _eps(tol) * scale * D) \
+            / max(float(np.linalg.svd(single, compute_uv=False).min()), 1e-300)
+        cycles = [(abs(log_a[i, j] + log_a[j, k] + log_a[k, i] - log_a[i, k] - log_a[k, j] - log_a[j, i]),
+                   sum(err / fit[a, b] for a, b in ((i, j), (j, k), (k, i), (i, k), (k, j), (j, i))))
                   for i in range(N) for j in range(i + 1, N) for k in range(j + 1, N)
                   if min(fit[a, b] for a in (i, j, k) for b in (i, j, k)) > 1e-3]  # weights read accurately
         if cycles:
@@ -388,15 +394,25 @@ def test_mhsa_queries_and_keys_differ(sub, rng, seed):
     if spread < 1e-3:
         pytest.skip("judged by the other tests, not here: every query weighs the keys (almost) equally, so "
                     "there is no order of the scores to compare")
-    # symmetric scores leave only the fit's rounding in the cycles; small weights (scores near 0) give
-    # small cycles too, but in proportion to the spread of the scores
-    if max(cycles) > max(tol, 0.01 * spread):
+    # symmetric scores leave only the fit's rounding in the cycles, within each cycle's bar; separate query
+    # and key projections leave the antisymmetric part of the scores, s_ij - s_ji, around each cycle: small
+    # where the scores are (small weights), or where the draw makes it so, but far above the rounding (a
+    # bar in proportion to the spread of the scores failed a correct module whose largest cycle was 1% of it)
+    if any(gap > bar for gap, bar in cycles):
         return
+    if max(bar for _, bar in cycles) > 0.1 * spread:  # (float32 and nearly parallel single-token outputs)
+        pytest.skip("the attention weights could not be read off precisely enough to compare the cycles "
+                    "(the outputs' rounding is too large beside the spread of the scores)")
     raise GradingFailure(
         f"{what} on {N} tokens with one head: the attention weights a_ij (query i over key j), read off the "
         f"outputs, satisfy a_ij a_jk a_ki = a_ik a_kj a_ji around every cycle of three tokens (largest gap in "
-        f"the log: {max(cycles):.2g}): the scores are symmetric, token i scores token j exactly as j scores "
-        f"i.\nLikely mistake: {SYMMETRIC_HINT}.")
+        f"the log: {max(g for g, _ in cycles):.2g}, within the rounding of the outputs): the scores are "
+        f"symmetric, token i scores token j exactly as j scores i.\nLikely mistake: {SYMMETRIC_HINT}.")
+
+
+def _eps(tol):
+    """The rounding unit of the dtype _tokens_and_alone ran in, told by its tolerance (float64: 1e-5)."""
+    return float(np.finfo(np.float64 if tol <= 1e-5 else np.float32).eps)
 
 
 @pytest.mark.question("mhsa")
