@@ -436,6 +436,44 @@ def _unique_in_order(items):
     return out
 
 
+SPLIT_ROWS = "the blocks were cut along the rows (axis 0) instead of the columns"
+
+
+def _blocks_as_one_array(got, w_shape, h, what):
+    """split_heads's answer for a W of shape `w_shape` in `h` heads, ready for close() against the reference's
+    blocks stacked. A list (or tuple) of blocks is the handout's contract, so the comparison's words for a
+    function that returns several arrays instead of one ("not one array: take its [0]") must never be given
+    here: blocks that no one array can hold (shapes that differ) are judged here, block by block, in the
+    contract's words, with the rows-for-columns hint where every block has all of W's columns (a cut along
+    axis 0 with the columns' block width: (2, 6), (1, 6), (0, 6) for a (3, 6) W in 3 heads); so are blocks
+    of one shape that are rows of W, which no value hint names where the rows do not split evenly. Anything
+    else is returned as it is, for close() to judge."""
+    if not isinstance(got, (list, tuple)) or not got or len(w_shape) != 2:
+        return got
+    try:
+        blocks = [np.asarray(b) for b in got]
+    except (ValueError, TypeError):
+        return got
+    if any(b.dtype.kind not in "biuf" for b in blocks):
+        return got
+    d, width = w_shape
+    want = (d, width // h if h else 0)
+    shapes = [b.shape for b in blocks]
+    rows_cut = h > 1 and width != d and all(len(s) == 2 and s[1] == width for s in shapes) \
+        and sum(s[0] for s in shapes) <= d
+    if len(set(shapes)) == 1:
+        if rows_cut and shapes[0] != want:
+            raise GradingFailure(f"{what}: expected {h} blocks of shape {want}, got {h} of shape {shapes[0]} "
+                                 f"(all {width} columns of W each)\nLikely mistake: {SPLIT_ROWS}.")
+        return got
+    said = ", ".join(str(tuple(int(n) for n in s)) for s in shapes)
+    msg = (f"{what}: expected a list of {h} blocks, each of shape {want} (head i gets the i-th {want[1]} "
+           f"columns of W), got blocks of different shapes: {said}")
+    if rows_cut:
+        msg += f"\nLikely mistake: {SPLIT_ROWS}."
+    raise GradingFailure(msg)
+
+
 ONE_TOKEN = "a single token, whose only weight is 1 whatever the scores"
 
 

@@ -15,10 +15,11 @@ def _ask_blocks(sub, ref, close, W, h, dtype, label):
     what = f"split_heads({label}, {h})"
     if isinstance(got, (list, tuple)) and len(got) != h:
         raise GradingFailure(f"{what}: expected a list of {h} arrays (one per head), got {len(got)} items")
+    got = _blocks_as_one_array(got, np.shape(W), h, what)  # a list is the contract: never the tuple hint
     Wf = _f64(W)
     m = A.split_mistakes(Wf, h)
     close(got, np.stack(ref.split_heads(Wf, h)), what=what, dtype=dtype,
-          hints=[("the blocks were cut along the rows (axis 0) instead of the columns", m["rows"]),
+          hints=[(SPLIT_ROWS, m["rows"]),
                  ("head i must get the i-th block of contiguous columns, not every num_heads-th column",
                   m["interleaved"]),
                  ("each block came back transposed (d/num_heads x d) instead of (d x d/num_heads)",

@@ -51,6 +51,7 @@ from checker.running.recorded import Answers
 from checker.running.together import asked
 from checker.judging.notebook_globals import naming_globals
 from checker.judging.portability import check_call_on_another_device, check_runs_on_another_device
+from ._gradients import shape_first
 
 LOWP = ("float16", "bfloat16")
 # vocab_size, block_size, d_model, num_heads, num_layers
@@ -419,8 +420,9 @@ def _example(cfg):
             if isinstance(vocab, int) and isinstance(block, int) and vocab > 0 and block > 0 else None)
 
 
-def _new(sub, cfg, seed, device="cpu", dtype="float32"):
-    return sub.new("CharTransformer", *cfg, seed=seed, device=device, dtype=dtype, example=_example(cfg))
+def _new(sub, cfg, seed, device="cpu", dtype="float32"):  # its gradient requests say a wrong logits shape first
+    m = sub.new("CharTransformer", *cfg, seed=seed, device=device, dtype=dtype, example=_example(cfg))
+    return shape_first(m, lambda out, x: _logits(out, *x.shape, cfg[0], f"{_cfg_text(cfg)} on ids {_shape(x.shape)}"))
 
 
 def _new_asking(sub, cfg, seed, inputs, device="cpu", dtype="float32"):

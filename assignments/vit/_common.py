@@ -55,6 +55,7 @@ from checker.errors import GradingFailure, StudentError
 from checker.running.recorded import Answers
 from checker.judging.notebook_globals import naming_globals
 from checker.judging.portability import check_runs_on_another_device, meta_only
+from ._outputs import check_shape, plain_output, shape_before_gradients  # noqa: F401 - the tests' too
 
 LIST_HINT = "per-head layers kept in a plain Python list are not registered: use nn.ModuleList"
 RESHAPE_HINT = "patches cut by reshape, not tiles"
@@ -149,16 +150,6 @@ def randn(rng, shape, dtype="float32", device="cpu"):
 def as_np(t):
     """A float64 numpy copy of a trusted-side tensor (exact for every float dtype used here)."""
     return t.detach().to("cpu", torch.float64).numpy()
-
-
-def check_shape(value, shape, what):
-    """The answer as a plain array, after checking its shape and that it is finite."""
-    arr = as_plain_array(value, what)
-    if tuple(arr.shape) != tuple(shape):
-        raise GradingFailure(f"{what}: expected shape {tuple(shape)}, got {tuple(arr.shape)}")
-    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-        raise GradingFailure(f"{what}: contains NaN or Inf")
-    return arr.astype(np.float64)
 
 
 # the constructors' arguments, in the handout's order
@@ -361,7 +352,10 @@ def check_registered(m, what, hint=LIST_HINT):
 def check_in_graph(m, x, weight, what):
     """Every parameter gets a gradient tensor (it may be exactly zero, as the key bias's is)."""
     with explained():
-        g = m.grads(x, weight)
+        try:
+            g = m.grads(x, weight)
+        except GradingFailure as e:  # sum(output * weight) fails on an output of another shape: say that
+            shape_before_gradients(e, m, x, tuple(weight.shape), what)
     params = g.get("params", []) if isinstance(g, dict) else []
     if not params:
         raise GradingFailure(f"{what} has no registered parameters, so nothing can be trained."
@@ -409,7 +403,11 @@ def check_gradient_follows(build, x, weight, seed, what, output="output"):
             raise
     if check is None or not check.agrees():
         with explained():
-            in32 = build("float32").gradient_check(x.float(), weight.float(), seed=seed)
+            m = build("float32")
+            try:
+                in32 = m.gradient_check(x.float(), weight.float(), seed=seed)
+            except GradingFailure as e:  # an output of another shape than the weight's: say that
+                shape_before_gradients(e, m, x.float(), tuple(weight.shape), what)
         if check is None or in32.agrees() or in32.no_graph:
             check = in32
     text = gradient_failure_text(check, what + (" built in float64" if check.dtype == "float64" else ""),
@@ -653,7 +651,7 @@ def check_deterministic(m, x, what):
     """Eval mode is deterministic: the same input with a different random seed gives the same output."""
     a = forward(m, [x]).outputs[0]
     b = m.forward([x], seed=1).outputs[0]  # (not `forward`: the error hints are the same)
-    a, b = as_plain_array(a, what), as_plain_array(b, what)
+    a, b = plain_output(a, what), plain_output(b, what)
     if a.shape == b.shape and a.dtype.kind == "f" and changed(a.astype(np.float64), b.astype(np.float64),
                                                               float(np.max(np.abs(a), initial=0.0))):
         raise GradingFailure(f"{what}: {RANDOM_IN_EVAL_HINT}.")
@@ -672,7 +670,7 @@ def check_deterministic_asked(m, x, what, asks=None):
             asks = deterministic_asks(t, m, x)
     a = asks[0].get().outputs[0]
     b = asks[1].get().outputs[0]  # (not `forward`: the error hints are the same)
-    a, b = as_plain_array(a, what), as_plain_array(b, what)
+    a, b = plain_output(a, what), plain_output(b, what)
     if a.shape == b.shape and a.dtype.kind == "f" and changed(a.astype(np.float64), b.astype(np.float64),
                                                               float(np.max(np.abs(a), initial=0.0))):
         raise GradingFailure(f"{what}: {RANDOM_IN_EVAL_HINT}.")

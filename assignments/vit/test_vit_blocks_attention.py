@@ -268,7 +268,13 @@ def test_vit_block_attention_is_the_handouts(sub, rng, seed):
                     "MultiHeadSelfAttention(hidden_dim, num_heads) does, which those tests judge")
     if _image_blind(sub, seed, rng, IMG, PATCH, D, H, OUT, 1):
         raise GradingFailure(f"{_vit_name(IMG, PATCH, D, H, OUT, 1)}: {IMAGE_BLIND}.")
-    hint = _diagnosis(one, plan, x, k, w, a, effect)
+    before = _before_the_projection(one, plan, x, refs)
+    if before:
+        raise GradingFailure(f"{what}: {said}, but not because of the block's attention: with "
+                             f"{', '.join(before[:4])} zeroed, it answers as the handout's.\n"
+                             f"Likely mistake: {PATCH_EMBEDDING_HINT}.")
+    hint = _diagnosis(one, plan, x, [got[kk * per + 1 + len(refs):(kk + 1) * per]
+                                     for kk in range(len(plan["settings"]))], effect)
     raise GradingFailure(f"{what}: {said}, so the block's attention computes another function.\n"
                          f"Likely mistake: {hint}.")
 
@@ -315,28 +321,82 @@ def _candidates(x):
     return found
 
 
-def _diagnosis(one, plan, x, k, w, a, effect):
-    """The likely mistake of a block attention whose configuration A (logits `a`, in setting `k`, way `w`) failed."""
+def _diagnosis(one, plan, x, a_of, effect):
+    """The likely mistake of a block attention whose configuration A failed (`a_of[k][w]`: its logits in setting `k`,
+    way `w`). Every setting and every way of reading the projections is tried, not only the one whose A came closest
+    to B: where the attention moves the logits little, a wrong way can come closest by chance, and under it every
+    candidate misses and equal tokens are not kept (seed 15847156: a softmax over the queries told "no softmax").
+    A cause is named only where it fits: a candidate within 10 TOL in some setting and way, else "no softmax" where
+    equal tokens are not kept whatever the setting and way; else none of them (BLOCK_ATTENTION_HINT)."""
     pe, pe_shape = plan["pe"]
     cands = _candidates(x)
     same = np.repeat(x[:1], x.shape[0], axis=0)  # every token the class token's: any softmax gives its value
-    asks = [{**plan["settings"][k], **{n: np.zeros(s, np.float32) for n, s in plan["projections"].items()}}]
-    asks[0][pe] = _positions(pe_shape, x, cands[0][1])
-    asks += [{pe: _positions(pe_shape, x, c)} for _, c in cands[1:]]
-    asks += [{pe: _positions(pe_shape, same, same)}, {pe: _positions(pe_shape, same)}]  # B, then A below
+    zero = {n: np.zeros(s, np.float32) for n, s in plan["projections"].items()}
+    asks = []
+    for setting in plan["settings"]:  # per setting: B of each candidate, B of the equal tokens, A of them each way
+        asks.append({**setting, **zero, pe: _positions(pe_shape, x, cands[0][1])})
+        asks += [{pe: _positions(pe_shape, x, c)} for _, c in cands[1:]]
+        asks.append({pe: _positions(pe_shape, same, same)})
+        asks += [{**zero, **w, pe: _positions(pe_shape, same)} for w in plan["ways"]]
     try:
-        asks[-1].update(plan["ways"][w])
         got = _run(one, asks)
     except GradingFailure:
         return BLOCK_ATTENTION_HINT
-    b_same, a_same = got[-2], got[-1]
-    if _gap(a_same, b_same, effect) > 10 * TOL:
-        return NO_SOFTMAX_HINT
-    gaps = [(_gap(a, g, effect), hint) for (hint, _), g in zip(cands, got[:len(cands)])]
-    gap, hint = min(gaps, key=lambda t: t[0])
+    per, fits, kept = len(cands) + 1 + len(plan["ways"]), [], []
+    for k, a_ways in enumerate(a_of):
+        bs = got[k * per:k * per + len(cands)]
+        b_same, a_same = got[k * per + len(cands)], got[k * per + len(cands) + 1:(k + 1) * per]
+        for a, a_s in zip(a_ways, a_same):
+            kept.append(_gap(a_s, b_same, effect) <= 10 * TOL)
+            fits += [(_gap(a, b, effect), hint) for (hint, _), b in zip(cands, bs)]
+    gap, hint = min(fits, key=lambda t: t[0])
     if gap <= 10 * TOL:
         return hint if hint in (ONE_HEAD_HINT, QUERY_AXIS_HINT) else f"in the encoder blocks' attention, {hint}"
+    if kept and not any(kept):
+        return NO_SOFTMAX_HINT
     return BLOCK_ATTENTION_HINT
+
+
+PATCH_EMBEDDING_HINT = ("the patch embedding does more than embed each patch linearly: a LayerNorm over each patch's "
+                        "pixels before the projection (vit-pytorch's `nn.LayerNorm(patch_dim)`) makes the tokens of "
+                        "an all-zero image something else than the projection's bias, so the tokens the encoder "
+                        "block reads are not the ones the grader set; the handout embeds each flattened patch by one "
+                        "linear layer")
+
+
+def _before_the_projection(one, plan, x, refs):
+    """The names of the parameters outside the blocks that the test leaves as built and that hold vectors of a
+    flattened patch's width C*P*P (a LayerNorm over a patch's pixels, before the patch projection), where zeroing
+    them makes configuration A answer as B: then the tokens the block read were not the grader's (on a zero image
+    such a norm gives its bias, which the projection turns into a vector that is not constant), and the attention was
+    not to blame. [] where there are none, or zeroing them changes nothing (they stay zero for _diagnosis then)."""
+    shapes = {p["name"]: tuple(p["shape"]) for p in one.params}
+    pe, pe_shape = plan["pe"]
+    inside = set(plan["base"]) | set(plan["projections"]) | {n for s in plan["settings"] for n in s}
+    width = IMG[0] * PATCH * PATCH  # a flattened patch's C*P*P values
+    before = sorted(n for n, s in shapes.items() if n not in inside and n != pe and s == (width,))
+    if not before:
+        return []
+    extra = {n: np.zeros(shapes[n], np.float32) for n in before}
+    zero = {n: np.zeros(s, np.float32) for n, s in plan["projections"].items()}
+    asks = []
+    for setting in plan["settings"]:
+        asks.append({**plan["base"], **setting, **extra, pe: _positions(pe_shape, x)})
+        asks += [{pe: _positions(pe_shape, x, r)} for r in refs]
+        asks += [{**zero, **w, pe: _positions(pe_shape, x)} for w in plan["ways"]]
+    try:
+        got = _run(one, asks)
+    except GradingFailure:
+        return []
+    per = 1 + len(refs) + len(plan["ways"])
+    for k in range(len(plan["settings"])):
+        b0, bs = got[k * per], got[k * per + 1:k * per + 1 + len(refs)]
+        as_ = got[k * per + 1 + len(refs):(k + 1) * per]
+        for b in bs:
+            effect = float(np.max(np.abs(b - b0)))
+            if effect > 0 and any(_gap(a, b, effect) <= TOL for a in as_):
+                return before
+    return []
 
 
 def _as_own_mhsa(sub, seed, one, plan, x, k, a, effect):

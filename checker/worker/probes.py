@@ -225,6 +225,8 @@ class Probes:
             y = _logits_of(_call(m, x))  # judged by its logits (one test says a container is not the contract)
             if not isinstance(y, torch.Tensor):
                 raise ProbeError("forward did not return a tensor")
+            if tuple(_real(y, "shape")) != tuple(weight.shape):  # (a product would broadcast, or fail as the grader's)
+                raise ProbeError(f"forward returned shape {tuple(_real(y, 'shape'))}, not {tuple(weight.shape)}")
             loss = (y.to(weight.dtype) * weight).sum()
             if directions is None or _real(loss, "requires_grad"):
                 loss.backward()
