@@ -165,6 +165,15 @@ def test_a_tuple_of_arrays_is_named_as_such_not_as_a_ragged_value():
     compare([np.ones(2), np.ones(2)], np.ones((2, 2)))  # same shapes: a list of rows is still an answer
 
 
+def test_a_tuple_of_arrays_each_of_the_answers_shape_is_named_not_stacked():
+    """(output, weights) of one shape (a single head's (T, T) weights beside a (T, T) output) stack into an array
+    with one more axis: the tuple is named, not "expected shape (2, 6, 6), got (2, 2, 6, 6)"."""
+    msg = fails((np.zeros((2, 6, 6)), np.zeros((2, 6, 6))), np.zeros((2, 6, 6)), what="MultiHeadSelfAttention(6, 1)")
+    assert "returned a tuple of 2 arrays (each of shape (2, 6, 6)), not one array" in msg and "got (" not in msg
+    with pytest.raises(GradingFailure, match="expected shape"):  # a list of heads is judged as the list it is
+        compare([np.ones((3, 2))] * 2, np.ones((3, 2, 2)))
+
+
 # ------------------------------------------------ answers that are not numbers (issue 17 item 1)
 
 @pytest.mark.parametrize("got,expected,words", [

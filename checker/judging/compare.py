@@ -222,6 +222,13 @@ def compare(got, expected, *, what="the result", dtype=None, rtol=None, atol=Non
     judged = _judged_dtype(str(dtype).replace("torch.", ""), got_arr)
     rtol, atol = tolerance(judged, overrides, rtol, atol)
     if got_arr.shape != exp.shape:
+        if (isinstance(got, (tuple, list)) and 1 < len(got) <= 4 and all(isinstance(v, np.ndarray) for v in got)
+                and {v.shape for v in got} == {exp.shape}):
+            # (out, weights) of the same shape stack into one array with an axis more: say what it was
+            raise GradingFailure(
+                f"{what} returned a {type(got).__name__} of {len(got)} arrays (each of shape {_shape(exp)}), not "
+                "one array: return only the result (nn.MultiheadAttention, for one, returns (output, weights): "
+                "take its [0])")
         msg = f"{what}: expected shape {_shape(exp)}, got {_shape(got_arr)}"
         if got_arr.size == exp.size and got_arr.size:
             msg += " (same number of values: a reshape, transpose or missing/extra axis?)"
