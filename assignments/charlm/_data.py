@@ -86,6 +86,12 @@ def _check_vocab(got, text):
             by_id = sorted(stoi_n, key=stoi_n.get)
             if stoi_n == first_seen:
                 msg += "\nLikely mistake: ids follow the order of first appearance; sort the characters first."
+            elif by_id == list(chars) and all(isinstance(stoi_n[c], int) for c in chars) \
+                    and len({stoi_n[c] - want[c] for c in chars}) == 1:
+                start = stoi_n[chars[0]]
+                msg += (f"\nLikely mistake: the characters are in sorted order, but their ids start at {start}, not 0 "
+                        "(`enumerate(chars, start=1)`, or an id kept free for padding): ids are 0 .. V-1, the rows "
+                        "of nn.Embedding(vocab_size, d_model).")
             elif [c.lower() for c in by_id] == sorted(c.lower() for c in by_id):
                 msg += ("\nLikely mistake: the characters are sorted without regard to case (a key such as "
                         "str.lower or str.casefold); sort the characters themselves, `sorted(set(text))`: by code "

@@ -330,6 +330,16 @@ def test_model_every_parameter_gets_a_gradient(sub, rng, seed, device):
     # the logits' shape first: backward multiplies them by a (2, block_size, vocab_size) weight
     _logits(m.forward([idx], seed=seed).outputs[0], 2, bs, V, f"{_cfg_text(MODEL)} on ids {_shape((2, bs))}")
     weight = _tensor(rng.standard_normal((2, bs, V)), "float32", device)
+    # a weight made with requires_grad=False is never trained (it gets no gradient however it is used); a fixed
+    # table of positions (block_size, d_model), sinusoidal ones kept as a frozen parameter, is no weight
+    frozen = [p["name"] for p in m.params if isinstance(p, dict) and p.get("requires_grad") is False
+              and tuple(x for x in (p.get("shape") or []) if x != 1)[-2:] != (bs, MODEL[2])]
+    if frozen:
+        _fail(f"{_cfg_text(MODEL)}: these parameters are frozen (requires_grad=False), so they get no gradient and an "
+              f"optimizer never updates them: {', '.join(frozen[:8])}{' ...' if len(frozen) > 8 else ''}.\nLikely "
+              "mistake: `.requires_grad_(False)` or `nn.Parameter(..., requires_grad=False)` on a weight (an "
+              "embedding, a projection); every weight is learnable: leave requires_grad at its default, True "
+              "(a fixed table, such as sinusoidal positions, belongs in a buffer: `self.register_buffer(...)`).")
     r = m.grads(idx, weight, seed=seed)
     trainable = {p["name"] for p in m.params if p.get("requires_grad")}
     rows = r.get("params", []) if isinstance(r, dict) else []
@@ -404,13 +414,20 @@ def test_model_parameters_grow_with_d_model(sub, seed):
 
 @pytest.mark.question("model")
 @pytest.mark.weight(3)  # a mistake seen in real work, and invisible whenever the notebook's sizes match
-@pytest.mark.parametrize("cfg", [(23, 37, 20, 4, 1)], ids=["v23-b37"])
+@pytest.mark.parametrize("cfg", [(23, 37, 20, 4, 1), (131, 37, 20, 4, 1)], ids=["v23-b37", "v131-b37"])
 @_sizes_from_arguments
 def test_model_sizes_come_from_its_arguments(sub, close, rng, seed, cfg):
     # sizes no notebook holds in a global: a model that reads `block_size` or `vocab_size` from the
     # notebook instead of its arguments fails here even when the other tests happen to use the same sizes
     V, bs = cfg[0], cfg[1]
-    _, r = _new_forward(sub, cfg, seed, [_ids(rng, 2, bs, V)], short_input_hint=False)
+    try:
+        _, r = _new_forward(sub, cfg, seed, [_ids(rng, 2, bs, V)], short_input_hint=False)
+    except GradingFailure as e:  # ids up to 130: a table of tiny Shakespeare's 65 characters is too short
+        if not isinstance(e, StudentError) or "IndexError: index out of range" not in e.message:
+            raise
+        _fail(f"{_cfg_text(cfg)} on token ids up to {V - 1}: {e.message}\nLikely mistake: an nn.Embedding (or another "
+              f"table indexed by the ids) sized by a number fixed in the code, such as 65 (tiny Shakespeare's "
+              f"characters), or read from the notebook, not by vocab_size: `nn.Embedding(vocab_size, d_model)`.")
     _logits(r.outputs[0], 2, bs, V, f"{_cfg_text(cfg)} on ids {_shape((2, bs))}")
 
 

@@ -57,3 +57,29 @@ def test_vit_builds_num_encoder_blocks(sub, rng, seed):
         return
     text = describe(wrong, lambda n: _vit_name(img, patch, D, h, out, n), "num_encoder_blocks")
     raise GradingFailure(f"{text}\nLikely mistake: {BLOCKS_HINT}.")
+
+
+@pytest.mark.question("vit")
+def test_vit_builds_six_blocks_by_default(sub, rng, seed):
+    # The handout's signature: VisionTransformer(..., num_encoder_blocks=6). Built without the argument, the model
+    # must have the parameters of one built with num_encoder_blocks=6 (whatever its layout); a model that refuses
+    # to be built without it is judged by test_vit_output_shape (its first case leaves the argument out).
+    img, patch, D, h, out = (3, 8, 8), 4, 16, 2, 10
+    try:
+        default = _vit(sub, seed, img, patch, D, h, out, None)
+    except GradingFailure as e:
+        if isinstance(e, StudentError) and type(e).__name__ in ("StudentTimeout", "WorkerCrashed"):
+            raise
+        pytest.skip(f"judged by test_vit_output_shape: the model cannot be built without num_encoder_blocks: "
+                    f"{e.message.splitlines()[0][:200]}")
+    six = _vit(sub, seed, img, patch, D, h, out, 6)
+    if default.n_params == six.n_params:
+        return
+    others = {n: m.n_params for n, m in zip((4, 8, 12), _vits(sub, seed, img, patch, D, h, out, (4, 8, 12)))}
+    same = [n for n, p in others.items() if p == default.n_params]
+    raise GradingFailure(
+        f"{_vit_name(img, patch, D, h, out, None)} has {default.n_params} registered parameter values, "
+        f"{_vit_name(img, patch, D, h, out, 6)} {six.n_params}: built without num_encoder_blocks the model does not "
+        f"have 6 blocks{f' (it has as many parameters as with num_encoder_blocks={same[0]})' if same else ''}.\n"
+        "Likely mistake: the default in the signature is not the handout's: "
+        "`def __init__(self, img_shape, patch_dims, hidden_dim, num_heads, out_dim, num_encoder_blocks=6)`.")
