@@ -28,13 +28,13 @@ import click
 
 from checker._version import __version__
 from checker.cli_base import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, FAILING, Fail, cannot_write,
-                              color_wanted, disk_full, echo, guarded, isatty, refuse_other_tests,
-                              resume_command)
+                              color_wanted, disk_full, echo, guarded, isatty, refuse_absent_devices,
+                              refuse_other_tests, resume_command)
 from checker.errors import HwcheckError
 from checker.cli_class import COMMANDS as CLASS_COMMANDS
 from checker.cli_course import COMMANDS as COURSE_COMMANDS
 from checker.render.escape import for_json_text, for_terminal
-from checker.options import (DEVICE_CHOICES, all_option, assignment_option, ci_option, color_option, device_option,
+from checker.options import (all_option, assignment_option, ci_option, color_option, device_option,
                              jobs_option, json_option, junit_option, classroom_output_option,
                              keep_raw_option, min_score_option, output_dir_option, public_option,
                              required_assignment_option, resume_option, seed_option, timeout_option, only_option)
@@ -143,7 +143,7 @@ def check(submission, assignment, json_file, devices, timeout, ci, classroom_out
     """
     from checker.spec import uses_torch
     from checker.running.zygote_client import Zygote
-    _refuse_absent_devices(devices)
+    refuse_absent_devices(devices)
     warm = bool(assignment) and uses_torch(assignment)
     # the zygote starts first: it imports torch while this process imports pytest, the grader and its tests
     zygote = Zygote(warm_meta=warm)
@@ -288,7 +288,7 @@ def _grade(directory, assignment, outdir, jobs, resume, timeout, public, seed, k
     # before OUT's lock is taken, the others (no submissions, an --only id no one has) after lms.listing
     batch.refuse_before_writing(outdir, assignment, "public" if public else "hidden")
     if not (scheduler or cluster):  # a cluster's workers have devices of their own
-        _refuse_absent_devices(devices)
+        refuse_absent_devices(devices)
     from checker.records.shard import check_shard_folder, check_shard_seed
     check_shard_folder(outdir, shard)  # a shard's own folder takes that shard only
     if shard:
@@ -377,10 +377,12 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
     elif resume and not only:  # scorecards of another mode, seed or spec: said before they are replaced or joined
         from checker.records.progress import resume_note
         from checker.spec import spec_sha256
-        note = resume_note(batch.collect_scorecards(outdir, assignment), [sid for sid, _ in entries], outdir,
-                           assignment, "public" if public else "hidden", seed, spec_sha=spec_sha256(assignment))
-        if note:
-            echo(f"hwcheck: warning: {note}", err=True)
+        cards, ids = batch.collect_scorecards(outdir, assignment), [sid for sid, _ in entries]
+        for note in (resume_note(cards, ids, outdir, assignment, "public" if public else "hidden", seed,
+                                 spec_sha=spec_sha256(assignment)), batch.settings_note(cards, ids, outdir, timeout,
+                                                                                        devices)):
+            if note:  # other tests, seed or mode; other --timeout or --device: those are graded again
+                echo(f"hwcheck: warning: {note}", err=True)
     else:  # --only: scorecards it keeps graded with another spec.toml would be mixed with the regraded ones
         from checker.records.progress import only_note
         from checker.spec import spec_sha256
@@ -407,14 +409,17 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
                                    mode="public" if public else "hidden", keep_raw=keep_raw,
                                    on_progress=counted, seed=seed, devices=devices,
                                    only=only or None, executor=executor, held=True)
-    except (KeyboardInterrupt, OSError) as e:
+    except (KeyboardInterrupt, OSError, HwcheckError) as e:
         import errno
         if isinstance(e, OSError) and e.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
+        if isinstance(e, HwcheckError) and not getattr(e, "stops_batch", False):
+            raise  # a stop of the batch (the Dask scheduler lost) is said as Ctrl-C's, with what is kept, exit 1
         if on_tty and state["width"]:
             echo("", err=True)
             state["width"] = 0
         why = ("interrupted" if isinstance(e, KeyboardInterrupt) else
+               f"stopped: {for_terminal(str(e), newlines=False)}" if isinstance(e, HwcheckError) else
                f"stopped: the disk holding {for_terminal(outdir, newlines=False)} is full ({e.strerror or e})")
         stopped = getattr(e, "batch", None)  # the batch's own count: the scorecards that landed in OUTDIR
         kept, total = stopped.counts() if stopped is not None else (state["kept"], state.get("total", len(entries)))
@@ -424,10 +429,11 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
         echo(f"hwcheck: {why}: {kept} of {total} submissions are graded "
               f"and kept in "
                    f"{for_terminal(outdir, newlines=False)} (grades.csv holds them); "
-                   + ("" if isinstance(e, KeyboardInterrupt) else "free some space, then ")
+                   + ("" if isinstance(e, (KeyboardInterrupt, HwcheckError)) else "free some space, then ")
                    + "go on with:\n  " + for_terminal(again, newlines=False), err=True)
-        # said once (not again by guarded); Ctrl-C 130, SIGTERM 143 (128 + the signal, as a shell gives each)
-        sys.exit(2 if not isinstance(e, KeyboardInterrupt) else
+        # said once (not again by guarded); Ctrl-C 130, SIGTERM 143 (128 + the signal, as a shell gives each); the
+        # cluster lost: 1, the batch did not finish (as a merge of an incomplete shard)
+        sys.exit(EXIT_FAILED if isinstance(e, HwcheckError) else 2 if not isinstance(e, KeyboardInterrupt) else
                  EXIT_TERMINATED if state.get("signal") == signal.SIGTERM else EXIT_INTERRUPTED)
     finally:
         if main_thread:
@@ -499,21 +505,12 @@ def export_command(outdir, canvas_title):
                  f"Canvas or Moodle export, or give grade --roster a roster exported from one)"]
     for line in lines:
         echo(for_terminal(line, newlines=False))
+    crashed = batch.crashed_line(outdir)  # hwcheck's own failures: exported as 0 until `--resume` grades them
+    if crashed:
+        echo(f"hwcheck: warning: {for_terminal(crashed, newlines=False)}", err=True)
     if unreadable:  # said last, where it is seen; those students' grades are not exported
         echo(f"hwcheck: {for_terminal(unreadable, newlines=False)}", err=True)
         sys.exit(EXIT_FAILED)
-
-
-def _refuse_absent_devices(devices):
-    """--device cuda where this machine has no CUDA: no variant of the device tests would run (the CPU ones are
-    left out, the CUDA ones skipped), so the grade would rest on fewer tests than --device all or cpu gives."""
-    if tuple(devices) == DEVICE_CHOICES["cuda"]:
-        from checker.running.plugin import cuda_available
-        if not cuda_available():
-            raise Fail("--device cuda: CUDA is not available on this machine, so no variant of the device tests "
-                       "would run (--device cuda leaves the CPU variants out) and the score would rest on fewer "
-                       "tests; use --device all (the CUDA variants are skipped, saying why) or --device cpu, or "
-                       "run on a machine with a GPU")
 
 
 def _executor(jobs, scheduler, cluster):

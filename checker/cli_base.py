@@ -24,7 +24,7 @@ from checker.render.escape import for_output, for_terminal
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "FAILING", "Fail", "echo",
            "guarded", "isatty", "color_wanted", "disk_full", "cannot_write",
-           "resume_command", "refuse_other_tests"]
+           "resume_command", "refuse_other_tests", "refuse_absent_devices"]
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT (Ctrl-C), 128 + SIGTERM, as a shell gives them
@@ -153,3 +153,16 @@ def refuse_other_tests(outdir, doing, again):
                f"changed since): {doing} would judge manual.csv's grades by the spec.toml as it is now and those "
                f"scorecards' points by the old one, mixing the two, so nothing was written (manual.csv is "
                f"unchanged); regrade them first with the batch's seed: {command}; then run {again} again")
+
+
+def refuse_absent_devices(devices):
+    """--device cuda where this machine has no CUDA: no variant of the device tests would run (the CPU ones are
+    left out, the CUDA ones skipped), so the grade would rest on fewer tests than --device all or cpu gives."""
+    from checker.options import DEVICE_CHOICES
+    if tuple(devices) == DEVICE_CHOICES["cuda"]:
+        from checker.running.plugin import cuda_available
+        if not cuda_available():
+            raise Fail("--device cuda: CUDA is not available on this machine, so no variant of the device tests "
+                       "would run (--device cuda leaves the CPU variants out) and the score would rest on fewer "
+                       "tests; use --device all (the CUDA variants are skipped, saying why) or --device cpu, or "
+                       "run on a machine with a GPU")

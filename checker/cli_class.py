@@ -72,10 +72,12 @@ def report(outdir, output, submissions_dir, top):
 def merge(sources, outdir):
     """Merge the output folders of `grade --shard I/N` into one OUTDIR and gradebook.
 
-    Refuses folders of different assignments, seeds, modes, grading tests or
-    hwcheck versions, and a submission graded in two of them. Exit status 1
-    when a shard is missing, or incomplete (its grade was stopped: it says
-    how many are graded and the `grade ... --resume` that finishes it).
+    Refuses folders of different assignments, seeds, modes, grading tests,
+    --timeout, --device or hwcheck versions, and a submission graded in two
+    of them. Exit status 1 when a shard is missing, or incomplete (its grade
+    was stopped: it says how many are graded and the `grade ... --resume`
+    that finishes it), or holds crashed scorecards (hwcheck's own failures:
+    it names them and the `--resume` that grades them again).
     """
     from checker.records.shard import merge as merge_folders
     result = merge_folders(list(sources), outdir)
@@ -86,7 +88,7 @@ def merge(sources, outdir):
     from checker.records import batch
     for line in batch.after_batch(outdir, result.assignment, roster=False):  # canvas.csv / moodle.csv, as grade
         echo(for_terminal(line, newlines=False))
-    sys.exit(EXIT_FAILED if result.missing or result.incomplete else EXIT_OK)
+    sys.exit(EXIT_FAILED if result.missing or result.incomplete or result.crashed else EXIT_OK)
 
 
 COMMANDS = [report, merge]

@@ -421,3 +421,81 @@ def test_sigterm_ends_a_local_cluster_batch_with_143_counting_what_is_kept(subs,
     assert kept, said
     assert int(kept[1]) == len(_cards(out)) == len(_rows(out)), said
     assert said.count("hwcheck: interrupted") == 1, said
+
+
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_scheduler_lost_mid_batch_stops_it_with_the_resume_command_and_exit_1(subs, tmp_path):
+    """h78 D4: the Dask scheduler of `--scheduler tcp://...` killed mid-batch ended it in "hwcheck: error: internal
+    error (ClosedClientError: Client is closed...)", exit 2, no --resume. It says the scheduler was lost, what is
+    kept and the exact `--resume`, and exits 1; the finished scorecards stay. While no worker has joined, a line
+    says it is waiting (and for how long), instead of minutes of silence."""
+    import subprocess
+    import sys
+    dask = os.path.join(os.path.dirname(sys.executable), "dask")
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    env = {**os.environ, "PYTHONPATH": ROOT, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1"}
+    sched = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
+                              "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True, env=env)
+    out = tmp_path / "out"
+    grade = worker = None
+    try:
+        time.sleep(3)  # the scheduler listening
+        grade = subprocess.Popen([sys.executable, "-m", "checker.cli", "grade", str(subs), "-a", "attention",
+                                  "-o", str(out), "--public", "--seed", SEED, "--scheduler", address],
+                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                                 env=env)
+        deadline = time.monotonic() + 60
+        seen = b""
+        os.set_blocking(grade.stdout.fileno(), False)
+        while time.monotonic() < deadline and b"waiting up to" not in seen and grade.poll() is None:
+            seen += grade.stdout.read() or b""
+            time.sleep(0.1)
+        assert b"waiting up to" in seen, seen.decode()
+        os.set_blocking(grade.stdout.fileno(), True)
+        worker = subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--nworkers", "1",
+                                   "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True, env=env)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and grade.poll() is None and not _cards(out):
+            time.sleep(0.05)
+        assert grade.poll() is None, (seen + grade.stdout.read()).decode()
+        os.killpg(sched.pid, signal.SIGKILL)
+        said = (seen + grade.communicate(timeout=180)[0]).decode()
+        code = grade.returncode
+    finally:
+        for proc in (grade, worker, sched):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    assert code == 1, (code, said)
+    assert "internal error" not in said and "Traceback" not in said, said
+    assert f"the Dask scheduler at {address} was lost" in said, said
+    kept = re.search(r"(\d+) of (\d+) submissions are graded and kept", said)
+    assert kept and int(kept[1]) == len(_cards(out)) >= 1, said
+    again = said.rsplit("go on with:", 1)[1].strip().splitlines()[0]
+    assert again.startswith("hwcheck grade") and "--resume" in again and address in again, said
+    assert all(c["status"] != "crashed" for c in _cards(out).values()), said  # the lost ones are no student's crash
+
+
+def test_a_local_cluster_whose_workers_cannot_start_is_said_with_the_resume_command(subs, tmp_path, monkeypatch):
+    """h78 D4: LocalCluster workers killed while starting ended `--cluster local:2` in "internal error
+    (RuntimeError: Nanny failed to start.)", exit 2. It says the local cluster could not start its workers, with
+    the `--resume` command, and exits 1."""
+    import distributed as dist
+
+    def cannot_start(*args, **kwargs):
+        raise RuntimeError("Nanny failed to start.")
+    monkeypatch.setattr(dist, "LocalCluster", cannot_start)
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, ["grade", str(subs), "-a", "attention", "-o", str(out), "--public", "--seed", SEED,
+                                  "--cluster", "local:2"])
+    assert r.exit_code == 1, r.output
+    assert "internal error" not in r.output and "could not start its 2 Dask workers" in r.output, r.output
+    assert "Nanny failed to start" in r.output and "--cluster local:2" in r.output and "--resume" in r.output, r.output

@@ -219,3 +219,109 @@ def test_merged_canvas_shards_keep_the_column_title_and_write_canvas_csv(tmp_pat
     with open(tmp_path / "merged" / "canvas.csv", newline="", encoding="utf-8-sig") as f:
         rows = list(csv.reader(f))
     assert rows[0][-1] == title and {r[1] for r in rows[2:]} == {"102", "103"}, rows
+
+
+@pytest.mark.slow
+def test_merge_refuses_shards_graded_with_another_timeout_or_device_and_resume_regrades_them(subs, graded,
+                                                                                             tmp_path):
+    """h78 D1: a shard graded with another --timeout (or --device) was merged silently, and a slow student lost
+    most of the grade (6 in the merge, 85.34 graded alone). Each scorecard's grader block records them; merge
+    refuses, naming the setting and each side's value; `--resume` with the other setting regrades those
+    scorecards, saying so, and the merge then goes through."""
+    for extra, said, other in ((["--timeout", "7"], "--timeout 7", "no --timeout"),
+                               (["--device", "cpu"], "--device cpu", "--device all")):
+        out = tmp_path / said.replace(" ", "").replace("-", "")
+        _grade(subs, out, "--shard", "2/2", *extra)
+        r = _merge(graded / "s1", out, "-o", tmp_path / "m")
+        assert r.exit_code == 2, r.output
+        cards = batch.collect_scorecards(str(out), "attention")
+        assert cards and all("timeout" in c["grader"] and "devices" in c["grader"] for c in cards), cards[0]["grader"]
+        assert said in r.output and other in r.output and "--resume" in r.output, r.output
+        assert not os.path.exists(tmp_path / "m" / "grades.csv")
+        r = _grade(subs, out, "--shard", "2/2", "--resume")  # as shard 1/2 was graded: regraded, said
+        assert f"graded with {said}" in r.output and "grades them again" in r.output, r.output
+        assert "up to date, not regraded" not in r.output, r.output
+        r = _merge(graded / "s1", out, "-o", tmp_path / f"m{said.replace(' ', '').replace('-', '')}")
+        assert r.exit_code == 0, r.output
+
+
+@pytest.mark.slow
+def test_scorecards_of_an_older_hwcheck_without_the_settings_still_merge_and_resume(subs, graded, tmp_path):
+    """h78 D1: a scorecard without `timeout` or `devices` in its grader block (an older hwcheck's) is read as
+    graded with unknown settings: never refused for them, never a crash, not regraded for them."""
+    def old(c):
+        c["grader"].pop("timeout", None)
+        c["grader"].pop("devices", None)
+    s2 = _altered(graded / "s2", tmp_path / "s2", old)
+    r = _merge(graded / "s1", s2, "-o", tmp_path / "m")
+    assert r.exit_code == 0, r.output
+    r = _grade(subs, s2, "--shard", "2/2", "--resume", "--timeout", "9")
+    assert "up to date, not regraded" in r.output and "graded with" not in r.output, r.output
+
+
+@pytest.mark.slow
+def test_merge_names_crashed_scorecards_with_their_resume_and_exits_1(graded, tmp_path):
+    """h78 D2: a crashed scorecard (hwcheck's own failure: a Dask worker that died twice) in a shard was merged as
+    a 0 with exit 0. The merge names it, its shard and the shard's `--resume`, writes the merged folder (as for an
+    incomplete shard) and exits 1; `export` of that folder warns, naming it."""
+    victim = []
+
+    def crashed(c):
+        if not victim:
+            victim.append(c["submission"]["id"])
+            c.update(status="crashed", score=0)
+            c["grader"]["internal_error"] = "the Dask worker grading it died, and again on its retry"
+    s2 = _altered(graded / "s2", tmp_path / "s2", crashed)
+    r = _merge(graded / "s1", s2, "-o", tmp_path / "m")
+    assert r.exit_code == 1, r.output
+    again = owned.read_json(str(s2), "shard.json", "shard")["resume"]
+    line = next(x for x in r.output.splitlines() if "crashed" in x)
+    assert victim[0] in line and "shard 2/2" in line and again in line, line
+    assert os.path.isfile(tmp_path / "m" / "grades.csv")
+    r = CliRunner().invoke(main, ["export", str(tmp_path / "m")])
+    assert "crashed" in r.output and victim[0] in r.output and "--resume" in r.output, r.output
+
+
+def _set_typed(folder, sid, points):
+    """The Q3-text grade of `sid` in `folder`'s manual.csv, as a TA types it (one row, its points changed)."""
+    path = folder / "manual.csv"
+    lines = path.read_text(encoding="utf-8-sig").splitlines()
+    lines = [x for x in lines if not x.startswith(f"{sid},Q3-text,")] + [f"{sid},Q3-text,{points},read"]
+    path.write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
+
+
+def _typed(folder, sid):
+    rows = [x for x in (folder / "manual.csv").read_text(encoding="utf-8-sig").splitlines()
+            if x.startswith(f"{sid},Q3-text,") and x.split(",")[2]]
+    assert len(rows) == 1, rows
+    return rows[0].split(",")[2]
+
+
+@pytest.mark.slow
+def test_a_grade_corrected_in_a_shards_manual_csv_reaches_the_merged_folder_on_a_re_merge(graded, tmp_path):
+    """h78 D3: a grade corrected in a shard's manual.csv after a merge was silently ignored by the next merge. The
+    shard's changed grade is the TA's latest word where the merged folder's row is still what the last merge
+    brought (taken, and said with both values); where the TA changed that row in the merged folder too, it is
+    kept and the conflict said with both values; nothing a TA typed is overwritten silently."""
+    s1, s2 = (shutil.copytree(graded / s, tmp_path / s) for s in ("s1", "s2"))
+    sid = batch.collect_scorecards(str(s1), "attention")[0]["submission"]["id"]
+    merged = tmp_path / "m"
+    _set_typed(s1, sid, 7)
+    assert _merge(s1, s2, "-o", merged).exit_code == 0
+    assert _typed(merged, sid) == "7"
+    _set_typed(s1, sid, 9)  # corrected in the shard
+    r = _merge(s1, s2, "-o", merged)
+    assert r.exit_code == 0, r.output
+    assert _typed(merged, sid) == "9", r.output
+    line = next(x for x in r.output.splitlines() if f"{sid} Q3-text" in x)
+    assert "7" in line and "9" in line, line
+    _set_typed(merged, sid, 5)  # the TA's own edit in the merged folder ...
+    _set_typed(s1, sid, 8)  # ... and another in the shard: a conflict
+    r = _merge(s1, s2, "-o", merged)
+    assert r.exit_code == 0, r.output
+    assert _typed(merged, sid) == "5", r.output
+    line = next(x for x in r.output.splitlines() if "conflict" in x)
+    assert sid in line and "5" in line and "8" in line, line
+    _set_typed(s1, sid, 9)  # the shard back to what the merge brought: the TA's edit in the merged folder stands
+    r = _merge(s1, s2, "-o", merged)
+    assert _typed(merged, sid) == "5" and "conflict" not in r.output, r.output

@@ -22,7 +22,9 @@ its own retries and worker restarts.
   the gradebook, manual.csv and the progress bar behave as with -j. A Dask
   worker that dies costs the submissions it held: the scheduler gives each
   one more try (allowed-failures = 1 on the clusters hwcheck starts), then
-  the client writes a crashed scorecard (KilledWorker).
+  the client writes a crashed scorecard (KilledWorker). A scheduler lost mid-batch, or a LocalCluster whose
+  workers cannot start, raises `ClusterLost` (no crashed scorecards for what the scheduler held): `hwcheck
+  grade` says it as a stopped batch, with the `--resume` that goes on, and exits 1.
 
 What it is not: a scheduler, or a way to start remote clusters (the TA starts
 them with dask's own tools: `dask scheduler`, `dask ssh`, dask-jobqueue). Dask
@@ -36,6 +38,7 @@ import os
 import queue
 import shutil
 import stat
+import sys
 import tarfile
 import tempfile
 import threading
@@ -47,7 +50,7 @@ from checker.errors import HwcheckError
 from checker.walk import walk
 
 __all__ = ["DaskExecutor", "GradingContext", "own_folder", "grade_on_worker", "pack_submission", "unpack_submission",
-           "parse_scheduler",
+           "parse_scheduler", "ClusterLost",
            "parse_cluster", "missing_extra", "MAX_SUBMISSION_BYTES", "ALLOWED_FAILURES"]
 
 MAX_SUBMISSION_BYTES = 256 << 20   # a folder larger than this (a dataset handed in) is not sent
@@ -361,10 +364,23 @@ def _worker_version():
 # the client side
 # ---------------------------------------------------------------------------
 
+class ClusterLost(HwcheckError):
+    """The batch cannot go on: the Dask scheduler was lost, or the local cluster could not start its workers.
+    `hwcheck grade` says it as a stop (what is kept, the `--resume` that goes on) and exits 1, not as an internal
+    error: the scorecards that landed are kept, the submissions the cluster held are graded by `--resume`."""
+    stops_batch = True
+
+
+def _lost_by(e):
+    """Whether the exception `e` says the client lost its scheduler (rather than a task's own failure)."""
+    return type(e).__name__ in ("ClosedClientError", "CommClosedError", "CancelledError", "StreamClosedError",
+                                "FutureCancelledError") or isinstance(e, (ConnectionError, EOFError))
+
+
 class DaskExecutor:
     """Runs a batch's submissions on a Dask cluster; an executor for `checker.records.batch.grade_batch`."""
 
-    def __init__(self, scheduler=None, local_workers=None, window=None):
+    def __init__(self, scheduler=None, local_workers=None, window=None, say=None):
         if (scheduler is None) == (local_workers is None):
             raise ValueError("give either a scheduler address or a number of local workers")
         missing = missing_extra()
@@ -373,6 +389,7 @@ class DaskExecutor:
         self.scheduler, self.local_workers, self.window = scheduler, local_workers, window
         self.workers = local_workers or 0  # how many Dask workers graded (known once connected)
         self.client = self.cluster = None
+        self.say = say or (lambda line: print(line, file=sys.stderr, flush=True))  # the TA's lines while connecting
 
     def describe(self):
         return (f"a LocalCluster of {self.local_workers} processes" if self.local_workers
@@ -396,6 +413,10 @@ class DaskExecutor:
                                                 # a worker's heartbeat cut by the close logs an ERROR with its
                                                 # traceback (seen after Ctrl-C); what fails is said in scorecards
                                                 silence_logs=logging.CRITICAL)
+            except Exception as e:  # noqa: BLE001 - "Nanny failed to start" (a worker killed while starting), ...
+                raise ClusterLost(f"the local cluster could not start its {self.local_workers} Dask workers "
+                                  f"({type(e).__name__}: {' '.join(str(e).split())[:200]}; a worker killed while "
+                                  f"starting, or too little memory)") from None
             finally:
                 if main_thread:
                     signal.signal(signal.SIGINT, before)
@@ -406,6 +427,9 @@ class DaskExecutor:
             except (OSError, TimeoutError) as e:
                 raise HwcheckError(f"could not reach the Dask scheduler at {self.scheduler}: {e}") from None
             try:
+                if not self.client.scheduler_info().get("workers"):  # said, rather than waiting silent for minutes
+                    self.say(f"hwcheck: no Dask worker has joined {self.scheduler} yet: waiting up to "
+                             f"{WORKER_WAIT_S} s for one (start them with `dask worker {self.scheduler} --nthreads 1`)")
                 self.client.wait_for_workers(1, timeout=WORKER_WAIT_S)
             except TimeoutError:
                 raise HwcheckError(f"no Dask worker joined {self.scheduler} in {WORKER_WAIT_S} s") from None
@@ -417,8 +441,15 @@ class DaskExecutor:
                                f"install the same hwcheck on every worker")
         self.workers = max(self.workers, len(versions))
 
-    def close(self):
-        if self.client is not None:
+    def close(self, lost=False):
+        if self.client is not None and lost:  # its scheduler gone: not waited for to come back (30 s), nor logged
+            import logging
+            logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
+            try:
+                self.client.close(timeout=2)
+            except Exception:  # noqa: BLE001 - closing a client whose scheduler is gone
+                pass
+        elif self.client is not None:
             self.client.close()
         if self.cluster is not None:
             self.cluster.close()
@@ -456,23 +487,39 @@ class DaskExecutor:
             send()
             while futures:
                 fut = next(done)
+                if fut.status == "cancelled" and self._lost():  # the scheduler went: no crash of the student's
+                    raise ClusterLost(self._lost_words("its tasks were cancelled"))
                 sid, path, started = futures.pop(fut)
                 report(self._land(fut, sid, path, started, options, spec_sha, sha256_of))
                 send()
-        except BaseException:  # Ctrl-C or a bug: cancel what is out (files are atomic; --resume redoes)
+        except BaseException as e:  # Ctrl-C or a bug: cancel what is out (files are atomic; --resume redoes)
             if futures and self.client is not None:
                 try:
                     self.client.cancel(list(futures))
                 except Exception:  # noqa: BLE001
                     pass
+            if isinstance(e, Exception) and not isinstance(e, ClusterLost) and (_lost_by(e) or self._lost()):
+                raise ClusterLost(self._lost_words(f"{type(e).__name__}: {' '.join(str(e).split())[:200]}")) from None
             raise
         finally:
+            lost = self._lost()
             try:
-                if self.client is not None:
+                if self.client is not None and not lost:
                     self.client.unregister_worker_plugin(context.name)
             except Exception:  # noqa: BLE001 - a worker that died or a closed cluster: nothing to tear down
                 pass
-            self.close()
+            self.close(lost)
+
+    def _lost(self):
+        """Whether the client has lost its scheduler (reconnecting, or closed for want of it)."""
+        return self.client is None or getattr(self.client, "status", "running") != "running"
+
+    def _lost_words(self, how):
+        where = (f"the Dask scheduler at {self.scheduler}" if self.scheduler else
+                 f"the scheduler of the local cluster of {self.local_workers} Dask workers")
+        return (f"{where} was lost ({how}), so the batch cannot go on"
+                + (" (start the scheduler and its workers again, or give --scheduler another one)"
+                   if self.scheduler else ""))
 
     @staticmethod
     def _land(fut, sid, path, started, options, spec_sha, sha256_of):

@@ -67,7 +67,7 @@ __all__ = ["SUBMISSION_SUFFIXES", "BatchResult", "list_entries", "skipped_entrie
            "refuse_before_writing",
            "grade_one",
            "scorecard_path", "results_path", "is_current", "collect_scorecards", "progress_line", "progress_bar",
-           "summary_lines", "after_batch"]
+           "summary_lines", "after_batch", "other_settings", "settings_note", "crashed_line"]
 
 
 class BatchResult:
@@ -279,7 +279,8 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
                 batch.total -= 1  # not graded yet, and not asked for: left for a full run
             continue
         if only is None and resume and is_current(outdir, sid, path, assignment, mode, keep_raw=keep_raw,
-                                                  spec_sha=spec_sha):
+                                                  spec_sha=spec_sha) and not other_settings(
+                                                      read_scorecard(outdir, sid), timeout, devices):
             restore_results(outdir, sid)
             card = read_scorecard(outdir, sid)  # only a scorecard hwcheck wrote (checker.records.owned)
             seeds.append((card.get("grader") or {}).get("seed"))
@@ -333,6 +334,38 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         batch.manual_moved, batch.manual_rewritten = book.moved, book.rewritten
         _merged_scores(batch, book, spec)
     return batch
+
+
+def other_settings(card, timeout, devices):
+    """The settings (`checker.records.shard.SETTINGS`: --timeout, --device) a scorecard was graded with that
+    differ from this batch's: [(setting, the scorecard's value)]; one its grader block lacks (an older hwcheck's)
+    is unknown, and differs from none. `--resume` grades such a scorecard again, as one of other grading tests."""
+    from checker.records.shard import setting_differs, settings_of
+    now = settings_of({"timeout": timeout, "devices": [d for d in ("cpu", "cuda") if d in devices]})
+    was = settings_of((card or {}).get("grader") or {})
+    return [(key, was[key]) for key in now if setting_differs(was[key], now[key])]
+
+
+def settings_note(cards, ids, outdir, timeout, devices):
+    """What `grade --resume` says before it grades, where scorecards of these submissions were graded with other
+    settings than this command's (`other_settings`): they are graded again, with these ('' when none is)."""
+    from checker.records.shard import SETTINGS, shown_setting
+    ids = set(ids)
+    other = collections.defaultdict(list)
+    for card in cards:
+        if str((card.get("submission") or {}).get("id")) in ids:
+            for key, was in other_settings(card, timeout, devices):
+                other[(key, was)].append(str(card["submission"].get("id")))
+    if not other:
+        return ""
+    now = dict(timeout=timeout, devices=tuple(sorted(d for d in ("cpu", "cuda") if d in devices)))
+    said = "; ".join(f"{len(sids)} scorecard{'s' if len(sids) != 1 else ''} in {outdir} "
+                     f"({', '.join(sorted(sids)[:5])}{', ...' if len(sids) > 5 else ''}) were graded with "
+                     f"{shown_setting(key, was)}, this command gives {shown_setting(key, now[key])}"
+                     for (key, was), sids in sorted(other.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))))
+    which = " and ".join(sorted({SETTINGS[key] for key, _ in other}))
+    return (f"{said}: {which} decides grades, so --resume grades them again with this command's; to keep them, "
+            f"stop (Ctrl-C) and rerun with the setting they were graded with")
 
 
 def _landed_since(todo, before, batch, book, outdir, tell, told):
@@ -395,6 +428,27 @@ def unreadable_line(outdir, assignment, ids):
             f"exported; grade {'it' if one else 'them'} again with `hwcheck grade <the folder graded> -a "
             f"{assignment} -o {outdir} --resume` (it keeps every scorecard that is current), then run "
             f"`hwcheck export {outdir}` again")
+
+
+def crashed_line(outdir):
+    """The TA's line naming OUTDIR's crashed scorecards (hwcheck's own failures, not the students': a Dask worker
+    that died twice, a grader that could not start), which grades.csv and the exports count as 0 until `grade
+    --resume` grades them again; '' when there are none."""
+    assignment = read_students(outdir).get("assignment")
+    cards = [c for c in collect_scorecards(outdir, assignment) if c.get("status") == "crashed"] if assignment else []
+    if not cards:
+        return ""
+    ids = sorted(str(c["submission"].get("id")) for c in cards)
+    from checker.records import owned
+    from checker.records.shard import SHARD_FILE
+    info = owned.read_json(outdir, SHARD_FILE, "shard")
+    again = info.get("resume") if isinstance(info, dict) and isinstance(info.get("resume"), str) else (
+        f"hwcheck grade {graded_folder(cards) or '<the folder graded>'} -a {assignment} -o {outdir} --resume")
+    one = len(ids) == 1
+    return (f"{len(ids)} submission{'' if one else 's'} crashed (hwcheck's own failures; rerun with --resume): "
+            f"{', '.join(ids[:20])}{f' and {len(ids) - 20} more' if len(ids) > 20 else ''} "
+            f"{'is' if one else 'are'} exported with 0 points; grade {'it' if one else 'them'} again with "
+            f"`{again}`, then run `hwcheck export {outdir}` again")
 
 
 def other_record_line(outdir, assignment):

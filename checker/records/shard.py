@@ -21,11 +21,14 @@ matrix, a SLURM array: each job grades one slice into its own OUTDIR) and
   reports into `dest` (atomically, the scorecard last), with who each student
   is (the folder's layout, roster and identical-code groups: every shard's
   students.json) and the grades a person typed into a shard's manual.csv
-  (appended to `dest`'s, never replacing a row there), and writes grades.csv,
-  answers.csv and manual.csv there as a batch would; it refuses folders of
-  mixed assignments, seeds, modes, grading tests or hwcheck versions, and a
-  submission graded in two of them. It reads of each folder only what
-  hwcheck recorded writing there (`checker.records.owned`: a shard graded under
+  (appended to `dest`'s; a grade corrected in the shard since the last merge replaces dest's row only where
+  no TA changed that row in dest, else the conflict is said: `_merge_manual`, MERGED_MANUAL), and writes
+  grades.csv, answers.csv and manual.csv there as a batch would; it refuses folders of
+  mixed assignments, seeds, modes, grading tests, settings (`SETTINGS`: --timeout, --device; unknown in an
+  older hwcheck's scorecards, never refused on) or hwcheck versions, and a
+  submission graded in two of them. Crashed scorecards (hwcheck's own failures) are merged and named
+  (`MergeResult.crashed`, with their folder's `--resume`): `hwcheck merge` exits 1 for them. It reads
+  of each folder only what hwcheck recorded writing there (`checker.records.owned`: a shard graded under
   another account or machine needs the same key, `HWCHECK_KEY`), and a
   scorecard whose id is no plain file name (`../x`) is left out with a note:
   nothing is written outside `dest`.
@@ -43,7 +46,7 @@ from checker.records import owned
 from checker.errors import HwcheckError
 
 __all__ = ["SHARD_FILE", "parse_shard", "shard_entries", "check_shard_seed", "check_shard_folder",
-           "write_shard_info", "merge",
+           "write_shard_info", "merge", "settings_of", "setting_differs", "shown_setting", "SETTINGS",
            "MergeResult"]
 
 SHARD_FILE = "shard.json"
@@ -118,6 +121,39 @@ def _incomplete_line(src, info, have):
             f"it with `{again}`, then merge again")
 
 
+def _other_settings_line(what, src, value, first, theirs, infos, dest, assignment):
+    """The merge's refusal of shards graded with other settings (`SETTINGS`): which, and how to regrade."""
+    info = dict(infos).get(src) or {}
+    again = info.get("resume") if isinstance(info.get("resume"), str) else (
+        f"hwcheck grade <the folder graded> -a {assignment} -o {src} --resume")
+    return (f"{src} was graded with {shown_setting(what, value)} and {first} with {shown_setting(what, theirs)}: "
+            f"{SETTINGS[what]} decides grades (a submission slow under one limit times out under a shorter one; a "
+            f"device's tests count only where asked for), so shards of one batch must be graded alike, and nothing "
+            f"was merged into {dest}; regrade {src} as {first} was graded: `{again}` with "
+            f"{shown_setting(what, theirs)} instead of {shown_setting(what, value)} (--resume regrades every "
+            f"scorecard graded with another setting), then merge again")
+
+
+def _said(how):
+    return ", ".join(f"{k} {'unknown' if v is UNKNOWN else v}" for k, v in how.items())
+
+
+def _crashed_line(src, info, ids, cards):
+    """The TA's line for the crashed scorecards of one merged folder: hwcheck's own failures, merged as 0."""
+    shard = f" (shard {info.get('index')}/{info.get('count')})" if info else ""
+    again = info.get("resume") if info and isinstance(info.get("resume"), str) else None
+    if again is None:
+        folders = sorted({os.path.dirname(str((c.get("submission") or {}).get("path") or "")) for c in cards} - {""})
+        assignment = cards[0].get("assignment") if cards else "<assignment>"
+        again = (f"hwcheck grade {folders[0] if len(folders) == 1 else '<the folder graded>'} -a {assignment} "
+                 f"-o {src} --resume")
+    shown = ", ".join(ids[:20]) + (f" and {len(ids) - 20} more" if len(ids) > 20 else "")
+    return (f"{len(ids)} scorecard{'s' if len(ids) != 1 else ''} of {src}{shard} crashed (hwcheck's own failures, "
+            f"not the students': a Dask worker that died twice, a grader that could not start), merged as 0: "
+            f"{shown}; grade {'it' if len(ids) == 1 else 'them'} again with `{again}` (it keeps every current "
+            f"scorecard and regrades the crashed), then merge again")
+
+
 def _refuse_other_tests(assignment, grading, found, infos, stopped, dest):
     """Shards graded with other grading tests than the assignment's now (`checker.spec.spec_sha256`): their
     merged gradebook would judge manual.csv's grades by the spec.toml as it is and the scorecards' points by the
@@ -148,13 +184,48 @@ class MergeResult:
         self.notes = []
         self.missing = []  # "I/N" of the shards not merged
         self.incomplete = []  # "I/N" of the shards given whose batch did not finish
+        self.crashed = []  # ids of the crashed scorecards merged (hwcheck's own failures: `--resume` regrades them)
         self.gradebook = None
+
+
+UNKNOWN = object()  # a setting an older hwcheck's scorecard does not record: never refused on
 
 
 def _grading_of(card):
     g = card.get("grader") or {}
     return {"hwcheck version": g.get("version"), "mode": g.get("mode"), "seed": g.get("seed"),
-            "grading tests (spec_sha256)": g.get("spec_sha256")}
+            "grading tests (spec_sha256)": g.get("spec_sha256"), **settings_of(g)}
+
+
+SETTINGS = {"timeout": "the time budget (--timeout)", "devices": "the devices (--device)"}
+
+
+def settings_of(grader):
+    """What else than the tests and the seed decides a grade, as `grader` (a scorecard's) records it: {"timeout":
+    the --timeout given (None: the assignment's own limit), "devices": the devices --device asked for, as a
+    tuple}; a setting an older hwcheck's scorecard lacks, or any of a crashed one's, is UNKNOWN."""
+    out = {}
+    for key in SETTINGS:
+        value = grader.get(key, UNKNOWN) if not grader.get("internal_error") else UNKNOWN
+        if key == "timeout" and value is not UNKNOWN:
+            value = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+        if key == "devices" and value is not UNKNOWN:
+            value = tuple(sorted(value)) if isinstance(value, list) else value
+        out[key] = value
+    return out
+
+
+def shown_setting(key, value):
+    """A setting as the command line gives it: `--timeout 2`, `no --timeout (the assignment's own limit)`."""
+    if key == "timeout":
+        return "no --timeout (the assignment's own limit)" if value is None else f"--timeout {value:g}"
+    words = {("cpu",): "cpu", ("cuda",): "cuda", ("cpu", "cuda"): "all"}
+    return f"--device {words.get(value, value)}"
+
+
+def setting_differs(value, other):
+    """Whether two values of a setting differ, an unknown one (an older scorecard's) differing from none."""
+    return value is not UNKNOWN and other is not UNKNOWN and value != other
 
 
 def _merge_students(sources, dest):
@@ -181,17 +252,60 @@ def _merge_students(sources, dest):
         owned.write_json(dest, STUDENTS_JSON, merged, kind="students")
 
 
+MERGED_MANUAL = ".merged-manual.json"  # in dest: each grade merge took from a shard's manual.csv, as it was then
+
+
+def _value(row):
+    return {"points": row["points"], "comment": row["comment"]}
+
+
+def _shown_row(v):
+    return f"{v['points']:g}" + (f" ({v['comment']!r})" if v.get("comment") else "")
+
+
+def _take_from_shard(path, dest, theirs, notes):
+    """Rewrite dest's rows in manual.csv with the shard's later grades: theirs [(sid, question, dest's row, the
+    shard's row, src)]; a copy of manual.csv as it was is kept first (the TA's earlier values are never lost)."""
+    from checker.records.atomic import write_text_atomic
+    from checker.records.manual import _rewrite_cells
+    from checker.records.manual_read import _read_text
+    copy = owned.keep_copy(dest, path)
+    text, bom = _read_text(path)
+    text, done = _rewrite_cells(text, {mine["line"]: {2: row["points"], 3: row["comment"]}
+                                       for _, _, mine, row, _ in theirs})
+    if done:
+        write_text_atomic(path, text, encoding="utf-8-sig" if bom else "utf-8")
+    for sid, qid, mine, row, src in theirs:
+        if mine["line"] in done:
+            notes.append(f"manual.csv: {sid} {qid} was changed in {src}'s manual.csv since the last merge: "
+                         f"{os.path.join(dest, 'manual.csv')} line {mine['line']} now gives {_shown_row(row)} (it "
+                         f"gave {_shown_row(mine)}; manual.csv as it was is kept at {copy})")
+        else:  # the row moved since it was read (edited meanwhile): the shard's grade is said, not lost
+            notes.append(f"manual.csv: {sid} {qid} was changed to {_shown_row(row)} in {src}'s manual.csv, but "
+                         f"{os.path.join(dest, 'manual.csv')} line {mine['line']} is no longer its row: not "
+                         f"applied; merge again")
+    return {(sid, qid) for sid, qid, mine, _, _ in theirs if mine["line"] in done}
+
+
 def _merge_manual(sources, dest, spec, found):
-    """Append to dest's manual.csv the grades a person typed into a shard's manual.csv for a submission that
-    shard graded, unless dest already has a row of that submission and question (an adjustment: that very
-    row). Returns notes for the TA."""
+    """Bring into dest's manual.csv the grades a person typed into a shard's manual.csv for a submission that
+    shard graded: a row dest lacks is appended (an adjustment: unless that very row is there). Where dest has a
+    row of that submission and question, what merge brought from the shards before (dest's MERGED_MANUAL)
+    decides: the shard's row changed since and dest's did not (no TA edited it there): the shard's is the TA's
+    latest word, taken and said; both changed, differently: dest's is kept and the conflict said (never
+    overwritten silently); else dest's stands (the TA's edit there, or the grade merged before). Without a
+    record of the earlier merge (a folder merged by an older hwcheck) a differing row is a conflict. Returns
+    notes for the TA."""
     from checker.records.manual import MANUAL_CSV, ensure_rows, manual_path, read_manual
     path = manual_path(dest)
     if not os.path.lexists(path) and not owned.has_record(dest, MANUAL_CSV):
         # made here by hwcheck, for the TA: recorded so, as `grade` records its own (else taken for a stranger's)
         path = owned.place_kept(dest, MANUAL_CSV, record=True) or path
     have, _ = read_manual(path, spec)
-    rows, notes = [], []
+    kept = owned.read_json(dest, MERGED_MANUAL, "merged-manual")
+    merged = kept.get("rows") if isinstance(kept, dict) and isinstance(kept.get("rows"), dict) else {}
+    record = {sid: dict(qs) for sid, qs in merged.items() if isinstance(qs, dict)}
+    rows, notes, theirs = [], [], []
     for src in sources:
         ids = {sid for sid, (where, _) in found.items() if where == src}
         entries, problems = read_manual(manual_path(src), spec, ids)
@@ -199,17 +313,44 @@ def _merge_manual(sources, dest, spec, found):
         for sid, typed in sorted(entries.items()):
             for row in typed:
                 there = have.get(sid, [])
-                if any(r["question"] == row["question"] and (row["kind"] != "adjustment" or (
-                        r["points"] == row["points"] and r["comment"] == row["comment"])) for r in there):
+                if row["kind"] == "adjustment":
+                    if not any(r["question"] == row["question"] and r["points"] == row["points"]
+                               and r["comment"] == row["comment"] for r in there):
+                        rows.append(_manual_row(sid, row))
                     continue
-                points = row["points"]  # a number, so a penalty of -2 stays one (csvfile.cell escapes text "-2")
-                rows.append([sid, row["question"], int(points) if float(points).is_integer() else points,
-                             row["comment"]])
+                qid, new = row["question"], _value(row)
+                mine = next((r for r in there if r["question"] == qid), None)
+                if mine is None:
+                    rows.append(_manual_row(sid, row))
+                    record.setdefault(sid, {})[qid] = new
+                    continue
+                before = record.get(sid, {}).get(qid)
+                if _value(mine) == new or new == before:  # the same grade, or the shard's unchanged since
+                    record.setdefault(sid, {})[qid] = new
+                elif before is not None and _value(mine) == before:  # the shard's changed, dest's not: taken
+                    theirs.append((sid, qid, mine, row, src))
+                else:  # both changed since (or no record of the earlier merge): dest's kept, said
+                    since = "" if before is None else f", both changed since the last merge ({_shown_row(before)})"
+                    notes.append(f"manual.csv: conflict: {sid} {qid} is {_shown_row(new)} in {src}'s manual.csv "
+                                 f"and {_shown_row(mine)} in {os.path.join(dest, 'manual.csv')} line "
+                                 f"{mine['line']}{since}: the merged folder's is kept; make them agree (edit "
+                                 f"either file), then merge again")
+    if theirs:
+        for sid, qid in _take_from_shard(path, dest, theirs, notes):
+            record.setdefault(sid, {})[qid] = next(_value(row) for s_, q_, _, row, _ in theirs
+                                                   if (s_, q_) == (sid, qid))
     if rows:
         ensure_rows(path, [], spec, extra=rows)
         notes.append(f"manual.csv: {len(rows)} grade{'s' if len(rows) > 1 else ''} typed into the shards' "
                      f"manual.csv added to {os.path.join(dest, 'manual.csv')}")
+    if record != merged:
+        owned.write_json(dest, MERGED_MANUAL, {"rows": record}, kind="merged-manual")
     return notes
+
+
+def _manual_row(sid, row):
+    points = row["points"]  # a number, so a penalty of -2 stays one (csvfile.cell escapes text "-2")
+    return [sid, row["question"], int(points) if float(points).is_integer() else points, row["comment"]]
 
 
 def _merge_exports(sources, dest):
@@ -273,10 +414,16 @@ def merge(sources, dest):
                                    f"merge one assignment at a time")
             how = _grading_of(card)
             if grading is None:
-                grading = how
+                grading, set_by = dict(how), {what: src for what in how}
             for what, value in how.items():
-                if value != grading[what] and not (what == "seed" and (card.get("grader") or {}).get("internal_error")
-                                                   and value is None):
+                if what in SETTINGS:
+                    if grading[what] is UNKNOWN:  # the first scorecard that says it
+                        grading[what], set_by[what] = value, src
+                    elif setting_differs(value, grading[what]):
+                        raise HwcheckError(_other_settings_line(what, src, value, set_by[what], grading[what],
+                                                                infos, dest, assignment))
+                elif value != grading[what] and not (what == "seed" and (card.get("grader") or {}).get(
+                        "internal_error") and value is None):
                     raise HwcheckError(f"{src} was graded with {what} {value}, {first} with {grading[what]}: "
                                        f"shards of one batch must be graded alike (regrade one with the other's "
                                        f"--seed and the same hwcheck)")
@@ -307,8 +454,10 @@ def merge(sources, dest):
     try:
         for card in outfolder.collect_scorecards(dest, assignment):
             sid = str(card["submission"].get("id"))
-            if sid not in found and _grading_of(card) != grading:
-                raise HwcheckError(f"{dest} already holds {sid}, graded otherwise ({_grading_of(card)}): "
+            how = _grading_of(card)
+            if sid not in found and any(setting_differs(v, grading[k]) if k in SETTINGS else v != grading[k]
+                                        for k, v in how.items()):
+                raise HwcheckError(f"{dest} already holds {sid}, graded otherwise ({_said(how)}): "
                                    f"merge into a new folder")
         result = MergeResult(dest, assignment)
         result.notes += skipped
@@ -333,6 +482,14 @@ def merge(sources, dest):
         for src, info, have in stopped:  # given, yet not finished: incomplete, never "missing"
             result.incomplete.append(f"{info.get('index')}/{info.get('count')}")
             result.notes.append(_incomplete_line(src, info, have))
+        shards = dict(infos)
+        for src in sources:  # hwcheck's own failures in a folder merged: no grades, named with their --resume
+            crashed = sorted((sid, card) for sid, (where, card) in found.items()
+                             if where == src and card.get("status") == "crashed")
+            if crashed:
+                result.crashed += [sid for sid, _ in crashed]
+                result.notes.append(_crashed_line(src, shards.get(src), [sid for sid, _ in crashed],
+                                                  [card for _, card in crashed]))
         spec = load_spec(assignment)
         _merge_students(sources, dest)
         result.notes += _merge_exports(sources, dest)

@@ -454,6 +454,8 @@ class Grader:
             environment=environment(),
             grader={"version": __version__, "mode": self.mode, "spec_sha256": spec_sha256(assignment),
                     "seed": self.seed,
+                    # what else decides a grade (`merge` and `--resume` compare them): --timeout, --device
+                    "timeout": self.timeout, "devices": [d for d in ("cpu", "cuda") if d in self.devices],
                     "isolation": load["isolation"] + (["cuda-unavailable-in-walls"] if isinstance(self._cuda, str) else []),
                     **({"student_kit": True} if replay is not None else {})},
             duration_s=time.perf_counter() - t0, status=status,
