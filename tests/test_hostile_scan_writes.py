@@ -44,7 +44,7 @@ def _write(tmp_path, files):
 
 
 def _softmax_names():
-    from assignments.attention._common import SOFTMAX_NAMES
+    from assignments.attention._by_hand import SOFTMAX_NAMES
     return SOFTMAX_NAMES
 
 
@@ -179,7 +179,7 @@ def test_a_library_attention_is_a_library_softmax(tmp_path):
                                   "from torch.nn import TransformerEncoder as attend",
                                   "from torch.nn import TransformerDecoder as attend"])
 def test_flex_attention_and_the_transformer_modules_are_library_attention(tmp_path, what):
-    from assignments.attention._common import ATTENTION_NAMES
+    from assignments.attention._by_hand import ATTENTION_NAMES
     hw = GOOD.replace("def self_attention(X, W_Q, W_K, W_V):\n",
                       f"def self_attention(X, W_Q, W_K, W_V):\n    {what}\n", 1)
     assert hw != GOOD
@@ -188,7 +188,7 @@ def test_flex_attention_and_the_transformer_modules_are_library_attention(tmp_pa
 
 
 def test_the_assignments_name_the_same_library_attention():
-    from assignments.attention._common import ATTENTION_CALLS, ATTENTION_NAMES, SOFTMAX_CALLS, SOFTMAX_NAMES
+    from assignments.attention._by_hand import ATTENTION_CALLS, ATTENTION_NAMES, SOFTMAX_CALLS, SOFTMAX_NAMES
     from assignments.charlm._common import NOT_BY_HAND_NAMES
     assert ATTENTION_NAMES == NOT_BY_HAND_NAMES["masked_attention"]
     assert ATTENTION_NAMES <= SOFTMAX_NAMES and set(ATTENTION_CALLS) <= set(SOFTMAX_CALLS)

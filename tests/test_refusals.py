@@ -98,8 +98,9 @@ def test_export_of_an_outdir_whose_record_names_another_assignment_says_how_resu
     assert r.exit_code == 1, r.output
     assert "grade into it first" not in r.output and "1 scorecard of attention" in r.output, r.output
     assert "names the assignment vit" in r.output, r.output
-    assert f"hwcheck grade {folder} -a attention -o {out} --resume" in r.output, r.output
-    r = CliRunner().invoke(main, ["grade", str(folder), "-a", "attention", "-o", str(out), "--resume"])
+    assert f"hwcheck grade {folder} -a attention -o {out} --resume --timeout 5`" in r.output, r.output
+    r = CliRunner().invoke(main, ["grade", str(folder), "-a", "attention", "-o", str(out), "--resume",
+                                  "--timeout", "5"])  # the setting it was graded with, as the line prints it
     assert r.exit_code == 0 and "(0 graded, 1 up to date)" in r.output, r.output
     r = CliRunner().invoke(main, ["export", str(out)])
     assert r.exit_code == 0, r.output

@@ -443,12 +443,28 @@ def crashed_line(outdir):
     from checker.records.shard import SHARD_FILE
     info = owned.read_json(outdir, SHARD_FILE, "shard")
     again = info.get("resume") if isinstance(info, dict) and isinstance(info.get("resume"), str) else (
-        f"hwcheck grade {graded_folder(cards) or '<the folder graded>'} -a {assignment} -o {outdir} --resume")
+        f"hwcheck grade {graded_folder(cards) or '<the folder graded>'} -a {assignment} -o {outdir} --resume"
+        f"{settings_words(cards)}")
     one = len(ids) == 1
     return (f"{len(ids)} submission{'' if one else 's'} crashed (hwcheck's own failures; rerun with --resume): "
             f"{', '.join(ids[:20])}{f' and {len(ids) - 20} more' if len(ids) > 20 else ''} "
             f"{'is' if one else 'are'} exported with 0 points; grade {'it' if one else 'them'} again with "
             f"`{again}`, then run `hwcheck export {outdir}` again")
+
+
+def settings_words(cards):
+    """` --timeout T --device D` as the scorecards were graded (the first that records them), so that the
+    `--resume` a message prints keeps them and regrades none for want of them; '' where none is recorded."""
+    from checker.records.shard import UNKNOWN, settings_of, shown_setting
+    for c in cards:
+        got = settings_of(c.get("grader") or {})
+        if any(v is UNKNOWN for v in got.values()):
+            continue
+        words = f" {shown_setting('timeout', got['timeout'])}" if got["timeout"] is not None else ""
+        if got["devices"] and tuple(got["devices"]) != ("cpu", "cuda"):
+            words += f" {shown_setting('devices', got['devices'])}"
+        return words
+    return ""
 
 
 def other_record_line(outdir, assignment):
@@ -466,7 +482,8 @@ def other_record_line(outdir, assignment):
     which = f"of {next(iter(held))}" if len(held) == 1 else f"of hwcheck's: {which}"
     named = f"names the assignment {assignment}" if assignment else "names no assignment"
     folder = graded_folder(cards) or "<the folder graded>"
-    fix = (f"`hwcheck grade {folder} -a {next(iter(held))} -o {outdir} --resume` writes that record again from "
+    fix = (f"`hwcheck grade {folder} -a {next(iter(held))} -o {outdir} --resume{settings_words(cards)}` writes "
+           f"that record again from "
            f"the folder graded (it keeps every scorecard that is current and grades none of them again), then run "
            f"`hwcheck export {outdir}` again" if len(held) == 1 else
            f"it holds scorecards of {len(held)} assignments: grade each into an output folder of its own")
