@@ -118,14 +118,19 @@ def context_mistakes(enc, dec, H_E):
             "combine": combine_mistakes(softmax(enc @ dec / math.sqrt(n)), enc, H_E)}
 
 
-def mistaken_self_attention(X, Wq, Wk, Wv, *, scale=None, softmax_of="softmax", kq=False, query=None, key=None):
+def mistaken_self_attention(X, Wq, Wk, Wv, *, scale=None, softmax_of="softmax", kq=False, query=None, key=None,
+                            causal=False):
     """All-token self-attention with one mistake (scale: the divisor; kq: K Q^T instead of Q K^T; query, key:
-    the matrix the queries or keys were projected with, when not W_Q or W_K)."""
+    the matrix the queries or keys were projected with, when not W_Q or W_K; causal: token i attends to tokens
+    0..i only, a decoder's mask)."""
     X, Wq, Wk, Wv = map(_f64, (X, Wq, Wk, Wv))
     Q, K, V = X @ (Wq if query is None else _f64(query)), X @ (Wk if key is None else _f64(key)), X @ Wv
     S = K @ Q.T if kq else Q @ K.T
     div = math.sqrt(K.shape[-1]) if scale is None else scale
-    return SOFTMAXES[softmax_of](S / div) @ V
+    S = S / div
+    if causal:
+        S = np.where(np.triu(np.ones(S.shape, dtype=bool), k=1), -np.inf, S)
+    return SOFTMAXES[softmax_of](S) @ V
 
 
 def self_attention_mistakes(X, Wq, Wk, Wv):
@@ -147,7 +152,8 @@ def self_attention_mistakes(X, Wq, Wk, Wv):
             "key_wv": m(key=Wv) if Wv.shape == Wk.shape else None,
             "abs": m(softmax_of="abs"), "T": m(scale=math.sqrt(X.shape[0])) if X.shape[0] != dk else None,
             # row i holds token i-1's answer (the last token's for row 0): an off-by-one in the token index
-            "previous_row": np.roll(m(), 1, axis=0) if len(X) > 1 else None}
+            "previous_row": np.roll(m(), 1, axis=0) if len(X) > 1 else None,
+            "causal": m(causal=True) if len(X) > 1 else None}
 
 
 def scores_and_values(X, Wq, Wk, Wv):

@@ -92,6 +92,8 @@ WRONG_AXIS = ("the softmax ran over the wrong axis (axis 0, the queries/rows); i
               "last axis (the keys), e.g. `e / e.sum(axis=-1, keepdims=True)`")
 WHOLE_ARRAY = ("the softmax normalised over the whole array, so all the rows together sum to 1: with 2-D "
                "scores each row must sum to 1 on its own, e.g. `e / e.sum(axis=-1, keepdims=True)`")
+CAUSAL = ("a causal mask: token i attends only to tokens 0..i (a decoder's mask, as in a GPT); self-attention "
+          "here has no mask, every token attends to every token, the later ones too")
 KQ_SWAPPED = "the scores were computed as K Q^T instead of Q K^T (row i must be query i against every key)"
 HEAD_WEIGHT_IS_OUTPUT = ("this is the shape of one head's output (T x d_model/num_heads); one head's weight "
                          "W_i^Q maps d_model features to d_model/num_heads, so it is "
@@ -196,6 +198,7 @@ def _self_attention_hints(X, Wq, Wk, Wv, row=None):
             (f"this is the answer for token {row - 1 if row else len(X) - 1}, not token {row}: tokens are counted "
              "from 0 and the query of token i is X[i] @ W_Q (an off-by-one?)",
              pick(m["previous_row"]) if row is not None else None),
+            (CAUSAL, pick(m["causal"])),
             (GLOBALS.format(names="X, W_Q, W_K, W_V"), handout[row]
              if row is not None and row < len(X_HANDOUT) else handout if row is None else None)]
 
