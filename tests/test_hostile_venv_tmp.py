@@ -157,3 +157,34 @@ def test_hwcheck_imports_its_own_modules_inside_the_walls_not_the_rest_of_its_ch
     for name in ("reference", "tests", "project"):
         if os.path.exists(reads[name]):
             assert out[name] in ("FileNotFoundError", "PermissionError"), (name, out)
+
+
+@pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "fallback"])
+def test_a_second_copy_of_the_project_leaves_neither_copys_references_readable(namespaces, work):
+    """hwcheck run from one copy of the project (a second checkout, `PYTHONPATH=.`) while this Python's editable
+    install maps `checker` and `assignments` to another: the worker imports from both, so the references and
+    grading tests of both stay closed (an attacker's probe, h82, read the editable install's reference.py by
+    path and earned 85 of attention's 90 automatic points with a one-line submission)."""
+    copy = _made_in("/tmp")
+    try:
+        ignore = shutil.ignore_patterns("__pycache__", "examples")
+        for sub in ("checker", "assignments", "reference"):
+            shutil.copytree(os.path.join(REPO, sub), os.path.join(copy, sub), ignore=ignore, symlinks=True)
+        for root, dirs, names in os.walk(copy):
+            for d in dirs:
+                os.chmod(os.path.join(root, d), 0o755)
+            for n in names:
+                os.chmod(os.path.join(root, n), 0o644)
+        reads = {"copy's reference": os.path.join(copy, "assignments", "attention", "reference.py"),
+                 "copy's tests": os.path.join(copy, "assignments", "attention", "test_attention_q1.py"),
+                 "installed reference": os.path.join(REPO, "assignments", "attention", "reference.py"),
+                 "installed answers": os.path.join(REPO, "assignments", "charlm", "_answers.py"),
+                 "installed tests": os.path.join(REPO, "tests", "conftest.py")}
+        out = _run(sys.executable, namespaces, work, ["checker.worker.roots"], reads,
+                   path_line=f"sys.path.insert(0, {copy!r})  # this copy's checker, the editable install beside it")
+        assert out["checker.worker.roots"] == "imported", out
+        for name, path in reads.items():
+            if os.path.exists(path):
+                assert out[name] in ("FileNotFoundError", "PermissionError"), (name, out[name][:80])
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)

@@ -42,14 +42,34 @@ def secret_paths(extra=()):
         spec = importlib.util.find_spec(pkg)
         if spec and spec.submodule_search_locations:
             out.extend(os.path.realpath(p) for p in spec.submodule_search_locations)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # checker/running/..
-    for sub in ("tests", "reference", "submissions", "bench", ".git"):  # reference/, submissions/: links into assignments/
-        if os.path.isdir(os.path.join(root, sub)):
-            out.append(os.path.join(root, sub))
+    for root in _project_copies():
+        for sub in PROJECT_SECRETS:
+            if os.path.isdir(os.path.join(root, sub)):
+                out.append(os.path.realpath(os.path.join(root, sub)))
     out.extend(_assignment_secrets())
     out.extend(os.path.realpath(p) for p in own_dirs())
     out.extend(os.path.realpath(p) for p in extra if p)
     return sorted(set(out))
+
+
+PROJECT_SECRETS = ("assignments", "tests", "reference", "submissions", "bench", ".git")  # reference/, submissions/: links into assignments/
+
+
+def _project_copies():
+    """The roots of every copy of hwcheck's project a worker could read: the one this code runs from, and any
+    other among the folders a worker imports from (`checker.worker.landlock.import_folders`): a folder on
+    `sys.path` that holds a `checker` or `assignments` package, and the parent of a `checker`, `assignments` or
+    `reference` folder an editable install maps (`pip install -e` of one checkout, run from another: the
+    other's assignments would otherwise be readable)."""
+    from checker.worker.landlock import import_folders
+    roots = {os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))}  # checker/running/..
+    for folder in import_folders():
+        folder = os.path.realpath(folder)
+        if os.path.basename(folder) in ("checker", "assignments", "reference"):
+            roots.add(os.path.dirname(folder))
+        elif any(os.path.isfile(os.path.join(folder, pkg, "__init__.py")) for pkg in ("checker", "assignments")):
+            roots.add(folder)
+    return sorted(roots)
 
 
 def state_dirs():
