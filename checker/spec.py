@@ -34,6 +34,7 @@ student work, or an importer of reference code beyond naming it.
 """
 
 import ast
+import copy
 import functools
 import hashlib
 import importlib.abc
@@ -247,13 +248,32 @@ if not any(isinstance(f, _ReferenceFinder) for f in sys.meta_path):
     sys.meta_path.append(_ReferenceFinder())
 
 
+def _stamp(path):
+    """What says a file changed (its inode, size and modification time in ns), or None where it is not there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+_PARSED = {}  # spec.toml path -> (its stamp, what tomllib read): a grade reads the spec several times
+
+
 def load_spec(aid):
     path = os.path.join(_dir(aid), SPEC_FILE)
-    try:
-        with open(path, "rb") as f:
-            spec = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise SpecError(f"cannot read {path}: {e}") from None
+    stamp = _stamp(path)
+    kept = _PARSED.get(path)
+    if stamp is not None and kept is not None and kept[0] == stamp:
+        spec = copy.deepcopy(kept[1])  # callers fill in and change their spec
+    else:
+        try:
+            with open(path, "rb") as f:
+                spec = tomllib.load(f)
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise SpecError(f"cannot read {path}: {e}") from None
+        if stamp is not None and stamp == _stamp(path):
+            _PARSED[path] = (stamp, copy.deepcopy(spec))
     spec.setdefault("id", aid)
     if spec["id"] != aid:
         raise SpecError(f"{path} says id = {spec['id']!r}, but its folder is named {aid!r}: an assignment's "
@@ -303,8 +323,13 @@ def grading_files(aid):
 def spec_sha256(aid):
     """The sha256 of the assignment's grading files (`grading_files`: each one's name and bytes, in order):
     scorecards record it, and one graded with other grading files is not current (`--resume` regrades it)."""
+    files = grading_files(aid)
+    stamps = tuple((name, path, _stamp(path)) for name, path in files)
+    kept = _HASHED.get(aid)
+    if kept is not None and kept[0] == stamps and None not in (s for _, _, s in stamps):
+        return kept[1]
     h = hashlib.sha256()
-    for name, path in grading_files(aid):
+    for name, path in files:
         try:
             with open(path, "rb") as f:
                 data = f.read()
@@ -313,7 +338,13 @@ def spec_sha256(aid):
         for part in (name.encode("utf-8", "surrogateescape"), data):
             h.update(len(part).to_bytes(8, "big"))
             h.update(part)
-    return h.hexdigest()
+    digest = h.hexdigest()
+    if stamps == tuple((name, path, _stamp(path)) for name, path in files):  # none changed while it was read
+        _HASHED[aid] = (stamps, digest)
+    return digest
+
+
+_HASHED = {}  # assignment id -> (every grading file's name, path and stamp, their hash): read once while unchanged
 
 
 def grading_test_files(spec):
