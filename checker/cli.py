@@ -74,7 +74,7 @@ def main():
 def list_command():
     """List the assignments with their questions, titles and points."""
     from checker.spec import ambiguous_ids, assignment_ids, load_spec
-    from checker.render.report import format_points
+    from checker.render.scorecard_text import format_points
     ambiguous = ambiguous_ids()  # two folders have the id: refused wherever it is named, said here
     for n, aid in enumerate(assignment_ids()):
         if aid in ambiguous:
@@ -158,7 +158,10 @@ def check(submission, assignment, json_file, devices, timeout, ci, classroom_out
     finally:
         zygote.close()
     from checker.records.atomic import dumps_json, write_json_atomic, write_text_atomic
-    from checker.render.report import format_markdown, format_scorecard, github_annotations, junit_xml, min_score_line
+    from checker.render.github import format_markdown, github_annotations
+    from checker.render.junit import junit_xml
+    from checker.render.report import format_scorecard
+    from checker.render.scorecard_text import min_score_line
     from checker.judging.scorecard import student_view
     view = student_view(card)
 
@@ -196,7 +199,7 @@ def check(submission, assignment, json_file, devices, timeout, ci, classroom_out
 def _ci_error(submission, e):
     """An error that stops `check --ci` before any test ran (no assignment recognised, ...) as an `::error`
     annotation and a short step summary: on stderr alone, the job went red with neither."""
-    from checker.render.report import error_annotation, error_markdown
+    from checker.render.github import error_annotation, error_markdown
     if isinstance(e, HwcheckError):
         text = str(e)
     elif isinstance(e, OSError):  # as `guarded` words it
@@ -560,7 +563,7 @@ def show(scorecard_file, show_all, verbose, color):
     colored = color_wanted(color)
     view = card if show_all else student_view(card)
     echo(format_scorecard(view, color=colored, verbose=show_all or verbose), color=colored)
-    from checker.records.owned import written_by_hwcheck
+    from checker.records.owned_listing import written_by_hwcheck
     outdir, ours = written_by_hwcheck(scorecard_file)
     if outdir is not None and not ours:  # in an output folder, yet not the file hwcheck wrote there
         echo(f"hwcheck: warning: hwcheck did not write {for_terminal(scorecard_file, newlines=False)} (or it changed "

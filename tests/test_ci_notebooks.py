@@ -22,7 +22,8 @@ from click.testing import CliRunner
 
 import checker.running.runner
 from checker.cli import main
-from checker.render.report import MAX_LOAD_MESSAGES, format_markdown
+from checker.render.github import format_markdown
+from checker.render.scorecard_text import MAX_LOAD_MESSAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "assignments" / "attention" / "examples" / "correct_notebook.ipynb"

@@ -29,7 +29,7 @@ ESC = "\x1b["
 
 
 def _points(x):
-    from checker.render.report import format_points
+    from checker.render.scorecard_text import format_points
     return format_points(x)
 
 

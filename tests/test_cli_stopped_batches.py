@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from checker.cli import main
-from checker.records import batch, owned
+from checker.records import batch, owned_records
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "submissions", "attention")
@@ -41,7 +41,7 @@ def _own_key(tmp_path, monkeypatch):
     """This test's own key file (not the account's), no HWCHECK_KEY unless a test sets one."""
     monkeypatch.setenv("HWCHECK_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.delenv("HWCHECK_KEY", raising=False)
-    monkeypatch.setattr(owned, "_key_cache", {})
+    monkeypatch.setattr(owned_records, "_key_cache", {})
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from checker.cli import main
-from checker.records import owned
+from checker.records import owned, owned_records
 from checker.spec import load_spec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -119,7 +119,7 @@ def test_grades_typed_into_grades_csv_survive_an_export_on_a_full_disk(graded, s
     assert f"kept as you typed them in {out / 'grades.csv'}" in said and "Errno" not in said, said
     assert (out / "grades.csv").read_bytes() == typed  # still in place, as the TA typed it
     assert (out / "manual.csv").read_bytes() == manual
-    state = owned.state_dir(str(out))
+    state = owned_records.state_dir(str(out))
     assert owned.set_aside(str(out)) == []  # nothing moved away
     for folder in ("earlier", "set-aside"):  # no empty copy left anywhere
         where = os.path.join(state, folder)
@@ -152,7 +152,7 @@ def test_a_file_not_hwchecks_stays_in_place_when_writing_over_it_fails(graded, s
     assert (out / "grades.csv").read_bytes() == b"id,total\r\nalice,1\r\n"
     kept = owned.set_aside(str(out))  # the TA's file, kept whole, once the new one was in its place
     assert len(kept) == 1
-    with open(os.path.join(owned.state_dir(str(out)), "set-aside", kept[0]), "rb") as f:
+    with open(os.path.join(owned_records.state_dir(str(out)), "set-aside", kept[0]), "rb") as f:
         assert f.read() == typed
 
 
@@ -160,11 +160,11 @@ def test_a_copy_kept_on_a_full_disk_is_whole_or_not_there(small):
     (small / "out").mkdir()
     manual = small / "out" / "manual.csv"
     manual.write_text("id,question,points,comment\r\n" + "alice,Q3-text,7,\r\n" * 2000)
-    os.makedirs(os.path.join(owned.state_dir(str(small / "out")), "earlier"))
+    os.makedirs(os.path.join(owned_records.state_dir(str(small / "out")), "earlier"))
     filler = _fill(small)
     with pytest.raises(OSError):
         owned.keep_copy(str(small / "out"), str(manual))
-    assert os.listdir(os.path.join(owned.state_dir(str(small / "out")), "earlier")) == []
+    assert os.listdir(os.path.join(owned_records.state_dir(str(small / "out")), "earlier")) == []
     os.unlink(filler)
     copy = owned.keep_copy(str(small / "out"), str(manual))
     assert open(copy, "rb").read() == manual.read_bytes()

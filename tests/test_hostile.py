@@ -749,7 +749,7 @@ def test_a_linked_file_submission_never_reads_hwchecks_own_key_or_cache(request,
     to any file of the machine that is no .py or .ipynb (/etc/shadow), is left out like one into reference/: its
     text is never copied to the worker, so no message echoes it."""
     use(request, zyg)
-    from checker.records.owned import _key_from
+    from checker.records.owned_records import _key_from
     state, entries = tmp_path / "state", tmp_path / "class"
     monkeypatch.setenv("HWCHECK_STATE_DIR", str(state))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

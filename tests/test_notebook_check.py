@@ -62,7 +62,7 @@ def _expected(path, tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert p.returncode in (0, 1) and out.exists(), p.stdout + p.stderr
     view = json.loads(out.read_text())
-    from checker.render.report import format_points
+    from checker.render.scorecard_text import format_points
     return view, {q["id"]: (f"{format_points(q['score'])}/{format_points(q['max_score'])}" if not q["manual"]
                             else "pending") for q in view["questions"]}
 
@@ -76,7 +76,7 @@ def test_check_in_a_kernel_gives_hwcheck_checks_verdicts(tmp_path, sub):
     text, page = _output(nb.cells[-3])
     assert "the code run in this kernel" in text
     assert _points_in_text(text) == points, text
-    from checker.render.report import format_points
+    from checker.render.scorecard_text import format_points
     assert f"Total: {format_points(view['score'])}/{format_points(view['max_score'])}" in text
     for qid, pts in points.items():  # the HTML has a row per question with the same points
         row = re.search(r"<tr><td[^>]*>" + re.escape(qid) + r"</td>.*?</tr>", page)

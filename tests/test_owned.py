@@ -12,20 +12,20 @@ import os
 
 import pytest
 
-from checker.records import atomic, outfolder, owned
+from checker.records import atomic, outfolder, owned, owned_listing, owned_records
 
 
 @pytest.fixture(autouse=True)
 def _own_key(tmp_path, monkeypatch):
     monkeypatch.setenv("HWCHECK_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.delenv("HWCHECK_KEY", raising=False)
-    monkeypatch.setattr(owned, "_key_cache", {})
+    monkeypatch.setattr(owned_records, "_key_cache", {})
 
 
 @pytest.mark.parametrize("sid", ["../merge_escape", "..", ".", "", "a/b", "/etc/passwd", "x\0y"])
 def test_an_id_that_is_no_plain_name_builds_no_path(tmp_path, sid):
     with pytest.raises(ValueError):
-        owned.join_inside(str(tmp_path), sid)
+        owned_records.join_inside(str(tmp_path), sid)
     with pytest.raises(ValueError):
         outfolder.scorecard_path(str(tmp_path), sid)
     with pytest.raises(ValueError):
@@ -38,7 +38,7 @@ def test_a_link_out_of_the_folder_is_refused(tmp_path):
     (tmp_path / "out").mkdir()
     os.symlink(tmp_path / "elsewhere", tmp_path / "out" / "gradescope")
     with pytest.raises(ValueError):
-        owned.join_inside(str(tmp_path / "out"), "gradescope", "results.json")
+        owned_records.join_inside(str(tmp_path / "out"), "gradescope", "results.json")
     out = str(tmp_path / "out")
     outfolder.write_results(out, "alice", {"score": 1})  # beside the link, never through it
     assert os.listdir(tmp_path / "elsewhere") == []
@@ -49,17 +49,17 @@ def test_a_file_is_hwchecks_only_with_the_bytes_it_wrote(tmp_path):
     out = str(tmp_path)
     path = owned.write_json(out, "alice.json", {"a": 1}, kind="scorecard", sid="alice")
     assert owned.read_json(out, "alice.json") == {"a": 1}
-    assert owned.is_ours(out, path)
+    assert owned_listing.is_ours(out, path)
     with open(path, "w") as f:
         f.write('{"a": 2}')
     assert owned.read_json(out, "alice.json") is None
-    assert not owned.is_ours(out, path)
+    assert not owned_listing.is_ours(out, path)
 
 
 def test_a_record_signed_with_another_key_proves_nothing(tmp_path, monkeypatch):
     out = str(tmp_path / "out")
     owned.write_json(out, "alice.json", {"a": 1}, kind="scorecard", sid="alice")
-    monkeypatch.setattr(owned, "_key_cache", {})
+    monkeypatch.setattr(owned_records, "_key_cache", {})
     monkeypatch.setenv("HWCHECK_STATE_DIR", str(tmp_path / "another"))
     assert owned.read_json(out, "alice.json") is None
     assert outfolder.read_scorecard(out, "alice") is None
@@ -68,12 +68,12 @@ def test_a_record_signed_with_another_key_proves_nothing(tmp_path, monkeypatch):
 def test_a_forged_record_proves_nothing(tmp_path):
     out = str(tmp_path)
     owned.write_json(out, "bob.json", {"b": 1}, kind="scorecard", sid="bob")
-    records = os.path.join(owned.state_dir(out), "records")
+    records = os.path.join(owned_records.state_dir(out), "records")
     (name,) = os.listdir(records)
     rec = json.load(open(os.path.join(records, name)))
     with open(os.path.join(out, "bob.json"), "w") as f:
         f.write('{"b": 100}')
-    rec["sha256"] = owned.sha256_bytes(b'{"b": 100}')
+    rec["sha256"] = owned_records.sha256_bytes(b'{"b": 100}')
     with open(os.path.join(records, name), "w") as f:
         json.dump(rec, f)
     assert owned.read_json(out, "bob.json") is None
@@ -86,7 +86,7 @@ def test_a_students_file_at_an_output_name_is_set_aside_and_kept(tmp_path):
     assert path == os.path.join(out, "grades.csv")
     assert owned.read_bytes(out, "grades.csv") == b"id\r\n"
     (kept,) = owned.set_aside(out)
-    with open(os.path.join(owned.state_dir(out), "set-aside", kept)) as f:
+    with open(os.path.join(owned_records.state_dir(out), "set-aside", kept)) as f:
         assert f.read() == "my own data\n"
 
 
@@ -180,7 +180,7 @@ def test_remove_stale_temps_removes_what_a_kill_leaves_of_any_write(tmp_path):
     left = []
     for folder, name in [(out, ".grades.csv.sha256"), (out, "grades.csv"), (out, "alice.json"),
                          (os.path.join(out, "gradescope", "alice"), "results.json"),
-                         (os.path.join(owned.state_dir(out), "records"), "0123abcd.json")]:
+                         (os.path.join(owned_records.state_dir(out), "records"), "0123abcd.json")]:
         prefix, suffix = atomic.temp_affixes(os.path.join(folder, name))
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, prefix + "k1ll3d_x" + suffix)

@@ -3,9 +3,10 @@
 import xml.etree.ElementTree as ET
 
 from checker.render.gradescope import make_output
-from checker.render.report import (
-    answer_note, format_markdown, format_points, format_scorecard, github_annotations, junit_xml,
-)
+from checker.render.github import format_markdown, github_annotations
+from checker.render.junit import junit_xml
+from checker.render.report import format_scorecard
+from checker.render.scorecard_text import answer_note, format_points
 from checker.judging.scorecard import build_scorecard, student_view
 
 SPEC = {

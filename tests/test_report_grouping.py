@@ -5,7 +5,8 @@ same way, and the HTML view must too (it opened 12 blocks for one bug); skip rea
 (~600 characters each, repeated per dtype) are told once, by their first clause, counted.
 """
 from checker.platforms.notebook_html import scorecard_html
-from checker.render.report import format_scorecard, short_reason, skip_groups
+from checker.render.report import format_scorecard
+from checker.render.scorecard_text import short_reason, skip_groups
 
 LONG = ("judged by test_mhsa_averages_the_values_over_the_keys, not here: the outputs of "
         "MultiHeadSelfAttention(8, 2) in {dtype} are not a softmax-weighted average of the values with weights "

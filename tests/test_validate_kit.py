@@ -113,7 +113,7 @@ def test_the_kit_of_every_built_in_assignment_computes_no_answer(tmp_path):
     shapes suggest for more arguments): a hint's mistaken answers are recorded, like the expected values, so the
     helpers that computed them (`_softmax`, `_mistaken_context(enc, dec)` with its defaults, `_attend`) are not
     in the kit; and a planted control, which it must find (and only its functions that compute an answer)."""
-    from checker.platforms.kit_probe import probe_kit
+    from checker.platforms.kit_check import probe_kit
     from checker.platforms.validate import kit_problems
     for aid in BUILT_IN:
         assert kit_problems(aid) == [], aid
@@ -183,7 +183,7 @@ def _fake_kit(root, module_source):
 
 
 def test_a_probe_that_finds_a_hit_reports_it_with_its_file(tmp_path):
-    from checker.platforms.kit_probe import run_probe
+    from checker.platforms.kit_check import run_probe
     cases = _fake_kit(tmp_path / "kit", "def twice(a):\n    return a * 2\n\ndef thrice(a):\n    return a * 3\n")
     summary, hits = run_probe(tmp_path / "kit", cases, tmp_path / "hits.jsonl", timeout=300)
     assert [(h["function"], h["file"], h["answer"]) for h in hits] == [("extra.twice", "extra.py", "double 2x3")]
@@ -192,7 +192,7 @@ def test_a_probe_that_finds_a_hit_reports_it_with_its_file(tmp_path):
 
 def test_a_probe_that_hangs_is_a_problem_with_a_message(tmp_path):
     from checker.errors import HwcheckError
-    from checker.platforms.kit_probe import run_probe
+    from checker.platforms.kit_check import run_probe
     cases = _fake_kit(tmp_path / "kit", "import threading\nthreading.Event().wait()\n")  # its import never ends
     with pytest.raises(HwcheckError, match=r"the kit probe \(checker/platforms/kit_probe.py\) did not finish in 3 s"):
         run_probe(tmp_path / "kit", cases, tmp_path / "hits.jsonl", timeout=3)
@@ -200,7 +200,7 @@ def test_a_probe_that_hangs_is_a_problem_with_a_message(tmp_path):
 
 def test_a_probe_that_crashes_is_a_problem_with_a_message(tmp_path):
     from checker.errors import HwcheckError
-    from checker.platforms.kit_probe import run_probe
+    from checker.platforms.kit_check import run_probe
     cases = _fake_kit(tmp_path / "kit", "")
     os.remove(tmp_path / "kit" / "checker" / "wire.py")  # no wire: the probe cannot read its cases
     with pytest.raises(HwcheckError, match=r"the kit probe \(checker/platforms/kit_probe.py\) failed \(exit status 1\): "
@@ -211,7 +211,7 @@ def test_a_probe_that_crashes_is_a_problem_with_a_message(tmp_path):
 def test_a_probed_function_cannot_fork(tmp_path):
     """A probed function that forks is refused (os.fork raises): the child would go on probing beside its parent
     until the time limit (hwcheck's own fork_init did so, a minute per probe of a kit)."""
-    from checker.platforms.kit_probe import run_probe
+    from checker.platforms.kit_check import run_probe
     marker = tmp_path / "forked"
     cases = _fake_kit(tmp_path / "kit", textwrap.dedent(f'''\
         import os
@@ -237,7 +237,7 @@ def test_a_probed_function_that_asks_for_the_temp_dir_leaves_nothing_in_it(tmp_p
     """In the probe's children removing files is refused, so Python's first look for the temp dir (it writes
     a file there, then removes it) left that file behind, in every temp dir it tried, at every probed call
     that asked: thousands of files in /tmp per `hwcheck validate`. The probe's temp dir is its own folder."""
-    from checker.platforms.kit_probe import run_probe
+    from checker.platforms.kit_check import run_probe
     system_tmp = tmp_path / "tmp"
     system_tmp.mkdir()
     monkeypatch.setenv("TMPDIR", str(system_tmp))  # the probe's process finds its temp dir from this

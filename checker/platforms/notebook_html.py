@@ -18,7 +18,7 @@ which the notebook shows where HTML is not) or the class report.
 import html
 
 from checker.render.escape import for_terminal
-from checker.render.report import answer_note, failure_groups, format_points, skip_groups
+from checker.render.scorecard_text import answer_note, failure_groups, format_points, skip_groups
 
 __all__ = ["scorecard_html"]
 

@@ -269,7 +269,7 @@ def _shared_data_problems(card, what, told):
 
 
 def _kit_code_problems(aid):
-    from checker.platforms.kit_probe import kit_code_problems  # builds the kit and probes it in a process of its own
+    from checker.platforms.kit_check import kit_code_problems  # builds the kit and probes it in a process of its own
     return kit_code_problems(aid)
 
 

@@ -408,7 +408,7 @@ def recognise(folder, outdir=None, roster_rows=None):
     roster_rows: a roster's rows (`checker.records.roster.read_roster`); one exported from Canvas or Moodle settles
     a file name that reads as more than one student's."""
     from checker.records.lms_folders import classroom, gradescope
-    from checker.records.owned import is_ours
+    from checker.records.owned_listing import is_ours
     if not os.path.isdir(folder):
         raise HwcheckError(f"{folder} is not a folder")
     names = [n for n in _entries(folder) if not (outdir and is_ours(outdir, os.path.join(folder, n)))]
@@ -471,7 +471,7 @@ def listing(folder, outdir, notes=None, roster=None, assignment=None):
     from checker.records.entries import scan_entries, skipped_entries
     from checker.records.identical import identical_groups
     from checker.records.lms_students import lms_entries
-    from checker.records.owned import is_ours
+    from checker.records.owned_listing import is_ours
     from checker.records.roster import match_roster, read_roster
     notes = [] if notes is None else notes
     old = read_students(outdir)

@@ -41,7 +41,8 @@ def _nfc(text):
 
 def stage(outdir, student, names):
     """OUTDIR/.lms/<id>/ holding the student's files under their own names (rewritten each run: same bytes, same hash)."""
-    from checker.records.owned import ensure_folder, join_inside
+    from checker.records.owned import ensure_folder
+    from checker.records.owned_records import join_inside
     # hwcheck's own folder (a student's `.lms`, a link out of OUTDIR, is left alone: checker.records.owned), the id a plain name
     dest = join_inside(ensure_folder(outdir, STAGE, stage=True), student.sid)
     if os.path.isdir(dest) and not os.path.islink(dest):

@@ -44,7 +44,7 @@ import os
 
 from checker._version import __version__
 
-from checker.records import owned
+from checker.records import owned, owned_records
 from checker.records.atomic import is_temp_name
 from checker.errors import HwcheckError
 from checker.render.gradescope import make_failure_results, make_results
@@ -66,7 +66,7 @@ __all__ = ["scorecard_name", "results_name", "raw_name", "scorecard_path", "resu
 
 def _plain(sid):
     sid = str(sid)
-    owned.join_inside(".", sid)  # ValueError for an id that is no plain file name (`../x`, `a/b`)
+    owned_records.join_inside(".", sid)  # ValueError for an id that is no plain file name (`../x`, `a/b`)
     return file_name(sid)  # a name Windows holds too: `CON`, `a:b` escaped (checker.records.ids)
 
 
@@ -193,7 +193,7 @@ def remove_stale_temps(outdir):
     gs = owned.folder_of(outdir, "gradescope")
     if gs and os.path.isdir(gs) and not os.path.islink(gs):
         folders += [gs] + [os.path.join(gs, d) for d in os.listdir(gs)]
-    state = owned.state_dir(outdir)
+    state = owned_records.state_dir(outdir)
     folders += [state, os.path.join(state, "records")]  # not set-aside/: what is there is not hwcheck's
     for folder in folders:
         if os.path.islink(folder) or not os.path.isdir(folder):
@@ -217,7 +217,7 @@ def remove_stale_temps(outdir):
 
 def scorecards_in(outdir):
     """Every scorecard hwcheck wrote into OUTDIR, whatever its assignment (no other file is read)."""
-    for _name, sid in owned.records(outdir, "scorecard"):
+    for _name, sid in owned_records.records(outdir, "scorecard"):
         if sid is None:
             continue
         card = read_scorecard(outdir, sid)
@@ -232,7 +232,7 @@ def unreadable_scorecards(outdir):
     `hwcheck export` names them, and `grade --resume` grades them again (`is_current`). A scorecard whose file
     is gone (deleted) is none of them."""
     out = []
-    for name, sid in owned.records(outdir, "scorecard"):
+    for name, sid in owned_records.records(outdir, "scorecard"):
         path = owned.path_of(outdir, name)
         if sid is not None and os.path.isfile(path) and not os.path.islink(path):
             if read_scorecard(outdir, sid) is None:
@@ -242,7 +242,7 @@ def unreadable_scorecards(outdir):
 
 def scorecard_ids(outdir):
     """The ids whose scorecard hwcheck recorded writing into OUTDIR (a student's `jdoe.json` is none of them)."""
-    return sorted({sid for _name, sid in owned.records(outdir, "scorecard") if sid is not None})
+    return sorted({sid for _name, sid in owned_records.records(outdir, "scorecard") if sid is not None})
 
 
 def other_assignments(outdir, assignment):
@@ -260,7 +260,7 @@ def batch_running(outdir):
     never waited for: the lock is taken and let go at once; a folder never locked has no lock file to make."""
     import fcntl
     try:
-        fd = os.open(os.path.join(owned.state_dir(outdir), "lock"), os.O_RDWR | os.O_NOFOLLOW)
+        fd = os.open(os.path.join(owned_records.state_dir(outdir), "lock"), os.O_RDWR | os.O_NOFOLLOW)
     except OSError:
         return False
     try:
@@ -277,7 +277,7 @@ def unlock_outdir(outdir, fd, made=False):
     nothing but the lock is removed first, while the lock is held (a grade refused after it took the lock, such
     as one of a folder with no submissions, leaves no folder it made)."""
     try:
-        state = owned.state_dir(outdir)
+        state = owned_records.state_dir(outdir)
         if made and os.listdir(outdir) == [os.path.basename(state)] and os.listdir(state) == ["lock"]:
             os.unlink(os.path.join(state, "lock"))
             os.rmdir(state)
@@ -291,7 +291,7 @@ def unlock_outdir(outdir, fd, made=False):
 def lock_outdir(outdir):
     """Hold the lock in OUTDIR's state folder: two batches writing one OUTDIR would undo each other's work."""
     import fcntl
-    state = owned.state_dir(outdir)
+    state = owned_records.state_dir(outdir)
     os.makedirs(state, exist_ok=True)
     fd = os.open(os.path.join(state, "lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
@@ -308,7 +308,7 @@ def foreign_scorecards(outdir):
     verify: their record cannot be checked here, so none of them is read (`scorecards_in`), and a command that
     writes the gradebook from OUTDIR would write it without them. Only the records' names are read, to refuse."""
     import re
-    mine = os.path.basename(owned.state_dir(outdir))
+    mine = os.path.basename(owned_records.state_dir(outdir))
     try:
         names = os.listdir(outdir)
     except OSError:

@@ -2,7 +2,7 @@
 
 What it is for:
 - `is_own_output(outdir, path)`: whether an entry of the folder being graded
-  is hwcheck's own (`checker.records.owned.is_ours`: OUTDIR, its state folder, a file
+  is hwcheck's own (`checker.records.owned_listing.is_ours`: OUTDIR, its state folder, a file
   or folder hwcheck recorded writing there, an older output folder), so that
   `-o` equal to (or inside) the submissions folder never grades hwcheck's own
   outputs as a student, nor takes a student's file for hwcheck's.
@@ -48,7 +48,7 @@ import os
 import re
 
 from checker.errors import HwcheckError
-from checker.records import owned
+from checker.records import owned, owned_listing, owned_records
 from checker.records.gradebook import answers_text, gradebook_text
 from checker.records.kept import (Answers, Overrides, Scales, WrittenCells, _maxima, answer_text, stale_text,
                                   written_answers)
@@ -69,8 +69,8 @@ class TypedNotMoved(HwcheckError):
 
 
 def is_own_output(outdir, path):
-    """True when `path` is hwcheck's own in OUTDIR (`checker.records.owned.is_ours`), never a student's file."""
-    return owned.is_ours(outdir, path)
+    """True when `path` is hwcheck's own in OUTDIR (`checker.records.owned_listing.is_ours`), never a student's file."""
+    return owned_listing.is_ours(outdir, path)
 
 
 def load_note(card):
@@ -166,9 +166,9 @@ class Gradebook:
     def _typed(self):
         """Grades typed into grades.csv by hand since hwcheck wrote it (they would be overwritten)."""
         raw = owned.changed_bytes(self.outdir, "grades.csv")  # the file hwcheck wrote, changed since; else None
-        if raw is None or owned.sha256_bytes(raw) == self.examined:  # none, or the one this run moved already
+        if raw is None or owned_records.sha256_bytes(raw) == self.examined:  # none, or the one this run moved already
             return []
-        self.examined, self.untold = owned.sha256_bytes(raw), True
+        self.examined, self.untold = owned_records.sha256_bytes(raw), True
         if self.holds_submissions:  # a student's upload named grades.csv, copied in with a later download, must
             # never grade anyone (nor change a grade the TA gave in manual.csv): set aside, said, not read
             line = (f"grades.csv in {self.outdir}, which holds the students' files, changed since hwcheck wrote it: a "
@@ -253,7 +253,7 @@ class Gradebook:
         be moved (a full disk), False in a batch (grades.csv keeps them; the next write tries again, the
         batch goes on) and `TypedNotMoved` from the final write, as at a run's start."""
         raw = owned.changed_bytes(self.outdir, "grades.csv")
-        if raw is None or owned.sha256_bytes(raw) == self.examined:
+        if raw is None or owned_records.sha256_bytes(raw) == self.examined:
             return True
         kept = (list(self.problems), self.moved, self.told, self.rewritten, self.added, self.copy)
         try:
@@ -385,11 +385,11 @@ class Gradebook:
                                 f"nothing was moved to {MANUAL_CSV}")
                     self.problems.append(f"{shown} in {self.outdir} was edited since hwcheck wrote it: {what}, and "
                                          f"hwcheck wrote it anew; the edited copy was moved to "
-                                         f"{os.path.join(owned.state_dir(self.outdir), 'set-aside', name)}")
+                                         f"{os.path.join(owned_records.state_dir(self.outdir), 'set-aside', name)}")
                     continue
                 self.problems.append(f"{shown} in {self.outdir} was not written by hwcheck (a student's file, or "
                                      f"an older hwcheck's, or edited since) and sat where hwcheck writes its own: "
-                                     f"moved to {os.path.join(owned.state_dir(self.outdir), 'set-aside', name)}")
+                                     f"moved to {os.path.join(owned_records.state_dir(self.outdir), 'set-aside', name)}")
         for name, path in owned.alternates(self.outdir):
             if name not in self.set_aside:
                 self.set_aside.add(name)

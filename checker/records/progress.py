@@ -20,7 +20,7 @@ import os
 import statistics
 
 from checker.render.escape import for_terminal
-from checker.render.report import format_points
+from checker.render.scorecard_text import format_points
 from checker.judging.scorecard import STATUSES
 
 __all__ = ["progress_line", "progress_bar", "summary_lines", "isolation_gaps", "not_graded_lines", "rerun_note",

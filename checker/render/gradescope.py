@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from checker.render.report import answer_note
+from checker.render.scorecard_text import answer_note
 from checker.judging.scorecard import test_message
 
 __all__ = ["make_results", "make_failure_results", "make_hidden_summary", "SEPARATOR"]

@@ -6,7 +6,7 @@ top-level statement at a time), surviving what students write: syntax
 errors, failing cells, IPython magics and shell lines (`%%time` and
 `%%capture` cells run their body, `%%writefile` writes its file (in the
 cwd, which is not on `sys.path`; `import NAME` of a `NAME.py` so written
-gets the text the cell wrote, served from memory by `_WrittenModules`, never
+gets the text the cell wrote, served from memory by `checker.worker.jupyter.WrittenModules`, never
 the file as the code may have changed it since), other
 magics are skipped), `sys.exit`, cells that hang, training at the top level
 (a loop that calls `.backward()`, or a call of a function that has one, is
@@ -18,20 +18,22 @@ cell (or line) each name came from.
 What it is not: trusted. It runs in the worker, next to student code, and
 never in the grading process. It judges nothing. Reading the files is
 `checker.worker.sources`; what a unit's syntax tree says (its statements,
-the names it binds, whether it trains) is `checker.worker.syntax`.
+the names it binds, whether it trains) is `checker.worker.syntax`; the
+messages' places and tracebacks in the student's words are
+`checker.worker.tracebacks`; a unit's time limit and the builtins put back
+after it, `checker.worker.unit_guard`; Jupyter's `display`, `get_ipython`
+and `%%writefile` modules, `checker.worker.jupyter`.
 """
 
 import __future__
 import ast
-import importlib
 import linecache
 import os
 import re
-import signal
 import sys
-import traceback
 import types
 
+from checker.worker.jupyter import IPythonStub, WrittenModules, display
 from checker.worker.packages import PackageModules, module_files
 from checker.worker.roots import import_roots
 from checker.worker.stubs import DISPLAY_ONLY, DisplayStubs, TextBars
@@ -39,65 +41,11 @@ from checker.worker.sources import (ASSIGNED_MAGIC_RE, NotebookError, _archive_o
                                     _chunks, _strip_magics, list_units, py_pieces, read_source)
 from checker.worker.syntax import (assigned as _assigned, nested_defs as _nested_defs, parse as _parse,
                                    statements as _statements, trainer_defs as _trainer_defs, training as _training)
+from checker.worker.tracebacks import (CELL_LABELS, cell_label, code_line, exc_text, hint, loc, nth, stuck_in,
+                                       student_frames, where_line)
+from checker.worker.unit_guard import UnitTimeout, alarm, alarm_left, restore_builtins
 
-
-_PRISTINE_BUILTINS = dict(vars(__import__("builtins")))
-
-
-def restore_builtins():
-    """Put back every name of the builtins module that code changed or removed (`builtins.max = ...`):
-    the worker's own code (the loader, the request loop, the wire) runs on those names too, and an
-    attack on them would crash the grader's side of the worker instead of only the student's own code."""
-    current = vars(__import__("builtins"))
-    for name, value in _PRISTINE_BUILTINS.items():
-        if current.get(name, _PRISTINE_BUILTINS) is not value:
-            current[name] = value
-
-__all__ = ["Loader", "UnitTimeout", "student_where", "format_student_tb", "list_units"]
-
-
-class UnitTimeout(BaseException):
-    """Raised by the alarm when one cell or statement runs past its limit."""
-
-
-class _IPythonStub:
-    """Stands in for get_ipython(): every attribute is a no-op callable."""
-
-    def __getattr__(self, name):
-        return lambda *a, **k: None
-
-
-def _display(*objs, **kwargs):
-    return None
-
-
-class _WrittenModules:
-    """A finder for the modules `%%writefile NAME.py` cells wrote in the cwd (not on `sys.path`, so that a
-    module the code itself writes while it runs is never imported): `import NAME` gets the text the cells
-    wrote, which the trusted side's scan reads too, whatever the file holds now."""
-
-    def __init__(self):
-        self.sources = {}  # module name -> (path, text)
-
-    def wrote(self, name, text, append):
-        mod = name[:-3] if name.endswith(".py") else ""
-        if mod.isidentifier() and os.path.basename(name) == name:
-            path = os.path.abspath(name)
-            self.sources[mod] = (path, (self.sources.get(mod, (path, ""))[1] if append else "") + text)
-
-    def find_spec(self, name, path=None, target=None):
-        if path is None and name in self.sources:
-            import importlib.util
-            return importlib.util.spec_from_loader(name, self, origin=self.sources[name][0])
-        return None
-
-    def create_module(self, spec):
-        return None
-
-    def exec_module(self, module):
-        path, text = self.sources[module.__name__]
-        module.__file__ = path
-        exec(compile(text, path, "exec"), module.__dict__)  # noqa: S102 - the cell's own text
+__all__ = ["Loader"]
 
 
 class Loader:
@@ -109,7 +57,7 @@ class Loader:
         self.module = types.ModuleType("submission")
         self.ns = self.module.__dict__
         self.ns.update({"__name__": "submission", "__builtins__": __builtins__,
-                        "display": _display, "get_ipython": lambda: _IPythonStub()})
+                        "display": display, "get_ipython": lambda: IPythonStub()})
         self.messages = []
         self.origins = {}
         self.defs = {}  # name -> {file, cell, line} of the def/class statement that made it
@@ -132,7 +80,7 @@ class Loader:
         self.failed = {}        # name a failed statement would have bound -> index of that failure's message
         self.after = {}         # that index -> where later statements failed for want of such a name
         self.files = {}  # compiled filename -> (display file, cell or None)
-        self.written = _WrittenModules()  # the modules %%writefile cells wrote: importable as written
+        self.written = WrittenModules()  # the modules %%writefile cells wrote: importable as written
         self.future = {}  # display file -> compiler flags of its `from __future__` imports
 
     # -- public
@@ -146,7 +94,7 @@ class Loader:
         finally:
             for i, where in self.after.items():
                 same = self.messages[i]["file"]
-                where = [_loc(f, c, n) if f != same else _loc(f, c, n)[len(f):].lstrip(", ") for f, c, n in where]
+                where = [loc(f, c, n) if f != same else loc(f, c, n)[len(f):].lstrip(", ") for f, c, n in where]
                 shown = "; ".join(where[:8]) + (f" and {len(where) - 8} more" if len(where) > 8 else "")
                 self.messages[i]["text"] += (f"\n  then {len(where)} later statement{'s' * (len(where) > 1)} "
                                              f"failed for want of what it would have defined: {shown}")
@@ -229,7 +177,7 @@ class Loader:
         except SyntaxError as e:
             line = (e.lineno or 1) + line0 - 1
             self._msg("syntax_error", shown, cell, line,
-                      f"SyntaxError in {_loc(shown, cell, line)}: {e.msg}"
+                      f"SyntaxError in {loc(shown, cell, line)}: {e.msg}"
                       + (f"\n    {e.text.strip()}" if e.text else ""))
             return
         if line0 > 1:
@@ -241,7 +189,7 @@ class Loader:
             self.untrained |= _assigned(tree)
             said = any(m["kind"] == "training" for m in self.messages)
             self._msg("training", shown, cell, line0,
-                      f"{_loc(shown, cell, line0)}: {training} was not run"
+                      f"{loc(shown, cell, line0)}: {training} was not run"
                       + (" either" if said else ": the grader tests your functions and classes on its own "
                          "inputs and never uses a trained model, so training and sampling would only cost time"))
             return
@@ -249,7 +197,7 @@ class Loader:
             linecache.cache[filename] = (len(code_src), None, ("\n" * (line0 - 1) + code_src).splitlines(True),
                                          filename)
         self.on_unit({"file": shown, "cell": cell, "line": line0,
-                      **({"label": _cell_label(shown, cell)} if cell is not None else {})})
+                      **({"label": cell_label(shown, cell)} if cell is not None else {})})
         try:
             for node in tree.body:  # `from __future__ import ...` holds for the rest of the file, as in IPython
                 if isinstance(node, ast.ImportFrom) and node.module == "__future__":
@@ -261,12 +209,12 @@ class Loader:
             # a unit met while another runs (a statement of a module of the submission that a statement imports)
             # has its own limit, and the importing statement gets back what it had left when it resumes: each
             # unit is stopped by its own limit alone, as the trusted side, told of each unit, expects
-            left = _alarm_left()
-            _alarm(self.unit_s)
+            left = alarm_left()
+            alarm(self.unit_s)
             try:
                 exec(code, ns)
             finally:
-                _alarm(left)
+                alarm(left)
                 restore_builtins()  # a unit that rebinds builtins.max/abs/... changes nothing of the grader's
             for name in _assigned(tree):  # defined after all: later uses are not for want of a failed one
                 self.failed.pop(name, None)
@@ -274,21 +222,21 @@ class Loader:
         except UnitTimeout as e:
             self.failed.update(dict.fromkeys(_assigned(tree), len(self.messages)))  # its knock-ons: told here
             self._msg("timeout", shown, cell, line0,
-                      f"{_loc(shown, cell, line0)} ran longer than {self.unit_s:g} s and was stopped"
-                      + _stuck_in(e, self.files))
+                      f"{loc(shown, cell, line0)} ran longer than {self.unit_s:g} s and was stopped"
+                      + stuck_in(e, self.files))
         except SystemExit as e:
-            self._msg("exit", shown, cell, _where_line(e, self.files) or line0,
-                      f"{_loc(shown, cell, _where_line(e, self.files) or line0)} called sys.exit({e.code!r}); "
+            self._msg("exit", shown, cell, where_line(e, self.files) or line0,
+                      f"{loc(shown, cell, where_line(e, self.files) or line0)} called sys.exit({e.code!r}); "
                       "the grader ignored it and went on")
         except BaseException as e:  # noqa: BLE001 - student code may raise anything
-            frames = _student_frames(e, self.files)
+            frames = student_frames(e, self.files)
             outer = next((f for f in frames if f["file"] == shown and f["cell"] == cell), None)
             inner = frames[-1] if frames else None
             line = outer["line"] if outer else line0
             if isinstance(e, NameError) and getattr(e, "name", None) in self.untrained:
                 self.untrained |= _assigned(tree)  # (what this statement made is missing as well)
                 self._msg("training", shown, cell, line,
-                          f"{_loc(shown, cell, line)} was not run either: it uses `{e.name}`, which only the "
+                          f"{loc(shown, cell, line)} was not run either: it uses `{e.name}`, which only the "
                           "training code the grader skipped would have made (not graded)")
             elif (isinstance(e, ModuleNotFoundError) and isinstance(getattr(e, "name", None), str)
                   and self.missing_modules.get(e.name.split(".")[0]) is not None):
@@ -305,22 +253,22 @@ class Loader:
                 if isinstance(e, ModuleNotFoundError) and isinstance(getattr(e, "name", None), str):
                     self.missing_modules[e.name.split(".")[0]] = len(self.messages)
                 self.failed.update(dict.fromkeys(_assigned(tree), len(self.messages)))
-                text = f"{_loc(shown, cell, line)} raised {_exc_text(e)}" + _code(outer)
+                text = f"{loc(shown, cell, line)} raised {exc_text(e)}" + code_line(outer)
                 if inner is not None and inner is not outer:
-                    text += f"\n  in {_loc(inner['file'], inner['cell'], inner['line'])}" + _code(inner)
-                self._msg("error", shown, cell, line, text + _hint(e) + self._later_cell_note(e, shown, cell))
+                    text += f"\n  in {loc(inner['file'], inner['cell'], inner['line'])}" + code_line(inner)
+                self._msg("error", shown, cell, line, text + hint(e) + self._later_cell_note(e, shown, cell))
         for name in _assigned(tree):
             if name in ns and not name.startswith("_"):
-                self.origins[name] = _loc(shown, cell, None if cell is not None else line0)
+                self.origins[name] = loc(shown, cell, None if cell is not None else line0)
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 if node.name in ns:
                     if own:  # a module of a package keeps its own: nothing of another file is replaced
                         self._note_other_file(node, shown, cell)
                     else:  # made in a module of the submission: its origin wherever it is imported
-                        self._made_in[id(ns[node.name])] = (ns[node.name], _loc(shown, cell, line0))
+                        self._made_in[id(ns[node.name])] = (ns[node.name], loc(shown, cell, line0))
                     self.defs[node.name] = {"file": shown, "cell": cell, "line": node.lineno,
-                                            **({"label": _cell_label(shown, cell)} if cell is not None else {})}
+                                            **({"label": cell_label(shown, cell)} if cell is not None else {})}
                 else:
                     self.unrun[node.name] = {"file": shown, "cell": cell, "line": node.lineno, "why": "stopped"}
         for node, guarded in _nested_defs(tree.body):
@@ -340,11 +288,11 @@ class Loader:
         homework): the file that runs last wins, which the student may not expect; say which one is graded."""
         body = ast.dump(node, include_attributes=False)
         before = self._def_bodies.get(node.name)
-        self._def_bodies[node.name] = (shown, body, _loc(shown, cell, node.lineno))
+        self._def_bodies[node.name] = (shown, body, loc(shown, cell, node.lineno))
         if before is None or before[0] == shown or before[1] == body:
             return
         self._msg("other_file", shown, cell, node.lineno,
-                  f"`{node.name}` is defined in {before[2]} and, differently, in {_loc(shown, cell, node.lineno)}. "
+                  f"`{node.name}` is defined in {before[2]} and, differently, in {loc(shown, cell, node.lineno)}. "
                   f"The files of a folder run in name order (.py files first), so the one in {shown} is graded. If that is not "
                   "the version you meant, delete or rename the other one (a scratch notebook, an old copy).")
 
@@ -356,7 +304,7 @@ class Loader:
         assigned = self.assigned_in.setdefault(shown, {})  # name -> [(cell, execution count)] of top-level binds
         for cell_no, src, count in cells:
             self.counts[(shown, cell_no)] = count
-            _CELL_LABELS[(shown, cell_no)] = f"In [{count}]" if count is not None else f"the {_nth(cell_no)} code cell"
+            CELL_LABELS[(shown, cell_no)] = f"In [{count}]" if count is not None else f"the {nth(cell_no)} code cell"
             try:
                 names = _assigned(ast.parse(_strip_magics(src)[0]))
             except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -370,7 +318,7 @@ class Loader:
             code, skipped = _strip_magics(src)
             for s in skipped:
                 self._msg("magic", shown, cell_no, None,
-                          f"{_loc(shown, cell_no, None)}: skipped IPython line `{s[:80]}` (magics and shell commands do not run in the grader)")
+                          f"{loc(shown, cell_no, None)}: skipped IPython line `{s[:80]}` (magics and shell commands do not run in the grader)")
                 self._skipped_binds(s)
             if not code.strip():
                 continue
@@ -399,7 +347,7 @@ class Loader:
         mine = self.counts.get((shown, cell))
         ran = ("; in your notebook it ran before this one" if n is not None and mine is not None and n < mine
                else "")  # (both are named by their In [n] then)
-        return (f"\n  `{name}` is assigned in {_cell_label(shown, c)}, below this one{ran}. The grader runs the cells top to "
+        return (f"\n  `{name}` is assigned in {cell_label(shown, c)}, below this one{ran}. The grader runs the cells top to "
                 f"bottom, as Restart & Run All does: move that assignment above its first use.")
 
     def _note_redefinitions(self, src, shown, cell_no, count, seen):
@@ -418,9 +366,9 @@ class Loader:
             if before is None or before[0] == cell_no or None in (before[1], count) or before[1] < count:
                 continue
             self._msg("note", shown, cell_no, node.lineno,
-                      f"`{node.name}` is defined in {_cell_label(shown, before[0])} and again, lower in the notebook, "
-                      f"in {_cell_label(shown, cell_no)}. The grader runs the cells top to bottom, so the lower one "
-                      f"is graded; but in your notebook {_cell_label(shown, before[0])} ran last, so the version you "
+                      f"`{node.name}` is defined in {cell_label(shown, before[0])} and again, lower in the notebook, "
+                      f"in {cell_label(shown, cell_no)}. The grader runs the cells top to bottom, so the lower one "
+                      f"is graded; but in your notebook {cell_label(shown, before[0])} ran last, so the version you "
                       "tried last may be the other one. Delete the one you do not want.")
 
     def _writefile(self, src, shown, cell_no):
@@ -438,10 +386,10 @@ class Loader:
             with open(names[0], "a" if append else "w", encoding="utf-8") as out:
                 out.write(text)
             self.written.wrote(names[0], text, append)
-            self._msg("magic", shown, cell_no, None, f"{_loc(shown, cell_no, None)}: %%writefile wrote {names[0]}")
+            self._msg("magic", shown, cell_no, None, f"{loc(shown, cell_no, None)}: %%writefile wrote {names[0]}")
         except OSError as e:
             self._msg("error", shown, cell_no, 1,
-                      f"{_loc(shown, cell_no, None)}: %%writefile could not write {names[0]}: {e.strerror or e}")
+                      f"{loc(shown, cell_no, None)}: %%writefile could not write {names[0]}: {e.strerror or e}")
         return True
 
     def _load_py(self, f, shown, ns=None):
@@ -482,125 +430,3 @@ class Loader:
         # one top-level statement at a time: a failing statement loses only itself
         for start, chunk in p.pieces:
             self._run_unit(chunk, f, shown, None, start, cache=False, ns=ns)
-
-
-# (notebook, code cell number) -> how the student's notebook shows that cell: "In [7]" (its execution count)
-# or "the 4th code cell" (never run). One worker loads one submission, so one table serves the process.
-_CELL_LABELS = {}
-
-
-def _nth(n):
-    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
-
-
-def _cell_label(shown, cell):
-    return _CELL_LABELS.get((shown, cell)) or f"cell {cell}"
-
-
-def _loc(shown, cell, line):
-    s = shown + (f", {_cell_label(shown, cell)}" if cell is not None else "")
-    return s + (f", line {line}" if line else "")
-
-
-def _alarm_left():
-    """The seconds left of the unit limit running now (0: none runs)."""
-    return signal.getitimer(signal.ITIMER_REAL)[0] if hasattr(signal, "setitimer") else 0
-
-
-def _alarm(seconds):
-    if not hasattr(signal, "setitimer"):
-        return
-    if seconds:
-        def _raise(signum, frame):
-            raise UnitTimeout()
-        signal.signal(signal.SIGALRM, _raise)
-    signal.setitimer(signal.ITIMER_REAL, seconds or 0)
-
-
-def _hint(e):
-    """A short explanation of exceptions that mean "this does not work in the grader"."""
-    if isinstance(e, (FileNotFoundError, PermissionError)):
-        return ("\n  (the grader runs your code in a private folder that holds only your submission: "
-                "data files and downloads your notebook used are not there)")
-    if isinstance(e, MemoryError):
-        return "\n  (it ran out of the memory the grader allows)"
-    if isinstance(e, ModuleNotFoundError):
-        name = getattr(e, "name", None)
-        what = f"`{name.split('.')[0]}` is" if isinstance(name, str) else "that module is"
-        return (f"\n  ({what} neither a file of your submission nor a package installed where the grader runs. A "
-                "file of yours: hand it in with the rest (in the same folder). A package: the grader cannot "
-                "install packages (`!pip install` lines are skipped), so the graded functions and classes must "
-                "not need it: import it only in the cells that use it, such as plots or data loading)")
-    if isinstance(e, EOFError):
-        return "\n  (input() waits for someone to type: nobody does in the grader, so it gets end-of-file)"
-    return ""
-
-
-def _exc_text(e):
-    try:
-        text = str(e)
-    except BaseException:  # noqa: BLE001
-        text = "<unprintable>"
-    name = type(e).__name__
-    return f"{name}: {text[:1000]}" if text else name
-
-
-def _where_line(e, files):
-    w = student_where(e, files)
-    return w["line"] if w else None
-
-
-def _student_frames(exc, files):
-    """The traceback frames that are the student's code, outermost first: [{file, cell, line, code}]."""
-    out = []
-    tb = exc.__traceback__
-    while tb is not None:
-        fn = tb.tb_frame.f_code.co_filename
-        if fn in files:
-            shown, cell = files[fn]
-            line = tb.tb_lineno
-            code = (linecache.getline(fn, line) or "").strip()
-            out.append({"file": shown, "cell": cell, "line": line, "code": code,
-                        **({"label": _cell_label(shown, cell)} if cell is not None else {})})
-        tb = tb.tb_next
-    return out
-
-
-def _stuck_in(exc, files):
-    """Where a unit stopped by its time limit was running, when that is inside a function of the student's
-    (the statement alone, `main()` or `model = train(...)`, does not say which loop never ends):
-    ", inside `f` (file, line N)" and that line, or ""."""
-    inner, tb = None, exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename in files:
-            inner = tb
-        tb = tb.tb_next
-    if inner is None or inner.tb_frame.f_code.co_name in ("<module>", "<lambda>") \
-            or inner.tb_frame.f_code.co_name.startswith("<"):
-        return ""
-    fn = inner.tb_frame.f_code.co_filename
-    shown, cell = files[fn]
-    code = (linecache.getline(fn, inner.tb_lineno) or "").strip()
-    return (f", inside `{inner.tb_frame.f_code.co_name}` ({_loc(shown, cell, inner.tb_lineno)})"
-            + (f"\n    {code[:200]}" if code else ""))
-
-
-def _code(frame):
-    return f"\n    {frame['code'][:200]}" if frame and frame.get("code") else ""
-
-
-def student_where(exc, files):
-    """The innermost traceback frame that is the student's code: {file, cell, line, code}."""
-    frames = _student_frames(exc, files)
-    return frames[-1] if frames else None
-
-
-def format_student_tb(exc, files, limit=8):
-    """A traceback with only the student's frames, innermost last."""
-    out = []
-    for fs in traceback.extract_tb(exc.__traceback__):
-        if fs.filename in files:
-            shown, cell = files[fs.filename]
-            out.append(f"  {_loc(shown, cell, fs.lineno)}, in {fs.name}\n    {(fs.line or '').strip()}")
-    out = out[-limit:]
-    return "\n".join(out + [f"{_exc_text(exc)}"])

@@ -22,8 +22,10 @@ import time
 
 from checker import wire
 from checker.worker.isolation import WallsRefused, apply_isolation, scratch_of
-from checker.worker.loader import Loader, format_student_tb, restore_builtins, student_where, UnitTimeout
+from checker.worker.loader import Loader
 from checker.worker.probes import Probes, ProbeError
+from checker.worker.tracebacks import format_student_tb, student_where
+from checker.worker.unit_guard import UnitTimeout, restore_builtins
 
 __all__ = ["serve", "CappedWriter"]
 

@@ -45,7 +45,7 @@ def _progress(enabled):
 def _feedback(cards, wrap):
     from checker.records.classreport.data import submission_id
     from checker.records.classreport.html import feedback_text
-    from checker.render.report import format_points
+    from checker.render.scorecard_text import format_points
     from checker.judging.scorecard import student_view
     out = []
     for card in wrap(sorted(cards, key=submission_id), desc="feedback pages"):
