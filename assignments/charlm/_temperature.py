@@ -73,6 +73,20 @@ def _telling_candidates(candidates, right):
     return right_ok, wrong_ok
 
 
+ONE_HEAD_HINT = ("the heads are not split: num_heads is ignored and the attention is a single head of the full "
+                 "width (`nn.MultiheadAttention(d_model, 1)`, or one softmax over q @ k^T of all d_model features). "
+                 "Each of the num_heads heads needs its own scores from its own d_model/num_heads-wide slice of Q "
+                 "and K, its own softmax, and its own slice of V; then concatenate the heads "
+                 "(`nn.MultiheadAttention(d_model, num_heads, batch_first=True)` does all of it)")
+
+
+def _apart(R, W):
+    """Which structures' answers (n,) of R, the right temperature's (n, T, V), lie apart from every answer of W
+    (n, T, V), by TEMPERATURE_APART relative to the largest (as _telling_candidates)."""
+    scale = np.maximum(1.0, np.abs(R).max(axis=(1, 2)))
+    return (np.abs(R[:, None] - W[None]).max(axis=(2, 3)) / scale[:, None] > TEMPERATURE_APART).all(axis=1)
+
+
 def _sizes(cfg, T, globals_=None):
     """The sizes a scale may have been computed from, with their names, on an input of T tokens: the model's,
     then the notebook's top-level ints (`globals_`, {name: value})."""
@@ -195,6 +209,10 @@ def _check_temperature(sub, ref, rng, seed, cfg):
     right = math.sqrt(dh)
     taus = (right,) + tuple(tau(D, dh) for _, tau in SCALE_HINTS)
     candidates = _temperature_candidates(cfg, E, P, sines, ids, taus)
+    # num_heads ignored: one head of the full width d_model, its scores divided by sqrt(d_model) (what
+    # nn.MultiheadAttention(d_model, 1) does) or by sqrt(d_model/num_heads)
+    one_head = {tau: A.identity_logits(E, P, sines, ids, 1, (tau,))[0].astype(np.float64)
+                for tau in (math.sqrt(D), right)} if h > 1 else {}
     short_right = _temperature_candidates(cfg, E, P, sines, short, (right,))[right]
     # every answer model is asked before the student's answer is known, so that the kit records them all
     with_positions = np.array(A.identity_structures_with_positions(), dtype=bool)
@@ -296,6 +314,12 @@ def _check_temperature(sub, ref, rng, seed, cfg):
                       f"sqrt(d_model/num_heads) = sqrt({dh}) = {right:.4g}: each head's softmax is too sharp or too "
                       f"flat, so every position averages the earlier ones with the wrong weights.\nLikely mistake: "
                       f"{hint}.")
+        for tau, want in one_head.items():
+            if matches(want, got, _apart(candidates[right], want)):
+                _fail(f"{set_as} gives the logits of attention with one head of the full width d_model = {D}, its "
+                      f"scores divided by sqrt({D if tau != right else dh}) = {tau:.4g}, not {h} heads of "
+                      f"d_model/num_heads = {dh} features each with a softmax of their own.\nLikely mistake: "
+                      f"{ONE_HEAD_HINT}.")
         # an answer within the tolerance of a right one, where the temperature hardly shows: never failed below
         unexplained.append((values, uniform, got, matches(candidates[right], got)))
     # at no known temperature: first, are the weights over the keys a softmax's, summing to one? (any structure)

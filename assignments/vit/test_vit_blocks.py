@@ -1,6 +1,7 @@
 """Grading tests of `vit`, question vit: the encoder blocks (see _common.py for what the tests share)."""
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+from ._positions import POSITIONS_MULTIPLIED_HINT, positions_multiplied
 
 
 PRE_NORM_HINT = ("an encoder block that is not `Z = Z + MHSA(LN(Z)); Z = Z + MLP(LN(Z))`: a missing residual "
@@ -429,7 +430,16 @@ def test_vit_attention_branch_reads_a_normalized_input(sub, close, rng, seed):
         pytest.skip("judged by test_vit_blocks_are_pre_norm_residual, not here: that test fails on this model (a "
                     "post-norm block, say, whose attention reads Z whole), so the attention branch cannot be seen "
                     "on its own")
-    hint = LAYERNORM_OVER_TOKENS_HINT if _norm_mixes_tokens(model, name, out, x, N, D) else ATTENTION_NOT_NORMED_HINT
+    if positions_multiplied(model, rng, img, N, D, out):
+        raise GradingFailure(
+            f"{name}: adding a constant to all the features of each patch token (through rows 1..N of "
+            "positional_embedding) changed the logits, which a LayerNorm before each branch would not let happen "
+            "if the positions were added; and with positional_embedding set to zero, two different images give "
+            f"the same logits: the positions multiply the tokens.\nLikely mistake: {POSITIONS_MULTIPLIED_HINT}.")
+    if _norm_mixes_tokens(model, name, out, x, N, D):
+        hint = LAYERNORM_OVER_TOKENS_HINT
+    else:
+        hint = ATTENTION_NOT_NORMED_HINT
     raise GradingFailure(
         f"{name}: adding a constant to all the features of each patch token (through rows 1..N of "
         "positional_embedding) changed the logits; a LayerNorm removes such a constant, so in a block whose "

@@ -1,6 +1,7 @@
 """Grading tests of `vit`, question mhsa (see _common.py for what the tests share)."""
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+from ._registered import BUFFER_WEIGHTS_HINT, buffer_weights_text, weights_in_buffers
 
 
 def _mhsa_shape(sub, rng, seed, B, N, D, h):
@@ -46,7 +47,11 @@ def test_mhsa_parameter_count(sub, rng, seed, D, h):
     if m.n_params >= low:
         _structure_earns_if_it_runs(sub, rng, seed)
         return
-    if m.n_params >= 3 * D * D:
+    buffers = weights_in_buffers(m, D, h)
+    if buffers:
+        hint = (f"{BUFFER_WEIGHTS_HINT}; here {buffer_weights_text(buffers)} "
+                f"{'is a buffer' if len(buffers) == 1 else 'are buffers'}")
+    elif m.n_params >= 3 * D * D:
         hint = ("no output projection: after the heads are concatenated, step 4 of the handout applies W^O "
                 "(D x D, e.g. nn.Linear(D, D)), which lets the heads' outputs mix")
     elif any(tuple(p.get("shape", ())) == (D // h, D // h) for p in m.params):
