@@ -1,5 +1,7 @@
 """What every question of `vit`'s grading tests shares (trusted side): the handout's data, the hint
-texts expected.json quotes, and the helpers; the tests themselves are in test_vit_<question>.py,
+texts expected.json quotes, and the helpers (patchify's judge in _patchify.py, determinism in eval mode in
+_determinism.py, the positions in _positions.py, buffers in _registered.py, outputs in _outputs.py); the tests
+themselves are in test_vit_<question>.py,
 a file per question (a question with many tests has more: test_vit_mhsa_temperature.py, the softmax's
 temperature, and test_vit_blocks.py, the ViT's encoder blocks), and the fixtures they share in conftest.py.
 
@@ -16,7 +18,8 @@ weights that average over the keys, scores that are not symmetric, the
 temperature sqrt(D/num_heads), and every weight reaching the output (MHSA
 only), batch independence, determinism in eval mode, dependence on every
 patch, a class-token readout, positions that reach the encoder blocks, pre-norm
-residual blocks that are chained, both branches reading LN(Z), an MLP that reads
+residual blocks that are chained, both branches reading LN(Z) (a LayerNorm of its own each), a linear patch
+embedding, an MLP that reads
 the attention's output and is not linear, blocks wired as the handout's formula
 (each branch run in a block of its own gives what both give in one), the attention inside the blocks (with known
 weights, the handout's softmax over the keys of Q K^T / sqrt(D/num_heads) in num_heads heads) (ViT only), dtype and
@@ -58,18 +61,6 @@ from checker.judging.portability import check_runs_on_another_device, meta_only
 from ._outputs import check_shape, plain_output, shape_before_gradients  # noqa: F401 - the tests' too
 
 LIST_HINT = "per-head layers kept in a plain Python list are not registered: use nn.ModuleList"
-RESHAPE_HINT = "patches cut by reshape, not tiles"
-CHANNEL_LAST_HINT = ("the tiles are right but each patch is flattened channel-last (P_h, P_w, C); flatten it "
-                     "channel-first (C, P_h, P_w), as F.unfold does")
-COLUMN_MAJOR_HINT = ("the tiles are right but in column-major order: number the patches row by row over the "
-                     "grid (left to right, then top to bottom)")
-TILES_UNPERMUTED_HINT = ("the tiles are cut (Tensor.unfold twice gives (B, C, H/P_h, W/P_w, P_h, P_w)) but reshaped to "
-                         "(B, N, C*P_h*P_w) without moving the channel axis: permute to (B, H/P_h, W/P_w, C, P_h, "
-                         "P_w) first (`.permute(0, 2, 3, 1, 4, 5)`), then reshape")
-UNFOLD_RESHAPED_HINT = ("F.unfold gives (B, C*P_h*P_w, N), the patches as columns: transpose it (`.transpose(1, 2)`); "
-                        "a reshape to (B, N, C*P_h*P_w) cuts across the patches")
-SWAPPED_PATCH_HINT = ("patch_dims read in the wrong order: it is (P_h, P_w), the patch height first, as the "
-                      "image is (C, H, W); `ph, pw = patch_dims`, and H // P_h patches down, W // P_w across")
 DTYPE_HINT = ("a tensor in forward is not in the input's dtype: either weights that did not follow `.to(dtype)` "
               f"({LIST_HINT}), or a tensor made or cast inside forward (`.float()`, `torch.zeros(...)` "
               "without `dtype=x.dtype`)")
@@ -574,6 +565,15 @@ def _vit_shape(sub, rng, seed, B, img, patch, D, h, out, blocks):
         raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None
 
 
+def _vit_structure_earns_if_it_runs(sub, rng, seed):
+    """A test of structure (parameters, their count, the embeddings' shapes) passes for a model whose
+    forward does not work (returns None, say): it earns only for a model that also gives logits of the
+    right shape."""
+    only_if_right_elsewhere("VisionTransformer", "the model's parameters, which a forward that does not work "
+                            "has as well", "images of shape (2, 3, 8, 8)",
+                            lambda: _vit_shape(sub, rng, seed, 2, (3, 8, 8), 4, 16, 2, 10, 1))
+
+
 SQUARE = ((3, 12, 12), 4)  # the geometry a property test falls back to
 
 
@@ -593,87 +593,6 @@ def _geometry_it_takes(sub, rng, seed, img, patch, D, h, out, note):
     note(f"judged on {SQUARE[0][1]}x{SQUARE[0][2]} images: the model fails on a {img[1]}x{img[2]} image, which "
          f"the output-shape tests of non-square images charge ({first[0][:200] if first else 'it failed'})")
     return SQUARE
-
-
-# ---------------------------------------------------------------- patchify
-
-def _check_patchify(sub, ref, close, images, patch, dtype="float64", got=None, gate=True):
-    """Judge patchify on `images`. Where a listed mistake gives the right patches on these images (one patch
-    is a plain reshape, one channel hides the channel order, one row or column of patches hides the grid
-    order), the test earns only for a patchify that is also right where they show (`gate`)."""
-    expected = as_np(ref.patchify(images.cpu(), patch))
-    m = A.patchify_mistakes(images, patch)
-    reshaped, channel_last, column_major = m["reshape"], m["channel_last"], m["column_major"]
-    try:
-        if got is None:
-            with explained():
-                got = sub.call("patchify", images, patch)
-        close(got, expected, what=f"patchify(images of shape {tuple(images.shape)}, {patch!r})", dtype=dtype,
-              hints=[(RESHAPE_HINT, reshaped), (CHANNEL_LAST_HINT, channel_last), (COLUMN_MAJOR_HINT, column_major),
-                     (TILES_UNPERMUTED_HINT, m.get("tiles_unpermuted")), (UNFOLD_RESHAPED_HINT, m.get("unfold_reshaped"))])
-    except GradingFailure as e:  # an error, a wrong shape or wrong values: all three when (P_w, P_h) is read
-        if "Likely mistake" not in e.message and _reads_patch_swapped(sub, images, patch, expected):
-            raise e.retold(f"{e.message}\nLikely mistake: {SWAPPED_PATCH_HINT}.") from None
-        raise
-    hidden = [words for words, mistaken in (("a plain reshape", reshaped), ("channel-last patches", channel_last),
-                                            ("patches numbered column by column", column_major))
-              if mistaken.shape == expected.shape and np.array_equal(mistaken, expected)]
-    if gate and hidden:
-        revealing = torch.from_numpy(np.random.default_rng(0).standard_normal((2, 3, 8, 12)))
-        only_if_right_elsewhere(
-            "patchify", f"{' and '.join(hidden)} would be right as well",
-            "images of shape (2, 3, 8, 12) cut into 4 x 4 patches",
-            lambda: _check_patchify(sub, ref, close, revealing, 4, gate=False))
-
-
-def _reads_patch_swapped(sub, images, patch, expected):
-    """Does the student's patchify give the right patches when handed (P_w, P_h)? Then it reads the
-    tuple the other way round (`pw, ph = patch_dims`)."""
-    if isinstance(patch, int) or patch[0] == patch[1]:
-        return False
-    try:
-        got = as_plain_array(sub.call("patchify", images, tuple(reversed(patch))), "patchify")
-    except GradingFailure:
-        return False
-    return got.shape == expected.shape and np.allclose(got, expected, rtol=1e-5, atol=1e-6)
-
-
-RANDOM_IN_EVAL_HINT = (
-    "the module gives different outputs for the same input in eval mode: dropout that ignores "
-    "`self.training` (`F.dropout(x, p)` is on by default; use an nn.Dropout layer built in `__init__` "
-    "(`self.drop = nn.Dropout(p)`), or pass `training=self.training`; an nn.Dropout made inside forward "
-    "(`nn.Dropout(p)(x)`) is a new layer on every call, always in training mode, which `model.eval()` never "
-    "reaches; F.scaled_dot_product_attention(..., dropout_p=p) drops whatever the mode: "
-    "pass `dropout_p=p if self.training else 0.0`), or random numbers drawn in forward")
-
-
-def check_deterministic(m, x, what):
-    """Eval mode is deterministic: the same input with a different random seed gives the same output."""
-    a = forward(m, [x]).outputs[0]
-    b = m.forward([x], seed=1).outputs[0]  # (not `forward`: the error hints are the same)
-    a, b = plain_output(a, what), plain_output(b, what)
-    if a.shape == b.shape and a.dtype.kind == "f" and changed(a.astype(np.float64), b.astype(np.float64),
-                                                              float(np.max(np.abs(a), initial=0.0))):
-        raise GradingFailure(f"{what}: {RANDOM_IN_EVAL_HINT}.")
-
-
-def deterministic_asks(t, made, x):
-    """check_deterministic's two forwards of `made` (a _NewAsk of the same batch or a module) asked of `t`."""
-    return forward_asked(t, made, [x]), forward_asked(t, made, [x], seed=1, plain=True)
-
-
-def check_deterministic_asked(m, x, what, asks=None):
-    """check_deterministic, its two forwards asked in one round trip (each raising as alone, in the same order), or
-    given as `asks` (deterministic_asks, sent with the asks before them)."""
-    if asks is None:
-        with m.sub.together(chain=True) as t:
-            asks = deterministic_asks(t, m, x)
-    a = asks[0].get().outputs[0]
-    b = asks[1].get().outputs[0]  # (not `forward`: the error hints are the same)
-    a, b = plain_output(a, what), plain_output(b, what)
-    if a.shape == b.shape and a.dtype.kind == "f" and changed(a.astype(np.float64), b.astype(np.float64),
-                                                              float(np.max(np.abs(a), initial=0.0))):
-        raise GradingFailure(f"{what}: {RANDOM_IN_EVAL_HINT}.")
 
 
 # every name, underscored helpers included: each question's file starts `from ._common import *`

@@ -1,6 +1,7 @@
 """Grading tests of `vit`, question vit: the encoder blocks (see _common.py for what the tests share)."""
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+from ._determinism import *  # noqa: F401,F403 - eval mode is deterministic
 from ._positions import POSITIONS_MULTIPLIED_HINT, positions_multiplied
 
 

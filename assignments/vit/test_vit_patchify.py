@@ -1,6 +1,7 @@
 """Grading tests of `vit`, question patchify (see _common.py for what the tests share)."""
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+from ._patchify import *  # noqa: F401,F403 - the judge of patchify and its hints
 
 
 @pytest.mark.question("patchify")

@@ -6,7 +6,6 @@ computes (test_vit_blocks*.py) or of the rest of the model (test_vit_vit.py).
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
 from checker.judging.block_count import describe, wrong_counts
-from .test_vit_vit import _vit_structure_earns_if_it_runs
 
 BLOCKS_HINT = ("the model does not build num_encoder_blocks blocks: the number of blocks must be num_encoder_blocks "
                "itself, `nn.ModuleList([Block(...) for _ in range(num_encoder_blocks)])` (not range(1, n), n - 1, "
