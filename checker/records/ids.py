@@ -27,6 +27,11 @@ them cannot see or what a file system ignores:
   itself (grades.csv's row, the roster's match) is not changed: a student
   named `CON` or `a:b` is graded as such, and OUTDIR can be copied to Windows.
 
+- `spreadsheet_forms(sid)`: the other texts a spreadsheet (Excel, LibreOffice, Google Sheets) may save an id
+  as, having read it as a number when it opened the CSV file: `1e5` as `100000` or `1.00E+05`, `1.50` as
+  `1.5`, `+5` and `5.` as `5`, `0012345` as `12345`, `123456789012` as `1.23457E+11`, `1,234` as `1234`.
+  `checker.records.manual` names a row whose id is such a form of another graded id as no one's.
+
 What it is not: a reader of folders (`checker.records.entries`, `checker.records.lms`) or a
 matcher of rosters and manual rows (`checker.records.roster`, `checker.records.manual`), which
 apply this rule.
@@ -34,10 +39,12 @@ apply this rule.
 
 import collections
 import hashlib
+import math
 import re
 import unicodedata
+from decimal import Decimal
 
-__all__ = ["canonical", "key", "collisions", "blank", "file_name", "FILE_NAME_BYTES"]
+__all__ = ["canonical", "key", "collisions", "blank", "file_name", "FILE_NAME_BYTES", "spreadsheet_forms"]
 
 # letters and marks that show nothing (Hangul and Braille fillers, Mongolian and Khmer vowel marks, CGJ)
 _BLANK_EXTRA = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5\u180e")
@@ -111,3 +118,58 @@ def file_name(sid):
         head = out.encode("utf-8", "surrogatepass")[:FILE_NAME_BYTES - 16].decode("utf-8", "ignore")
         out = re.sub(r"%[0-9A-F]?$", "", head) + f"%~{digest}"  # never half an escape; `%~` is no escape
     return out
+
+
+# what a spreadsheet opening a CSV file reads as a number (rather than text): a decimal number with an optional
+# sign, point and exponent (`1e5`, `+5`, `5.`, `.5`, `1.50`, `0012345`); one with thousands separators
+# (`1,234`, a quoted cell); one with a decimal comma (`1,50`, in a `;` locale such as German or French)
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?")
+_COMMA = re.compile(r"[+-]?\d*,\d+")
+
+
+def _plain(x):
+    """A number as a spreadsheet saves it in full: no exponent, no trailing zeros (`100000`, `1.5`)."""
+    if x.is_integer():
+        return str(int(x))
+    return format(Decimal(repr(x)), "f")
+
+
+def _scientific(x, places):
+    """`1.23457E+11` (Excel's General format for a number too long for its cell: six digits, zeros dropped)."""
+    mantissa, _, exponent = f"{x:.{places}E}".partition("E")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}E{exponent}"
+
+
+def spreadsheet_forms(sid):
+    """The texts other than `sid` itself that a spreadsheet may save `sid` as after reading it as a number: in
+    full (`1e5` -> `100000`; `1.50` -> `1.5`; `+5`, `5.`, `005` -> `5`; precision beyond 15 digits lost:
+    `123456789012345678` -> `123456789012346000`), in Excel's General format (ten significant digits; past
+    eleven digits, `1.23457E+11`), and in the scientific format a spreadsheet gives a number typed in it
+    (`1.00E+05`, `1E+05`). An id a spreadsheet reads as text (`alice`, `2026-01`) has none. Dates are not
+    among them: which text a spreadsheet reads as a date, and how it writes it back, is its locale's."""
+    text = canonical(sid)
+    read = []  # (the number as Python reads it, whether the spreadsheet's locale writes a decimal comma)
+    if _NUMBER.fullmatch(text):
+        read.append((text, False))
+    if _GROUPED.fullmatch(text):  # `1,234`: 1234 where `,` groups thousands
+        read.append((text.replace(",", ""), False))
+    if _COMMA.fullmatch(text):  # ... and 1.234 where it is the decimal comma
+        read.append((text.replace(",", "."), True))
+    forms = set()
+    for number, comma in read:
+        try:
+            x = float(number)
+        except ValueError:
+            continue
+        if not math.isfinite(x):
+            continue
+        shown = {_plain(x), _plain(float(f"{x:.15g}")), _scientific(x, 5), _scientific(x, 2), f"{x:.2E}"}
+        if not x.is_integer():
+            shown.add(_plain(float(f"{x:.10g}")))  # Excel's General format: ten significant digits
+        forms |= {f.replace(".", ",") for f in shown} if comma else shown
+    forms.discard(text)
+    forms.discard(sid)
+    return forms

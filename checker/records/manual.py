@@ -21,13 +21,14 @@ file). The rule for
   the total; several adjustment rows of one id add up; the comment says why. One row adds or takes off
   at most ADJUSTMENT_TIMES (10) times the assignment's total (`adjustment_limit`): `1e308` is reported.
 
-One row per (id, question) except adjustments; a later duplicate is
-reported and ignored. A row's id matches a graded id exactly (its canonical
+One row per (id, question) except adjustments: two rows or more that grade one id's question are all
+reported and ignored (`_refuse_repeated`: one may be another student's, saved under this id by a spreadsheet). A row's id matches a graded id exactly (its canonical
 form, `checker.records.ids`: spaces and invisible characters at its ends, and the
 `'` hwcheck writes before a cell, do not count; or the id as hwcheck's CSV files write it) or else no one: a
 row for `JDOE` is never `jdoe`'s grade, and is reported. Nor is a row anyone's whose id is also what a
 spreadsheet's lossy save makes of another graded id: Windows-1252 writes `???` for `李小龙`, Excel writes
-`12345` for `0012345`; beside such an id, a student's own `???.py` or `12345.py` would otherwise get its grade,
+`12345` for `0012345`, a spreadsheet reading ids as numbers writes `100000` for `1e5`, `1.5` for `1.50`
+(`checker.records.ids.spreadsheet_forms`); beside such an id, a student's own `???.py` or `12345.py` would otherwise get its grade,
 so the row is reported with the ids it may be, exact match or not. Rows that cannot be used (an id not
 graded, an unknown question, points that are not a number or out of range) are reported, each
 with its line number, and ignored; nothing here raises for the file's
@@ -62,6 +63,7 @@ import os
 
 from checker.records.atomic import write_text_atomic
 from checker.records.csvfile import cell, ta_row_text
+from checker.records.ids import spreadsheet_forms
 from checker.records.manual_read import (HEADER, _clean_id, _delimiter, _file_order, _header_order, _number,
                                          _read_text, _rows, csv_delimiter, decimal_comma, decode_csv, missing_columns)
 
@@ -254,19 +256,20 @@ def _match_id(typed, ids, keys):
                       f"characters{like}, as a file saved in an encoding that cannot hold them writes them "
                       f"(Excel's \"CSV (Comma delimited)\" keeps only Western European letters), so it is no "
                       f"one's grade; write the id as grades.csv shows it, and save the file as \"CSV UTF-8\"")
-    if lossy:  # only leading zeros can be left here: a `?` was answered above
-        lossy = sorted(lossy)
-        return None, (f"no submission {typed!r} was graded into this folder: it may be {_listed(lossy, ' or ')} "
-                      f"with the leading zeros dropped, as a spreadsheet that takes an id of digits for a number "
-                      f"saves it, so it is no one's grade; write the id as grades.csv shows it, with the id column "
-                      f"formatted as Text")
+    if lossy:  # only ids read as numbers can be left here (zeros dropped, or another form): a `?` was answered above
+        how = ("with the leading zeros dropped, as a spreadsheet that takes an id of digits for a number saves it"
+               if set(lossy.values()) == {"zeros"} else _AS_NUMBER)
+        return None, (f"no submission {typed!r} was graded into this folder: it may be "
+                      f"{_listed(sorted(lossy), ' or ')} {how}, so it is no one's grade; write the id as grades.csv "
+                      f"shows it, with the id column formatted as Text")
     return None, f"no submission {typed!r} was graded into this folder"
 
 
 def _fill_keys(keys, ids):
     """What `_match_id` looks ids up by: an id's `checker.records.ids.key`; ("written", the id as hwcheck's CSV
     files write it, with and without the `'` they put before a formula's start); ("zeros", an id of digits that
-    starts with 0, as a number: `0012345` as `12345`)."""
+    starts with 0, as a number: `0012345` as `12345`); ("number", any other text a spreadsheet may save an id as,
+    having read it as a number: `1e5` as `100000`, `1.50` as `1.5`: `checker.records.ids.spreadsheet_forms`)."""
     from checker.records.ids import key
     for sid in ids:
         keys.setdefault(key(sid), []).append(sid)
@@ -277,21 +280,24 @@ def _fill_keys(keys, ids):
                 keys.setdefault(("written", written), []).append(sid)
                 keys.setdefault(("written", written[1:] if written.startswith("'") else "'" + written),
                                 []).append(sid)
-        if len(sid) > 1 and sid.startswith("0") and sid.isascii() and sid.isdigit():
-            keys.setdefault(("zeros", sid.lstrip("0") or "0"), []).append(sid)
+        # as a spreadsheet that read it as a number saves it (`0012345` as `12345`, `1e5` as `100000`)
+        for form in spreadsheet_forms(sid):
+            zeros = sid.isascii() and sid.isdigit() and form == (sid.lstrip("0") or "0")
+            keys.setdefault(("zeros" if zeros else "number", form), []).append(sid)
     keys.setdefault(("filled",), [])  # an empty class fills them once too
 
 
 def _lossy_fits(typed, ids, keys):
     """{graded id: how}: the ids (`typed` itself among them, when it is one) that a spreadsheet's lossy save of
     the file writes as `typed`, how being "encoding" (Windows-1252, Excel's "CSV (Comma delimited)", writes `?`
-    for each character it cannot hold: `_lost_to_encoding`) or "zeros" (Excel reads an id of digits as a number
-    and writes it without its leading zeros: `0012345` as `12345`)."""
+    for each character it cannot hold: `_lost_to_encoding`), "zeros" (Excel reads an id of digits as a number
+    and writes it without its leading zeros: `0012345` as `12345`) or "number" (any other id a spreadsheet reads
+    as a number and writes otherwise: `1e5` as `100000`, `1.50` as `1.5`, `123456789012` as `1.23457E+11`)."""
     typed = typed.strip()
     fits = dict.fromkeys(_lost_to_encoding(typed, ids) or (), "encoding")
-    if typed.isascii() and typed.isdigit() and (typed == "0" or not typed.startswith("0")):
-        fits.update(dict.fromkeys(keys.get(("zeros", typed), ()), "zeros"))
-    return fits
+    fits.update(dict.fromkeys(keys.get(("number", typed), ()), "number"))
+    fits.update(dict.fromkeys(keys.get(("zeros", typed), ()), "zeros"))
+    return {sid: how for sid, how in fits.items() if sid != typed}
 
 
 def _listed(sids, last=" and "):
@@ -316,12 +322,19 @@ def _ambiguous(typed, exact, named, lossy):
     if zeros:
         how.append(f"it is {_listed(zeros)} with the leading zeros dropped, as a spreadsheet that takes an id of "
                    f"digits for a number saves it")
+    numbers = sorted(sid for sid, why in lossy.items() if why == "number")
+    if numbers:
+        how.append(f"it may be {_listed(numbers)} {_AS_NUMBER}")
     every = sorted(set(named) | set(lossy))
     itself = (f" (a grade for {exact!r} itself cannot be told apart from theirs here: name that submission's file "
               f"otherwise and grade it again)" if exact in named and lossy else "")
     return (f"{typed!r} may be the id of any of {len(every)} submissions ({_listed(every, ' or ')}): "
             f"{'; '.join(how)}; so it is no one's grade: write the id as grades.csv shows it, in a file saved as "
             f"\"CSV UTF-8\" with the id column formatted as Text{itself}")
+
+
+_AS_NUMBER = ("as a spreadsheet that read the id as a number saves it (`1e5` as `100000` or `1.00E+05`, `1.50` as "
+              "`1.5`, a long number as `1.23457E+11`)")
 
 
 def _lost_to_encoding(typed, ids):
@@ -366,7 +379,7 @@ def read_manual(path, spec, ids=None, scale=None, ignored=None):
         return {}, []
     rows, delim = _rows(text)
     questions = {str(q["id"]): q for q in spec.get("questions") or []}
-    entries, problems, seen = {}, [], set()
+    entries, problems, seen = {}, [], {}
     name = os.path.basename(path)
     lacking = [h for h in missing_columns(text) if h != "comment"]
     if lacking:
@@ -434,14 +447,34 @@ def read_manual(path, spec, ids=None, scale=None, ignored=None):
                 drop(sid, f"{where}: a {kind} row without points: ignored", f"a {qid} row without points")
             continue
         if kind != "adjustment":
-            if (sid, qid) in seen:
-                drop(sid, f"{where}: a second row for {sid} {qid}: ignored (the first one counts)",
-                     f"a second {qid} row (the first counts)")
-                continue
-            seen.add((sid, qid))
+            seen.setdefault((sid, qid), []).append(line)
         entries.setdefault(sid, []).append({"question": qid, "points": value, "comment": comment,
                                             "line": line, "kind": kind})
+    _refuse_repeated(entries, seen, name, problems, ignored)
     return entries, problems
+
+
+def _refuse_repeated(entries, seen, name, problems, ignored):
+    """Two rows or more that grade one id's question (`seen`: {(id, question): [lines]}) are no one's grade,
+    each of them: a spreadsheet that read another id as this one (an id it took for a number or a date, as
+    `1e5` saved as `100000`) saved that student's row under this id, and which row is whose cannot be told.
+    Named with their lines and points; the rows with no points (those hwcheck writes, to be filled) are none."""
+    for (sid, qid), lines in sorted(seen.items()):
+        if len(lines) < 2:
+            continue
+        rows = [r for r in entries.get(sid, []) if r["question"] == qid and r["line"] in lines]
+        entries[sid] = [r for r in entries[sid] if r not in rows]
+        if not entries[sid]:
+            del entries[sid]
+        given = ", ".join(f"line {r['line']}: {_shown(r['points'])}" for r in rows)
+        at = ", ".join(map(str, lines[:-1])) + f" and {lines[-1]}"
+        problems.append(f"{name} lines {at}: {len(lines)} rows "
+                        f"grade {sid} {qid} ({given}), so none of them counts: one may be another student's row "
+                        f"saved under this id by a spreadsheet that read that id as a number or a date (`1e5` "
+                        f"saved as `100000`); keep the one row of {sid}'s {qid}, with the id column formatted as "
+                        f"Text: ignored")
+        ignored.setdefault(sid, []).append(f"{name} lines {', '.join(map(str, lines))}: {len(lines)} rows of "
+                                           f"{qid}: ignored")
 
 
 ADJUSTMENT_TIMES = 10  # one adjustment row adds or takes off at most this many times the assignment's total

@@ -4,7 +4,8 @@ What it is for: the one reading of the TA's file (`checker.records.manual`) and 
 (grades.csv typed into, a roster): `decode_csv` (UTF-8 with or without a byte order mark, Windows-1252,
 UTF-16), `csv_delimiter` (`,`, `;` with decimal commas, a tab), the header read by its names in any order
 (`missing_columns`), `_rows` (each data row as id, question, points and the comment), `_number` (a cell's
-number, `7,5` where `;` separates) and `decimal_comma` (how numbers written into the file are to look).
+number, `7,5` where `;` separates), `decimal_comma` (how numbers written into the file are to look) and
+`repeated_ids` (the ids more than one row of a saved grades.csv holds: a spreadsheet saved one as another's).
 
 A header's columns beyond id, question, points and comment are the TA's own (a `private_note`): never read,
 so never shown to a student, and kept as they are by every rewrite of a row (`checker.records.manual`); an
@@ -22,7 +23,7 @@ import csv
 import io
 import math
 
-__all__ = ["HEADER", "decode_csv", "csv_delimiter", "missing_columns", "decimal_comma"]
+__all__ = ["HEADER", "decode_csv", "csv_delimiter", "missing_columns", "decimal_comma", "repeated_ids"]
 
 HEADER = ["id", "question", "points", "comment"]
 
@@ -158,3 +159,21 @@ def decimal_comma(text):
         return False
     points = [r[2] for _, r in rows if len(r) > 2]
     return any("," in p for p in points) or not any("." in p for p in points)
+
+
+def repeated_ids(text):
+    """{id: [line numbers]} of the ids that more than one data row of a CSV file with an `id` column holds (a
+    grades.csv as a spreadsheet saved it; `,`, `;` or a tab), ids read as `_clean_id` reads them. hwcheck writes
+    one row per submission: a second is one a spreadsheet saved under another id (`1e5` read as the number
+    100000, a date), so no cell of any of those rows is a grade of that id's. {} where no header names `id`."""
+    text = text[1:] if text.startswith("\ufeff") else text  # a byte order mark decoded as text
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text))
+    header = [c.strip().lower() for c in next(reader, [])]
+    if "id" not in header:
+        return {}
+    at, lines = header.index("id"), {}
+    for row in reader:
+        sid = _clean_id(row[at]) if len(row) > at else ""
+        if sid:
+            lines.setdefault(sid, []).append(reader.line_num)
+    return {sid: found for sid, found in lines.items() if len(found) > 1}

@@ -25,8 +25,8 @@ know about OUTDIR's per-submission files:
   `collect_scorecards`, `other_assignments`): only the ones hwcheck recorded
   writing, with the bytes it wrote (a scorecard-shaped `notes.json`, a forged
   `alice.json` are not read); `unreadable_scorecards` names those recorded
-  whose file is no longer what was written (emptied, cut short); the folder lock (`lock_outdir`, in OUTDIR's
-  state folder) and the temporary files a kill left behind
+  whose file is no longer what was written (emptied, cut short); the folder lock (`lock_outdir`, OUTDIR's
+  `.hwcheck.lock`, whatever the key) and the temporary files a kill left behind
   (`remove_stale_temps`, every name `checker.records.atomic` gives them);
 - `foreign_scorecards` / `foreign_key_line`: the scorecards of OUTDIR that hwcheck wrote under another key
   (another HWCHECK_KEY, account or machine: their records are in another state folder), which this key
@@ -256,12 +256,12 @@ def collect_scorecards(outdir, assignment):
 
 
 def batch_running(outdir):
-    """Is a `hwcheck grade` (or merge, or export) writing into OUTDIR now (it holds the folder's lock)? Asked,
-    never waited for: the lock is taken and let go at once; a folder never locked has no lock file to make."""
+    """Is a `hwcheck grade` (or merge, or export) writing into OUTDIR now (it holds the folder's lock), under any
+    HWCHECK_KEY? Asked, never waited for: the lock is taken and let go at once."""
     import fcntl
     try:
-        fd = os.open(os.path.join(owned_records.state_dir(outdir), "lock"), os.O_RDWR | os.O_NOFOLLOW)
-    except OSError:
+        fd = _open_lock(outdir)
+    except OSError:  # no lock file: never locked since an hwcheck of this kind wrote here
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -272,15 +272,27 @@ def batch_running(outdir):
         os.close(fd)
 
 
+LOCK_FILE = ".hwcheck.lock"  # OUTDIR's lock, whatever the key (`lock_outdir`)
+
+
+def _open_lock(outdir, create=False):
+    """A descriptor of OUTDIR's lock file (made with `create`), never followed through a link. A file, not the
+    folder itself: an exclusive `flock` on NFS (a cluster's shared OUT) is a POSIX lock, which needs a descriptor
+    open for writing, and a folder cannot be opened so."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | (os.O_CREAT if create else 0)
+    return os.open(os.path.join(outdir, LOCK_FILE), flags, 0o644)
+
+
 def unlock_outdir(outdir, fd, made=False):
     """Let go of `lock_outdir`'s lock. made: this command made OUTDIR (the lock made it): an OUTDIR that holds
-    nothing but the lock is removed first, while the lock is held (a grade refused after it took the lock, such
-    as one of a folder with no submissions, leaves no folder it made)."""
+    nothing but the state folder the lock made is removed first, while the lock is held (a grade refused after it
+    took the lock, such as one of a folder with no submissions, leaves no folder it made)."""
     try:
         state = owned_records.state_dir(outdir)
-        if made and os.listdir(outdir) == [os.path.basename(state)] and os.listdir(state) == ["lock"]:
-            os.unlink(os.path.join(state, "lock"))
+        if made and sorted(os.listdir(outdir)) == sorted([os.path.basename(state), LOCK_FILE]) \
+                and os.listdir(state) == []:
             os.rmdir(state)
+            os.unlink(os.path.join(outdir, LOCK_FILE))
             os.rmdir(outdir)
     except OSError:
         pass
@@ -289,16 +301,24 @@ def unlock_outdir(outdir, fd, made=False):
 
 
 def lock_outdir(outdir):
-    """Hold the lock in OUTDIR's state folder: two batches writing one OUTDIR would undo each other's work."""
+    """Hold OUTDIR's lock: two batches writing one OUTDIR would undo each other's work. The lock is OUTDIR's
+    own (a `flock` on `OUTDIR/.hwcheck.lock`), not its state folder's, which is named by the key: two runs under
+    different HWCHECK_KEYs (one exported in another terminal) write one grades.csv and manual.csv all the same, so
+    the second is refused whatever its key. A run killed (SIGKILL, a power cut) holds nothing: the kernel lets go
+    of its lock with the process; the lock file stays, empty, and is no one's lock. OUTDIR and its state folder
+    are made."""
     import fcntl
-    state = owned_records.state_dir(outdir)
-    os.makedirs(state, exist_ok=True)
-    fd = os.open(os.path.join(state, "lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    os.makedirs(outdir, exist_ok=True)
+    fd = _open_lock(outdir, create=True)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.makedirs(owned_records.state_dir(outdir), exist_ok=True)  # after the lock: a refused run makes none
     except BlockingIOError:
         os.close(fd)
         raise HwcheckError(f"another `hwcheck grade` is writing into {outdir}; wait for it to finish") from None
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
 
 

@@ -12,7 +12,8 @@ it in file names); a GitHub Classroom repository's username, the student's own c
 GitHub username column, exactly but for letter case (never a name, in any form); and returns the
 identities with the roster's name and ids filled in, plus the report: the students with no submission,
 the submissions that match no one, and those that matched a row another submission matched too (a
-row goes to the one submission that matches it exactly, or else to none of them: never first-come); a group submission keeps
+row goes to the one submission that matches it exactly by the most trusted kind of key, an exact student id
+before an exact name, or else to none of them: never first-come); a group submission keeps
 every member (one the roster lacks is named); students of one name, matched by name, are named
 as such, to match by hand, not as having no submission.
 
@@ -218,6 +219,11 @@ def _person_keys(sid, person):
     return keys
 
 
+# how far a key is trusted, most first (`_person_keys`' order): where several submissions claim one row exactly,
+# the claim of the most trusted kind wins (an exact student id beats an exact name), one of a kind alone
+_RANK = {"canvas": 0, "moodle": 0, "github": 1, "id": 2, "email": 3, "name": 4}
+
+
 def _exact(sid, person, row, kind):
     """Whether a submission's own value of the key's field is the roster's, as written (NFC, spaces squeezed)."""
     if kind in ("canvas", "moodle"):
@@ -246,8 +252,9 @@ def match_roster(people, rows, handed_in=None):
     people: {id: identity}. Each submission claims the row its most trusted key finds alone (a key two rows
     share decides nothing). A row one submission claims is that submission's. A row several claim goes to
     the one whose value is the roster's exactly (`jdoe` for the login `jdoe`, not `JDOE`), when exactly one
-    is; else to none of them: never first-come. The others are listed as ambiguous and get no row (so no
-    LMS id and no grade in an LMS export).
+    is; among exact claims, the most trusted kind of key wins (`_RANK`: `2002.py` by the student id 2002 beats
+    `Bob Jones.py` by the name of that row); else to none of them: never first-come. The others are listed as
+    ambiguous and get no row (so no LMS id and no grade in an LMS export).
 
     A group submission (Gradescope's, `_members`) keeps every member: those the roster has with its data, the
     others as submitted, each listed in `members` (no student of the roster). A submission whose only key
@@ -271,8 +278,8 @@ def match_roster(people, rows, handed_in=None):
                     several = (k, frozenset(found))
                 if len(found) == 1:
                     i = next(iter(found))
-                    if all(s != sid for s, _ in claims.get(i, [])):
-                        claims.setdefault(i, []).append((sid, _exact(sid, member, rows[i], k[0])))
+                    if all(c[0] != sid for c in claims.get(i, [])):
+                        claims.setdefault(i, []).append((sid, _exact(sid, member, rows[i], k[0]), _RANK[k[0]]))
                         member_of[(sid, i)] = m
                     break
             else:
@@ -280,14 +287,17 @@ def match_roster(people, rows, handed_in=None):
                     shared.setdefault(sid, several)
     owner, ambiguous = {}, []
     for i, claimants in sorted(claims.items()):
-        exact = [sid for sid, is_exact in claimants if is_exact]
+        # the exact claims of the most trusted kind of key: a student id's beats a name's (a file named after a
+        # classmate never takes the row of the classmate who handed in under their student id)
+        best = min((rank for _, is_exact, rank in claimants if is_exact), default=None)
+        exact = [sid for sid, is_exact, rank in claimants if is_exact and rank == best]
         winner = claimants[0][0] if len(claimants) == 1 else exact[0] if len(exact) == 1 else None
         if winner is not None:
             owner.setdefault(winner, []).append(i)
-        for sid, _ in claimants:
+        for sid, _, _ in claimants:
             if sid != winner:
                 ambiguous.append({"id": sid, "row": rows[i].get("name") or rows[i].get("student_id") or "",
-                                  "with": [s for s, _ in claimants if s != sid], "given_to": winner})
+                                  "with": [s for s, _, _ in claimants if s != sid], "given_to": winner})
     shared = {sid: found for sid, found in shared.items() if sid not in owner}
     merged, unmatched, members = {}, [], []
     for sid in sorted(people):
