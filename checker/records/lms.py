@@ -5,7 +5,8 @@ tells the layout and who handed in what; `prepare(folder, outdir, notes)` turns 
 the batch's entries [(id, path)] and writes OUTDIR/.students.json (`listing` then `record`, for a command that
 may still refuse between them; who each id is, the
 identical-code groups of `checker.records.identical`, the roster's matches of `checker.records.roster`),
-which grades.csv and the LMS exports (`checker.records.exports`) read.
+which grades.csv and the LMS exports (`checker.records.exports`) read; who each student OUTDIR holds a scorecard
+of is kept across downloads (`checker.records.lms_attempts.keep_earlier_students`).
 
 The layouts (each fact and where it comes from):
 - Canvas, "Download Submissions": the names as Canvas's own code writes them (canvas-lms
@@ -34,13 +35,16 @@ The layouts (each fact and where it comes from):
   `submission_metadata.yml` maps each `submission_<id>` folder to its `:submitters:` (`:name:`,
   `:sid:`, `:email:`; several for a group). id: the folder's name. Recognised only by its whole
   structure: the metadata file and nothing but the `submission_<id>` folders it names (one
-  uploaded `submission_metadata.yml` among students' files makes no export).
+  uploaded `submission_metadata.yml` among students' files makes no export). A resubmission has a new id: it
+  is named with the older id of its submitter (`checker.records.lms_attempts.same_gradescope_student`).
 - GitHub Classroom (the Classroom Assistant clones one repository per student, named
   `<assignment prefix>-<github username>`): every entry a folder, all sharing a prefix that
   ends in `-` (the assignment's slug where the folder is `gh classroom clone`'s
-  `<slug>-submissions`; else the longest shared prefix, so usernames that share a start lose it
-  unless a roster tells them). id: the folder's name; student and student id: the username, which the student
-  chose: a roster matches it only in a column of GitHub usernames (`checker.records.roster`), never by a name.
+  `<slug>-submissions`; else, with a roster of GitHub usernames, the roster's username that is the whole tail
+  after a prefix all share, a repository two of them fit being refused and named; else the longest shared
+  prefix, so usernames that share a start lose it). id: the folder's name; student and student id: the
+  username, which the student chose: a roster matches it only in a column of GitHub usernames
+  (`checker.records.roster`), never by a name.
 
 A download is recognised by the names the LMS wrote, not spoilt by entries it did not write (a student's archive
 unpacked where it lay, a TA's notes, a reference solution): of the entries a plain folder would grade (.py and
@@ -387,14 +391,15 @@ def _moodle(folder, names, rows=None):
     return Layout("moodle", students.values(), ignored + flagged, vote, refused=[n for n, _ in flagged])
 
 
-def _from_folders(platform, found):
-    """The `Layout` of the rows `checker.records.lms_folders` gives: one folder per student."""
+def _from_folders(platform, found, refused=()):
+    """The `Layout` of the rows `checker.records.lms_folders` gives: one folder per student; refused: [(name, why)]
+    of the folders it read as no one's."""
     students = []
     for sid, path, student, student_id, email, extra in found:
         s = Student(sid, student, student_id, email, platform=platform, **extra)
         s.folders.append(path)
         students.append(s)
-    return Layout(platform, students)
+    return Layout(platform, students, ignored=refused, refused=[n for n, _ in refused])
 
 
 def recognise(folder, outdir=None, roster_rows=None):
@@ -418,9 +423,10 @@ def recognise(folder, outdir=None, roster_rows=None):
     layouts = [x for x in (_moodle(folder, names, roster_rows), _canvas(folder, names, roster_rows)) if x]
     if layouts:
         return max(layouts, key=lambda x: x.vote[0])  # the first of the most named: Moodle's before Canvas's
-    found = classroom(folder, names)
+    refused = []  # repositories more than one roster username fits: no one's, named
+    found = classroom(folder, names, roster_rows, refused)
     if found is not None:
-        return _from_folders("classroom", found)
+        return _from_folders("classroom", found, refused)
     kinds = _kinds(folder, names)
     near = [(platform, *_vote(kinds, {n: reads(n) for n, k in kinds.items() if k in ("file", "dir")}))
             for platform, reads in (("moodle", lambda n: _moodle_readings(n, "dir")), ("canvas", _canvas_parses))]
@@ -499,6 +505,9 @@ def listing(folder, outdir, notes=None, roster=None, assignment=None):
     if layout.platform in ("canvas", "moodle"):  # a name changed in the LMS: the id its user id was graded under
         from checker.records.lms_attempts import same_lms_user
         entries, people = same_lms_user(layout.platform, outdir, entries, people, old, notes)
+    if layout.platform == "gradescope":  # a resubmission's new submission id: named with the old one
+        from checker.records.lms_attempts import same_gradescope_student
+        same_gradescope_student(outdir, entries, people, old, notes)
     if layout.platform == "canvas":
         from checker.records.lms_attempts import older_than_graded
         older_than_graded(outdir, entries, people, old, notes)  # an older download over a later one: said
@@ -507,6 +516,8 @@ def listing(folder, outdir, notes=None, roster=None, assignment=None):
     ungraded = sorted(set(ungraded) | {n for n, _ in not_graded} - before)  # refused: one name with an older id
     if not entries:  # nothing to grade: the command stops before its summary, so the reasons go with the notes
         notes.extend(f"not graded: {name}: {why}" for name, why in sorted(not_graded))
+    from checker.records.lms_attempts import keep_earlier_students
+    people = keep_earlier_students(outdir, people, old, assignment)  # a later download: the others' identity kept
     report = None
     if rows is not None:
         people, report = match_roster(people, rows, handed_in=handed)

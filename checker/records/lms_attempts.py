@@ -30,6 +30,15 @@ across downloads, on Moodle's "Download all submissions").
   output folder): the older attempt replaces the newer one's scorecard, and a warning says so (the ids graded
   before: students.json's `canvas_attachments`, else the file name the old scorecard graded).
 
+- `keep_earlier_students(outdir, people, old, assignment)`: who each student graded into OUTDIR before is, kept
+  for the ids a later download (the late submissions only, graded with --resume) does not list: students.json
+  is merged across downloads, the newer download's data winning for an id it lists (h86: a late-only download
+  left every other student without a name and out of canvas.csv).
+- `same_gradescope_student(outdir, entries, people, old, notes)`: a Gradescope resubmission comes as a new
+  `submission_<id>`; a submission graded now whose submitter (student id, else email) OUTDIR graded before under
+  another id is named with it, and the older id's manual.csv rows (stranded there) are shown with what to do.
+  Not linked: both ids keep their scorecards and rows.
+
 What it is not: the reading of Canvas's and Moodle's file names (`checker.records.lms`).
 """
 
@@ -42,7 +51,7 @@ import re
 from checker.records.ids import key
 
 __all__ = ["same_canvas_user", "same_lms_user", "older_than_graded", "latest_attempt", "own_names",
-           "newest_definitions", "graded_names"]
+           "newest_definitions", "graded_names", "keep_earlier_students", "same_gradescope_student"]
 
 _RESUBMITTED = re.compile(r"^(?P<stem>.+)-\d+(?P<ext>\.[^.]+)$")  # Canvas's `-N`: a file uploaded again
 
@@ -338,3 +347,67 @@ def _file_sha(path):
             return hashlib.sha256(f.read()).hexdigest()
     except OSError:
         return path  # unreadable: told apart from every other file
+
+
+def keep_earlier_students(outdir, people, old, assignment):
+    """people with who each student graded into OUTDIR before is (the last run's students.json) added for every
+    id OUTDIR still holds a scorecard of and this download does not list (a late-only download graded into the
+    class's folder with --resume): who a student is is merged across downloads, the newer download's data
+    winning for an id it lists. An earlier record of another assignment is not taken."""
+    from checker.records.outfolder import scorecard_ids
+    known = old.get("students") if isinstance(old.get("students"), dict) else {}
+    if not known or (old.get("assignment") and assignment and old.get("assignment") != assignment):
+        return people
+    held = set(scorecard_ids(outdir)) if os.path.isdir(outdir) else set()
+    earlier = {sid: dict(person) for sid, person in known.items()
+               if sid not in people and sid in held and isinstance(person, dict)}
+    return {**earlier, **people} if earlier else people
+
+
+def _stranded_rows(outdir, sid):
+    """manual.csv's rows of `sid` that give a grade: ['Q3-text 8 (good answer)', ...] (read as text: a file the
+    TA saved in a spreadsheet may have any of its quirks; `checker.records.manual_read` judges it later)."""
+    import csv
+    from checker.records.manual import manual_path
+    try:
+        with open(manual_path(outdir), encoding="utf-8-sig", newline="") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []
+    return [f"{r[1]} {r[2]}" + (f" ({r[3]!r})" if len(r) > 3 and r[3].strip() else "")
+            for r in rows[1:] if len(r) >= 3 and r[0].strip() == sid and r[2].strip()]
+
+
+def same_gradescope_student(outdir, entries, people, old, notes):
+    """Name each Gradescope submission graded now whose submitters (student id, else email) OUTDIR graded before
+    under another submission id (a resubmission: Gradescope gives it a new `submission_<id>`): the two ids are one
+    student's, both keep a scorecard and a row of grades.csv, and the grades manual.csv gives the old id (a
+    question graded by hand, an adjustment) stay with it: said in `notes`, with the rows, so the TA moves them and
+    uploads one of the two. Returns {new id: [older ids]}."""
+    from checker.records.outfolder import scorecard_ids
+    known = old.get("students") if isinstance(old.get("students"), dict) else {}
+    ids = {sid for sid, _ in entries}
+    held = set(scorecard_ids(outdir)) if os.path.isdir(outdir) else set()
+
+    def marks(person):
+        if not isinstance(person, dict):
+            return set()
+        sids = {s.strip() for s in str(person.get("student_id") or "").split(";") if s.strip()}
+        return {("sid", s) for s in sids} or {("email", e.strip().lower()) for e in
+                                              str(person.get("email") or "").split(";") if e.strip()}
+    linked = {}
+    for sid, _ in sorted(entries):
+        mine = marks(people.get(sid))
+        olds = sorted(o for o in held - ids if o in known and mine & marks(known[o]))
+        if not olds:
+            continue
+        linked[sid] = olds
+        who = (people.get(sid) or {}).get("student") or sid
+        for o in olds:
+            rows = _stranded_rows(outdir, o)
+            typed = (f"; manual.csv gives {o}: {', '.join(rows)}, which stay with {o} (stranded): copy those you "
+                     f"still mean into {sid}'s rows and empty {o}'s" if rows else "")
+            notes.append(f"warning: {sid} and {o} are one student's ({who}: the same Gradescope submitter, a "
+                         f"resubmission under a new submission id): {sid} is graded now and {o}'s scorecard from "
+                         f"before stays in {outdir}, so grades.csv lists {who} twice{typed}; upload {sid}'s grade")
+    return linked

@@ -94,13 +94,21 @@ def gradescope(folder, names):
     return found
 
 
-def classroom(folder, names):
+def classroom(folder, names, roster_rows=None, refused=None):
     """[(id, folder, student, student_id, email, {LMS fields})] of GitHub Classroom's repositories: every entry a
-    folder, all sharing a prefix that ends in `-` (see `checker.records.lms`); None when `folder` is not so."""
+    folder, all sharing a prefix that ends in `-` (see `checker.records.lms`); None when `folder` is not so.
+
+    The username is what follows the assignment's slug: the folder's own where it is `gh classroom clone`'s
+    `<slug>-submissions`; else, where a roster with GitHub usernames is given (`roster_rows`), the roster's
+    username that is the whole tail of the repository's name after a prefix all the repositories share
+    (`hw1-ucb-alice` is `ucb-alice`'s when only she fits). A repository that more than one roster username fits
+    so (`ucb-alice` and `alice` both) is no one's: left out of the rows, named in `refused` [(name, why)], never
+    guessed (h86: the longest shared prefix `hw1-ucb-` gave ucb-alice's grade to alice). A repository no roster
+    username fits keeps the tail after the longest shared prefix (the roster's report names it unmatched)."""
     if len(names) < 2 or not all(os.path.isdir(os.path.join(folder, n)) for n in names):
         return None
-    prefix = os.path.commonprefix(names)
-    prefix = prefix[:prefix.rfind("-") + 1]
+    common = os.path.commonprefix(names)
+    prefix = common[:common.rfind("-") + 1]
     if not prefix or any(len(n) == len(prefix) for n in names):
         return None
     # `gh classroom clone student-repos` clones into `<assignment slug>-submissions`: the slug is the repos'
@@ -109,5 +117,25 @@ def classroom(folder, names):
     slug = base[:-len("-submissions")] + "-" if base.endswith("-submissions") else ""
     if slug and len(slug) < len(prefix) and prefix.startswith(slug):
         prefix = slug
-    return [(n, os.path.join(folder, n), n[len(prefix):], n[len(prefix):], "", {"github_username": n[len(prefix):]})
-            for n in names]
+    users = {}
+    if not slug:
+        users = {str(r.get("github_username") or "").strip().lower(): str(r.get("github_username")).strip()
+                 for r in roster_rows or () if str(r.get("github_username") or "").strip()}
+    rows = []
+    for n in names:
+        tail = n[len(prefix):]
+        fits = sorted(u for u in users if len(n) > len(u) and n.lower().endswith("-" + u)
+                      and common.lower().startswith(n[:len(n) - len(u)].lower()))
+        if len(fits) > 1:
+            if refused is not None:
+                shown = " and ".join(users[u] for u in fits)
+                refused.append((n, f"a GitHub Classroom repository the roster's usernames {shown} both fit (the "
+                                   f"assignment's prefix before each would be shared by every repository): whose "
+                                   f"it is cannot be told, so it is not graded; name the folder "
+                                   f"`<assignment slug>-submissions` (as `gh classroom clone` does, e.g. "
+                                   f"{n[:len(n) - max(map(len, fits)) - 1]}-submissions) and grade it again"))
+            continue
+        if fits:
+            tail = n[len(n) - len(fits[0]):]
+        rows.append((n, os.path.join(folder, n), tail, tail, "", {"github_username": tail}))
+    return rows

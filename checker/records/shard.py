@@ -22,7 +22,9 @@ matrix, a SLURM array: each job grades one slice into its own OUTDIR) and
   is (the folder's layout, roster and identical-code groups: every shard's
   students.json) and the grades a person typed into a shard's manual.csv
   (appended to `dest`'s; a grade corrected in the shard since the last merge replaces dest's row only where
-  no TA changed that row in dest, else the conflict is said: `_merge_manual`, MERGED_MANUAL), and writes
+  no TA changed that row in dest, else the conflict is said: `_merge_manual`, MERGED_MANUAL); a scorecard
+  regraded in `dest` since the last merge (an appeal, `--only` there) is kept and named, never replaced by
+  the shard's (`_dest_regraded`, MERGED_CARDS: the scorecards merge wrote there), and writes
   grades.csv, answers.csv and manual.csv there as a batch would; it refuses folders of
   mixed assignments, seeds, modes, grading tests, settings (`SETTINGS`: --timeout, --device; unknown in an
   older hwcheck's scorecards, never refused on) or hwcheck versions, and a
@@ -185,6 +187,7 @@ class MergeResult:
         self.missing = []  # "I/N" of the shards not merged
         self.incomplete = []  # "I/N" of the shards given whose batch did not finish
         self.crashed = []  # ids of the crashed scorecards merged (hwcheck's own failures: `--resume` regrades them)
+        self.kept = []  # ids whose scorecard in dest was graded after the shard's (an appeal regraded there): kept
         self.gradebook = None
 
 
@@ -250,6 +253,54 @@ def _merge_students(sources, dest):
                 merged[key] = mine + [x for x in theirs if x not in mine]
     if merged:
         owned.write_json(dest, STUDENTS_JSON, merged, kind="students")
+
+
+MERGED_CARDS = ".merged-cards.json"  # in dest: each scorecard merge wrote there, as {sid: its mark}
+
+
+def _card_mark(card):
+    """What says one scorecard apart: a digest of all it records (another grading of the same file differs, if
+    only by its duration), and the sha256 of the submission it graded."""
+    import json
+    text = json.dumps(card, sort_keys=True, default=str).encode("utf-8", "surrogateescape")
+    sub = card.get("submission") if isinstance(card.get("submission"), dict) else {}
+    return {"digest": hashlib.sha256(text).hexdigest(), "sha256": sub.get("sha256")}
+
+
+def _dest_regraded(dest, assignment, found):
+    """The ids whose scorecard in `dest` was graded there after the shard's (an appeal regraded with --only in
+    the merged folder): {sid: the TA's line}, kept, never overwritten by the shard's; and dest's record of the
+    scorecards merge wrote before (MERGED_CARDS). A dest scorecard is taken for graded there when it is not the
+    one merge last wrote for that id (the record says so) or, without a record (a folder merged by an older
+    hwcheck), when it graded another file (submission sha256) than the shard's."""
+    from checker.records import outfolder
+    kept = owned.read_json(dest, MERGED_CARDS, "merged-cards")
+    record = kept.get("cards") if isinstance(kept, dict) and isinstance(kept.get("cards"), dict) else {}
+    record = {sid: m for sid, m in record.items() if isinstance(m, dict)}
+    mine = {str(c["submission"].get("id")): c for c in outfolder.collect_scorecards(dest, assignment)}
+    out = {}
+    for sid, (src, card) in found.items():
+        here = mine.get(sid)
+        if here is None:
+            continue
+        ours, theirs, before = _card_mark(here), _card_mark(card), record.get(sid)
+        if ours["digest"] == theirs["digest"]:
+            continue
+        if before is not None:
+            if ours["digest"] == before.get("digest"):  # dest's is merge's own: the shard's (changed or not) taken
+                continue
+        elif ours["sha256"] == theirs["sha256"]:  # no record, the same file graded: the shard's taken
+            continue
+        files = ("another file" if ours["sha256"] != theirs["sha256"] else "the same file") + \
+            f" (sha256 {str(ours['sha256'])[:12]}, the shard's {str(theirs['sha256'])[:12]})"
+        both = before is not None and theirs["digest"] != before.get("digest")
+        out[sid] = (f"{sid}: {os.path.join(dest, outfolder.scorecard_name(sid))} was graded in {dest} after the "
+                    f"merge (an appeal regraded there, {files}): kept, not {src}'s"
+                    + (f" (which was also regraded since the last merge)" if both else "")
+                    + f"; a later grade of {sid} belongs in {dest} too (`hwcheck grade <the folder> -a "
+                      f"{assignment} -o {dest} --only {sid}`)")
+        record[sid] = before if before is not None else theirs
+    return out, record
 
 
 MERGED_MANUAL = ".merged-manual.json"  # in dest: each grade merge took from a shard's manual.csv, as it was then
@@ -461,7 +512,13 @@ def merge(sources, dest):
                                    f"merge into a new folder")
         result = MergeResult(dest, assignment)
         result.notes += skipped
+        kept_here, cards_record = _dest_regraded(dest, assignment, found)
+        for sid, note in sorted(kept_here.items()):
+            result.kept.append(sid)
+            result.notes.append(note)
         for sid, (src, card) in sorted(found.items()):
+            if sid in kept_here:
+                continue
             raw = owned.read_bytes(src, outfolder.raw_name(sid), "raw")
             if raw is not None:
                 owned.write_text(dest, outfolder.raw_name(sid), raw.decode("utf-8", "surrogateescape"), kind="raw",
@@ -470,7 +527,9 @@ def merge(sources, dest):
             if isinstance(results, dict):
                 outfolder.write_results(dest, sid, results)
             owned.write_json(dest, outfolder.scorecard_name(sid), card, kind="scorecard", sid=sid)  # last: done
+            cards_record[sid] = _card_mark(card)
             result.cards += 1
+        owned.write_json(dest, MERGED_CARDS, {"cards": cards_record}, kind="merged-cards")
         if infos:
             count = infos[0][1].get("count")
             have = {info.get("index") for _, info in infos}
