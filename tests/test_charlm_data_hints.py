@@ -3,7 +3,7 @@ judged on the trusted side without a worker (the examples blocks_*, vocab_* grad
 
   * make_blocks with windows that are all windows of the data but the wrong ones: one every block_size tokens,
     chunks of block_size + 1 (`view(n, block_size + 1)`), random or shuffled starts (nanoGPT's get_batch);
-  * build_vocab's pair returned as (itos, stoi);
+  * build_vocab's pair returned as (itos, stoi); its itos a copy of stoi (characters to ids), or keyed otherwise;
   * the student's exception words, without the file and code the message quotes.
 """
 import numpy as np
@@ -66,6 +66,24 @@ def test_a_swapped_vocabulary_is_named(itos_second, words):
     with pytest.raises(C.GradingFailure) as e:
         C._check_vocab((itos, stoi if itos_second else itos), "hello")
     assert words in e.value.message and "a global?" not in e.value.message
+
+
+def test_an_itos_that_maps_characters_is_named():
+    # itos a copy of stoi: once told "itos[0] = None ... it has 1 entries for 4 characters" (its keys, read as
+    # ids, all collapsed to None), a dict of 4 entries that never said it maps characters to ids
+    stoi = {"e": 0, "h": 1, "l": 2, "o": 3}
+    with pytest.raises(C.GradingFailure) as e:
+        C._check_vocab((stoi, dict(stoi)), "hello")
+    msg = e.value.message
+    assert "itos maps the characters to their ids" in msg and "copy of stoi" in msg and "itos['e'] = 0" in msg
+    assert "1 entries" not in msg and "None" not in msg
+
+
+def test_an_itos_keyed_by_other_things_is_counted_as_it_is():
+    with pytest.raises(C.GradingFailure) as e:
+        C._check_vocab(({"e": 0, "h": 1, "l": 2, "o": 3}, {0: "e", 1: "h", "2": "l", 3.0: "o"}), "hello")
+    msg = e.value.message
+    assert "2 of its 4 keys are not ids: '2', 3.0" in msg and "1 entries" not in msg
 
 
 def test_student_words_leave_out_the_quoted_code():

@@ -52,6 +52,7 @@ from checker.running.together import asked
 from checker.judging.notebook_globals import naming_globals
 from checker.judging.portability import check_call_on_another_device, check_runs_on_another_device
 from ._gradients import shape_first
+from ._tables import retold_with_table_hint
 
 LOWP = ("float16", "bfloat16")
 # vocab_size, block_size, d_model, num_heads, num_layers
@@ -438,7 +439,10 @@ def _new_forward(sub, cfg, seed, inputs, device="cpu", dtype="float32", short_in
     """`_new` and then its forward on `inputs` in one round trip: (the module, forward's result), the forward
     being `_forward`'s (with `short_input_hint`) or a plain one; each raises as it would alone."""
     m, pr = _new_asking(sub, cfg, seed, inputs, device, dtype)
-    return m, (_forward(m, cfg, inputs, seed, ask=pr) if short_input_hint else pr.get())
+    try:
+        return m, (_forward(m, cfg, inputs, seed, ask=pr) if short_input_hint else pr.get())
+    except StudentError as e:  # an IndexError from a positions' table shorter than block_size: _tables.py
+        raise retold_with_table_hint(sub, m, cfg, seed, e, device) from None
 
 
 def _cfg_text(cfg):

@@ -100,6 +100,8 @@ def _check_vocab(got, text):
                 msg += ("\nLikely mistake: each character has its own id, but not in sorted order: a set has no "
                         "fixed order (list(set(text)) differs between runs); use sorted(set(text)).")
         _fail(msg)
+    if isinstance(itos, dict) and any(_as_index(k) is None for k in itos):  # not keyed by ids: say what it is
+        _check_itos_keys(itos, chars, want, what)
     if isinstance(itos, dict):
         itos_n = {_as_index(k): v for k, v in itos.items()}
     elif isinstance(itos, (list, tuple, str)):
@@ -111,6 +113,23 @@ def _check_vocab(got, text):
         _fail(f"{what}: itos is not the inverse of stoi: "
               + ", ".join(f"itos[{i}] = {itos_n.get(i)!r} (expected {chars[i]!r})" for i in bad)
               + (f"; it has {len(itos_n)} entries for {len(chars)} characters" if len(itos_n) != len(chars) else ""))
+
+
+ITOS_BY_IDS = "itos maps each id 0 .. V-1 to its character: `itos = {i: ch for i, ch in enumerate(chars)}`"
+
+
+def _check_itos_keys(itos, chars, want, what):
+    """Fails an itos dict some of whose keys are not ids, saying what its keys are: the characters, with the ids
+    as values (a copy of stoi, itos mapping characters to ids), or something else (counted as they are)."""
+    odd = [k for k in itos if _as_index(k) is None]
+    if all(isinstance(k, str) for k in itos) and {k: _as_index(v) for k, v in itos.items()} == want:
+        c = chars[0]
+        _fail(f"{what}: itos maps the characters to their ids, as stoi does (itos[{c!r}] = {want[c]}, and no "
+              f"itos[0]): it is a copy of stoi, not its inverse.\nLikely mistake: the comprehension's pair is "
+              f"written the wrong way round (`{{ch: i for i, ch in enumerate(chars)}}`); {ITOS_BY_IDS}.")
+    _fail(f"{what}: itos should map the ids 0 .. {len(chars) - 1} to the characters, but {len(odd)} of its "
+          f"{len(itos)} keys are not ids: " + ", ".join(f"{k!r}" for k in odd[:5]) + (" ..." if len(odd) > 5 else "")
+          + f" ({ITOS_BY_IDS})")
 
 
 BLOCKS_EVERY_WINDOW = ("make_blocks returns every window, the overlapping ones included: row i of x is "
