@@ -129,3 +129,20 @@ def test_the_ids_two_rows_of_a_saved_gradebook_hold_are_found():
     assert repeated_ids(text) == {"100000": [2, 3], "=x": [5, 6]}
     assert repeated_ids("id;total\r\na;1\r\nb;2\r\na;3\r\n") == {"a": [2, 4]}
     assert repeated_ids("name,total\r\na,1\r\na,2\r\n") == {}
+
+
+def test_grades_typed_in_rows_that_share_an_id_are_no_ones():
+    """hwcheck writes grades.csv with one row per submission: two rows of one id are one a spreadsheet saved
+    under another id (a form the number rule does not know, here a date), so neither row's typed grade is
+    taken, and a line names the id and its lines; the other rows' grades are taken as before."""
+    from checker.records.typed import typed_into_gradebook
+    from checker.spec import load_spec
+    spec = load_spec("attention")
+    text = ("id,Q3-text,note\r\n"
+            "2026-03-04,8,\r\n"      # "3-4" as a spreadsheet saved it, beside the real 2026-03-04's row
+            "2026-03-04,,\r\n"
+            "carol,7,\r\n")
+    said = []
+    moved = typed_into_gradebook(text, spec, {}, said=said)
+    assert [m[:3] for m in moved] == [["carol", "Q3-text", 7]]
+    assert any("2026-03-04 is the id of 2 rows (lines 2, 3)" in s and "Q3-text 8" in s for s in said), said

@@ -18,7 +18,9 @@ from __future__ import annotations
 import csv
 import io
 
-from checker.records.manual import (ADJUSTMENT, MANUAL_CSV, _clean_id, _delimiter, _manual_ids, _num, _number)
+from checker.records.manual import (ADJUSTMENT, MANUAL_CSV, _clean_id, _delimiter, _fill_keys, _lossy_fits, _manual_ids,
+                                    _num, _number)
+from checker.records.manual_read import repeated_ids
 
 __all__ = ["typed_into_gradebook", "moved_line", "changed_line"]
 
@@ -94,9 +96,23 @@ def typed_into_gradebook(gradebook_text, spec, entries, written=None, earlier=No
     tops = {str(q["id"]): float(q.get("points") or 0) for q in spec.get("questions") or []}
     out, stale = [], []
     carried = set() if carried is None else carried
+    # hwcheck writes one row per submission: an id held by two rows is one a spreadsheet saved another row under
+    # (`1e5` read as the number 100000 beside 100000's own row), so neither row's cells are anyone's grade
+    # Where the id is a lossy form of another graded id (`李小龙` saved as `???`, `0012345` as `12345`, `1e5` as
+    # `100000`), what is typed there goes to manual.csv as before, where such a row is no one's grade and names
+    # the ids it may be; any other repeated id's rows are not read, and a line names them with what was typed.
+    keys = {}
+    _fill_keys(keys, [sid for sid in ours if sid])
+    twice = {sid: lines for sid, lines in repeated_ids(gradebook_text).items()
+             if not (ours and _lossy_fits(sid, list(ours), keys))}
+    left = {}
     for row in csv.DictReader(io.StringIO(gradebook_text, newline=""), delimiter=delim):
         row = {(k or "").strip(): v for k, v in row.items() if isinstance(v, str)}
         sid = _clean_id(row.get("id") or "")
+        if sid in twice:
+            left.setdefault(sid, []).extend(f"{qid} {(row.get(qid) or '').strip()}" for qid in qids
+                                            if (row.get(qid) or "").strip())
+            continue
         first = len(out)
         given = {r["question"]: r for r in entries.get(sid, []) if r["points"] is not None and r["kind"] != ADJUSTMENT}
         graded = set(given)
@@ -149,6 +165,12 @@ def typed_into_gradebook(gradebook_text, spec, entries, written=None, earlier=No
                                  lambda *cell: _stale(stale, quiet, old_sids, *cell), said)
             if moved:
                 out.append(moved)
+    for sid, lines in sorted(twice.items()):
+        typed = f" (typed there: {', '.join(left[sid])})" if left.get(sid) else ""
+        said.append(f"grades.csv: {sid} is the id of {len(lines)} rows (lines {', '.join(map(str, lines))}), where "
+                    f"hwcheck wrote one: a spreadsheet saved another row under it (an id it read as a number or a "
+                    f"date), so nothing typed in those rows is taken{typed}; correct the id in the wrong row, or "
+                    f"write the grades in {MANUAL_CSV}")
     if stale:
         shown = "; ".join(stale[:5]) + (f"; and {len(stale) - 5} more" if len(stale) > 5 else "")
         why = ("before a regrade, not what it writes now (the file was open in a spreadsheet across the regrade, "
