@@ -305,7 +305,7 @@ OTHER_NAMES = {
 @pytest.mark.parametrize("case", list(OTHER_NAMES))
 def test_torchs_other_names_for_the_same_work_are_named(tmp_path, case):
     from assignments.attention._by_hand import SOFTMAX_NAMES
-    from assignments.charlm._common import NOT_BY_HAND_NAMES
+    from assignments.charlm._by_hand import NOT_BY_HAND_NAMES
     aid, name, source = OTHER_NAMES[case]
     forbidden = SOFTMAX_NAMES if aid == "attention" else NOT_BY_HAND_NAMES[name]
     report = library_use(_build(tmp_path, {"hw.py": source}), name, forbidden)

@@ -77,7 +77,7 @@ def test_a_write_into_what_the_function_reaches_is_read_under_every_name_for_it(
 
 
 def test_a_write_into_torch_through_another_alias_and_a_dotted_chain_is_read(tmp_path):
-    from assignments.charlm._common import NOT_BY_HAND_NAMES
+    from assignments.charlm._by_hand import NOT_BY_HAND_NAMES
     hw = ("import torch\nimport torch.nn.functional as F\nimport torch as _t\n\n"
           "_t.nn.functional.softsign = F.layer_norm\n\n\n"
           "def layer_norm(x, eps=1e-5):\n    return F.softsign(x, eps)\n")
@@ -189,7 +189,7 @@ def test_flex_attention_and_the_transformer_modules_are_library_attention(tmp_pa
 
 def test_the_assignments_name_the_same_library_attention():
     from assignments.attention._by_hand import ATTENTION_CALLS, ATTENTION_NAMES, SOFTMAX_CALLS, SOFTMAX_NAMES
-    from assignments.charlm._common import NOT_BY_HAND_NAMES
+    from assignments.charlm._by_hand import NOT_BY_HAND_NAMES
     assert ATTENTION_NAMES == NOT_BY_HAND_NAMES["masked_attention"]
     assert ATTENTION_NAMES <= SOFTMAX_NAMES and set(ATTENTION_CALLS) <= set(SOFTMAX_CALLS)
 

@@ -1,6 +1,7 @@
 """What every question of `charlm`'s grading tests shares (trusted side): the handout's data, the hint
-texts expected.json quotes, and the helpers; the tests themselves are in test_charlm_<question>.py,
-one file per question, and the fixtures they share in conftest.py.
+texts expected.json quotes, and the helpers (written by hand in _by_hand.py, the position table in _tables.py,
+gradients in _gradients.py, the temperature in _temperature.py); the tests themselves are in
+test_charlm_<question>.py, one file per question, and the fixtures they share in conftest.py.
 
 Grading tests of the `charlm` assignment (trusted side).
 
@@ -107,15 +108,6 @@ KNOWN_ERRORS = [
      "forward must run on the token ids alone (generation calls model(idx)): give its other arguments "
      "defaults, e.g. `def forward(self, idx, targets=None)`, and compute the loss only when targets are given"),
 ]
-# torch functions the handout forbids inside the functions written by hand
-NOT_BY_HAND = {"masked_attention": {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
-                                    "multi_head_attention_forward": "nn.MultiheadAttention",
-                                    "_scaled_dot_product_attention_math": "torch._scaled_dot_product_attention_math",
-                                    "_native_multi_head_attention": "torch._native_multi_head_attention"},
-               "layer_norm": {"layer_norm": "F.layer_norm / nn.LayerNorm",
-                              "native_layer_norm": "torch.native_layer_norm", "group_norm": "F.group_norm",
-                              "instance_norm": "F.instance_norm", "batch_norm": "F.batch_norm",
-                              "rms_norm": "F.rms_norm", "normalize": "F.normalize"}}
 
 
 # the answer models (the known mistakes, torch's layer norm): computed in the full package, replayed in the kit
@@ -579,60 +571,6 @@ def _check_causal_of(m, close, rng, seed, cfg, device, B, T, sub=None):
         if np.abs(out[:, t + 1] - base[:, t + 1]).max() <= 1e-6:
             _fail(f"{what}: the logits at position {t + 1} did not change when the token at position {t + 1} "
                   "changed: does forward use its `idx` argument?")
-
-
-# the same, as bare names read in the source (checker.running.by_hand): F.layer_norm, nn.LayerNorm, ...
-# torch's own names for the same work count as well: the private ops behind the public functions
-# (torch._scaled_dot_product_attention_math, torch.native_layer_norm, torch.ops.aten...), and the other norms,
-# which normalize the last axis exactly as layer_norm does once the input is viewed so (group_norm with one
-# group, instance_norm, batch_norm of the transpose, rms_norm or normalize of x - mean)
-NOT_BY_HAND_NAMES = {"masked_attention": {"scaled_dot_product_attention", "multi_head_attention_forward",
-                                          "MultiheadAttention", "_scaled_dot_product_attention_math",
-                                          "_scaled_dot_product_attention_math_for_mps",
-                                          "_scaled_dot_product_flash_attention",
-                                          "_scaled_dot_product_flash_attention_for_cpu",
-                                          "_scaled_dot_product_efficient_attention",
-                                          "_scaled_dot_product_cudnn_attention", "_flash_attention_forward",
-                                          "_efficient_attention_forward", "_native_multi_head_attention",
-                                          "_triton_multi_head_attention", "_triton_scaled_dot_attention",
-                                          "TransformerEncoderLayer", "TransformerDecoderLayer", "flex_attention",
-                                          "Transformer", "TransformerEncoder", "TransformerDecoder"},
-                     "layer_norm": {"layer_norm", "LayerNorm", "native_layer_norm", "group_norm",
-                                    "native_group_norm", "GroupNorm", "instance_norm", "InstanceNorm1d",
-                                    "InstanceNorm2d", "InstanceNorm3d", "batch_norm", "native_batch_norm",
-                                    "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
-                                    "_batch_norm_impl_index", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
-                                    "rms_norm", "_fused_rms_norm", "RMSNorm", "normalize", "LazyBatchNorm1d",
-                                    "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
-                                    "LazyInstanceNorm3d", "SyncBatchNorm", "LocalResponseNorm", "local_response_norm",
-                                    "CrossMapLRN2d"}}
-
-
-def _check_by_hand(sub, close, expected, name, *args, hints=()):
-    """Right values, written by hand: a call that went through a forbidden torch function fails.
-
-    Decided on the trusted side from the submission's files (checker.running.by_hand); the worker's trace
-    (sub.torch_calls) comes from the student's own process, which can see and replace the probe or call
-    the library from another thread, so it may fail the test but never passes it."""
-    from checker.running.by_hand import library_use
-    got, calls = sub.torch_calls(name, *args)
-    what = f"{name} on float32 input of shape {_shape(args[0].shape)}"
-    close(got, _np64(expected), dtype="float32", what=what, hints=hints)
-    source = library_use(sub.path, name, NOT_BY_HAND_NAMES[name], getattr(sub, "secrets", ()))
-    used = [shown for fn, shown in NOT_BY_HAND[name].items() if fn in calls] or source.used
-    if used:
-        _fail(f"{name} calls {' and '.join(used)}: its values are right, but the handout asks you to write it "
-              "by hand (matmul, masked_fill, softmax, mean, var and sqrt are fine)")
-    if source.unread:
-        _fail(f"the grader could not read all of your files ({'; '.join(source.unread)}) and found no "
-              f"`def {name}` in what it read, so it could not check that {name} is written by hand")
-    if source.missing:
-        _fail(f"the grader found no `def {name}` in your files, so it could not check that {name} is "
-              "written by hand")
-    if source.unclear:
-        _fail(f"{name} uses {' and '.join(source.unclear[:3])}, which hides from a reading of the code what it "
-              "calls (or reads the grader's own state): the grader could not check that it is written by hand. "
-              "Write it with plain calls")
 
 
 # every name, underscored helpers included: each question's file starts `from ._common import *`

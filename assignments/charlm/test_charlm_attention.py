@@ -1,6 +1,7 @@
 """Grading tests of `charlm`, question attention (see _common.py for what the tests share)."""
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+from ._by_hand import *  # noqa: F401,F403 - written by hand: the judge and the names it looks for
 from ._in_place import *  # noqa: F401,F403 - the arguments-unchanged check
 from ._gradients import *  # noqa: F401,F403 - the gradient test's message
 from checker.errors import BadReturn
