@@ -2,6 +2,7 @@
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
 from ._determinism import *  # noqa: F401,F403 - eval mode is deterministic
+from ._head_width import too_many_parameters
 from ._registered import BUFFER_WEIGHTS_HINT, buffer_weights_text, weights_in_buffers
 
 
@@ -46,6 +47,9 @@ def test_mhsa_parameter_count(sub, rng, seed, D, h):
     m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
     low = 4 * D * D
     if m.n_params >= low:
+        wide = too_many_parameters(D, h, m.n_params)  # heads wider than D / num_heads (_head_width.py)
+        if wide:
+            raise GradingFailure(wide)
         _structure_earns_if_it_runs(sub, rng, seed)
         return
     buffers = weights_in_buffers(m, D, h)
