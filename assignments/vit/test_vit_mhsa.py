@@ -57,8 +57,10 @@ def test_mhsa_parameter_count(sub, rng, seed, D, h):
         hint = (f"{BUFFER_WEIGHTS_HINT}; here {buffer_weights_text(buffers)} "
                 f"{'is a buffer' if len(buffers) == 1 else 'are buffers'}")
     elif m.n_params >= 3 * D * D:
-        hint = ("no output projection: after the heads are concatenated, step 4 of the handout applies W^O "
-                "(D x D, e.g. nn.Linear(D, D)), which lets the heads' outputs mix")
+        hint = ("one of the four projections is missing: no output projection (after the heads are concatenated, "
+                "step 4 of the handout applies W^O, D x D, e.g. nn.Linear(D, D), which lets the heads' outputs "
+                "mix), or no value projection (the values are the input itself, `v = x` split into heads: each "
+                "head averages X W_i^V, with its own W_i^V of shape (D, D/num_heads))")
     elif any(tuple(p.get("shape", ())) == (D // h, D // h) for p in m.params):
         hint = (f"each head's projection sees only its own slice of D/num_heads = {D // h} features (a "
                 f"Linear({D // h}, {D // h}) per head): a head's W_i^Q maps all D = {D} features to D/num_heads, "
