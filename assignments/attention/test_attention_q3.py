@@ -183,7 +183,10 @@ def test_shapes_when_num_heads_does_not_divide(sub, ref, close, name):
                  "w_o_shape": [("W^O takes the concatenated heads, num_heads * (d_model // num_heads) features, "
                                 "which is fewer than d_model when num_heads does not divide it: the handout's "
                                 "formula is (num_heads * (d_model // num_heads), d_model)", (d, d)),
-                               (rounded_up, (h * up, d))]}[name]
+                               (rounded_up, (h * up, d)),
+                               ("the shape is transposed: with row vectors (concat @ W^O) W^O takes the concatenated "
+                                "heads in and gives d_model out: (num_heads * (d_model // num_heads), d_model)",
+                                (d, h * (d // h)))]}[name]
         _close_shape(close, got, getattr(ref, name)(*params.values()), what=what, hints=hints, sub=sub,
                      fn=getattr(ref, name), args=params)
     if raised:
