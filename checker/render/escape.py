@@ -41,6 +41,11 @@ have been edited) is put into text that something else interprets:
   unescapes is defused as well), then GitHub's own (`%` `\\n` as `%25`
   `%0A`; in properties also `:` `,` as `%3A` `%2C`), so one annotation is
   one line whatever the student wrote.
+- `for_gradescope(s)` — a text of Gradescope's results.json (the top-level
+  `output`, each test's `output` and `name`; shown as plain text, the
+  default `output_format`): the terminal escaping, newlines kept, so a
+  student's exception message shows its ESC or U+202E as `\\x1b` /
+  `\\u202e` there as everywhere else.
 - `for_markdown(s)` — inline Markdown (a table cell, a heading, a list
   item of a step summary): one line, control characters escaped, and the
   characters that make structure (`|` cells, `<` `>` HTML, `(` `)` `!`
@@ -68,7 +73,7 @@ their own writers).
 import re
 
 __all__ = ["for_terminal", "for_output", "for_json_text", "for_annotation_data", "for_annotation_property",
-           "for_markdown", "for_markdown_code", "for_xml", "for_csv_cell"]
+           "for_gradescope", "for_markdown", "for_markdown_code", "for_xml", "for_csv_cell"]
 
 # Everything a terminal, a log viewer or a text renderer may act on instead of showing, and what .NET's culture
 # comparison skips: C0 (but tab and newline, handled apart), DEL, C1, every format character (Cf: bidi controls,
@@ -164,6 +169,11 @@ def for_annotation_data(text):
 def for_annotation_property(text):
     """A property value (`file=`, `line=`, `title=`) of a workflow command: also `:` and `,` escaped."""
     return for_annotation_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def for_gradescope(text):
+    """A text of Gradescope's results.json: shown as plain text, escaped as for a terminal (newlines kept)."""
+    return for_terminal(text, newlines=True)
 
 
 def for_markdown(text):

@@ -10,6 +10,10 @@ count); the automatic
 score at the top level (manual questions are left to Gradescope's own manual
 grading and only mentioned in `output`). `make_failure_results(message)` is
 the file to write when a submission could not be graded at all.
+Every text of the dict (the top-level `output`, each test's `name` and
+`output`) goes through `checker.render.escape.for_gradescope`: a student's
+exception message, load message or file name keeps no raw ESC, bidi
+override or other control character there (Gradescope shows it as it is).
 What it is not: it writes no file (use `checker.records.atomic.write_json_atomic`,
 and print nothing else to that file) and it runs no grading.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import math
 
+from checker.render.escape import for_gradescope
 from checker.render.scorecard_text import answer_note
 from checker.judging.scorecard import test_message
 
@@ -76,7 +81,7 @@ def make_output(scorecard):
         state = "pending, graded by a person" if q.get("pending", True) else "graded by a person"
         note = answer_note(q)
         lines.append(f"{q['id']} ({_fmt(q.get('max_score', 0))} points): {state}." + (f" {note}" if note else ""))
-    return "\n".join(lines)
+    return for_gradescope("\n".join(lines))
 
 
 def make_test(question_index, question, test_index, test):
@@ -87,13 +92,13 @@ def make_test(question_index, question, test_index, test):
     if outcome == "skipped":
         message = f"Skipped (worth 0 points here): {message}" if message else "Skipped (worth 0 points here)."
     return {
-        "name": f"{question.get('id')}{SEPARATOR}{test.get('name')}",
+        "name": for_gradescope(f"{question.get('id')}{SEPARATOR}{test.get('name')}"),
         "number": f"{question_index}.{test_index}",
         "score": _number(test.get("points")),
         "max_score": _number(test.get("max_points")),
         # A skipped test is worth 0/0: not a failure.
         "status": "passed" if outcome in ("passed", "skipped") else "failed",
-        "output": message,
+        "output": for_gradescope(message),
         "visibility": "after_published" if test.get("visibility") == "hidden" else "visible",
     }
 
@@ -109,13 +114,13 @@ def make_hidden_summary(question_index, question, number, hidden):
         text += " Not passed: " + ", ".join(str(n) for n in failed[:10]) + (" ..." if len(failed) > 10 else "")
         text += ". The visible tests of this question name the mistake when they catch it."
     return {
-        "name": f"{question.get('id')}{SEPARATOR}hidden tests ({len(hidden)})",
+        "name": for_gradescope(f"{question.get('id')}{SEPARATOR}hidden tests ({len(hidden)})"),
         "number": f"{question_index}.{number}",
         # a sum of points kept to 4 decimals, to 4 decimals again (9.3444, not 9.344399999999997)
         "score": round(_number(sum(_number(t.get("points")) for t in hidden)), 4),
         "max_score": round(_number(sum(_number(t.get("max_points")) for t in hidden)), 4),
         "status": "failed" if failed else "passed",
-        "output": text,
+        "output": for_gradescope(text),
         "visibility": "after_published",
     }
 
@@ -144,6 +149,6 @@ def make_failure_results(message, *, execution_time=0.0):
     return {
         "score": 0,
         "execution_time": _number(execution_time),
-        "output": str(message),
+        "output": for_gradescope(message),
         "tests": [],
     }

@@ -25,7 +25,19 @@ from checker.errors import BadReturn, StudentError, StudentTimeout
 from checker.worker.diskcap import DISK_FILES, DISK_MB
 
 __all__ = ["TORCH_ERROR_NOTES", "describe_status", "load_unit", "cell_words", "where_text", "load_message",
-           "defs_from", "unrun_text", "failure_from"]
+           "defs_from", "unrun_text", "failure_from", "quoted", "QUOTE_INDENT"]
+
+# Every line break str.splitlines knows (CR LF, LF, CR, VT, FF, FS, GS, RS, NEL, LS, PS): a student's text quoted
+# into a message has each line after its first indented by QUOTE_INDENT, so no line of it starts where the
+# grader's own lines do (its "Likely mistake:" hints start a line, and the class report counts only those).
+_LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+QUOTE_INDENT = "    "
+
+
+def quoted(text):
+    """A student's text (an exception's words, a name, a line of code) as quoted into a grader's message:
+    its line breaks kept as newlines, each line after the first indented by QUOTE_INDENT."""
+    return _LINE_BREAK.sub("\n" + QUOTE_INDENT, str(text))
 
 
 # torch (and numpy) errors whose words do not say their usual cause in student code
@@ -151,7 +163,7 @@ def unrun_text(name, unrun):
     lines = [unrun[n]["line"] for n in same if unrun[n]["line"]]
     names = ", ".join(f"`{n}`" for n in same[:8]) + (f" and {len(same) - 8} more" if len(same) > 8 else "")
     it, is_ = ("they", "are") if len(same) > 1 else (f"`{name}`", "is")
-    where = d["file"] + (f", cell {d['cell']}" if d["cell"] else "")
+    where = quoted(d["file"]) + (f", cell {d['cell']}" if d["cell"] else "")
     if lines:
         where += f", line {lines[0]}" if len(lines) == 1 else f", lines {lines[0]}-{lines[-1]}"
     if d["why"] == "main_guard":
@@ -172,8 +184,9 @@ def failure_from(err, what, memory_mb, missing):
     name the submission lacks, and `memory_mb` is the worker's memory cap named in a MemoryError."""
     if not isinstance(err, dict):
         err = {}
-    etype = str(err.get("type", "Error"))[:100]
-    msg = str(err.get("message", ""))[:2000]
+    etype = quoted(str(err.get("type", "Error"))[:100])
+    said = str(err.get("message", ""))[:2000]
+    msg = quoted(said)
     if etype == "MissingName":
         return missing(str(err.get("name", "?")))
     if etype == "BadReturn":
@@ -183,10 +196,10 @@ def failure_from(err, what, memory_mb, missing):
     where = err.get("where") if isinstance(err.get("where"), dict) else None
     loc = ""
     if where:
-        loc = f" at {where.get('file')}" + (f", {cell_words(where)}" if where.get("cell") is not None else "") \
-              + f", line {where.get('line')}"
+        loc = quoted(f" at {where.get('file')}" + (f", {cell_words(where)}" if where.get("cell") is not None else "")
+                     + f", line {where.get('line')}")
         if where.get("code"):
-            loc += f":\n    {str(where['code'])[:200]}"
+            loc += f":\n    {quoted(str(where['code'])[:200])}"
     if err.get("timeout"):
         return StudentTimeout(f"{what} was stopped by the time limit{loc}")
     bases = err.get("bases") if isinstance(err.get("bases"), list) else [etype]
@@ -201,7 +214,7 @@ def failure_from(err, what, memory_mb, missing):
             text += ("\n(the grader runs your code in a sandbox: it may read your submission and the "
                      "Python installation and write only its own temporary folder; no network, no "
                      "other processes)")
-        text += next((f"\n({note})" for pattern, note in TORCH_ERROR_NOTES if pattern.search(msg)), "")
+        text += next((f"\n({note})" for pattern, note in TORCH_ERROR_NOTES if pattern.search(said)), "")
     failure = StudentError(text)
     failure.where = where
     failure.exc_types = [str(b)[:100] for b in bases[:20]]

@@ -134,7 +134,7 @@ def build_page(outdir, *, submissions_dir=None, top=50, progress=False):
     if where.get("cut"):
         shown = ", ".join(where["cut"][:10]) + (", ..." if len(where["cut"]) > 10 else "")
         notes.append(f"{len(where['cut'])} submissions are compared in part (the report compares at most "
-                     f"{sources.MAX_CODE_BYTES / 2 ** 20:g} MiB of code of each, the files that define the "
+                     f"{sources.MAX_CODE_BYTES // 1024} KiB of code of each, the files that define the "
                      f"assignment's names first, and reads no file nested more than {_max_depth()} folders deep "
                      f"or past {sources.MAX_FILES} files): {shown}.")
     if where["changed"]:

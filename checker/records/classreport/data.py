@@ -12,7 +12,8 @@ of `hwcheck report` (the page shows them and carries them in its `hwcheck-data` 
     tests      [{name, question, visibility, points, runs, passed, pass_rate, point_biserial,
                upper_lower}] in spec order; pass_rate = passed / runs, where runs counts the
                scorecards in which the test ran (any outcome but skipped)
-    mistakes   [{question, hint, count, ids}]: each kind of "Likely mistake" hint of a question, with
+    mistakes   [{question, hint, count, ids}]: each kind of "Likely mistake" hint of a question (a line that
+               starts with the prefix itself, as the grader appends it: `hints_of`), with
                the students whose scorecard names it there (in any test of the question, hidden
                ones included), most common first. Hints of one kind differ only in parenthesised
                details and numbers ("(H_e)", "(H_e, H_d)"); `hint` is the most common wording. An
@@ -78,10 +79,15 @@ def question_order(scorecards, spec):
 
 
 def hints_of(message):
-    """The "Likely mistake" hints of a message, each without the prefix and its final period."""
+    """The "Likely mistake" hints of a message, each without the prefix and its final period.
+
+    Only a line that starts with the prefix itself, at its first character, is the grader's hint: the grader
+    appends its hints so (`\nLikely mistake: ...`), and a student's text quoted into a message (an exception's
+    words, a line of their code) has each line after its first indented (`checker.running.answers.quoted`), so
+    no line of it can start with the prefix: an indented "Likely mistake:" is the student's, not a hint.
+    """
     out = []
     for line in str(message or "").splitlines():
-        line = line.strip()
         if line.startswith(HINT_PREFIX):
             hint = line[len(HINT_PREFIX):].strip().rstrip(".").strip()
             if hint and hint not in out and hint != "the same as above":

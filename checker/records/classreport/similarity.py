@@ -1,7 +1,8 @@
 """Code similarity between submissions, the handout's given code left out: copydetect's winnowing.
 
 What it is for: `rank_pairs(codes, given)` ranks the pairs of submissions by how much of their code
-they share, and `side_by_side(code_a, code_b, given)` marks the shared passages of one pair.
+they share, and `side_by_side(code_a, code_b, given)` marks the shared passages of one pair (excerpts: a few lines
+around each, at most MAX_SHOWN_CHARS a side).
 
 How: copydetect (Lingenfelter's implementation of MOSS's winnowing, Schleimer et al. 2003) turns
 each submission's code into pygments tokens with names, strings and comments abstracted away (so
@@ -26,9 +27,11 @@ from __future__ import annotations
 import io
 import logging
 
-__all__ = ["NOISE_TOKENS", "fingerprint", "given_hashes", "rank_pairs", "side_by_side"]
+__all__ = ["NOISE_TOKENS", "CONTEXT_LINES", "MAX_SHOWN_CHARS", "fingerprint", "given_hashes", "rank_pairs", "side_by_side"]
 
 NOISE_TOKENS = 25
+CONTEXT_LINES = 5          # lines shown around each shared passage in the report's side-by-side view
+MAX_SHOWN_CHARS = 20_000   # of each side shown (a homework's code is some 10-50 kB: its shared parts fit)
 _NAME = "submission.py"  # the name only picks pygments' Python lexer
 
 
@@ -99,11 +102,30 @@ def rank_pairs(codes, given_texts=(), *, top=50, progress=None):
     return out[: max(int(top), 0)]
 
 
-def side_by_side(code_a, code_b, given_texts=(), *, context_lines=-1):
+def _shortened(html, max_chars):
+    """`html` (escaped text with <mark> tags) cut to about `max_chars` at a line's end, its tags balanced."""
+    if len(html) <= max_chars:
+        return html
+    head = html[:max_chars]
+    end = head.rfind("\n")
+    head = head[:end] if end > 0 else head
+    if head.rfind("<") > head.rfind(">"):  # never half a tag, nor half an entity (no newline is in either)
+        head = head[:head.rfind("<")]
+    if head.rfind("&") > head.rfind(";"):
+        head = head[:head.rfind("&")]
+    if head.count("<mark>") > head.count("</mark>"):
+        head += "</mark>"
+    return head + "\n\n... (the rest of this code is not shown here)"
+
+
+def side_by_side(code_a, code_b, given_texts=(), *, context_lines=CONTEXT_LINES, max_chars=MAX_SHOWN_CHARS):
     """(html_a, html_b): each code escaped for HTML with the passages it shares with the other in <mark>.
 
-    Control and bidi characters in the code are shown as escapes (checker.render.escape.for_terminal): a Trojan
-    Source override cannot make the code a TA reads differ from the code that was compared.
+    Excerpts, not whole files: `context_lines` lines around the marked passages (the rest is "..."; -1 shows
+    everything) and about `max_chars` characters of each side at most, said where cut, so that a large
+    submission does not make a large report. Control and bidi characters in the code are shown as escapes
+    (checker.render.escape.for_terminal): a Trojan Source override cannot make the code a TA reads differ from
+    the code that was compared.
     """
     from copydetect.utils import highlight_overlap
     from markupsafe import escape
@@ -116,9 +138,9 @@ def side_by_side(code_a, code_b, given_texts=(), *, context_lines=-1):
     out = []
     for code, slices in ((code_a, slices_a), (code_b, slices_b)):
         if len(slices) == 0 or slices.shape[-1] == 0:
-            out.append(for_terminal(str(escape(code))))
+            out.append(_shortened(for_terminal(str(escape(code[:max_chars + 1]))), max_chars))
             continue
         text, _share = highlight_overlap(code, slices.astype(int), "<mark>", "</mark>",
                                          truncate=context_lines, escape_html=True)
-        out.append(for_terminal(text))
+        out.append(_shortened(for_terminal(text), max_chars))
     return out[0], out[1]

@@ -38,7 +38,9 @@ __all__ = ["read_scorecards", "merge_manual", "code_of", "locate_code", "given_c
 # of code compared per submission: a notebook's code cells (its saved outputs, a plot's image, are not code and
 # count for nothing), a .py file's text, a folder's files together. Past it the files that define the
 # assignment's names come first and the rest is left out, said in the report (`locate_code`'s "cut").
-MAX_CODE_BYTES = 2 << 20
+# A homework is some 10-50 kB of code; copydetect's fingerprint costs ~6 s and ~200 MB a megabyte and the report
+# keeps every submission's at once (2 MiB each was ~400 MB and ~12 s a submission), hence 256 KiB.
+MAX_CODE_BYTES = 256 << 10
 # of a folder's files read to find that code (each file within grading's own bounds,
 # checker.running.safe_read: a .py file to 4 MiB, a notebook to 32 MiB), smallest first
 MAX_READ_BYTES = 64 << 20
