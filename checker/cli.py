@@ -1,5 +1,5 @@
-"""The `hwcheck` command line: check, grade, show, list, export (the course's commands, validate, kit, init-ci
-and gradescope, are `checker.cli_course`'s; report and merge, `checker.cli_class`'s; what they share,
+"""The `hwcheck` command line: check, grade, show, list (the course's commands, validate, kit, init-ci
+and gradescope, are `checker.cli_course`'s; report, merge and export, `checker.cli_class`'s; what they share,
 `checker.cli_base`).
 
 What it is for: parsing arguments (options come from `checker.options`),
@@ -29,7 +29,7 @@ import click
 from checker._version import __version__
 from checker.cli_base import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, FAILING, Fail, cannot_write,
                               color_wanted, disk_full, echo, guarded, isatty, refuse_absent_devices,
-                              refuse_other_tests, resume_command)
+                              resume_command)
 from checker.errors import HwcheckError
 from checker.cli_class import COMMANDS as CLASS_COMMANDS
 from checker.cli_course import COMMANDS as COURSE_COMMANDS
@@ -454,66 +454,6 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
         echo(for_terminal(line, newlines=False))
     ungraded = lms.read_students(outdir).get("ungraded")  # submissions refused (look-alike names): no scorecard
     sys.exit(EXIT_FAILED if result.internal or ungraded else EXIT_OK)
-
-
-@main.command("export")
-@click.argument("outdir", type=click.Path(exists=True, file_okay=False))
-@canvas_title_option
-@guarded
-def export_command(outdir, canvas_title):
-    """Write OUTDIR/canvas.csv / moodle.csv again (manual.csv's grades merged), for the LMS to import.
-
-    grades.csv, answers.csv and the Gradescope results.json files are written
-    again too, with the same grades.
-
-    `grade` writes them when the folder graded is a Canvas or Moodle export; run
-    this after grading by hand, or to give Canvas's column title (--canvas, kept
-    for later runs). It names the submissions whose manual grades are pending.
-    Exit status 1 when a scorecard of OUTDIR cannot be read (emptied, cut short):
-    it names them, left out of the exports until `grade --resume` grades them.
-    """
-    from checker.records import batch
-    from checker.records.outfolder import foreign_key_line
-    foreign = foreign_key_line(outdir, "`hwcheck export` would write grades.csv and canvas.csv or moodle.csv "
-                               "without them")
-    if foreign:  # scorecards another key wrote: the exports would be written without them
-        raise Fail(foreign)
-    refuse_other_tests(outdir, "`hwcheck export`", f"`hwcheck export {outdir}`")  # two specs mixed: nothing written
-    try:
-        wrote, problems, unreadable = batch.refresh_gradebook(outdir)  # grades.csv, results.json: manual.csv merged
-        for problem in problems:
-            echo(f"hwcheck: {for_terminal(problem, newlines=False)}", err=True)
-        lines = batch.after_batch(outdir, None, canvas_title, roster=False)
-    except OSError as e:
-        why = cannot_write(e, outdir)
-        if why is None:
-            raise
-        for problem in getattr(e, "problems", None) or []:  # what was done before the stop (grades moved)
-            echo(f"hwcheck: {for_terminal(problem, newlines=False)}", err=True)
-        if not disk_full(e):
-            raise Fail(f"{why}: hwcheck export writes grades.csv, canvas.csv or moodle.csv and the results.json "
-                       f"files there, so they were not written again; make it writable (or copy {outdir} to a "
-                       f"folder that is), then run `hwcheck export {outdir}` again") from None
-        # each file is written whole beside its old self, then put in its place (checker.records.atomic): the
-        # one that failed, and those after it, are as the last run left them; the TA's manual.csv is theirs
-        raise Fail(f"stopped: {why}: the exports "
-                   "(grades.csv, canvas.csv or moodle.csv, results.json) may not have been all written again "
-                   "and may still hold the last run's grades. Free some space, then run `hwcheck export "
-                   f"{outdir}` again.") from None
-    if not lines and not wrote and not unreadable:
-        raise Fail(f"{outdir} holds no scorecards of hwcheck's: grade into it first (hwcheck grade ... -o {outdir})")
-    if not lines and wrote:
-        lines = [f"wrote {os.path.join(outdir, 'grades.csv')} and the Gradescope results.json files again, manual.csv's "
-                 f"grades merged; no canvas.csv or moodle.csv: {outdir} holds no Canvas or Moodle students (grade a "
-                 f"Canvas or Moodle export, or give grade --roster a roster exported from one)"]
-    for line in lines:
-        echo(for_terminal(line, newlines=False))
-    crashed = batch.crashed_line(outdir)  # hwcheck's own failures: exported as 0 until `--resume` grades them
-    if crashed:
-        echo(f"hwcheck: warning: {for_terminal(crashed, newlines=False)}", err=True)
-    if unreadable:  # said last, where it is seen; those students' grades are not exported
-        echo(f"hwcheck: {for_terminal(unreadable, newlines=False)}", err=True)
-        sys.exit(EXIT_FAILED)
 
 
 def _executor(jobs, scheduler, cluster):

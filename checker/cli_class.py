@@ -1,21 +1,26 @@
-"""The TA's commands on a graded class: report (the class report) and merge (the shards of a class).
+"""The TA's commands on a graded class: report (the class report), merge (the shards of a class) and export
+(the gradebook and the LMS files again, after grading by hand).
 
 What it is for: as thin as `checker.cli`'s commands: arguments (options from `checker.options`), a library
-call (`checker.records.classreport`, `checker.records.shard`), its text, the exit status. `checker.cli` adds
-them to the `hwcheck` group.
+call (`checker.records.classreport`, `checker.records.shard`, `checker.records.batch` and `.exports`), its text,
+the exit status. `checker.cli` adds them to the `hwcheck` group (registered after its own commands, so this
+`export` is the one `hwcheck export` runs).
 
 What it is not: grading (`checker.cli`'s grade and check) or the library itself.
 """
 
+import os
 import sys
 
 import click
 
-from checker.cli_base import EXIT_FAILED, EXIT_OK, Fail, echo, guarded, isatty, refuse_other_tests
-from checker.options import output_dir_option, report_output_option, submissions_dir_option, top_pairs_option
+from checker.cli_base import (EXIT_FAILED, EXIT_OK, Fail, cannot_write, disk_full, echo, guarded, isatty,
+                              refuse_other_tests)
+from checker.options import (canvas_title_option, output_dir_option, report_output_option, submissions_dir_option,
+                             top_pairs_option)
 from checker.render.escape import for_terminal
 
-__all__ = ["report", "merge", "COMMANDS"]
+__all__ = ["report", "merge", "export", "COMMANDS"]
 
 
 # ---------------------------------------------------------------------------
@@ -91,4 +96,81 @@ def merge(sources, outdir):
     sys.exit(EXIT_FAILED if result.missing or result.incomplete or result.crashed else EXIT_OK)
 
 
-COMMANDS = [report, merge]
+# ---------------------------------------------------------------------------
+# export
+# ---------------------------------------------------------------------------
+
+@click.command("export")
+@click.argument("outdir", type=click.Path(exists=True, file_okay=False))
+@canvas_title_option
+@guarded
+def export(outdir, canvas_title):
+    """Write OUTDIR/canvas.csv / moodle.csv again (manual.csv's grades merged), for the LMS to import.
+
+    grades.csv, answers.csv and the Gradescope results.json files are written
+    again too, with the same grades.
+
+    `grade` writes them when the folder graded is a Canvas or Moodle export; run
+    this after grading by hand, or to give Canvas's column title (--canvas, kept
+    for later runs). It names the submissions whose manual grades are pending.
+    Exit status 1 when a scorecard of OUTDIR cannot be read (emptied, cut short):
+    it names them, left out of the exports until `grade --resume` grades them;
+    and when --canvas is given but no canvas.csv can be written (no student of
+    OUTDIR has a Canvas user id): it says so, the rest written.
+    """
+    from checker.records import batch
+    from checker.records.exports import canvas_unused_line, pending_export_line
+    from checker.records.lms import read_students
+    from checker.records.outfolder import foreign_key_line
+    foreign = foreign_key_line(outdir, "`hwcheck export` would write grades.csv and canvas.csv or moodle.csv "
+                               "without them")
+    if foreign:  # scorecards another key wrote: the exports would be written without them
+        raise Fail(foreign)
+    refuse_other_tests(outdir, "`hwcheck export`", f"`hwcheck export {outdir}`")  # two specs mixed: nothing written
+    try:
+        wrote, problems, unreadable = batch.refresh_gradebook(outdir)  # grades.csv, results.json: manual.csv merged
+        for problem in problems:
+            echo(f"hwcheck: {for_terminal(problem, newlines=False)}", err=True)
+        lines = batch.after_batch(outdir, None, canvas_title, roster=False)
+        unused = canvas_unused_line(outdir, canvas_title) if wrote else ""  # keeps the title: may write
+    except OSError as e:
+        why = cannot_write(e, outdir)
+        if why is None:
+            raise
+        for problem in getattr(e, "problems", None) or []:  # what was done before the stop (grades moved)
+            echo(f"hwcheck: {for_terminal(problem, newlines=False)}", err=True)
+        if not disk_full(e):
+            raise Fail(f"{why}: hwcheck export writes grades.csv, canvas.csv or moodle.csv and the results.json "
+                       f"files there, so they were not written again; make it writable (or copy {outdir} to a "
+                       f"folder that is), then run `hwcheck export {outdir}` again") from None
+        # each file is written whole beside its old self, then put in its place (checker.records.atomic): the
+        # one that failed, and those after it, are as the last run left them; the TA's manual.csv is theirs
+        raise Fail(f"stopped: {why}: the exports "
+                   "(grades.csv, canvas.csv or moodle.csv, results.json) may not have been all written again "
+                   "and may still hold the last run's grades. Free some space, then run `hwcheck export "
+                   f"{outdir}` again.") from None
+    if not lines and not wrote and not unreadable:
+        raise Fail(f"{outdir} holds no scorecards of hwcheck's: grade into it first (hwcheck grade ... -o {outdir})")
+    lms_file = [os.path.join(outdir, name) for name in ("canvas.csv", "moodle.csv")]
+    no_lms_file = wrote and not any(line.startswith(f"wrote {path} ") for line in lines for path in lms_file)
+    if not lines and wrote:
+        lines = [f"wrote {os.path.join(outdir, 'grades.csv')} and the Gradescope results.json files again, manual.csv's "
+                 f"grades merged; no canvas.csv or moodle.csv: {outdir} holds no Canvas or Moodle students (grade a "
+                 f"Canvas or Moodle export, or give grade --roster a roster exported from one)"]
+    assignment = read_students(outdir).get("assignment")
+    if no_lms_file and assignment:  # with an LMS file the exports' lines say them; without, nothing did (h91)
+        lines += [line for line in [pending_export_line(outdir, assignment)] if line]
+    for line in lines:
+        echo(for_terminal(line, newlines=False))
+    crashed = batch.crashed_line(outdir)  # hwcheck's own failures: exported as 0 until `--resume` grades them
+    if crashed:
+        echo(f"hwcheck: warning: {for_terminal(crashed, newlines=False)}", err=True)
+    if unused:  # asked for and not written: said where it is seen, and a failure (a script's upload would miss it)
+        echo(f"hwcheck: {for_terminal(unused, newlines=False)}", err=True)
+    if unreadable:  # said last, where it is seen; those students' grades are not exported
+        echo(f"hwcheck: {for_terminal(unreadable, newlines=False)}", err=True)
+    if unreadable or unused:
+        sys.exit(EXIT_FAILED)
+
+
+COMMANDS = [report, merge, export]

@@ -55,7 +55,8 @@ def validate(targets, skip, seeds):
     with (Grader(mode="hidden", seed=1234) if graded else contextlib.nullcontext()) as grader:
         for aid in aids:
             problems += len(run_checks(aid, checks=checks, grader=grader, echo=echo,
-                                       seeds=extra_seeds(seeds) if graded else None))
+                                       seeds=extra_seeds(seeds) if graded else None,
+                                       started=lambda line: echo(line, err=True)))  # kit, examples: minutes
     echo(f"{len(aids)} assignment(s): " + (f"{problems} problem(s)" if problems else "every check passed"))
     sys.exit(EXIT_FAILED if problems else EXIT_OK)
 
@@ -196,9 +197,12 @@ def gradescope(assignment, output, torch_wheel, container_python, online, timeou
     installed here, this hwcheck and its dependencies at the versions installed here;
     its run_autograder grades each submission and writes results.json.
     """
-    from checker.platforms.autograder import write_autograder_zip
+    from checker.platforms.autograder import GRADESCOPE_PYTHONS, base_image_note, write_autograder_zip
     if os.path.exists(output) and not force:
         raise Fail(f"{output} already exists; use --force to overwrite it")
+    note = None if online else base_image_note(container_python)  # --online: setup.sh fetches for the image's own
+    if note:
+        echo(f"hwcheck: {for_terminal(note, newlines=False)}", err=True)
     if not online:
         echo(f"fetching the wheels for Python {container_python} on x86_64 Linux (torch's CPU build)...")
     info = write_autograder_zip(output, assignment, torch_wheel=torch_wheel, timeout=timeout,
@@ -210,7 +214,7 @@ def gradescope(assignment, output, torch_wheel, container_python, online, timeou
     if info.get("pinned") is False:
         echo(f"note: the versions installed here do not all exist for Python {info['python']}: the zip holds "
                    "the newest versions hwcheck allows (its hwcheck-autograder.json lists them)")
-    base = "Ubuntu 22.04" if container_python == "3.10" else f"one whose python3 is {container_python}"
+    base = GRADESCOPE_PYTHONS.get(container_python) or f"one whose python3 is {container_python}"
     echo(f"upload it on Gradescope: Configure Autograder > Zip file upload, base image {base}")
 
 

@@ -55,7 +55,7 @@ from checker.errors import HwcheckError
 
 __all__ = ["autograder_files", "installed_constraints", "build_wheel", "check_wheel", "torch_version",
            "download_wheels", "write_autograder_zip", "CONFIG_NAME", "VENV", "TORCH_CPU_INDEX", "FAILURE_TEXT",
-           "CONTAINER_PYTHON", "PLATFORMS"]
+           "CONTAINER_PYTHON", "PLATFORMS", "GRADESCOPE_PYTHONS", "base_image_note", "pip_failure"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # checker/platforms/..
 CONFIG_NAME = "hwcheck-autograder.json"
@@ -319,10 +319,44 @@ def download_wheels(dest, hwcheck_wheel, *, python, torch_wheel=None, constraint
                 raise HwcheckError(f"pip fetched CUDA packages for the zip ({', '.join(names)}): the zip must "
                                    "hold the CPU build of torch")
             return names, pinned
-        failure = (proc.stderr or proc.stdout).strip()[-1500:]
-    raise HwcheckError(f"could not fetch the wheels for Python {python} on x86_64 Linux into the zip: {failure}\n"
-                       "Is this Python version right for the base image (--python)? Offline, give torch's CPU wheel "
-                       "with --torch-wheel and make the rest reachable to pip, or build with --online.")
+        failure = pip_failure(proc.stderr or proc.stdout)
+    # the advice first, where it is read; pip's own last lines after it (h91: offline, screens of retries came
+    # first and the advice last)
+    raise HwcheckError(f"could not fetch the wheels for Python {python} on x86_64 Linux into the zip. Offline, give "
+                       "torch's CPU wheel with --torch-wheel and make the rest reachable to pip, or build with "
+                       "--online (setup.sh then fetches them when Gradescope builds the image). Is this Python "
+                       f"version right for the base image (--python)? pip said:\n{failure}")
+
+
+def pip_failure(output, keep=6):
+    """The lines of pip's output that say why it failed: its ERROR lines (else its last `keep` lines), without the
+    retry and ignored-location warnings it repeats for every package and index, at most `keep` lines."""
+    lines = [ln.rstrip() for ln in (output or "").strip().splitlines() if ln.strip()]
+    noise = ("WARNING: Retrying", "WARNING: Location ")
+    said = [ln for ln in lines if not ln.lstrip().startswith(noise)]
+    errors = [ln for ln in said if ln.lstrip().startswith("ERROR:")]
+    shown = (errors or said or lines)[-keep:]
+    left = len(lines) - len(shown)
+    return "\n".join(shown)[-1500:] + (f"\n({left} more lines of pip's left out)" if left else "")
+
+
+# Gradescope's base images whose python3 the zip's setup.sh accepts (3.10 or newer): tas.md lists them
+GRADESCOPE_PYTHONS = {"3.10": "Ubuntu 22.04", "3.12": "Ubuntu 24.04"}
+
+
+def base_image_note(python):
+    """A warning, or None: no Gradescope base image has this python3, so the zip's setup.sh would refuse each
+    (said at build time rather than at Gradescope's image build)."""
+    try:
+        _check_python(python)
+    except HwcheckError:
+        return None  # refused as it is (MAJOR.MINOR) by the build
+    if python in GRADESCOPE_PYTHONS:
+        return None
+    known = ", ".join(f"{image}: {v}" for v, image in GRADESCOPE_PYTHONS.items())
+    return (f"warning: none of Gradescope's base images has Python {python} ({known}): its setup.sh refuses an "
+            f"image whose python3 is another; build for one of those (--python), unless the zip is for an image "
+            f"of your own with Python {python}")
 
 
 def write_autograder_zip(output, assignment, *, torch_wheel=None, timeout=None, python=CONTAINER_PYTHON,

@@ -45,7 +45,7 @@ from checker.judging.scorecard import SEE_QUESTION_MESSAGE, test_message
 from checker.spec import spec_problems, test_functions  # noqa: F401 - the spec check lives with the spec
 
 __all__ = ["resolve", "validate", "spec_problems", "handout_problems", "kit_problems", "grading_problems",
-           "example_problems", "judge_example", "test_functions", "extra_seeds", "CHECKS"]
+           "example_problems", "judge_example", "test_functions", "extra_seeds", "start_line", "CHECKS"]
 
 CHECKS = ("spec", "handout", "kit", "reference", "examples")
 VERDICTS = ("full", "lost", "zero")
@@ -298,9 +298,39 @@ def extra_seeds(n, first=1234):
     return seeds
 
 
-def validate(aid, *, checks=CHECKS, grader=None, echo=print, seeds=None):
+def _example_count(aid):
+    """How many example submissions the examples check grades (0 where expected.json cannot be read)."""
+    from checker.spec import example_dirs
+    n = 0
+    try:
+        folders = example_dirs(aid)
+    except (HwcheckError, OSError, ValueError):
+        return 0  # the check itself says why
+    for folder in folders:
+        try:
+            expected, entries = _examples(folder)
+        except (OSError, ValueError):
+            continue
+        n += len(set(expected) & set(entries))
+    return n
+
+
+def start_line(aid, check, seeds=1):
+    """The line said as `check` starts (validate's `started`): what it does and, for the slow ones, how long it
+    takes (the kit and examples checks take minutes, and validate said nothing until they were done: h91)."""
+    at = f", at {seeds} seeds" if seeds > 1 else ""
+    what = {"spec": "reading the spec and the grading tests",
+            "handout": "reading the handout and the starter notebook",
+            "kit": "building the student kit and probing the code it ships (one to three minutes)",
+            "reference": f"grading the reference on the public and hidden tests{at} (seconds)",
+            "examples": f"grading the {_example_count(aid)} example submissions{at} (a second or more each)"}[check]
+    return f"{aid}: {check}: {what}..."
+
+
+def validate(aid, *, checks=CHECKS, grader=None, echo=print, seeds=None, started=None):
     """Run `checks` on the assignment; echo one line per check; return [(check, problem)]. `seeds`: the run
-    seeds the reference and examples checks grade at (default: the grader's own, 1234)."""
+    seeds the reference and examples checks grade at (default: the grader's own, 1234). `started(line)`, when
+    given, is told as each check starts (`start_line`: the `hwcheck validate` command says it on stderr)."""
     from checker.running.session import watching_each_test
     out = []
     own = None
@@ -310,6 +340,8 @@ def validate(aid, *, checks=CHECKS, grader=None, echo=print, seeds=None):
                 from checker.running.runner import Grader
                 grader = own = Grader(mode="hidden", seed=1234)
             at = list(seeds or [grader.seed]) if check in ("reference", "examples") else []
+            if started is not None:
+                started(start_line(aid, check, max(len(at), 1)))
             run = {"spec": spec_problems, "handout": handout_problems,
                    "kit": lambda a: kit_problems(a) + _kit_code_problems(a),
                    "reference": lambda a: _at_seeds(grading_problems, a, grader, at),

@@ -42,7 +42,10 @@ totals are grades.csv's). The formats:
 In moodle.csv a submission hwcheck could not grade (an internal error) gets an empty grade, never 0.
 `export_lines` writes them and returns the TA's lines: the files written, the column's title and
 where it came from, and the submissions whose manual grades are still pending (their totals in the
-exports lack those points, `checker.records.manual.pending_line`).
+exports lack those points, `checker.records.manual.pending_line`). Where no LMS file is written (a folder of
+no LMS, a plain roster, an anonymous Canvas assignment), `hwcheck export` says them with `pending_export_line`,
+over grades.csv's submissions; `canvas_unused_line` warns when a `--canvas` title cannot be used, no student
+having a Canvas user id.
 
 What it is not: grades.csv (`checker.records.gradebook`) or the reading of the LMS's folders (`checker.records.lms`).
 """
@@ -56,7 +59,8 @@ from checker.records import owned
 from checker.records.csvfile import csv_text
 
 __all__ = ["CANVAS_COLUMNS", "MOODLE_COLUMNS", "EXPORTS_JSON", "canvas_text", "moodle_text", "column_title",
-           "keep_canvas_title", "write_exports", "export_lines"]
+           "keep_canvas_title", "write_exports", "export_lines", "canvas_students", "canvas_unused_line",
+           "pending_export_line"]
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 EXPORTS_JSON = ".exports.json"  # hwcheck's own record of the Canvas column's title (checker.records.owned)
@@ -269,6 +273,48 @@ def write_exports(outdir, assignment, canvas_title=None, now=None, roster_file=N
         if line:
             notes.append(f"{line}; then run `hwcheck export {outdir}` again")
     return written
+
+
+def canvas_students(outdir):
+    """How many students of OUT have a Canvas user id (students.json: a Canvas download graded, or a roster that is
+    Canvas's gradebook export): canvas.csv is written for them only."""
+    from checker.records.lms import read_students
+    people = read_students(outdir).get("students")
+    return sum(1 for p in (people or {}).values() if isinstance(p, dict) and p.get("canvas_user_id")) \
+        if isinstance(people, dict) else 0
+
+
+def canvas_unused_line(outdir, canvas_title):
+    """The TA's warning when `--canvas TITLE` was given but OUT holds no Canvas students, so no canvas.csv is
+    written with it (h91: `export --canvas` on a plain folder said nothing of it and exited 0), or ''. The title is
+    kept (as `grade --canvas` keeps it) for a later `grade --roster` with Canvas's gradebook export."""
+    if not canvas_title or canvas_students(outdir):
+        return ""
+    try:
+        keep_canvas_title(outdir, canvas_title)
+        kept = f"; the title is kept in {outdir} for a later `grade ... -o {outdir} --roster <Canvas's gradebook export>`"
+    except OSError:
+        kept = ""
+    return (f'warning: --canvas "{canvas_title}" was not used: no canvas.csv was written, as {outdir} holds no student '
+            f"with a Canvas user id; canvas.csv is written only for a graded Canvas \"Download Submissions\" folder, "
+            f"or with a roster that is Canvas's gradebook export (`grade --roster`), which give those ids{kept}")
+
+
+def pending_export_line(outdir, assignment):
+    """The TA's line naming the submissions of OUT whose manual grades are still pending (manual.csv merged), with
+    `hwcheck export` to run again, or '': said by `export` on a folder with no LMS export too (h91), where
+    `write_exports` says it only with the LMS files it writes."""
+    from checker.records.manual import pending_line
+    from checker.records.outfolder import collect_scorecards
+    from checker.records.outputs import Gradebook
+    from checker.spec import load_spec
+    spec = load_spec(assignment)
+    cards = list(collect_scorecards(outdir, assignment))
+    if not cards:
+        return ""
+    merged, _ = Gradebook(outdir, spec, cards, [_sid(c) for c in cards]).merged()
+    line = pending_line([c for c in merged if _grade(c) != ""], spec)
+    return f"{line}; then run `hwcheck export {outdir}` again" if line else ""
 
 
 def export_lines(outdir, assignment, canvas_title=None, roster_file=None, pending=True):
