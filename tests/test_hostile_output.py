@@ -162,8 +162,9 @@ def test_check_ci_prints_no_raw_byte_and_only_its_own_annotations(checked):
         assert _ANNOTATION.fullmatch(line), line
         assert "\r" not in line and line.count("::") >= 2
     # the student's '::error' lines sit inside the data of an annotation, escaped
-    # (each line the runner unescapes from the data is defused too: no `::` at its start, no `##[`)
-    assert sum("%0A\\::error file=x.py,line=1::injected%0A#\\#[error]v1" in line for line in commands) >= 1
+    # (each line the runner unescapes from the data is defused too: no `::` at its start, no `##[`; a line of
+    # the student's text after its first is indented, checker.running.answers.quoted)
+    assert sum("%0A    \\::error file=x.py,line=1::injected%0A    #\\#[error]v1" in line for line in commands) >= 1
     assert any("osc\\x1b]0;pwned\\x07\\r%3A%3Aerror%3A%3Ax%250A\\u202e|<img src=x>bad.py" in line
                for line in commands), commands
     assert "student says \\x1b]0;pwned\\x07" in r.stdout  # the report is there, escaped

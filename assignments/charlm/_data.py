@@ -115,7 +115,7 @@ def _check_vocab(got, text):
               + (f"; it has {len(itos_n)} entries for {len(chars)} characters" if len(itos_n) != len(chars) else ""))
 
 
-ITOS_BY_IDS = "itos maps each id 0 .. V-1 to its character: `itos = {i: ch for i, ch in enumerate(chars)}`"
+ITOS_BY_IDS = "itos maps each id 0 .. V-1 to its character, stoi turned round: `{i: ch for i, ch in enumerate(chars)}`"
 
 
 def _check_itos_keys(itos, chars, want, what):
