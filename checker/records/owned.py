@@ -43,8 +43,8 @@ import os
 
 from checker.records.atomic import (copy_whole, discard_temp, dumps_json, encode_text, put_in_place, write_temp)
 from checker.records.owned_listing import own_dir_shape
-from checker.records.owned_records import (alternate_name, has_hash, join_inside, load_record, record_of, record_path,
-                                           sha256_bytes, split_name, state_dir, write_record)
+from checker.records.owned_records import (alternate_name, each_record, has_hash, join_inside, load_record, record_of,
+                                           record_path, sha256_bytes, split_name, state_dir, write_record)
 
 __all__ = ["set_aside_file", "write_text", "write_json", "read_bytes", "read_json", "path_of", "has_record",
            "place_kept", "folder_of", "changed_bytes", "alternates", "ensure_folder", "remove", "set_aside",
@@ -150,17 +150,8 @@ def changed_bytes(outdir, name):
 
 def alternates(outdir):
     """[(name, path)] of hwcheck's files and folders written beside a name someone else's thing holds."""
-    folder = os.path.join(state_dir(outdir), "records")
-    try:
-        names = sorted(os.listdir(folder))
-    except OSError:
-        return []
-    out = []
-    for n in names:
-        rec = load_record(os.path.join(folder, n)) if n.endswith(".json") else None
-        if rec is not None and rec["path"] != rec["name"] and rec["path"].split("/")[-1] != rec["name"].split("/")[-1]:
-            out.append((rec["name"], os.path.join(outdir, *rec["path"].split("/"))))
-    return sorted(out)
+    return sorted((rec["name"], os.path.join(outdir, *rec["path"].split("/"))) for rec in each_record(outdir)
+                  if rec["path"] != rec["name"] and rec["path"].split("/")[-1] != rec["name"].split("/")[-1])
 
 
 def set_aside(outdir):

@@ -30,7 +30,7 @@ import secrets
 from checker.records.atomic import dumps_json, write_text_atomic
 
 __all__ = ["join_inside", "split_name", "state_dir", "alternate_name", "sha256_bytes", "has_hash", "record_path",
-           "load_record", "record_of", "write_record", "records"]
+           "load_record", "record_of", "write_record", "records", "each_record"]
 
 _KEY_FILE = "outdir.key"
 _key_cache = {}
@@ -190,17 +190,20 @@ def write_record(outdir, name, path, kind, sha, sid=None):
     write_text_atomic(record_path(outdir, name), dumps_json(rec))
 
 
-def records(outdir, kind):
-    """[(name, id)] of the files of `kind` hwcheck recorded writing into OUT (their content is checked on reading)."""
+def each_record(outdir):
+    """Every record of OUT's state folder that is one of this key's (`load_record`), a temporary file left out."""
     folder = os.path.join(state_dir(outdir), "records")
     try:
         names = sorted(os.listdir(folder))
     except OSError:
-        return []
-    out = []
+        return
     for n in names:
         if n.endswith(".json") and not n.startswith("."):
             rec = load_record(os.path.join(folder, n))
-            if rec is not None and rec["kind"] == kind:
-                out.append((rec["name"], rec.get("id")))
-    return sorted(out)
+            if rec is not None:
+                yield rec
+
+
+def records(outdir, kind):
+    """[(name, id)] of the files of `kind` hwcheck recorded writing into OUT (their content is checked on reading)."""
+    return sorted((rec["name"], rec.get("id")) for rec in each_record(outdir) if rec["kind"] == kind)
