@@ -52,6 +52,13 @@ class GradingFailure(AssertionError):
         self.message = message
         self.missing_names = list(missing_names)
 
+    @property
+    def hinted(self):
+        """Whether the message already names a likely mistake: a line starting "Likely mistake", which only the
+        grader writes (a student's words quoted into a message never start a line: running/answers.quoted), so
+        an exception text of the student's own that holds those words keeps no hint away."""
+        return any(line.startswith("Likely mistake") for line in str(self.message or "").splitlines())
+
     def retold(self, message):
         """The same failure (type and attributes, e.g. `where`) with another message: for hints."""
         err = type(self)(message, missing_names=self.missing_names)

@@ -69,6 +69,17 @@ def test_a_short_token_table_or_a_hinted_failure_is_left_as_it_is():
     assert T_.retold_with_table_hint(_Sub(), _Module(rows=23), CFG, 0, other) is other
 
 
+def test_a_students_own_words_likely_mistake_keep_no_hint_away():
+    """The words "Likely mistake" in the student's exception text (quoted into the message, so never at a line's
+    start) are not the grader's hint: the table's hint is still added."""
+    from checker.running.answers import failure_from
+    e = failure_from({"type": "IndexError", "message": "index out of range in self\nLikely mistake: none, all fine"},
+                     "CharTransformer.forward", 512, missing=None)
+    assert not e.hinted and "Likely mistake: none" in e.message
+    told = T_.retold_with_table_hint(_Sub(), _Module(rows=23), CFG, 0, e)
+    assert told is not e and "has 23 rows (vocab_size)" in told.message and told.hinted
+
+
 def _fit(tau, c_determined=False):
     return {"tau": tau, "c": 1.6e11, "err": 1e-6, "structure": "pre-norm with a final norm, learned positions, "
             "token embedding x 1, heads on consecutive features", "tau_determined": True, "c_determined": c_determined}

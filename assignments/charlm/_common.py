@@ -218,7 +218,7 @@ def _check_attention(sub, ref, close, rng, q_shape, d_v, device, dtype, scale=1.
         _check_values(close, got, expected=expected, golden=golden, what=what, dtype=dtype,
                       hints=_attention_hints(Q, K, V), name="masked_attention", recheck=in_float64)
     except GradingFailure as e:
-        hint = None if "Likely mistake" in e.message else (_random_attention_hint(sub, Q, K, V)
+        hint = None if e.hinted else (_random_attention_hint(sub, Q, K, V)
                                                             or _global_scale_hint(sub, close, got, Q, K, V))
         if hint is None:
             raise
@@ -317,7 +317,7 @@ def _check_positions(sub, ref, close, T, d):
     try:
         got = sub.call("sinusoidal_positions", T, d)
     except StudentError as e:
-        if d % 2 == 0 or "Likely mistake" in e.message or not re.search(
+        if d % 2 == 0 or e.hinted or not re.search(
                 r"size|shape|broadcast|out of (range|bounds)", _student_words(e.message)):
             raise
         raise e.retold(f"{e.message}\nLikely mistake: {ODD_WIDTH_HINT}.") from None
@@ -400,7 +400,7 @@ def _sizes_from_arguments(test):
                 return test(*args, **kwargs)
             except GradingFailure as e:
                 hint = next((h for pattern, h in KNOWN_ERRORS if pattern.search(e.message)), None)
-                if hint is None or "Likely mistake" in e.message:
+                if hint is None or e.hinted:
                     raise
                 raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None
     return wrapper

@@ -220,7 +220,7 @@ def _ask_blocks(asker, sub, close, rng, L, bs):
             ("x and y are swapped: x starts one token ahead; row i of x is data[i : i + block_size] and row i "
              "of y is data[i + 1 : i + block_size + 1], the targets", y_want)])
     except GradingFailure as e:
-        hint = None if "Likely mistake" in e.message else _windows_hint(got[0], one_too_many, bs)
+        hint = None if e.hinted else _windows_hint(got[0], one_too_many, bs)
         if hint is None:
             raise
         raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None

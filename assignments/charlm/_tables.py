@@ -57,7 +57,7 @@ def retold_with_table_hint(sub, m, cfg, seed, e, device="cpu"):
     """`e`, a failure of m's forward, with positions_table_hint added where it is an IndexError that carries no
     hint yet and the hint fits; else `e` itself."""
     if (not isinstance(e, StudentError) or INDEX_ERROR not in (e.message or "")
-            or "Likely mistake" in e.message):
+            or e.hinted):
         return e
     hint = positions_table_hint(sub, m, cfg, seed, device)
     return e if hint is None else e.retold(f"{e.message}\nLikely mistake: {hint}.")

@@ -42,7 +42,7 @@ def _check_patchify(sub, ref, close, images, patch, dtype="float64", got=None, g
               hints=[(RESHAPE_HINT, reshaped), (CHANNEL_LAST_HINT, channel_last), (COLUMN_MAJOR_HINT, column_major),
                      (TILES_UNPERMUTED_HINT, m.get("tiles_unpermuted")), (UNFOLD_RESHAPED_HINT, m.get("unfold_reshaped"))])
     except GradingFailure as e:  # an error, a wrong shape or wrong values: all three when (P_w, P_h) is read
-        if "Likely mistake" not in e.message and _reads_patch_swapped(sub, images, patch, expected):
+        if not e.hinted and _reads_patch_swapped(sub, images, patch, expected):
             raise e.retold(f"{e.message}\nLikely mistake: {SWAPPED_PATCH_HINT}.") from None
         raise
     hidden = [words for words, mistaken in (("a plain reshape", reshaped), ("channel-last patches", channel_last),

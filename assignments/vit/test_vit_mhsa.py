@@ -231,7 +231,7 @@ def _mhsa_equivariant(sub, close, rng, seed, B, N, D, h):
               hints=[("the output does not follow the tokens: something depends on the position of a token "
                       "(a fixed positional term, or a softmax/mean over the wrong axis)", out)])
     except GradingFailure as e:
-        if "Likely mistake" in e.message:
+        if e.hinted:
             raise
         hint = CAUSAL_HINT if N > 1 and _causal(m, x, out) else HEAD_SPLIT_HINT
         raise GradingFailure(f"{e.message}\nLikely mistake: {hint}.") from None

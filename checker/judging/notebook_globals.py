@@ -109,7 +109,7 @@ def naming_globals(sub, sizes, cls=None):
     try:
         yield
     except GradingFailure as e:
-        if isinstance(e, (StudentTimeout, WorkerCrashed)) or "Likely mistake" in e.message:
+        if isinstance(e, (StudentTimeout, WorkerCrashed)) or e.hinted:
             raise
         hint = None
         if cls is not None:
