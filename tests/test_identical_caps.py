@@ -104,3 +104,20 @@ def test_copies_of_an_ordinary_submission_are_still_identical(tmp_path):
     shutil.copyfile(EXAMPLES / "no_scaling.py", tmp_path / "carol.py")
     entries = [("alice", str(tmp_path / "alice")), ("bob", str(tmp_path / "bob")), ("carol", str(tmp_path / "carol.py"))]
     assert identical_groups(entries) == {"alice": ["bob"], "bob": ["alice"]}
+
+
+def test_a_large_group_of_identical_code_names_five_ids_and_a_count(tmp_path):
+    """40 copies of one file: each note names five of the other 39 and counts the rest, so grades.csv's notes
+    grow with the class, not with its square (h93)."""
+    from checker.records.outputs import _people_notes
+    entries = []
+    for i in range(40):
+        shutil.copyfile(EXAMPLES / "correct.py", tmp_path / f"s{i:02d}.py")
+        entries.append((f"s{i:02d}", str(tmp_path / f"s{i:02d}.py")))
+    groups = identical_groups(entries)
+    assert sorted(groups["s00"]) == [f"s{i:02d}" for i in range(1, 40)]
+    note = "; ".join(_people_notes("s00", {}, groups["s00"]))
+    assert note.startswith("identical code to ") and note.split(" and ")[0].count(", ") == 4 and " and 34 more " in note
+    assert all(sid in note for sid in groups["s00"][:5]) and groups["s00"][5] not in note
+    assert "; ".join(_people_notes("s01", {}, ["s00"])) == (
+        "identical code to s00 (comments, whitespace and the starter aside)")

@@ -83,14 +83,20 @@ def load_note(card):
     return f"load skipped {len(skipped)}: {shown}{more}"
 
 
+SAME_SHOWN = 5  # ids of identical code named in one note, then a count of the rest
+
+
 def _people_notes(sid, person, same):
     """grades.csv's notes from students.json: late (Canvas), identical code, no match in the roster (a group's
     member the roster lacks; a name several students of the roster share)."""
     out = []
     if person.get("late"):
         out.append("late (the LMS marked it LATE)")
-    if same:
-        out.append(f"identical code to {', '.join(map(str, same))} (comments, whitespace and the starter aside)")
+    if same:  # at most SAME_SHOWN ids: a class that all handed in one file gets n notes of a few ids, not n^2
+        same = [str(s) for s in same]
+        more = f" and {len(same) - SAME_SHOWN} more" if len(same) > SAME_SHOWN else ""
+        out.append(f"identical code to {', '.join(same[:SAME_SHOWN])}{more} (comments, whitespace and the starter "
+                   "aside)")
     if person.get("roster") == "unmatched":
         out.append("matches no student of the roster")
     elif person.get("roster") == "shared":
