@@ -359,7 +359,7 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
         except HwcheckError as e:
             raise Fail(" ".join(str(e).split())) from None
     lms.record(outdir, record)  # OUT's record of the class, now that nothing refuses
-    from checker.records.exports import keep_canvas_title
+    from checker.records.exports import canvas_unused_line, keep_canvas_title
     keep_canvas_title(outdir, canvas_title)  # kept before any grading: a stopped batch's --resume and export use it
     from checker.records.shard import write_shard_info
     # the --resume that regrades every submission not current (no --only): a shard's record, the --only warning
@@ -452,6 +452,9 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
         echo(line)
     for line in batch.after_batch(outdir, assignment, canvas_title):  # the roster's verdicts, canvas.csv / moodle.csv
         echo(for_terminal(line, newlines=False))
+    unused = canvas_unused_line(outdir, canvas_title)  # --canvas on a folder of no Canvas students: said, not fatal
+    if unused:
+        echo(for_terminal(unused, newlines=False), err=True)
     ungraded = lms.read_students(outdir).get("ungraded")  # submissions refused (look-alike names): no scorecard
     sys.exit(EXIT_FAILED if result.internal or ungraded else EXIT_OK)
 

@@ -76,6 +76,21 @@ def test_export_with_a_canvas_title_it_cannot_use_says_so_and_exits_1(graded, tm
     assert r.exit_code == 0 and "was not used" not in r.stderr, r.output
 
 
+def test_grade_with_a_canvas_title_on_a_plain_folder_warns(tmp_path):
+    """`grade --canvas TITLE` on files named by student (no Canvas ids) graded as asked and said nothing of the
+    title it could not use: now the same warning as export's, on stderr, grading's exit status kept (0)."""
+    subs = tmp_path / "hw1"
+    subs.mkdir()
+    shutil.copy(os.path.join(EXAMPLES, "correct.py"), subs / "alice_chen.py")
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, ["grade", str(subs), "-a", "attention", "-o", str(out), "--public",
+                                  "--canvas", "Homework 1 (4567)"])
+    assert r.exit_code == 0, r.output
+    err = " ".join(r.stderr.split())
+    assert 'warning: --canvas "Homework 1 (4567)" was not used: no canvas.csv was written' in err, err
+    assert (out / "grades.csv").exists() and not (out / "canvas.csv").exists()
+
+
 def test_hwcheck_export_is_the_class_commands_export():
     import click
 
