@@ -230,7 +230,6 @@ def write_exports(outdir, assignment, canvas_title=None, now=None, roster_file=N
     (a list) gets the TA's lines about canvas.csv's title and (pending) the manual grades still pending.
     """
     from checker.records.lms import read_students
-    from checker.records.manual import pending_line
     from checker.records.outfolder import collect_scorecards
     from checker.records.outputs import Gradebook
     from checker.spec import load_spec
@@ -268,11 +267,18 @@ def write_exports(outdir, assignment, canvas_title=None, now=None, roster_file=N
                      f"gradebook import does not set an anonymous assignment's grades; their grades are in "
                      f"{os.path.join(outdir, 'grades.csv')} by anonymous id, to enter in SpeedGrader")
     if written and pending:
-        exported = [c for c in cards if _grade(c) != ""]  # the LMS students graded
-        line = pending_line(exported, spec)
+        line = _pending_note(cards, spec, outdir)  # of the LMS students graded
         if line:
-            notes.append(f"{line}; then run `hwcheck export {outdir}` again")
+            notes.append(line)
     return written
+
+
+def _pending_note(cards, spec, outdir):
+    """The line naming which of `cards` (merged, manual.csv's grades in) with a grade still lack a manual grade,
+    with `hwcheck export` to run again, or ''."""
+    from checker.records.manual import pending_line
+    line = pending_line([c for c in cards if _grade(c) != ""], spec)
+    return f"{line}; then run `hwcheck export {outdir}` again" if line else ""
 
 
 def canvas_students(outdir):
@@ -304,7 +310,6 @@ def pending_export_line(outdir, assignment):
     """The TA's line naming the submissions of OUT whose manual grades are still pending (manual.csv merged), with
     `hwcheck export` to run again, or '': said by `export` on a folder with no LMS export too (h91), where
     `write_exports` says it only with the LMS files it writes."""
-    from checker.records.manual import pending_line
     from checker.records.outfolder import collect_scorecards
     from checker.records.outputs import Gradebook
     from checker.spec import load_spec
@@ -313,8 +318,7 @@ def pending_export_line(outdir, assignment):
     if not cards:
         return ""
     merged, _ = Gradebook(outdir, spec, cards, [_sid(c) for c in cards]).merged()
-    line = pending_line([c for c in merged if _grade(c) != ""], spec)
-    return f"{line}; then run `hwcheck export {outdir}` again" if line else ""
+    return _pending_note(merged, spec, outdir)
 
 
 def export_lines(outdir, assignment, canvas_title=None, roster_file=None, pending=True):
