@@ -152,6 +152,21 @@ def test_a_submission_hwcheck_could_not_grade_is_left_out_of_canvas_csv_and_said
     assert [r[1] for r in _csv(os.path.join(out, "canvas.csv"))[2:]] == ["102", "101", "103"]
 
 
+def test_export_of_a_canvas_folder_names_the_manual_grades_pending(canvas, tmp_path):
+    """canvas.csv's totals lack the points of questions graded by hand: export names who still waits for them
+    (each student of the LMS graded by hwcheck), and counts one fewer once a TA's grade is in manual.csv."""
+    out = str(tmp_path / "graded")
+    shutil.copytree(canvas[0], out)
+    said = " ".join(_hwcheck("export", out).stdout.split())
+    assert "manual grades pending: 4 of 4 submissions have Q3-text" in said, said
+    assert f"then run `hwcheck export {out}` again" in said, said
+    with open(os.path.join(out, "manual.csv"), "a", encoding="utf-8") as f:
+        f.write("smithbob_103,Q3-text,8,clear\n")
+    said = " ".join(_hwcheck("export", out).stdout.split())
+    assert "manual grades pending: 3 of 4 submissions have Q3-text" in said and "smithbob_103" not in said.split(
+        "manual grades pending")[1].split(";")[0], said
+
+
 def _hwcheck_card(out, sid):
     from checker.records.outfolder import read_scorecard
     return read_scorecard(out, sid)
