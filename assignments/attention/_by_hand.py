@@ -7,6 +7,7 @@ What it is not: the scan itself (checker.running.by_hand) or the tests (test_att
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
 from ._carried import *  # noqa: F401,F403 - the carried-forward softmax (_close_own_softmax)
+from checker.running.by_hand import NameFamily
 
 
 # Library calls that would do a function's work for the student (the handout: "by hand", numpy only).
@@ -27,6 +28,13 @@ SOFTMAX_CALLS = {"softmax": "torch.softmax", "log_softmax": "torch.log_softmax",
 # The same, as bare names read in the source (checker.running.by_hand): F.softmax, x.softmax(...), nn.Softmax, ...
 # torch's own names for the same work count as well: softmin(x) is softmax(-x), and the private ops behind the
 # public functions (torch._softmax, torch._scaled_dot_product_attention_math, torch.ops.aten...) compute it too
+# Each set is a NameFamily (checker.running.by_hand): besides the names listed, any name whose words hold
+# "softmax", "softmin" or "crossentropy" (resp. "attention", "transformer") is one of them whatever torch
+# calls it: torch.ops.aten.special_softmax, special_log_softmax, _softmax.default, _safe_softmax, jax's
+# _softmax, cross_entropy_loss, _native_multi_head_attention, _transformer_encoder_layer_fwd... in the
+# source and in the worker's trace alike (a listed name is kept for how the message shows it)
+ATTENTION_WORDS = ("attention", "transformer")
+SOFTMAX_WORDS = ("softmax", "softmin", "crossentropy", *ATTENTION_WORDS)
 ATTENTION_NAMES = {"scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention",
                    "_scaled_dot_product_attention_math", "_scaled_dot_product_attention_math_for_mps",
                    "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",
@@ -52,6 +60,8 @@ SOFTMAX_NAMES = {"softmax", "log_softmax", "Softmax", "LogSoftmax", "softmin", "
                  # attention computes a softmax of its scores (F.scaled_dot_product_attention(q, k, I) is
                  # softmax(q k^T)): every library attention is a library softmax as well
                  *ATTENTION_NAMES}
+ATTENTION_NAMES = NameFamily(ATTENTION_NAMES, holds=ATTENTION_WORDS)
+SOFTMAX_NAMES = NameFamily(SOFTMAX_NAMES, holds=SOFTMAX_WORDS)
 SOURCE_NAMES = {id(SOFTMAX_CALLS): SOFTMAX_NAMES, id(ATTENTION_CALLS): ATTENTION_NAMES}
 UNCLEAR = ("{name} uses {what}, which hides from a reading of the code what it calls (or reads the grader's "
            "own state): the grader could not check that it is written by hand. Write it with plain calls "
@@ -67,7 +77,7 @@ def _check_by_hand(sub, close, expected, forbidden, what, name, *args, own=None,
     source and everything it reaches by name). The worker's trace (sub.torch_calls) comes from the
     student's own process, which can read the probe's frames, replace it through gc or call the library
     from another thread: it may name a library call and fail the test, never pass it."""
-    from checker.running.by_hand import library_use
+    from checker.running.by_hand import calls_in, library_use
     got, calls = sub.torch_calls(name, *args)
     if judge is not None:
         judge(got, what)
@@ -76,7 +86,7 @@ def _check_by_hand(sub, close, expected, forbidden, what, name, *args, own=None,
     else:
         _close_own_softmax(sub, close, note, name, got, expected, own, what=what)
     source = library_use(sub.path, name, SOURCE_NAMES[id(forbidden)], getattr(sub, "secrets", ()))
-    used = _unique_in_order(shown for fn, shown in forbidden.items() if fn in calls) or source.used
+    used = calls_in(calls, forbidden, SOURCE_NAMES[id(forbidden)]) or source.used
     if used:
         raise GradingFailure(f"{name} calls {' and '.join(used)}: its values are right, but the handout asks you "
                              "to write it by hand with numpy (np.exp, np.max, np.sum, @)")

@@ -9,6 +9,7 @@ test_charlm_layernorm.py), or a place that runs student code (every call goes th
 """
 
 from ._common import _fail, _np64, _shape
+from checker.running.by_hand import NORM_VALUES, NameFamily
 
 # torch functions the handout forbids inside the functions written by hand
 NOT_BY_HAND = {"masked_attention": {"scaled_dot_product_attention": "F.scaled_dot_product_attention",
@@ -47,6 +48,18 @@ NOT_BY_HAND_NAMES = {"masked_attention": {"scaled_dot_product_attention", "multi
                                     "LazyInstanceNorm3d", "SyncBatchNorm", "LocalResponseNorm", "local_response_norm",
                                     "CrossMapLRN2d"}}
 
+# ... and, whatever torch calls it (checker.running.by_hand.NameFamily: in the source and in the worker's trace),
+# any name whose words hold "attention" or "transformer" (torch.ops.aten._native_multi_head_attention,
+# _transformer_encoder_layer_fwd), resp. a normalisation: "norm" other than in "normal" (random numbers) and
+# than in the norms that are values (NORM_VALUES: torch.linalg.vector_norm, x.norm()), "normalize", "renorm",
+# "LRN", scipy's zscore, "standardize": torch.ops.aten._native_batch_norm_legit_functional,
+# _batch_norm_with_update, batch_norm_elemt, _weight_norm, torch._refs.native_layer_norm...
+NORMALISATION = r"norm(?!al(?!i[sz]))|lrn|zscore|standardi[sz]|standardscal"
+NOT_BY_HAND_NAMES = {"masked_attention": NameFamily(NOT_BY_HAND_NAMES["masked_attention"],
+                                                    holds=("attention", "transformer")),
+                     "layer_norm": NameFamily(NOT_BY_HAND_NAMES["layer_norm"], pattern=NORMALISATION,
+                                              spared=NORM_VALUES)}
+
 
 def _check_by_hand(sub, close, expected, name, *args, hints=()):
     """Right values, written by hand: a call that went through a forbidden torch function fails.
@@ -54,12 +67,12 @@ def _check_by_hand(sub, close, expected, name, *args, hints=()):
     Decided on the trusted side from the submission's files (checker.running.by_hand); the worker's trace
     (sub.torch_calls) comes from the student's own process, which can see and replace the probe or call
     the library from another thread, so it may fail the test but never passes it."""
-    from checker.running.by_hand import library_use
+    from checker.running.by_hand import calls_in, library_use
     got, calls = sub.torch_calls(name, *args)
     what = f"{name} on float32 input of shape {_shape(args[0].shape)}"
     close(got, _np64(expected), dtype="float32", what=what, hints=hints)
     source = library_use(sub.path, name, NOT_BY_HAND_NAMES[name], getattr(sub, "secrets", ()))
-    used = [shown for fn, shown in NOT_BY_HAND[name].items() if fn in calls] or source.used
+    used = calls_in(calls, NOT_BY_HAND[name], NOT_BY_HAND_NAMES[name]) or source.used
     if used:
         _fail(f"{name} calls {' and '.join(used)}: its values are right, but the handout asks you to write it "
               "by hand (matmul, masked_fill, softmax, mean, var and sqrt are fine)")

@@ -20,7 +20,9 @@ function that declares the name `global` (it could rebind it), and every write i
 name may hold, wherever it stands (`numpy.x = f` after `import numpy as np`, `table[k] = f` after `table =
 OPS`: `checker.running.scan_writes`). It reports
   * `used`: library functions the handout forbids that this code names (`F.softmax`, `x.softmax(...)`,
-    `from scipy.special import softmax`, `nn.LayerNorm`), named as the code's imports spell them; and
+    `from scipy.special import softmax`, `nn.LayerNorm`), named as the code's imports spell them; a
+    `NameFamily` as `forbidden` rules out a kind of op whatever torch calls it (`torch.ops.aten.special_softmax`,
+    `_native_batch_norm_legit_functional`), and the worker's trace is judged by the same family (`calls_in`); and
   * `missing`: the function has no `def` (or other binding) in the source at all;
   * `unclear`: constructs that hide from such a reading what is called (getattr, eval, exec, globals(),
     importlib, `__dict__`), a write anywhere that replaces what a function runs (`f.__code__ = ...`),
@@ -49,6 +51,7 @@ imports). It never imports or runs student code.
 import ast
 import functools
 import importlib.util
+import re
 import sys
 import time
 
@@ -63,7 +66,76 @@ from checker.running.scan_writes import REPLACING_ATTRS, code_replacement, file_
 from checker.running.scan_read import (MAX_BYTES, MAX_FILES, MAX_SCAN_BYTES, MAX_SCAN_ZIP_BYTES,  # noqa: F401
                                        MAX_ZIP_BYTES, MAX_ZIP_MEMBERS, _read_code, _without_numeric_data)
 
-__all__ = ["library_use", "SourceReport"]
+__all__ = ["library_use", "SourceReport", "NameFamily", "op_words", "calls_in", "NORM_VALUES"]
+
+
+def op_words(name):
+    """The forms a family is matched against, one per part of `name` cut at "." and ":" (a namespace, an
+    overload, a library tag: `_softmax.default`, `scipy:softmax`, `torch.ops.aten.special_softmax`): each part
+    lower-cased with its words run together, whatever the case or underscores that split them
+    (`_native_batch_norm_legit_functional` -> "nativebatchnormlegitfunctional", `LayerNorm` -> "layernorm")."""
+    return ["".join(part.lower().split("_")) for part in re.split(r"[.:]", name) if part]
+
+
+class NameFamily(frozenset):
+    """Library functions a handout rules out, known by name (the set's members: `in` as a plain set) and by what
+    they are: any name one of whose `op_words` holds one of `holds` ("softmax" in `special_log_softmax`,
+    `_softmax.default`, `Softmax2d`, `scipy:softmax`) or matches `pattern`, unless that word is one of `spared`
+    (the value norms a hand-written layer norm may use: `torch.linalg.vector_norm`). One family serves the
+    source scan (identifiers, import paths) and the worker's trace (torch's `__name__` of each call, "lib:name").
+
+    What it is not: a reading of what a name is bound to (the scan decides which names are the student's own);
+    equality, hashing and set operations see the named members only."""
+
+    def __new__(cls, names=(), holds=(), pattern=None, spared=()):
+        self = super().__new__(cls, names)
+        self.holds = tuple(h.replace("_", "").lower() for h in holds)
+        self.pattern = re.compile(pattern) if pattern else None
+        self.spared = frozenset("".join(s.lower().split("_")) for s in spared)
+        return self
+
+    def __contains__(self, name):
+        if not isinstance(name, str):
+            return False
+        if frozenset.__contains__(self, name):
+            return True
+        return any(self.kind(w) for w in op_words(name))
+
+    def kind(self, word):
+        """Whether one word (an `op_words` form) names a member of the family by what it is."""
+        if word in self.spared:
+            return False
+        return any(h in word for h in self.holds) or bool(self.pattern and self.pattern.search(word))
+
+    def __reduce__(self):
+        return (NameFamily, (set(self), self.holds, self.pattern.pattern if self.pattern else None, self.spared))
+
+
+def named(forbidden, name):
+    """Whether `name` is one of `forbidden`'s listed names (a NameFamily's members; any name of a plain set):
+    a name that belongs to a family only by what it holds counts where it is a library's, not the student's."""
+    return frozenset.__contains__(forbidden, name) if isinstance(forbidden, frozenset) else name in forbidden
+
+
+# norms that are values, not normalisations: what a hand-written layer norm may compute its spread with
+NORM_VALUES = ("norm", "vector_norm", "matrix_norm", "linalg_norm", "linalg_vector_norm", "linalg_matrix_norm",
+               "frobenius_norm", "nuclear_norm", "native_norm", "norm_except_dim", "foreach_norm")
+
+
+def calls_in(calls, known, family):
+    """The calls of a worker's trace (`calls`: torch's names, "lib:name" for other libraries) that belong to
+    `family`, as a message names them: those `known` ({trace name: shown}) first, in its order, then the others
+    ("torch's special_softmax", "scipy's zscore"), each once."""
+    keys = set()
+    for c in calls:
+        if isinstance(c, str):  # "torch:softmax" (a Python function of torch's) is torch's softmax
+            keys.add(c.partition(":")[2] if c.startswith("torch:") else c)
+    out = [shown for fn, shown in known.items() if fn in keys]
+    for c in sorted(keys):
+        if c not in known and c in family:
+            lib, _, fn = c.rpartition(":")
+            out.append(f"{lib or 'torch'}'s {fn}")
+    return list(dict.fromkeys(out))
 
 # calls that look names up at run time: what they reach cannot be read from the source
 OPAQUE_NAMES = {"getattr": "getattr", "eval": "eval", "exec": "exec", "compile": "compile",
@@ -269,7 +341,10 @@ def _library_use(path, name, forbidden, secrets=(), strings=frozenset()):
                 break
             if isinstance(node, ast.Name):
                 if node.id in forbidden and node.id not in student_defs and node.id not in local \
-                        and node.id not in assigned and not isinstance(node.ctx, ast.Store):
+                        and (named(forbidden, node.id) or origin(node.id) or node.id in imported_here) \
+                        and node.id not in assigned and not isinstance(node.ctx, ast.Store) \
+                        and not (binds.get(node.id) and all(own_import(s) for s in binds[node.id])):
+                    # (a module of the submission's own, `import attention_utils`: read by what it binds)
                     say(used, origin(node.id) or node.id)
                 if node.id in OPAQUE_NAMES and node.id not in student_defs:
                     say(unclear, OPAQUE_NAMES[node.id])
@@ -290,7 +365,10 @@ def _library_use(path, name, forbidden, secrets=(), strings=frozenset()):
                     continue
                 own_module = (isinstance(node.value, ast.Name) and binds.get(node.value.id)
                               and all(own_import(s) for s in binds[node.value.id]))
-                if node.attr in forbidden and not (own_module and node.attr in binds) and id(node) not in own_attrs:
+                if node.attr in forbidden and not (own_module and node.attr in binds) and id(node) not in own_attrs \
+                        and (named(forbidden, node.attr) or module):
+                    # (a family's word in an attribute counts where the attribute is a library module's,
+                    # `torch.ops.aten.special_softmax`, not the student's own object's: `cfg.normalized_axis`)
                     # (`utils.softmax(x)` after `import utils`, a file of the submission that binds `softmax`:
                     # what that binding is, is read below by name, a library's import of it included)
                     say(used, dotted(node, binds))
@@ -315,12 +393,12 @@ def _library_use(path, name, forbidden, secrets=(), strings=frozenset()):
                 for a in node.names:
                     full = f"{module}.{a.name}".lstrip(".") if module else a.name
                     top = full.split(".")[0]
-                    if set(full.split(".")) & set(forbidden):
-                        say(used, full)
                     if opaque_part(full):
                         say(unclear, f"import {full}")
                     if top in own_modules:
                         continue  # a file of the submission (it comes first on sys.path): read, followed by name
+                    if any(part in forbidden for part in full.split(".")):
+                        say(used, full)
                     if top in OPAQUE_MODULES:
                         say(unclear, f"import {full}")
                     elif top in code.unread:

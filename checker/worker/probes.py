@@ -22,6 +22,10 @@ __all__ = ["Probes", "ProbeError"]
 
 # libraries whose Python functions `torch_calls` names too (torch's own calls it sees through a mode)
 BY_HAND_LIBRARIES = ("scipy", "sklearn", "jax", "tensorflow", "keras")
+# torch's Python-level reference implementations, which no mode sees as one call (torch._refs.special.softmax,
+# torch._decomp.decompositions._softmax): named "torch:<function>" when the code under test calls one directly
+# (not when torch's own code does, as a meta tensor's kernels may)
+BY_HAND_TORCH = ("torch._refs", "torch._decomp", "torch._prims", "torch._prims_common")
 
 # the mechanics the probes share; count_parameters and registered are imported from here by tests
 from checker.worker.module_calls import (ProbeError, _buffers_of, _call, _directional, _dtype,  # noqa: F401
@@ -114,9 +118,14 @@ class Probes:
 
         def profile(frame, event, arg):  # Python functions of libraries that would do the work: "scipy:softmax"
             if event == "call":
-                top = str(frame.f_globals.get("__name__", "")).split(".")[0]
+                module = str(frame.f_globals.get("__name__", ""))
+                top = module.split(".")[0]
                 if top in BY_HAND_LIBRARIES:
                     recorder.names.add(f"{top}:{frame.f_code.co_name}"[:100])
+                elif top == "torch" and module.startswith(BY_HAND_TORCH):
+                    caller = frame.f_back
+                    if caller is None or str(caller.f_globals.get("__name__", "")).split(".")[0] != "torch":
+                        recorder.names.add(f"torch:{frame.f_code.co_name}"[:100])
 
         function = self.lookup(name)
         old = sys.getprofile()
