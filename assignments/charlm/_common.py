@@ -62,10 +62,15 @@ MODEL_MORE = [(5, 12, 24, 3, 1), (30, 4, 8, 4, 3)]
 CAUSAL_HINT = ("logits at position t depend on later tokens: the mask is missing or on the wrong triangle "
                "(key j > query i must be masked), or a layer mixes positions (nn.LayerNorm([block_size, d_model]) "
                "normalizes over time too: build it as nn.LayerNorm(d_model)), or the softmax runs over the "
-               "queries (dim=-2) instead of the keys (dim=-1), or the future is hidden the wrong way: masked "
+               "queries (dim=-2) instead of the keys (dim=-1) (or over the heads: dim=1 of (B, H, T, T) scores), "
+               "or the future is hidden the wrong way: masked "
                "scores set to 0 (torch.tril(scores)) still count exp(0) = 1, and weights zeroed after the "
                "softmax were normalized with the future keys in (fill the scores with -inf before the "
-               "softmax), or an nn.TransformerDecoderLayer's cross-attention sees the unmasked `memory`")
+               "softmax), or a float attn_mask of ones and zeros (torch.tril(torch.ones(T, T))) is added to the "
+               "scores and blocks nothing (nn.MultiheadAttention takes a bool mask, True where attention is not "
+               "allowed, F.scaled_dot_product_attention one True where it is, or a float mask of -inf where "
+               "blocked), or an nn.TransformerDecoderLayer's "
+               "cross-attention sees the unmasked `memory`")
 SHORT_CAUSAL_HINT = ("the model is causal on a full block but not on this shorter input: for T < block_size the "
                      "mask must be the top-left T x T corner of the block_size mask (self.tril[:T, :T]), or be "
                      "built for T in forward")
