@@ -226,7 +226,10 @@ def _ask_blocks(asker, sub, close, rng, L, bs):
         raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None
     close(got[1], y_want, what=f"{what}: y", hints=[
         ("y is x itself: y must be the next token at every position (x shifted one ahead)", x_want),
-        (BLOCKS_NEXT_ONLY_HINT, m["next_only"])])
+        (BLOCKS_NEXT_ONLY_HINT, m["next_only"]),
+        ("y is x rolled along each row (torch.roll(x, -1, dims=1)): every row's last target wraps around to the "
+         "row's own first token; it must be the token after the window, data[i + block_size]: take y from the "
+         "data (data[i + 1 : i + block_size + 1]), not from x", np.roll(x_want, -1, axis=1))])
     if any(d != "int64" for d in kinds):  # F.cross_entropy takes int64 targets only: int32 ones raise in training
         _fail(f"{what}: x and y should be LongTensors (int64) of token ids, came back as {kinds}; "
               "F.cross_entropy refuses other targets: make them with dtype=torch.long (or .long())")
