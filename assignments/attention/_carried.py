@@ -14,6 +14,8 @@ OWN_SOFTMAX = ("right with your own get_attention_weights as the softmax, which 
 OWN_SOFTMAX_FLOAT32 = ("right with your own get_attention_weights as the softmax, whose answers to float64 scores are "
                        "float32 (accepted in Q1, judged at float32's precision): {name} is judged with them")
 NOT_CARRIED = ("\n(Your get_attention_weights was not used to excuse this answer: {why}.)")
+NOT_CARRIED_STACKED = ("\n(Your get_attention_weights, called once on the heads' scores stacked (num_heads, T, T), "
+                       "was not used to excuse this answer: {why}.)")
 
 
 class _Carry:
@@ -145,8 +147,19 @@ def _close_own_softmax(sub, close, note, name, got, expected, own, **kw):
             raise
         try:
             carried = own()
-            last = None
+            last, way_refused = None, None
             for candidate in (carried if isinstance(carried, list) else [carried]):
+                if callable(candidate):  # a way asked only where the ways before it missed (_own_mha's 3-D call)
+                    state = _carry(sub)
+                    kept = state.refused
+                    try:
+                        candidate = candidate()
+                    except GradingFailure as failure:
+                        # a refusal of this way's answers refuses this way only (with one head, a softmax
+                        # that takes the max of axis 0 answers a (1, T, T) call the same whatever the scores)
+                        way_refused = failure.message if failure.message and failure.message != kept else None
+                        state.refused = kept
+                        continue
                 # no credit for a degenerate softmax (zeros, NaN) met by a stub that returns the same, but for
                 # the softmax of one score (one token), which a wrong softmax may well make 0 (a log-softmax)
                 if not (np.isfinite(candidate).all() and (np.any(candidate) or getattr(own, "one_score", False))):
@@ -157,8 +170,12 @@ def _close_own_softmax(sub, close, note, name, got, expected, own, **kw):
                 except GradingFailure as failure:
                     last = failure
             else:
+                if way_refused:
+                    raise e.retold(e.message + NOT_CARRIED_STACKED.format(why=way_refused)) from None
                 raise last or e
         except GradingFailure as failure:
+            if NOT_CARRIED_STACKED.split("{")[0] in failure.message:
+                raise failure from None
             refused = _carry(sub).refused
             if failure is not e and refused and failure.message == refused:
                 raise e.retold(e.message + NOT_CARRIED.format(why=refused)) from None
@@ -188,9 +205,20 @@ def _own_self_attention(sub, X, Wq, Wk, Wv, row=None):
 
 
 def _own_mha(sub, X, Wq, Wk, Wv, Wo, h):
-    """own() for _close_own_softmax: multi_head_attention redone with the student's get_attention_weights."""
+    """own() for _close_own_softmax: multi_head_attention redone with the student's get_attention_weights, both
+    ways a student calls it: on each head's (T, T) scores, or once on the heads' scores stacked (h, T, T). The
+    second is asked only where the first misses. HOMEWORK.md asks a softmax "over the last axis" that works on
+    1-D and 2-D input: that is what Q1 tests, not a rule against calling it on more axes, where a right one
+    gives the right heads. A softmax whose mistake shows only there (the max of axis 0, which is the heads of
+    a 3-D call) is Q1's mistake, charged in Q1, and multi_head_attention follows it as it follows a 2-D one."""
     parts, Wo = A.heads_scores_and_values(X, Wq, Wk, Wv, h), _f64(Wo)
-    own = lambda: np.concatenate([_weights_by(sub, S) @ V for S, V in parts], axis=1) @ Wo  # noqa: E731
+
+    def stacked():
+        W = _weights_by(sub, np.stack([S for S, _ in parts]))                # (h, T, T), one call
+        return np.concatenate([W[i] @ V for i, (_, V) in enumerate(parts)], axis=1) @ Wo
+
+    own = lambda: [np.concatenate([_weights_by(sub, S) @ V for S, V in parts], axis=1) @ Wo,  # noqa: E731
+                   stacked]
     own.one_score = all(S.shape[-1] == 1 for S, _ in parts)
     return own
 

@@ -1,7 +1,8 @@
 """What every question of `attention`'s grading tests shares (trusted side): the handout's data, the hint
 texts expected.json quotes, and the helpers; the tests themselves are in test_attention_<question>.py,
 one file per question, the fixtures they share in conftest.py, carried-forward credit for the student's own
-softmax in _carried.py and the by-hand check's library calls in _by_hand.py.
+softmax in _carried.py, the by-hand check's library calls in _by_hand.py, and what a failing comparison says of
+an answer rounded to a few decimal places in _rounded.py.
 
 Grading tests of the `attention` assignment (trusted side).
 
@@ -252,7 +253,7 @@ def _close_shape(close, got, expected, what, hints=(), sub=None, fn=None, args=N
     try:
         _same_shape(got, expected, what, list(hints) + stale)
     except GradingFailure as e:
-        hint = (None if "Likely mistake" in e.message or args is None
+        hint = (None if e.hinted or args is None
                 else _global_argument_hint(sub, got, fn, args, one_head))
         if hint is None:
             raise

@@ -5,6 +5,7 @@ What it is not: a place for the tests (test_attention_<question>.py) or their he
 
 from ._common import *  # noqa: F401,F403
 from ._carried import *  # noqa: F401,F403 - the softmax oracles (_CARRIES) and the asks' seed (_ASK_SEED)
+from ._rounded import rounding_told
 
 collect_ignore = ["examples"]  # the example submissions are graded, never collected as tests
 
@@ -12,8 +13,9 @@ collect_ignore = ["examples"]  # the example submissions are graded, never colle
 @pytest.fixture
 def close(close, sub):
     """The plugin's close, naming an answer that this function already gave for other inputs
-    (checker.judging.edge_gate: a result cached in a global)."""
-    return logged_close(close, sub)
+    (checker.judging.edge_gate: a result cached in a global) and one rounded to a few decimal places
+    (_rounded.py: not blamed on float32)."""
+    return rounding_told(logged_close(close, sub), sub)
 
 
 @pytest.fixture(autouse=True)

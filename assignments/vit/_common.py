@@ -559,7 +559,7 @@ def _vit_shape(sub, rng, seed, B, img, patch, D, h, out, blocks):
         check_shape(r.outputs[0], (B, out), f"{_vit_name(img, patch, D, h, out, blocks)} on images of shape "
                                             f"{(B, *img)}")
     except GradingFailure as e:
-        hint = None if "Likely mistake" in e.message else _positions_hint(m, img, patch)
+        hint = None if e.hinted else _positions_hint(m, img, patch)
         if hint is None:
             raise
         raise e.retold(f"{e.message}\nLikely mistake: {hint}.") from None

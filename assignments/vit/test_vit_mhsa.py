@@ -362,6 +362,12 @@ def test_mhsa_averages_the_values_over_the_keys(sub, rng, seed):
     elif np.all(np.abs(cols - 1) <= 10 * tol):
         mistake = ("softmax over the queries (dim=-2) instead of the keys: the weights sum to 1 down each "
                    "column of the attention matrix, not along each row; " + SOFTMAX_HINT)
+    elif float(np.ptp(rows)) <= 10 * tol and abs(float(rows.mean())) > 10 * tol:  # every query's: one c, not 1 or 0
+        mistake = (f"the weights are changed after the softmax: every query's weights sum to the same "
+                   f"{float(rows.mean()):.4g}, not 1, as a softmax's do once something scales or shifts them all "
+                   "alike: a layer applied to the weights (CaiT's talking heads: a linear map across the heads "
+                   "after the softmax, `attn = self.proj_w(attn)`), a gain or a bias on them. The weights of a "
+                   "query are the softmax itself, applied to the values as they are; " + SOFTMAX_HINT)
     else:
         mistake = (f"no softmax, or a softmax over the wrong axis; {SOFTMAX_HINT}. (A residual connection or "
                    "a normalization inside the module has the same effect: the encoder block adds the "

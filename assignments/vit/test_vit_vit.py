@@ -2,6 +2,7 @@
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
 from ._determinism import *  # noqa: F401,F403 - eval mode is deterministic
+from ._positions import CLASS_ADDED_HINT, POSITIONS_UNUSED_HINT, class_added_to_patches, patch_rows_unused
 
 
 @pytest.mark.question("vit")
@@ -410,13 +411,15 @@ def _class_token_without_blocks(sub, close, rng, seed, img, patch, D, h, out):
     b = check_shape(r.outputs[1], (1, out), f"{name} output")
     if changed(a, b, float(np.max(np.abs(a)))):
         check_deterministic(m, randn(rng, (1, *img)), name)
+        N = (img[1] // patch) * (img[2] // patch)
+        hint = CLASS_ADDED_HINT if class_added_to_patches(m, randn(rng, (1, *img)), N, D, out) else (
+            "the classifier reads a patch token instead of the class token, or a mean over the tokens (it must read "
+            "the class token alone: the output at position 0, where the class embedding was prepended); or a layer "
+            "mixes the tokens outside the attention (e.g. a LayerNorm over (N+1, D) instead of D)")
         raise GradingFailure(
             f"{name}: with no encoder block the class token never sees the image, so the logits must be the "
             f"same for every image; two random images gave {np.round(a[0, :4], 4).tolist()}... and "
-            f"{np.round(b[0, :4], 4).tolist()}...\nLikely mistake: the classifier reads a patch token instead of "
-            "the class token, or a mean over the tokens (it must read the class token alone: the output at "
-            "position 0, where the class embedding was prepended); or a layer mixes the tokens outside the "
-            "attention (e.g. a LayerNorm over (N+1, D) instead of D).")
+            f"{np.round(b[0, :4], 4).tolist()}...\nLikely mistake: {hint}.")
     return True
 
 
@@ -569,11 +572,12 @@ def test_vit_positions_reach_the_encoder(sub, rng, seed, note):
     if not changed(again, outs[0], scale, rel):
         pytest.skip("judged by test_vit_every_parameter_in_graph, not here: new values of the positional embedding "
                     "leave the logits as they were, so it takes no part in the output")
+    unused = patch_rows_unused(m, key, drawn["rows"], x, outs[0], dtype, rel)
     raise GradingFailure(
         f"{name}, with random rows in its positional embedding: swapping two {P_h} x {P_w} tiles of the image (tiles "
         f"{first} and {last} of the grid) left the logits as they were, although the positional embedding does "
         "change them: the model cannot tell where in the image a tile is.\nLikely mistake: "
-        f"{POSITIONS_AFTER_ENCODER_HINT}.")
+        f"{POSITIONS_UNUSED_HINT if unused else POSITIONS_AFTER_ENCODER_HINT}.")
 
 
 @pytest.mark.question("vit")
