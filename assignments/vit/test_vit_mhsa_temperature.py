@@ -10,12 +10,16 @@ permuted), so no property of its behaviour tells it apart; with its projections 
 no consistent split does, and as its mismatched splits do (_MISMATCHED_SPLITS). And where no temperature fits, the
 same forwards still tell attention of some kind (each head's output an average of its values whose weights grow with
 q . k: a mask, a layout the grader does not know) from an average whose weights do not follow the scores at all
-(`sqrt(d_k) / (Q K^T)`, negated scores: _recovered_weights), which no other mhsa test judges by value.
+(`sqrt(d_k) / (Q K^T)`, negated scores: _recovered_weights), which no other mhsa test judges by value. The same
+forwards, with the 5 tokens also sent scaled by QK_SCALE, tell scores that are the plain q . k (whose weights sharpen
+with the input's scale as softmax(c^2 q . k / sqrt(d_k)) says, at any temperature) from q and k normalised (timm's
+qk-norm, Swin-V2's cosine attention: weights that do not change with it) or clamped (_qk_scale.py).
 """
 
 import itertools
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
+from ._qk_scale import QK_SCALE, gain_ways, qk_scale_failure  # do the scores grow with the input as q . k?
 
 
 MAX_WAYS = 4  # readings of the layout tried, each one set_params and one forward (all sent together)
@@ -315,6 +319,21 @@ SCORES_HINT = ("the scores must reach the softmax as Q K^T / sqrt(D/num_heads), 
                "d_k).transpose(1, 2)` was meant)")
 
 
+def _qk_scale(answers, plain, what, h):
+    """(message, unchanged) where the weights of a module, recovered from its answers (each [on 5 tokens, on 7, on
+    the 5 scaled by QK_SCALE]) in every way and head split, do not grow with the input's scale as q . k /
+    sqrt(d_k)'s do (_qk_scale.py: q and k normalised, a clamp) and one reading at least shows it; else None."""
+    readings = []
+    for got in answers:
+        for strided in (False, True):
+            if not all(np.all(np.isfinite(got[i])) for i in (0, 2)):
+                continue
+            a1, a2 = (_recovered_weights(got[i], plain[i], h, strided) for i in (0, 2))
+            if a1 is not None and a2 is not None:
+                readings.append((a1, a2))
+    return qk_scale_failure(readings, what, plain[0].shape[1] // h)
+
+
 @pytest.mark.question("mhsa")
 @pytest.mark.weight(4)  # the temperature: softmax(Q K^T / sqrt(D/num_heads)), step 3 of the handout
 def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
@@ -334,7 +353,11 @@ def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
     # here, though it runs with its own: a right module runs whatever its weights hold, and a skip would reward
     # a forward that refuses the grader's weights (seen on charlm's version of this test). A module that answers
     # as attention at sqrt(D/num_heads) only with its queries, keys and values split into heads each its own way
-    # (or merged back another way) fails too, naming the mismatched splits (no round trip of its own).
+    # (or merged back another way) fails too, naming the mismatched splits (no round trip of its own). The 5 tokens
+    # go scaled by QK_SCALE as well (same round trip): a right module is right there too, and one whose weights,
+    # recovered at both scales, do not sharpen with the input as q . k / sqrt(d_k)'s do (q and k normalised:
+    # qk-norm, cosine attention; a clamp, a nonlinearity on q or k) fails, naming what was seen (_qk_scale.py);
+    # a norm's gain, zeroed with the biases above (q = k = 0, even weights), is also tried at one for that.
     # a head width of 6 (at 4, head_width / 2, `hs ** 1/2`, equals sqrt(4)); see SCALING_HINTS for why 24, 4
     D, h, Ns = 24, 4, (5, 7)
     dh = D // h
@@ -346,27 +369,44 @@ def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
                     "identity from their names and shapes: it does not know how to read "
                     f"{', '.join(unknown[:4])}{' ...' if len(unknown) > 4 else ''} (the other tests judge it)")
     xs = [randn(rng, (1, n, D)) for n in Ns]
+    xs.append(xs[0] * QK_SCALE)  # the 5 tokens scaled: a right module's q . k scale by QK_SCALE ** 2 (_qk_scale.py)
     plain = [as_np(x[0]) for x in xs]                                                  # (N, D) each
+    extra = gain_ways(ways)  # a norm's gain set to one, not zero (only where one is named): for _qk_scale alone
     # every way's weights and its forward go to the worker together, in one round trip
     with sub.together(chain=True) as t:
         asks = [(t.set_params(m, {n: torch.from_numpy(np.ascontiguousarray(v)) for n, v in values.items()}),
-                 t.forward(m, xs)) for values in ways]
-    answers = []
-    for was_set, out in asks:  # a right module passes in the first way its names allow that makes it attention
+                 t.forward(m, xs)) for values in ways + extra]
+    answers, right_here = [], False
+    for k, (was_set, out) in enumerate(asks):  # a right module passes in the first way its names allow
         try:
             with naming_globals(m.sub, getattr(m, "sizes", {}), m.cls), explained():
                 was_set.get()
                 outs = out.get().outputs
         except GradingFailure as e:
+            if k >= len(ways) or right_here:  # a gain set to one is the grader's guess; a module right on the
+                continue                      # inputs as drawn is not failed by another way (it was not, before)
             # a forward that fails only with these weights (it runs with its own: the other tests say so) is
             # failed here, never skipped: a right module runs whatever values its weights hold
             raise e.retold(f"{what}, with its projections set to the identity and its biases to zero (to read the "
                            f"temperature of its softmax), failed: {e.message}") from None
-        got = [check_shape(o, (1, n, D), f"{what} output")[0] for o, n in zip(outs, Ns)]
-        if all(any(_close_to(g, _attention_with_identity_weights(p, h, np.sqrt(dh), strided))
-                   for strided in (False, True)) for g, p in zip(got, plain)):
+        try:
+            got = [check_shape(o, (1, len(p), D), f"{what} output")[0] for o, p in zip(outs, plain)]
+        except GradingFailure:
+            if k >= len(ways) or right_here:  # (as above: only the ways' own answers as drawn are judged here)
+                continue
+            raise
+        right = [any(_close_to(g, _attention_with_identity_weights(p, h, np.sqrt(dh), strided))
+                     for strided in (False, True)) for g, p in zip(got, plain)]
+        if all(right) and k < len(ways):
             return
+        right_here = right_here or (all(right[:len(Ns)]) and k < len(ways))
         answers.append(got)
+    if right_here:  # right on the inputs as drawn, not on them scaled: judged by how its weights scale alone
+        scale = _qk_scale(answers, plain, what, h)
+        if scale:
+            raise GradingFailure(scale[0])
+        return
+    every, answers = answers, [got[:len(Ns)] for got in answers[:len(ways)]]  # the ways' answers as drawn
     for gain in (False, True):  # a temperature alone explains it, else a temperature and a factor on the output
         for got in answers:
             fits = [_fit_temperature(g, p, h, gain) for g, p in zip(got, plain)]
@@ -392,6 +432,9 @@ def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
     # no temperature, no mismatched splits: is it still an average of each head's values, and do its weights grow
     # with q . k? Attention of some kind (a mask, a head split or layout the grader does not know) is skipped; an
     # average whose weights are ordered against the scores in every way it was read (and in order in none) fails.
+    scale = _qk_scale(every, plain, what, h)
+    if scale and scale[1]:  # weights that do not change with the input's scale: q and k normalised, said so first
+        raise GradingFailure(scale[0])
     orders = []
     for got in answers:
         for g, p in zip(got, plain):
@@ -410,6 +453,8 @@ def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
             f"query-key dot product q_i . k_j; {how}. Attention weighs each key by softmax(q_i . k_j / "
             f"sqrt(D/num_heads)) = softmax(q_i . k_j / {np.sqrt(dh):.4g}): the more a key is like the query, the "
             f"more it weighs.\nLikely mistake: {SCORES_HINT}.")
+    if scale:  # weights that follow q . k in order, but not as its scale says: a clamp, a nonlinearity
+        raise GradingFailure(scale[0])
     pytest.skip("the temperature was not checked: with its projections set to the identity the module answers "
                 "as attention at no temperature, even with a factor on its output (a mask or a norm inside, or a "
                 "head split the grader does not know); the other tests judge it")
