@@ -325,9 +325,15 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
     executor, where = _executor(jobs, scheduler, cluster), f"-j {jobs}"
     notes = []
     from checker.records import lms  # an LMS's export: one submission per student, whatever files they handed in
-    listed, record = lms.listing(directory, outdir, notes, roster=roster, assignment=assignment)
+    from checker.records import regrade_from  # a --resume regrades each scorecard from the file it was graded from
+    mode, regrading = "public" if public else "hidden", resume and not only and not shard
+    listed, record = lms.listing(directory, outdir, notes, roster=roster, assignment=assignment, regrading=(
+        regrade_from.stale_own_files(outdir, assignment, mode, timeout, devices, keep_raw) if regrading else None))
     entries = [(sid, path) for sid, path in listed
                if not is_own_output(outdir, path)]  # -o inside DIR: hwcheck's own files are no submission
+    if regrading and entries:  # another download's scorecards, graded with other tests: regraded from their files
+        more, said = regrade_from.carried(outdir, entries, assignment, mode, timeout, devices, keep_raw, directory)
+        entries, notes = entries + more, notes + said
     for note in notes:
         echo(f"hwcheck: {for_terminal(note, newlines=False)}", err=True)
     # what is not graded (and why) is listed once, in the summary at the end (students.json's not_graded)
@@ -358,6 +364,7 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
             batch.resolve_only(entries, only)
         except HwcheckError as e:
             raise Fail(" ".join(str(e).split())) from None
+    regrade_from.note_folder(outdir, record, directory)  # the folders graded into OUT, the latest last
     lms.record(outdir, record)  # OUT's record of the class, now that nothing refuses
     from checker.records.exports import canvas_unused_line, keep_canvas_title
     keep_canvas_title(outdir, canvas_title)  # kept before any grading: a stopped batch's --resume and export use it

@@ -53,11 +53,13 @@ from checker.errors import HwcheckError
 from checker.records.exports import export_lines
 from checker.records.grading import crash, disk_full, grade_one, new_grader, one_line, summary_of, warm_up
 from checker.records.lms import STAGE, read_students
+from checker.records.moved import keep, moved, totals_written
 from checker.records.outfolder import (batch_running, collect_scorecards, is_current, lock_outdir, other_assignments,
                                       remove_stale_temps, read_scorecard, restore_results, results_path, scorecard_path,
                                       unreadable_scorecards)
 from checker.records.outputs import Gradebook, is_own_output
 from checker.records.pool import run_parallel
+from checker.records.regrade_from import graded_folder, other_settings, settings_words  # noqa: F401 - importable here
 from checker.records.progress import (batch_seeds, not_graded_lines, progress_bar, progress_line,  # noqa: F401
                                       summary_lines)
 from checker.records.roster import roster_lines
@@ -249,6 +251,7 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
 
     told = set()  # the ids whose progress event was given
     before = dict(book.cards)  # the scorecards OUT held when the batch began (a stop tells those that landed since)
+    totals = totals_written(book)  # grades.csv's totals as last written: the summary names those the batch moved
 
     def report(result, quiet=False):
         batch.results.append(result)
@@ -332,18 +335,10 @@ def _grade_batch(entries, assignment, outdir, spec, spec_sha, *, jobs, resume, t
         batch.seeds = collections.Counter(batch_seeds(book.cards.values(), mode))  # of every scorecard kept
         batch.manual, batch.manual_added = book.manual, book.added
         batch.manual_moved, batch.manual_rewritten = book.moved, book.rewritten
+        batch.totals_moved = moved(totals, book)
+        batch.totals_kept = keep(outdir, batch.totals_moved)  # OUT/grades-moved.csv: the list outlives the terminal
         _merged_scores(batch, book, spec)
     return batch
-
-
-def other_settings(card, timeout, devices):
-    """The settings (`checker.records.shard.SETTINGS`: --timeout, --device) a scorecard was graded with that
-    differ from this batch's: [(setting, the scorecard's value)]; one its grader block lacks (an older hwcheck's)
-    is unknown, and differs from none. `--resume` grades such a scorecard again, as one of other grading tests."""
-    from checker.records.shard import setting_differs, settings_of
-    now = settings_of({"timeout": timeout, "devices": [d for d in ("cpu", "cuda") if d in devices]})
-    was = settings_of((card or {}).get("grader") or {})
-    return [(key, was[key]) for key in now if setting_differs(was[key], now[key])]
 
 
 def settings_note(cards, ids, outdir, timeout, devices):
@@ -452,21 +447,6 @@ def crashed_line(outdir):
             f"`{again}`, then run `hwcheck export {outdir}` again")
 
 
-def settings_words(cards):
-    """` --timeout T --device D` as the scorecards were graded (the first that records them), so that the
-    `--resume` a message prints keeps them and regrades none for want of them; '' where none is recorded."""
-    from checker.records.shard import UNKNOWN, settings_of, shown_setting
-    for c in cards:
-        got = settings_of(c.get("grader") or {})
-        if any(v is UNKNOWN for v in got.values()):
-            continue
-        words = f" {shown_setting('timeout', got['timeout'])}" if got["timeout"] is not None else ""
-        if got["devices"] and tuple(got["devices"]) != ("cpu", "cuda"):
-            words += f" {shown_setting('devices', got['devices'])}"
-        return words
-    return ""
-
-
 def other_record_line(outdir, assignment):
     """The TA's line for an OUTDIR whose scorecards are of another assignment than its students.json names (one
     an older hwcheck's refused `grade -a vit` rewrote, or none there): what is wrong, and the `grade --resume`
@@ -493,23 +473,14 @@ def other_record_line(outdir, assignment):
             f"changed; {fix}")
 
 
-def graded_folder(cards):
-    """The folder the scorecards' submissions were listed from (the most common parent; copies hwcheck staged
-    into OUT left out), or None when none is known: the DIR of a `grade DIR ... --resume` that goes on with them."""
-    stage = os.sep + STAGE + os.sep
-    folders = collections.Counter(os.path.dirname(p) for p in (str((c.get("submission") or {}).get("path") or "")
-                                                               for c in cards) if p and stage not in p)
-    return folders.most_common(1)[0][0] if folders else None
-
-
 def graded_with_other_tests(outdir):
     """OUTDIR's scorecards graded with other grading tests than its assignment's now (their
     `grader.spec_sha256` differs from `checker.spec.spec_sha256`'s, as `--resume` and `--only` tell them):
     None when every one is current (or the assignment is not known here), else a dict: assignment, stale (how
     many), total (scorecards of the assignment), folder (`graded_folder`), public (the stale ones' mode) and
-    resume (the `--resume` command a shard's shard.json keeps, or None). Combining those scorecards with
-    manual.csv judged against the spec as it is now would mix two specs' maxima: `hwcheck export`, `report`
-    and `merge` refuse, naming the `grade ... --resume` that regrades them."""
+    resume (the `--resume` command a shard's shard.json keeps, else `regrade_from.regrade_command`'s). Combining
+    those scorecards with manual.csv judged against the spec as it is now would mix two specs' maxima: `hwcheck
+    export`, `report` and `merge` refuse, naming the `grade ... --resume` that regrades them."""
     assignment = read_students(outdir).get("assignment")
     if not assignment:
         return None
@@ -525,9 +496,12 @@ def graded_with_other_tests(outdir):
     from checker.records.shard import SHARD_FILE
     info = owned.read_json(outdir, SHARD_FILE, "shard")
     resume = info.get("resume") if isinstance(info, dict) and isinstance(info.get("resume"), str) else None
-    modes = collections.Counter((c.get("grader") or {}).get("mode") for c in stale)
+    public = collections.Counter((c.get("grader") or {}).get("mode") for c in stale).most_common(1)[0][0] == "public"
+    if resume is None:  # the latest folder graded: its --resume regrades the others' from their own files too
+        from checker.records.regrade_from import regrade_command
+        resume = regrade_command(outdir, assignment, cards, stale, public)
     return {"assignment": assignment, "stale": len(stale), "total": len(cards), "folder": graded_folder(cards),
-            "public": modes.most_common(1)[0][0] == "public", "resume": resume}
+            "public": public, "resume": resume}
 
 
 def after_batch(outdir, assignment=None, canvas_title=None, roster=True):

@@ -462,7 +462,7 @@ def record(outdir, data):
     write_json(outdir, STUDENTS_JSON, data, kind="students")  # hwcheck's own, beside a student's file of that name
 
 
-def listing(folder, outdir, notes=None, roster=None, assignment=None):
+def listing(folder, outdir, notes=None, roster=None, assignment=None, regrading=None):
     """(entries [(id, path)], the record of the class for OUTDIR/.students.json) of `folder`, whatever layout it
     has, with nothing written to students.json yet (`record` writes it): `hwcheck grade` refuses what it refuses
     (no submissions, an --only id no submission has) before OUT's record of the class changes. A student's
@@ -473,6 +473,7 @@ def listing(folder, outdir, notes=None, roster=None, assignment=None):
     students.json) is used again if it is still there. Sentences for the TA go to `notes`.
     Every entry of `folder` not graded (and every file left out of a submission) is kept in
     students.json's `not_graded` as [name, why], for the batch's summary (`checker.records.batch.after_batch`).
+    regrading: a `--resume`'s scorecards to regrade from their own files (`lms_attempts.older_than_graded`).
     """
     from checker.records.entries import scan_entries, skipped_entries
     from checker.records.identical import identical_groups
@@ -510,7 +511,7 @@ def listing(folder, outdir, notes=None, roster=None, assignment=None):
         same_gradescope_student(outdir, entries, people, old, notes)
     if layout.platform == "canvas":
         from checker.records.lms_attempts import older_than_graded
-        older_than_graded(outdir, entries, people, old, notes)  # an older download over a later one: said
+        entries = older_than_graded(outdir, entries, people, old, notes, regrading)  # an older download: said
     before = {n for n, _ in not_graded}
     entries, people = _apart_from_older(outdir, entries, people, not_graded, handed)
     ungraded = sorted(set(ungraded) | {n for n, _ in not_graded} - before)  # refused: one name with an older id

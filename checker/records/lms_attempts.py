@@ -25,10 +25,13 @@ across downloads, on Moodle's "Download all submissions").
   line, so their scorecard, the grades of manual.csv and their row of grades.csv stay one (the name in
   grades.csv's `student` column is the new one). Of several older ids of one user, none is taken (said).
 
-- `older_than_graded(outdir, entries, people, old, notes)`: a student whose files graded now carry lower
+- `older_than_graded(outdir, entries, people, old, notes, regrading)`: a student whose files graded now carry lower
   attachment ids than those OUTDIR graded before (an older download unzipped and graded over a later one's
   output folder): the older attempt replaces the newer one's scorecard, and a warning says so (the ids graded
-  before: students.json's `canvas_attachments`, else the file name the old scorecard graded).
+  before: students.json's `canvas_attachments`, else the file name the old scorecard graded). In a `--resume`
+  that regrades scorecards graded with other tests (`regrading`, `checker.records.regrade_from.stale_own_files`),
+  a student whose newer attempt's scorecard is such a one, its file still there as graded, is regraded from
+  that file instead: the regrade keeps each student's latest attempt (h102).
 
 - `keep_earlier_students(outdir, people, old, assignment)`: who each student graded into OUTDIR before is, kept
   for the ids a later download (the late submissions only, graded with --resume) does not list: students.json
@@ -149,12 +152,16 @@ def _graded_before(outdir, sid, person):
     return ([int(m["fileid"])] if m else []), sha
 
 
-def older_than_graded(outdir, entries, people, old, notes):
+def older_than_graded(outdir, entries, people, old, notes, regrading=None):
     """Warn, in `notes`, of each Canvas student whose files graded now are all older uploads (lower attachment
-    ids) than those OUTDIR graded before, where what is graded now differs: see the module docstring."""
+    ids) than those OUTDIR graded before, where what is graded now differs: see the module docstring. Returns the
+    entries: where `regrading(sid)` gives the file of a scorecard to regrade (graded with other tests, its file
+    there as graded), that file instead of the older attempt, and `people[sid]` as OUTDIR knew them before."""
     from checker.running.submission_files import sha256_of
     known = old.get("students") if isinstance(old.get("students"), dict) else {}
+    kept = []
     for sid, path in entries:
+        kept.append((sid, path))
         now = (people.get(sid) or {}).get("canvas_attachments")
         if not now:
             continue
@@ -166,6 +173,16 @@ def older_than_graded(outdir, entries, people, old, notes):
                 continue  # the same bytes: nothing is replaced
         except OSError:
             pass
+        own = regrading(sid) if regrading is not None else None
+        if own is not None:  # a regrade for other tests: the later attempt, from the file it was graded from
+            kept[-1] = (sid, own)
+            people[sid] = known[sid] if isinstance(known.get(sid), dict) else people[sid]
+            notes.append(f"{sid}: this folder holds an older attempt (Canvas attachment{'s' if len(now) > 1 else ''} "
+                         f"{', '.join(map(str, now))}) than the one graded into {outdir} before (attachment"
+                         f"{'s' if len(before) > 1 else ''} {', '.join(map(str, before))}): its scorecard was graded "
+                         f"with other tests, so --resume regrades the later attempt, from the file it was graded "
+                         f"from ({own})")
+            continue
         shown = {k: ", ".join(map(str, v)) for k, v in (("now", now), ("before", before))}
         notes.append(f"warning: {sid}: the files graded now (Canvas attachment{'s' if len(now) > 1 else ''} "
                      f"{shown['now']}) are older uploads than the ones graded into {outdir} before (attachment"
@@ -173,6 +190,7 @@ def older_than_graded(outdir, entries, people, old, notes):
                      f"uploaded): an older download graded over a later one's output folder? {sid} is graded on the "
                      f"older attempt now, and its scorecard replaces the later attempt's; grade the latest download "
                      f"into {outdir} (--resume) to grade the latest attempt again")
+    return kept
 
 
 def latest_attempt(files, uploads, late):

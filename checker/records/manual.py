@@ -41,6 +41,8 @@ the file's bytes, separator and line ends. `read_manual(path, spec, ids)`
 returns (entries, problems). `apply_manual(card, entries)` returns a copy
 of a scorecard with those points merged (questions' scores, `pending`,
 `score`, and `manual_grades`, the rows applied, for the notes and exports).
+`student_comment(comment)`: a comment as a student may read it (results.json, the report's feedback pages):
+hwcheck's own bookkeeping for a grade typed into grades.csv and moved here ("typed into grades.csv") left out.
 `pending_line(cards, spec)`: the TA's line naming the merged scorecards whose
 questions graded by a person are still pending (said by the batch's summary
 and by `hwcheck export`: their totals lack those points).
@@ -60,6 +62,7 @@ import csv
 import io
 import math
 import os
+import re
 
 from checker.records.atomic import write_text_atomic
 from checker.records.csvfile import cell, ta_row_text
@@ -69,9 +72,12 @@ from checker.records.manual_read import (HEADER, _clean_id, _delimiter, _file_or
 
 __all__ = ["MANUAL_CSV", "HEADER", "ADJUSTMENT", "manual_path", "ensure_rows", "read_manual", "apply_manual",
            "decode_csv", "csv_delimiter", "missing_columns", "adjustment_limit", "describe", "replace_points",
-           "pending_questions", "pending_line"]
+           "pending_questions", "pending_line", "TYPED", "TOTAL_TYPED", "student_comment"]
 
 MANUAL_CSV = "manual.csv"
+TYPED = "typed into grades.csv"  # the comment of a grade moved from grades.csv with no note typed beside it
+TOTAL_TYPED = "total typed into grades.csv: "  # ... of a total changed there: `TOTAL_TYPED 85, where the row ...`
+_BOOKKEEPING = re.compile(re.escape(TOTAL_TYPED) + r"[-+0-9.eE]+, where the row added up to [-+0-9.eE]+")
 ADJUSTMENT = "adjustment"
 
 
@@ -520,7 +526,7 @@ def apply_manual(card, rows):
             q["score"] = _num(row["points"])
             if row["kind"] == "manual":
                 q["pending"] = False
-            if row["comment"]:
+            if student_comment(row["comment"]):  # what the student's feedback shows: the TA's words only
                 q["manual_comment"] = row["comment"]
     total = sum(float(q.get("score") or 0) for q in card.get("questions") or []
                 if not q.get("manual") or not q.get("pending", True))
@@ -529,15 +535,26 @@ def apply_manual(card, rows):
     return card
 
 
-def describe(card):
-    """A short text of the manual rows applied to a merged card (for grades.csv's note and results.json)."""
+def student_comment(comment):
+    """A manual.csv comment as a student may read it: '' for hwcheck's own bookkeeping, the comment a grade typed
+    into grades.csv got when it was moved here (`TYPED`, or a total's `TOTAL_TYPED 85, where the row added up to
+    90`), which says where the TA typed it, not why; the TA's own words (any other text, or those words edited)
+    as they are. manual.csv keeps it, and grades.csv's note and the TA's lines say it (h102)."""
+    text = str(comment or "").strip()
+    return "" if text == TYPED or _BOOKKEEPING.fullmatch(text) else str(comment or "")
+
+
+def describe(card, for_student=False):
+    """A short text of the manual rows applied to a merged card: for grades.csv's note, and, for_student, for
+    results.json (hwcheck's bookkeeping comments left out: `student_comment`)."""
     parts = []
     for row in card.get("manual_grades") or []:
         pts = f"{row['points']:+g}" if row["kind"] == "adjustment" else f"{row['points']:g}"
         what = {"manual": f"{row['question']} {pts}",
                 "override": f"{row['question']} regraded {row.get('was')}->{pts}",
                 "adjustment": f"adjustment {pts}"}[row["kind"]]
-        parts.append(what + (f" ({row['comment']})" if row["comment"] else ""))
+        comment = student_comment(row["comment"]) if for_student else row["comment"]
+        parts.append(what + (f" ({comment})" if comment else ""))
     return "; ".join(parts)
 
 

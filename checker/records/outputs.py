@@ -409,7 +409,7 @@ class Gradebook:
         if (card.get("grader") or {}).get("internal_error") or sid not in self.ids:
             return
         results = make_results(card)
-        said = describe(card)
+        said = describe(card, for_student=True)  # hwcheck's bookkeeping comments left out (manual.student_comment)
         if said:
             results["output"] += f"\nGraded by a person: {said}"
         if read_results(self.outdir, sid) != results:

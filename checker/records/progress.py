@@ -9,7 +9,8 @@ regrades an OUT that holds scorecards without --resume; `resume_note` and `only_
 (`batch_seeds`: the seeds they were graded with); `not_graded_lines`, every file or folder of the
 graded folder that was not graded, with the reason), every student-controlled string kept on its
 line and escaped (`checker.render.escape`); `isolation_gaps` picks from a scorecard's
-`grader.isolation` the walls that could not be put up, which the summary names once per batch.
+`grader.isolation` the walls that could not be put up, which the summary names once per batch; the students whose
+total the batch moved (`checker.records.moved`).
 
 What it is not: the batch (`checker.records.batch`) or the command line; it prints nothing itself.
 """
@@ -19,6 +20,7 @@ import math
 import os
 import statistics
 
+from checker.records.moved import moved_lines
 from checker.render.escape import for_terminal
 from checker.render.scorecard_text import format_points
 from checker.judging.scorecard import STATUSES
@@ -125,6 +127,8 @@ def summary_lines(batch):
         lines.append(f"  {len(batch.stale)} older scorecards in {_line(batch.outdir)} are of submissions not in this "
                      f"folder ({_line(', '.join(batch.stale[:5]))}{', ...' if len(batch.stale) > 5 else ''}); "
                      f"grades.csv keeps them, marked in its note column")
+    lines += [_line(line) for line in moved_lines(getattr(batch, "totals_moved", None),
+                                                    getattr(batch, "totals_kept", None))]  # whose total moved
     if batch.gradebook:
         lines.append(f"  wrote {batch.gradebook}, scorecards in {batch.outdir}, "
                      f"Gradescope files in {os.path.join(batch.outdir, 'gradescope')}")

@@ -18,13 +18,14 @@ from __future__ import annotations
 import csv
 import io
 
-from checker.records.manual import (ADJUSTMENT, MANUAL_CSV, _clean_id, _delimiter, _fill_keys, _lossy_fits, _manual_ids,
-                                    _num, _number)
+from checker.records.manual import (ADJUSTMENT, MANUAL_CSV, TOTAL_TYPED, TYPED, _clean_id, _delimiter, _fill_keys,
+                                    _lossy_fits, _manual_ids, _num, _number)
 from checker.records.manual_read import repeated_ids
 
 __all__ = ["typed_into_gradebook", "moved_line", "changed_line"]
 
-TYPED = "typed into grades.csv"  # the comment of a grade moved from grades.csv with no note typed beside it
+# TYPED: the comment of a grade moved from grades.csv with no note typed beside it; a total's, TOTAL_TYPED ...:
+# hwcheck's bookkeeping, which the TA sees and a student does not (`checker.records.manual.student_comment`)
 
 
 def typed_into_gradebook(gradebook_text, spec, entries, written=None, earlier=None, said=None, changed=None,
@@ -258,7 +259,7 @@ def _typed_total(sid, row, mine, spec, delim, hwchecks, stale, said):
     return [sid, ADJUSTMENT, points, f"{_TOTAL_TYPED}{_num(x)}, where the row added up to {_num(base)}"]
 
 
-_TOTAL_TYPED = "total typed into grades.csv: "
+_TOTAL_TYPED = TOTAL_TYPED
 
 
 def changed_line(change, copy=None):

@@ -43,6 +43,7 @@ def _progress(enabled):
 
 
 def _feedback(cards, wrap):
+    from checker.records.manual import student_comment
     from checker.records.classreport.data import submission_id
     from checker.records.classreport.html import feedback_text
     from checker.render.scorecard_text import format_points
@@ -62,7 +63,7 @@ def _feedback(cards, wrap):
         for row in card.get("manual_grades") or []:
             if row.get("kind") == "adjustment":
                 rows.append({"id": "adjustment", "title": "", "shown": format_points(row.get("points") or 0),
-                             "comment": row.get("comment")})
+                             "comment": student_comment(row.get("comment"))})  # the TA's words, not hwcheck's
         out.append({"id": sid, "score": f"{format_points(view.get('score') or 0)}/"
                                         f"{format_points(view.get('max_score') or 0)}",
                     "questions": rows, "text": feedback_text(view)})
