@@ -5,6 +5,10 @@ What it is for: the mhsa tests judge the student's MultiHeadSelfAttention class;
 of their own (or that class built with other arguments: one head whatever num_heads says, a scale overwritten) was
 never checked there. This test sets the block's attention to known weights and compares its output, as the logits
 show it, with the handout's attention (softmax over the keys of Q K^T / sqrt(D/num_heads), num_heads heads).
+The projections are read in any layout checker.judging.packed_layouts knows, one flat parameter packing q, k, v
+(and W_O) included. Where the attention then does not answer as the handout's but some of its parameters were read
+only from their size or left as built, a misread layout cannot be told from a wrong attention: no mistake is
+named; the test fails closed for a TA to check where those may be the projections (unread_projections), else skips.
 
 What it is not: a second charge for a mistake of the student's MultiHeadSelfAttention: a block attention that
 answers as that class does (built with the ViT's hidden_dim and num_heads) is left to the mhsa tests (a skip).
@@ -15,6 +19,8 @@ from . import test_vit_blocks as _blocks  # (modules, so that pytest collects no
 from . import test_vit_blocks_wiring as _wiring
 from . import test_vit_mhsa_temperature as _temperature
 from . import test_vit_vit_outputs as _eval_mode  # random_in_eval: a batch under several seeds (drop path per image)
+from checker.judging.packed_layouts import (identity_weights, packed_readings,  # any layout, packed ones too
+                                            unread_message, unread_projections)
 
 
 # the test's sizes: a head width of 6 (D/h not a square; sqrt(6) apart from every divisor SCALING_HINTS lists at
@@ -64,7 +70,7 @@ def _first_block(sub, seed):
 
 
 class _Params:
-    """A stand-in for a module handle, for _temperature._identity_weights: its `params` only."""
+    """A stand-in for a module handle, for identity_weights: its `params` only."""
 
     def __init__(self, shapes):
         self.params = [{"name": n, "shape": list(s)} for n, s in shapes.items()]
@@ -128,21 +134,32 @@ def _plan(one, local):
     if mlp is None:
         return "skipped", ("no one pair of parameters of shapes (m, D) and (D, m), m > D, in an encoder block: the "
                            "MLP's two layers were not found")
-    a, b, _ = mlp
-    small, scalars, projections = {}, {}, {}
+    a, b, m = mlp
+    small, scalars, projections, unsure = {}, {}, {}, []
     for n, s in first.items():
         size = int(np.prod(s)) if s else 1
         if n in (a, b):
             continue
         if size == 1 or size == H:                       # a gain or temperature: as built, or 1
             scalars[n] = s
+        elif size > 3 * D and size != m and packed_readings(s, D, H):  # q, k, v (and W_O) packed: one flat blob
+            projections[n] = s
         elif sum(d > 1 for d in s) <= 1 or size <= 3 * D:  # a LayerNorm's, a bias, a LayerScale, the MLP's bias
             small[n] = s
+            if size > 3 * D and size != m:  # no bias, norm or the MLP's: a layout the grader does not know
+                unsure.append(f"`{n}` {tuple(s)}")
         else:
             projections[n] = s
     if not projections:
         return "skipped", "no parameter of the encoder block's attention was found (its projections)"
-    ways, unknown = _temperature._identity_weights(_Params({local[n]: s for n, s in projections.items()}), D, H)
+    guessed = []
+    ways, unknown = identity_weights(_Params({local[n]: s for n, s in projections.items()}), D, H, guessed=guessed)
+    left = {local[n]: first[n] for n in first if f"`{n}` {tuple(first[n])}" in unsure}  # large, left as built
+    unsure += [f"`{n}` {tuple(projections[n])}" for n in projections if local[n] in guessed]
+    # those that may be the attention's projections (packed_layouts.unread_projections): where the test cannot
+    # tell a misread layout from a wrong attention, it fails closed for a TA to check, as the mhsa test does
+    closed = unread_projections([{"name": local[n], "shape": list(s)} for n, s in projections.items()]
+                                + [{"name": n, "shape": list(s)} for n, s in left.items()], D, H, guessed + list(left))
     if not ways:
         return "skipped", ("the grader cannot set the attention's projections from their names and shapes: it does "
                            f"not know how to read {', '.join(unknown[:4])}{' ...' if len(unknown) > 4 else ''}")
@@ -157,7 +174,7 @@ def _plan(one, local):
             **{n: np.ones(s, f32) for n, s in outside.items()}, **{n: np.zeros(s, f32) for n, s in projections.items()}}
     settings = [{}] + ([{n: np.ones(s, f32) for n, s in scalars.items()}] if scalars else [])
     return "planned", {"base": base, "ways": ways, "settings": settings, "pe": (pe, pe_shape),
-                       "projections": projections, "mlp": (a, b)}
+                       "projections": projections, "mlp": (a, b), "unsure": unsure, "closed": closed}
 
 
 def _positions(pe_shape, x, add=None):
@@ -199,7 +216,7 @@ def test_vit_block_attention_is_the_handouts(sub, rng, seed):
     # the positional embedding set to tokens x of our choosing (_tokens), the block reads LN(Z) = x. The block's
     # MLP is silenced (its two layers set to zero), its other small parameters set to 1 (LayerNorm weights and
     # biases, the attention's biases, LayerScale gains), and its attention's projections set to the centring P =
-    # I - 11^T/D in whatever layout the names and shapes allow (_temperature._identity_weights, read as P): the
+    # I - 11^T/D in whatever layout the names and shapes allow (identity_weights, packed ones too, read as P): the
     # handout's attention then adds A(x) = softmax(x_h x_h^T / sqrt(D/h)) x_h, head by head, to every token,
     # plus a constant vector. Configuration A is that; configuration B silences the attention (projections zero:
     # it adds the same constant, and mixes no tokens) and adds the handout's A(x) to every token through the
@@ -274,6 +291,15 @@ def test_vit_block_attention_is_the_handouts(sub, rng, seed):
         raise GradingFailure(f"{what}: {said}, but not because of the block's attention: with "
                              f"{', '.join(before[:4])} zeroed, it answers as the handout's.\n"
                              f"Likely mistake: {PATCH_EMBEDDING_HINT}.")
+    if plan["unsure"]:  # a layout read from a size, or left as built: the failure may be the grader's reading
+        if plan["closed"]:  # the block's own attention, in a layout that may hide a wrong scale: for a TA
+            raise GradingFailure(unread_message(f"{name}'s encoder block", plan["closed"],
+                                                "the attention inside the encoder blocks (softmax(Q K^T / "
+                                                "sqrt(D/num_heads)) V, num_heads heads)"))
+        pytest.skip("the attention inside the encoder blocks was not checked: with its projections set in every "
+                    "way the grader can read them, it does not answer as the handout's attention, but the layout "
+                    f"of {', '.join(plan['unsure'][:4])}{' ...' if len(plan['unsure']) > 4 else ''} was only guessed "
+                    "from its size or left as built, so a wrong reading cannot be told from a wrong attention")
     hint = _diagnosis(one, plan, x, [got[kk * per + 1 + len(refs):(kk + 1) * per]
                                      for kk in range(len(plan["settings"]))], effect)
     raise GradingFailure(f"{what}: {said}, so the block's attention computes another function.\n"
@@ -408,7 +434,7 @@ def _as_own_mhsa(sub, seed, one, plan, x, k, a, effect):
         m = new(sub, "MultiHeadSelfAttention", D, H, seed=seed)
     except (GradingFailure, StudentError):
         return False
-    ways, _ = _temperature._identity_weights(m, D, H)
+    ways, _ = identity_weights(m, D, H)
     if not ways:
         return False
     ways = _centred(ways)

@@ -20,92 +20,27 @@ import itertools
 
 from ._common import *  # noqa: F401,F403 - the handout's data, hint texts and helpers
 from ._qk_scale import QK_SCALE, gain_ways, qk_scale_failure  # do the scores grow with the input as q . k?
+from checker.judging.packed_layouts import (head_index, identity_readings, identity_weights, unread_message,
+                                            unread_projections)
 
 
 MAX_WAYS = 4  # readings of the layout tried, each one set_params and one forward (all sent together)
 
 
 def _head_index(name, h):
-    """The head a per-head parameter's name numbers (`heads.2.query.weight`, `W_Q.2`: its first number), or None."""
-    head = re.findall(r"(?<!\d)\d{1,6}(?!\d)", name)  # a head index; a run of 5,000 digits is none
-    return int(head[0]) if head and 0 <= int(head[0]) < h else None
+    """The head a per-head parameter's name numbers (its first number), or None (packed_layouts.head_index)."""
+    return head_index(name, h)
 
 
 def _identity_readings(shape, D, h, head=None):
-    """The values that make a projection of `shape` the identity, in each way its shape can be read (the
-    reading its forward uses is not known: every distinct one is a candidate). One axis of size D holds the
-    input features; the other axes, flattened in order, hold k = 1, 2 or 3 copies (Q; K and V; Q, K and V) of
-    the output features: of all D of them, or, for a per-head parameter (`head`), of that head's D/h. Output
-    feature j of copy c is input feature j: as a layer's weight (D last) or used as `x @ W` (D first), a fused
-    (3D, D), to_kv's (2D, D), the heads' stacks (h, D, D/h) and (h, D/h, D) (W_O's too), Keras' EinsumDense
-    kernels (D, h, D/h), a per-head fused qkv (3D/h, D). The copies of a whole-width one may also be
-    interleaved head by head, (h, k, D/h) (timm's `reshape(B, N, h, 3, D/h)`). The last axis is read as the
-    input first (nn.Linear's (out, in))."""
-    dh = D // h
-    width, first = (D, 0) if head is None else (dh, head * dh)
-    found = []
-    for a in reversed(range(len(shape))):
-        if shape[a] != D:
-            continue
-        rest = tuple(shape[:a]) + tuple(shape[a + 1:])
-        n = int(np.prod(rest))
-        if n % width or not 1 <= n // width <= 3:
-            continue
-        k, o = n // width, np.arange(n)
-        features = [first + o % width]                                  # copy after copy: q | k | v
-        if head is None and k > 1 and h > 1:
-            features.append((o // (k * dh)) * dh + o % dh)              # head after head: (h, k, D/h)
-        for f in features:
-            v = (np.arange(D)[:, None] == f[None, :]).astype(np.float32).reshape((D,) + rest)   # input first
-            v = np.ascontiguousarray(np.moveaxis(v, 0, a))
-            if not any(np.array_equal(v, w) for w in found):
-                found.append(v)
-    return found
+    """packed_layouts.identity_readings: the axis readings of a projection, or its packed ones."""
+    return identity_readings(shape, D, h, head)
 
 
-def _identity_weights(m, D, h):
-    """(ways, unknown): the ways to make the module's projections the identity and its biases zero that its names
-    and shapes allow, each {name: value} (_identity_readings: every reading of every projection's layout; way i
-    takes each parameter's i-th reading, or its first), and the parameters no reading explains (`name` (shape)),
-    with no way then: the temperature is not checked. A per-head parameter (`heads.2.qkv.weight`, `W_Q.2`: the
-    first number of its name gives its head; read so only where the numbers cover every head) may also read as
-    a whole-width one (a (D, D) named `proj.0` is either). A bias is any other parameter with at most 3D values
-    (q, k and v's biases, in any shape: (D,), (3D,), (h, D/h), (1, 1, D)), set to zero: no projection of D
-    features fits in so few (it holds at least D * D/h). A learnable scalar or one a head ((h,): a gain, a
-    temperature) is left as the module made it, and in a second way set to 1."""
-    dh = D // h
-    readings, heads, scalars, unknown, biases = {}, {}, [], [], {}
-    for p in m.params:
-        name, shape = p.get("name"), tuple(p.get("shape", ()))
-        if not isinstance(name, str) or not all(type(n) is int and n >= 0 for n in shape):
-            return [], [repr(name)[:60]]
-        head = _head_index(name, h) if h > 1 else None
-        per_head = _identity_readings(shape, D, h, head) if head is not None else []
-        whole = _identity_readings(shape, D, h)
-        size = int(np.prod(shape))
-        if per_head or whole:
-            readings[name] = (per_head, whole)
-            if per_head:
-                heads.setdefault(head, []).append(name)
-        elif size == 1 or (size == h and h > 1):  # a learnable scalar or one per head: as built, or 1
-            scalars.append((name, shape))
-        elif size <= 3 * D:
-            biases[name] = np.zeros(shape, dtype=np.float32)
-        else:
-            unknown.append(f"`{name[:60]}` {shape}")
-    by_head = sorted(heads) == list(range(h))  # per-head readings only where every head has its parameters
-    chosen = {}
-    for name, (per_head, whole) in readings.items():
-        chosen[name] = (per_head if by_head else []) + whole
-        if not chosen[name]:
-            unknown.append(f"`{name[:60]}` {tuple(per_head[0].shape)}")
-    if unknown:
-        return [], unknown
-    ways = [{**biases, **{n: r[i] if i < len(r) else r[0] for n, r in chosen.items()}}
-            for i in range(min(MAX_WAYS, max((len(r) for r in chosen.values()), default=1)))]
-    if scalars:  # each way with its scalars as the module made them, then set to 1 (a gain that starts elsewhere)
-        ways += [{**way, **{n: np.ones(shape, dtype=np.float32) for n, shape in scalars}} for way in list(ways)]
-    return ways, []
+def _identity_weights(m, D, h, guessed=None):
+    """packed_layouts.identity_weights (its docstring says how), at most MAX_WAYS ways; `guessed` gets the names
+    read only from their size (packed)."""
+    return identity_weights(m, D, h, MAX_WAYS, guessed)
 
 
 def _attention_with_identity_weights(x, h, tau, strided=False, splits=None):
@@ -363,8 +298,12 @@ def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
     dh = D // h
     what = f"MultiHeadSelfAttention({D}, {h})"
     m = new(sub, "MultiHeadSelfAttention", D, h, seed=seed)
-    ways, unknown = _identity_weights(m, D, h)
-    if not ways:  # a layout the names and shapes do not tell: the other tests judge it
+    guessed = []  # the parameters read only from their size (packed): their layout may be one the grader misread
+    ways, unknown = _identity_weights(m, D, h, guessed)
+    closed = unread_projections(m.params, D, h, guessed)  # projections it cannot read, or read from a size only
+    if not ways and closed:  # a wrong scale could hide there: failed closed, for a TA to check (packed_layouts)
+        raise GradingFailure(unread_message(what, closed))
+    if not ways:  # more than the handout's attention holds (heads of another width): the other tests judge it
         pytest.skip("the temperature was not checked: the grader cannot set this module's projections to the "
                     "identity from their names and shapes: it does not know how to read "
                     f"{', '.join(unknown[:4])}{' ...' if len(unknown) > 4 else ''} (the other tests judge it)")
@@ -455,6 +394,8 @@ def test_mhsa_scales_the_scores_by_the_head_width(sub, rng, seed):
             f"more it weighs.\nLikely mistake: {SCORES_HINT}.")
     if scale:  # weights that follow q . k in order, but not as its scale says: a clamp, a nonlinearity
         raise GradingFailure(scale[0])
+    if closed:  # read only from their size: a misread layout cannot be told from a wrong scale
+        raise GradingFailure(unread_message(what, closed))
     pytest.skip("the temperature was not checked: with its projections set to the identity the module answers "
                 "as attention at no temperature, even with a factor on its output (a mask or a norm inside, or a "
                 "head split the grader does not know); the other tests judge it")

@@ -35,6 +35,7 @@ What it is for:
   (moved into its state folder's set-aside/) are named in `problems`.
 - `Overrides`, `Scales`, `Answers`, `WrittenCells` (checker.records.kept): what OUT keeps of the grades it merged
   and wrote, read and updated by the Gradebook.
+- `unread_note(card)`: the grades.csv note of a test failed closed on an unread attention layout.
 - `load_note(card)`: the grades.csv note of a submission whose load skipped
   something (a statement that raised, a sys.exit, a training loop, a statement that does not parse,
   a statement stopped by the time limit).
@@ -84,6 +85,17 @@ def load_note(card):
 
 
 SAME_SHOWN = 5  # ids of identical code named in one note, then a count of the rest
+
+
+def unread_note(card):
+    """'TA check: ...' for a scorecard where a test failed closed because the grader could not read the layout of
+    an attention's projections (checker.judging.packed_layouts: the scale was not checked; a correct module of an
+    unusual layout loses that test's points until a TA looks), else ''."""
+    from checker.judging.packed_layouts import UNREAD_MARK
+    hits = [f"{q.get('id')}: {t.get('name')}" for q in card.get("questions") or [] for t in q.get("tests") or []
+            if isinstance(t, dict) and t.get("outcome") == "failed" and str(t.get("message") or "").startswith(UNREAD_MARK)]
+    return (f"TA check: the attention's layout was not read, its scale not checked ({'; '.join(hits[:3])}): "
+            "check it by hand, and give the points back in manual.csv where it is right") if hits else ""
 
 
 def _people_notes(sid, person, same):
@@ -332,7 +344,7 @@ class Gradebook:
                 if text:
                     note.append(text)
                     self._say(f"{MANUAL_CSV}: {sid}: {text}")
-            note += [t for t in (load_note(card), describe(merged)) if t] + ignored.get(sid, [])
+            note += [t for t in (load_note(card), unread_note(card), describe(merged)) if t] + ignored.get(sid, [])
             note += _people_notes(sid, self.people.get(sid) or {}, self.identical.get(sid))
             if note:
                 notes[sid] = "; ".join(note)
