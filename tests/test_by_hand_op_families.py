@@ -107,6 +107,36 @@ HONEST_NORMS = {
 }
 
 
+# hand-written code that names an allowed function under an alias holding a family's word, or imports a helper from
+# a module whose path holds one (h103: each lost the by-hand points with the first version of the families)
+ALIASED_HONEST = {
+    "layer_norm": {
+        "vector_norm_as_l2_norm": ("from torch.linalg import vector_norm as l2_norm",
+                                   "c = x - x.mean(-1, keepdim=True)\n"
+                                   "return c / torch.sqrt(l2_norm(c, dim=-1, keepdim=True) ** 2 / x.shape[-1] + eps)\n"),
+        "linalg_norm_as_lnorm": ("from torch.linalg import norm as lnorm",
+                                 "c = x - x.mean(-1, keepdim=True)\n"
+                                 "return c / torch.sqrt(lnorm(c, dim=-1, keepdim=True) ** 2 / x.shape[-1] + eps)\n"),
+    },
+    "masked_attention": {
+        "softmax_as_attention_softmax": ("from torch.nn.functional import softmax as attention_softmax",
+                                         "T = Q.size(-2)\nscores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))\n"
+                                         "scores = scores.masked_fill(causal_mask(T).to(Q.device), float('-inf'))\n"
+                                         "return attention_softmax(scores, dim=-1) @ V\n"),
+    },
+}
+
+
+def _charlm_with(name, header, body):
+    """charlm's correct example with `header` among its imports and function `name` replaced by `body`."""
+    with open(os.path.join(ROOT, "assignments", "charlm", "examples", "correct.py")) as f:
+        src = f.read().replace("import torch\n", "import torch\n" + header + "\n", 1)
+    start = src.index(f"def {name}(")
+    end = src.index("\n\n\n", start)
+    signature = src[start:src.index("\n", start) + 1]
+    return src[:start] + signature + textwrap.indent(textwrap.dedent(body), "    ") + src[end:]
+
+
 # ------------------------------------------------------------------ the source scan (trusted side)
 
 @pytest.mark.parametrize("case", sorted(SOFTMAX_OPS))
@@ -245,3 +275,29 @@ def test_batch_norm_op_loses_the_layer_norm_by_hand_points(by_hand_grader, tmp_p
 def test_hand_written_layer_norm_keeps_the_by_hand_points(by_hand_grader, tmp_path, case):
     card = by_hand_grader.grade(write(tmp_path, f"{case}.py", _charlm(HONEST_NORMS[case])), "charlm")
     assert _by_hand_tests(card)["test_layer_norm_by_hand"]["outcome"] == "passed", _by_hand_tests(card)
+
+
+@pytest.mark.parametrize("name,case", [(n, c) for n, cases in ALIASED_HONEST.items() for c in sorted(cases)])
+def test_an_alias_counts_by_what_it_names(tmp_path, name, case):
+    _, names = _charlm_names(name)
+    header, body = ALIASED_HONEST[name][case]
+    report = library_use(write(tmp_path, "hw.py", _charlm_with(name, header, body)), name, names)
+    assert report.clean, (case, report.used, report.unclear)
+    alias = header.split(" as ")[1]
+    dishonest = header.replace("vector_norm", "layer_norm").replace("import norm", "import layer_norm").replace(
+        "functional import softmax", "functional import scaled_dot_product_attention")  # a library op under the alias
+    report = library_use(write(tmp_path, "hw2.py", _charlm_with(name, dishonest, body)), name, names)
+    assert report.used, (case, alias, report.used)
+
+
+def test_a_helper_imported_from_a_module_named_like_the_family_is_read_by_its_name(tmp_path):
+    """`from torch.nn.modules.transformer import _generate_square_subsequent_mask`: the mask is a library's, the
+    attention the student's; a family's word in the module's path is not the imported function's."""
+    _, names = _charlm_names("masked_attention")
+    body = ("T = Q.size(-2)\nmask = _generate_square_subsequent_mask(T, device=Q.device, dtype=Q.dtype)\n"
+            "w = torch.exp(Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1)) + mask)\n"
+            "return (w / w.sum(-1, keepdim=True)) @ V\n")
+    src = _charlm_with("masked_attention", "from torch.nn.modules.transformer import _generate_square_subsequent_mask",
+                       body)
+    report = library_use(write(tmp_path, "hw.py", src), "masked_attention", names)
+    assert report.clean, (report.used, report.unclear)

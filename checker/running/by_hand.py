@@ -308,6 +308,9 @@ def _library_use(path, name, forbidden, secrets=(), strings=frozenset()):
             origins[name] = next((o for s in binds.get(name, []) for o in [import_origin(s, name)] if o), None)
         return origins[name]
 
+    def imported_as_family(real):  # an alias (`attention_softmax`) counts by what it names, not by its own words
+        return bool(real) and isinstance(real, str) and real.split(".")[-1] in forbidden
+
     def opaque_part(dotted):
         return any(dotted == p or dotted.startswith(p + ".") for p in OPAQUE_PREFIXES)
 
@@ -341,7 +344,7 @@ def _library_use(path, name, forbidden, secrets=(), strings=frozenset()):
                 break
             if isinstance(node, ast.Name):
                 if node.id in forbidden and node.id not in student_defs and node.id not in local \
-                        and (named(forbidden, node.id) or origin(node.id) or node.id in imported_here) \
+                        and (named(forbidden, node.id) or imported_as_family(origin(node.id) or imported_here.get(node.id))) \
                         and node.id not in assigned and not isinstance(node.ctx, ast.Store) \
                         and not (binds.get(node.id) and all(own_import(s) for s in binds[node.id])):
                     # (a module of the submission's own, `import attention_utils`: read by what it binds)
@@ -397,7 +400,8 @@ def _library_use(path, name, forbidden, secrets=(), strings=frozenset()):
                         say(unclear, f"import {full}")
                     if top in own_modules:
                         continue  # a file of the submission (it comes first on sys.path): read, followed by name
-                    if any(part in forbidden for part in full.split(".")):
+                    parts = full.split(".")  # a listed name anywhere in the path; a family's word in the name imported
+                    if any(named(forbidden, part) for part in parts) or parts[-1] in forbidden:
                         say(used, full)
                     if top in OPAQUE_MODULES:
                         say(unclear, f"import {full}")
