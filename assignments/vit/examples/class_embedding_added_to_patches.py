@@ -1,4 +1,4 @@
-"""Homework 3: Vision Transformer -- mistake: the class embedding is added to the patch tokens, not prepended."""
+"""Homework 3: Vision Transformer -- mistake: the class embedding is added to the patch tokens, not prepended.
 
 correct.py, except that no class token is prepended: the class embedding is added to every patch token
 (with the patches' rows 1..N of the positional embedding) and the classifier reads position 0, a patch.

@@ -1,4 +1,4 @@
-"""Homework 3: Vision Transformer -- mistake: the positional embedding is indexed by the batch, not the tokens."""
+"""Homework 3: Vision Transformer -- mistake: the positional embedding is indexed by the batch, not the tokens.
 
 correct.py, except that the rows are picked by torch.arange(B): image b gets row b on every token.
 

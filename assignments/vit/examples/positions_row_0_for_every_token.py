@@ -1,4 +1,4 @@
-"""Homework 3: Vision Transformer -- mistake: every token gets row 0 of the positional embedding."""
+"""Homework 3: Vision Transformer -- mistake: every token gets row 0 of the positional embedding.
 
 correct.py, except that only the first row of the positional embedding is added, to every token.
 

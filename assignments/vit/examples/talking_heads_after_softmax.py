@@ -1,7 +1,7 @@
-"""Homework 3: Vision Transformer -- mistake: the heads' attention weights are mixed before and after the softmax."""
+"""Homework 3: Vision Transformer -- mistake: the heads' attention weights are mixed across the heads after the softmax.
 
-correct.py, except that the attention is CaiT's talking heads: a linear map across the heads on the scores
-before the softmax and on the weights after it, so a query's weights no longer sum to 1.
+correct.py, except that the attention mixes the heads' weights after the softmax with a linear map across
+the heads (CaiT's talking heads, its post-softmax half), so a query's weights no longer sum to 1.
 
 Written differently from the reference on purpose: patchify with Tensor.unfold,
 attention with one weight tensor per projection and einsum over the heads,
@@ -39,7 +39,6 @@ class MultiHeadSelfAttention(nn.Module):
         self.W_v = nn.Parameter(torch.randn(num_heads, hidden_dim, self.d_k) / math.sqrt(hidden_dim))
         self.W_o = nn.Linear(hidden_dim, hidden_dim)
         self.attn_drop = nn.Dropout(dropout)
-        self.proj_l = nn.Linear(num_heads, num_heads)  # talking heads: mixes the heads' scores
         self.proj_w = nn.Linear(num_heads, num_heads)  # ... and their weights after the softmax
 
     def forward(self, X):
@@ -47,7 +46,6 @@ class MultiHeadSelfAttention(nn.Module):
         k = torch.einsum("bnd,hdk->bhnk", X, self.W_k)
         v = torch.einsum("bnd,hdk->bhnk", X, self.W_v)
         scores = torch.einsum("bhnk,bhmk->bhnm", q, k) / math.sqrt(self.d_k)
-        scores = self.proj_l(scores.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
         weights = scores.softmax(dim=-1)
         weights = self.attn_drop(self.proj_w(weights.permute(0, 2, 3, 1)).permute(0, 3, 1, 2))
         heads = torch.einsum("bhnm,bhmk->bnhk", weights, v)
