@@ -327,8 +327,10 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
     from checker.records import lms  # an LMS's export: one submission per student, whatever files they handed in
     from checker.records import regrade_from  # a --resume regrades each scorecard from the file it was graded from
     mode, regrading = "public" if public else "hidden", resume and not only and not shard
+    import unicodedata  # --only's ids as the listing's (NFC); the record keeps every other student's as it was
     listed, record = lms.listing(directory, outdir, notes, roster=roster, assignment=assignment, regrading=(
-        regrade_from.stale_own_files(outdir, assignment, mode, timeout, devices, keep_raw) if regrading else None))
+        regrade_from.stale_own_files(outdir, assignment, mode, timeout, devices, keep_raw) if regrading else None),
+        only={unicodedata.normalize("NFC", o) for o in only} if only else None)
     entries = [(sid, path) for sid, path in listed
                if not is_own_output(outdir, path)]  # -o inside DIR: hwcheck's own files are no submission
     if regrading and entries:  # another download's scorecards, graded with other tests: regraded from their files
@@ -364,7 +366,7 @@ def _grade_locked(directory, assignment, outdir, jobs, resume, timeout, public, 
             batch.resolve_only(entries, only)
         except HwcheckError as e:
             raise Fail(" ".join(str(e).split())) from None
-    regrade_from.note_folder(outdir, record, directory)  # the folders graded into OUT, the latest last
+    regrade_from.note_folder(outdir, record, directory, latest=not only)  # the folders graded into OUT, latest last
     lms.record(outdir, record)  # OUT's record of the class, now that nothing refuses
     from checker.records.exports import canvas_unused_line, keep_canvas_title
     keep_canvas_title(outdir, canvas_title)  # kept before any grading: a stopped batch's --resume and export use it

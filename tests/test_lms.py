@@ -86,7 +86,9 @@ def test_canvas_files_of_one_student_are_one_submission(canvas):
     out, _ = canvas
     book = _book(out)
     assert sorted(book) == ["doejane_102", "leeann_104", NFC("müllerjürgen_101"), "smithbob_103"]
-    staged = os.path.join(out, lms.STAGE, "doejane_102")
+    attempts = os.listdir(os.path.join(out, lms.STAGE, "doejane_102"))  # a folder per attempt staged (h104)
+    assert len(attempts) == 1, attempts
+    staged = os.path.join(out, lms.STAGE, "doejane_102", attempts[0])
     assert sorted(os.listdir(staged)) == FOLDER  # own names, "-1" taken off
     # the notebook imports its two .py files: graded together it gets the full automatic score
     assert book["doejane_102"]["total"] == book[NFC("müllerjürgen_101")]["total"] == AUTO

@@ -73,7 +73,7 @@ a file name is, never taken from one end only.
 
 Several files of one student (`checker.records.lms_students`) are copied (under their own names,
 `-N` taken off where no other file has that name; an own name that cannot be a file, such as `..`,
-left out with a message) into OUTDIR/.lms/<id>/, graded as one folder submission; a student with one file is
+left out with a message) into OUTDIR/.lms/<id>/<attempt>/, graded as one folder submission; a student with one file is
 graded from that file. Ids are canonical (`checker.records.ids`); names are NFC-normalised (macOS
 writes NFD), so `Müller` in a file name matches `Müller` in a roster. Every entry of the
 folder not graded (and why) is kept in students.json's `not_graded`, and `checker.records.batch.after_batch`
@@ -462,7 +462,7 @@ def record(outdir, data):
     write_json(outdir, STUDENTS_JSON, data, kind="students")  # hwcheck's own, beside a student's file of that name
 
 
-def listing(folder, outdir, notes=None, roster=None, assignment=None, regrading=None):
+def listing(folder, outdir, notes=None, roster=None, assignment=None, regrading=None, only=None):
     """(entries [(id, path)], the record of the class for OUTDIR/.students.json) of `folder`, whatever layout it
     has, with nothing written to students.json yet (`record` writes it): `hwcheck grade` refuses what it refuses
     (no submissions, an --only id no submission has) before OUT's record of the class changes. A student's
@@ -473,7 +473,8 @@ def listing(folder, outdir, notes=None, roster=None, assignment=None, regrading=
     students.json) is used again if it is still there. Sentences for the TA go to `notes`.
     Every entry of `folder` not graded (and every file left out of a submission) is kept in
     students.json's `not_graded` as [name, why], for the batch's summary (`checker.records.batch.after_batch`).
-    regrading: a `--resume`'s scorecards to regrade from their own files (`lms_attempts.older_than_graded`).
+    regrading: a `--resume`'s scorecards to regrade from their own files (`lms_attempts.older_than_graded`);
+    only: `--only`'s ids, whose students alone the record takes from this folder (`lms_attempts.kept_for_only`).
     """
     from checker.records.entries import scan_entries, skipped_entries
     from checker.records.identical import identical_groups
@@ -511,14 +512,15 @@ def listing(folder, outdir, notes=None, roster=None, assignment=None, regrading=
         same_gradescope_student(outdir, entries, people, old, notes)
     if layout.platform == "canvas":
         from checker.records.lms_attempts import older_than_graded
-        entries = older_than_graded(outdir, entries, people, old, notes, regrading)  # an older download: said
+        entries = older_than_graded(outdir, entries, people, old, notes, regrading, only)  # an older attempt: kept
     before = {n for n, _ in not_graded}
     entries, people = _apart_from_older(outdir, entries, people, not_graded, handed)
     ungraded = sorted(set(ungraded) | {n for n, _ in not_graded} - before)  # refused: one name with an older id
     if not entries:  # nothing to grade: the command stops before its summary, so the reasons go with the notes
         notes.extend(f"not graded: {name}: {why}" for name, why in sorted(not_graded))
-    from checker.records.lms_attempts import keep_earlier_students
+    from checker.records.lms_attempts import keep_earlier_students, kept_for_only
     people = keep_earlier_students(outdir, people, old, assignment)  # a later download: the others' identity kept
+    people = kept_for_only(outdir, people, old, only)  # --only: the others' record as it was
     report = None
     if rows is not None:
         people, report = match_roster(people, rows, handed_in=handed)

@@ -25,13 +25,21 @@ across downloads, on Moodle's "Download all submissions").
   line, so their scorecard, the grades of manual.csv and their row of grades.csv stay one (the name in
   grades.csv's `student` column is the new one). Of several older ids of one user, none is taken (said).
 
-- `older_than_graded(outdir, entries, people, old, notes, regrading)`: a student whose files graded now carry lower
-  attachment ids than those OUTDIR graded before (an older download unzipped and graded over a later one's
-  output folder): the older attempt replaces the newer one's scorecard, and a warning says so (the ids graded
-  before: students.json's `canvas_attachments`, else the file name the old scorecard graded). In a `--resume`
-  that regrades scorecards graded with other tests (`regrading`, `checker.records.regrade_from.stale_own_files`),
-  a student whose newer attempt's scorecard is such a one, its file still there as graded, is regraded from
-  that file instead: the regrade keeps each student's latest attempt (h102).
+- `older_than_graded(outdir, entries, people, old, notes, regrading, only)`: a student whose files graded now carry
+  lower attachment ids than those OUTDIR graded before (an older download graded over a later one's output
+  folder; the ids graded before: students.json's `canvas_attachments`, else the file name the old scorecard
+  graded). The later attempt's grade is never replaced unless the TA names the student (`--only ID` on the older
+  folder: graded, and a warning says it is the older attempt, h104): otherwise the student keeps their record
+  (attempt, late flag, identity) and is graded from the later attempt's own file where it is still there as
+  graded (a `--resume` after the tests changed regrades it from there, `regrading`,
+  `checker.records.regrade_from.stale_own_files`; else that scorecard is current and kept), or is left out of
+  the batch, the scorecard kept as it is, where that file is gone; a line says which, and the `--only` that
+  grades the older attempt (h102, h104).
+- `own_file(card, outdir)`: the file a scorecard was graded from, where it is still there as graded (a copy
+  staged into an OUT's .lms/ read in OUTDIR's own: an OUT moved keeps its staged copies, h104); also importable
+  from `checker.records.regrade_from`.
+- `kept_for_only(outdir, people, old, only)`: an `--only` appeal takes from the folder the record of the students
+  it names only; every other student OUTDIR holds a scorecard of keeps theirs (h104).
 
 - `keep_earlier_students(outdir, people, old, assignment)`: who each student graded into OUTDIR before is, kept
   for the ids a later download (the late submissions only, graded with --resume) does not list: students.json
@@ -53,8 +61,11 @@ import re
 
 from checker.records.ids import key
 
-__all__ = ["same_canvas_user", "same_lms_user", "older_than_graded", "latest_attempt", "own_names",
-           "newest_definitions", "graded_names", "keep_earlier_students", "same_gradescope_student"]
+__all__ = ["STAGE", "own_file", "same_canvas_user", "same_lms_user", "older_than_graded", "kept_for_only",
+           "latest_attempt", "own_names", "newest_definitions", "graded_names", "keep_earlier_students",
+           "same_gradescope_student"]
+
+STAGE = ".lms"  # OUTDIR's folder of students' files staged (`checker.records.lms_students.stage`)
 
 _RESUBMITTED = re.compile(r"^(?P<stem>.+)-\d+(?P<ext>\.[^.]+)$")  # Canvas's `-N`: a file uploaded again
 
@@ -152,11 +163,13 @@ def _graded_before(outdir, sid, person):
     return ([int(m["fileid"])] if m else []), sha
 
 
-def older_than_graded(outdir, entries, people, old, notes, regrading=None):
-    """Warn, in `notes`, of each Canvas student whose files graded now are all older uploads (lower attachment
-    ids) than those OUTDIR graded before, where what is graded now differs: see the module docstring. Returns the
-    entries: where `regrading(sid)` gives the file of a scorecard to regrade (graded with other tests, its file
-    there as graded), that file instead of the older attempt, and `people[sid]` as OUTDIR knew them before."""
+def older_than_graded(outdir, entries, people, old, notes, regrading=None, only=None):
+    """Each Canvas student whose files graded now are all older uploads (lower attachment ids) than those OUTDIR
+    graded before, where what is graded now differs: see the module docstring. Returns the entries: the later
+    attempt's file where it is still there as graded (`regrading(sid)` for a scorecard graded with other tests),
+    or none (the scorecard kept as it is), with `people[sid]` as OUTDIR knew them before; the older attempt only
+    where `only` (the ids of `--only`) names the student, said."""
+    from checker.records.outfolder import read_scorecard
     from checker.running.submission_files import sha256_of
     known = old.get("students") if isinstance(old.get("students"), dict) else {}
     kept = []
@@ -173,24 +186,77 @@ def older_than_graded(outdir, entries, people, old, notes, regrading=None):
                 continue  # the same bytes: nothing is replaced
         except OSError:
             pass
+        shown = {k: (f"attachment{'s' if len(v) > 1 else ''} " + ", ".join(map(str, v)))
+                 for k, v in (("now", now), ("before", before))}
+        if only is not None and sid in only:  # asked for by name: the older attempt, said
+            notes.append(f"warning: {sid}: --only grades the older attempt this folder holds (Canvas {shown['now']}), "
+                         f"not the later one graded into {outdir} before ({shown['before']}; Canvas numbers "
+                         f"attachments as they are uploaded): its scorecard replaces the later attempt's, as asked; "
+                         f"grade the later download with --only {sid} to grade the later attempt again")
+            continue
+        if isinstance(known.get(sid), dict):
+            people[sid] = dict(known[sid])  # who they are, their attempt and late flag: as graded before
+        if only is not None:
+            continue  # not asked for: kept as it is, its record too
         own = regrading(sid) if regrading is not None else None
         if own is not None:  # a regrade for other tests: the later attempt, from the file it was graded from
             kept[-1] = (sid, own)
-            people[sid] = known[sid] if isinstance(known.get(sid), dict) else people[sid]
-            notes.append(f"{sid}: this folder holds an older attempt (Canvas attachment{'s' if len(now) > 1 else ''} "
-                         f"{', '.join(map(str, now))}) than the one graded into {outdir} before (attachment"
-                         f"{'s' if len(before) > 1 else ''} {', '.join(map(str, before))}): its scorecard was graded "
-                         f"with other tests, so --resume regrades the later attempt, from the file it was graded "
-                         f"from ({own})")
+            notes.append(f"{sid}: this folder holds an older attempt (Canvas {shown['now']}) than the one graded "
+                         f"into {outdir} before ({shown['before']}): its scorecard was graded with other tests, so "
+                         f"--resume regrades the later attempt, from the file it was graded from ({own})")
             continue
-        shown = {k: ", ".join(map(str, v)) for k, v in (("now", now), ("before", before))}
-        notes.append(f"warning: {sid}: the files graded now (Canvas attachment{'s' if len(now) > 1 else ''} "
-                     f"{shown['now']}) are older uploads than the ones graded into {outdir} before (attachment"
-                     f"{'s' if len(before) > 1 else ''} {shown['before']}; Canvas numbers attachments as they are "
-                     f"uploaded): an older download graded over a later one's output folder? {sid} is graded on the "
-                     f"older attempt now, and its scorecard replaces the later attempt's; grade the latest download "
-                     f"into {outdir} (--resume) to grade the latest attempt again")
+        own = own_file(read_scorecard(outdir, sid), outdir)
+        if own is not None:
+            kept[-1] = (sid, own)
+        else:
+            kept.pop()  # the later attempt's file is gone: its scorecard is kept as it is
+        notes.append(f"{sid}: this folder holds an older attempt (Canvas {shown['now']}) than the one graded into "
+                     f"{outdir} before ({shown['before']}; Canvas numbers attachments as they are uploaded): the later "
+                     f"attempt's grade is kept" + (f" (graded from {own})" if own else ", as it is (its file is no "
+                     f"longer there as graded)") + f"; to grade the older attempt instead, grade this folder with "
+                     f"--only {sid}")
     return kept
+
+
+def own_file(card, outdir=None):
+    """The path of the file or folder `card` was graded from, where it is still there with the sha256 graded; a
+    copy hwcheck staged into an OUT's .lms/ is read in OUTDIR's own .lms/ (an OUT moved or renamed keeps it)."""
+    from checker.running.submission_files import sha256_of
+    sub = (card or {}).get("submission") if isinstance(card, dict) else None
+    path, sha = (sub.get("path"), sub.get("sha256")) if isinstance(sub, dict) else (None, None)
+    if not isinstance(path, str) or not path or not isinstance(sha, str):
+        return None
+    path = _in_stage(outdir, path) or path
+    if not os.path.exists(path):
+        return None
+    try:
+        return path if sha256_of(path) == sha else None
+    except OSError:
+        return None
+
+
+def _in_stage(outdir, path):
+    """Where a path staged into some OUT's .lms/ lies in OUTDIR's own .lms/, if OUTDIR is given; else None."""
+    mark = os.sep + STAGE + os.sep
+    if outdir is None or mark not in path:
+        return None
+    tail = path.rsplit(mark, 1)[1]
+    if not tail or tail.startswith(os.sep) or ".." in tail.split(os.sep):
+        return None
+    return os.path.join(os.path.abspath(outdir), STAGE, tail)
+
+
+def kept_for_only(outdir, people, old, only):
+    """people with each student `--only` does not name, whom OUTDIR holds a scorecard of, as OUTDIR knew them
+    before (the last run's students.json): an appeal of one student leaves every other's record (attempt, late
+    flag, identity) as it was, whatever this folder holds of them."""
+    from checker.records.outfolder import scorecard_ids
+    known = old.get("students") if isinstance(old.get("students"), dict) else {}
+    if only is None or not known:
+        return people
+    held = set(scorecard_ids(outdir)) if os.path.isdir(outdir) else set()
+    return {sid: (dict(known[sid]) if sid not in only and sid in held and isinstance(known.get(sid), dict) else who)
+            for sid, who in people.items()}
 
 
 def latest_attempt(files, uploads, late):

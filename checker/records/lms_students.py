@@ -7,8 +7,9 @@ who handed in what. `lms_entries(layout, outdir, not_graded, ...)` gives [(id, p
   the archive's name) is graded as it is; files handed in beside it are listed, never merged into it (the
   archive it was unpacked from said to be that); a student with several folders is graded on none (`_folder_of`);
 - of a student's files, the attempt and the files of one own name graded (`checker.records.lms_attempts`);
-  one file is graded as it is, several are copied under their own names into OUTDIR/.lms/<id>/ (`stage`) and
-  graded as one folder; a student with no .py or .ipynb file is listed.
+  one file is graded as it is, several are copied under their own names into OUTDIR/.lms/<id>/<attempt>/
+  (`stage`: a folder per attempt, so an older attempt staged never overwrites a later one's copy) and graded
+  as one folder; a student with no .py or .ipynb file is listed.
 - what is never graded (`Student.aside`: Canvas's text entry or web link, Moodle's onlinetext) is listed once, as
   it was handed in; a student with nothing else has no entry. The Canvas attachment ids of the files
   graded are kept in the student's identity (`canvas_attachments`, students.json), so a later run can tell an
@@ -27,9 +28,10 @@ import os
 import shutil
 import unicodedata
 
+from checker.records.lms_attempts import STAGE
+
 __all__ = ["STAGE", "HANDED", "lms_entries", "stage"]
 
-STAGE = ".lms"
 HANDED = "not_graded"  # the field of an identity in `handed`: the names of the student's entries not graded
 CODE = (".py", ".ipynb")
 _ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz", ".rar", ".7z")
@@ -40,17 +42,36 @@ def _nfc(text):
 
 
 def stage(outdir, student, names):
-    """OUTDIR/.lms/<id>/ holding the student's files under their own names (rewritten each run: same bytes, same hash)."""
+    """OUTDIR/.lms/<id>/<attempt>/ holding the student's files under their own names, <attempt> named by the bytes
+    and names staged: each attempt has a folder of its own, so staging one (an older download listed again, for an
+    appeal of another student) never overwrites the copy another attempt's scorecard was graded from (h104);
+    rewritten when staged again (the same bytes, the same hash)."""
     from checker.records.owned import ensure_folder
     from checker.records.owned_records import join_inside
     # hwcheck's own folder (a student's `.lms`, a link out of OUTDIR, is left alone: checker.records.owned), the id a plain name
-    dest = join_inside(ensure_folder(outdir, STAGE, stage=True), student.sid)
+    mine = join_inside(ensure_folder(outdir, STAGE, stage=True), student.sid)
+    if os.path.islink(mine) or (os.path.lexists(mine) and not os.path.isdir(mine)):
+        os.unlink(mine)
+    dest = join_inside(mine, _attempt(names))
     if os.path.isdir(dest) and not os.path.islink(dest):
         shutil.rmtree(dest)
+    elif os.path.lexists(dest):
+        os.unlink(dest)
     os.makedirs(dest)
     for path, name in names.items():
         shutil.copyfile(path, os.path.join(dest, name))
     return dest
+
+
+def _attempt(names):
+    """The name of an attempt's staged folder: a hash of its files' own names and bytes."""
+    import hashlib
+    h = hashlib.sha256()
+    for path, name in sorted(names.items(), key=lambda pn: pn[1]):
+        h.update(name.encode("utf-8", "surrogatepass") + b"\0")
+        with open(path, "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()[:16]
 
 
 def lms_entries(layout, outdir, not_graded, refused=None, handed=None, assignment=None):

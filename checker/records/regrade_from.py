@@ -7,7 +7,8 @@ another folder used to keep the old tests (and `export` then refused for ever), 
 came from the other download was regraded on the older attempt DIR holds (h102: 90 became 56.25). Each scorecard
 records the file it was graded from (`submission.path`, `submission.sha256`), so:
 
-- `own_file(card)`: that file (or folder), where it is still there with the bytes graded; else None.
+- `own_file(card, outdir)`: that file (or folder), where it is still there with the bytes graded; else None (a
+  copy staged into OUT/.lms/ read in OUTDIR's own .lms/: an OUT moved keeps its staged copies).
 - `stale_own_files(outdir, assignment, mode, timeout, devices, keep_raw)`: `regrading(id)`, the own file of a
   scorecard that `--resume` would grade again (other grading tests, another hwcheck, other --timeout/--device, a
   crash) where that file is still there as graded; `checker.records.lms_attempts.older_than_graded` regrades a
@@ -15,10 +16,11 @@ records the file it was graded from (`submission.path`, `submission.sha256`), so
 - `carried(outdir, entries, assignment, ...)`: the scorecards of submissions not in the folder graded that
   `--resume` would grade again, as entries [(id, own file)] graded with the batch (same seed), and the TA's lines
   (those whose file is gone keep their grades, named).
-- `note_folder(outdir, record, directory)`: the folders graded into OUT, the latest last (students.json's
-  `folders`); `regrade_command(...)`: the one `grade ... --resume` that brings every scorecard current (the latest
-  folder graded, which, with the two above, regrades the others from their own files), and the files it cannot
-  reach, for the refusal of `export`, `report` and `merge` (`checker.records.batch.graded_with_other_tests`).
+- `note_folder(outdir, record, directory, latest)`: the folders graded into OUT, the latest last (students.json's
+  `folders`; an `--only` appeal makes no folder the latest); `regrade_command(...)`: the one `grade ... --resume`
+  that brings every scorecard current (the latest folder graded, which, with the two above, regrades the others
+  from their own files), and the files it cannot reach, for the refusal of `export`, `report` and `merge`
+  (`checker.records.batch.graded_with_other_tests`).
 
 - `other_settings(card, timeout, devices)`, `graded_folder(cards)`, `settings_words(cards)`: the settings a
   scorecard was graded with that differ from a batch's, the folder most scorecards were listed from, and the
@@ -33,6 +35,8 @@ from __future__ import annotations
 import collections
 import os
 import shlex
+
+from checker.records.lms_attempts import own_file  # noqa: F401 - importable here
 
 __all__ = ["own_file", "stale_own_files", "carried", "note_folder", "latest_folder", "regrade_command",
            "other_settings", "graded_folder", "settings_words"]
@@ -78,19 +82,6 @@ def settings_words(cards):
     return ""
 
 
-def own_file(card):
-    """The path of the file or folder `card` was graded from, where it is still there with the sha256 graded."""
-    from checker.running.submission_files import sha256_of
-    sub = (card or {}).get("submission") if isinstance(card, dict) else None
-    path, sha = (sub.get("path"), sub.get("sha256")) if isinstance(sub, dict) else (None, None)
-    if not isinstance(path, str) or not path or not isinstance(sha, str) or not os.path.exists(path):
-        return None
-    try:
-        return path if sha256_of(path) == sha else None
-    except OSError:
-        return None
-
-
 def _regraded(outdir, sid, card, path, assignment, mode, spec_sha, keep_raw, timeout, devices):
     """Would `--resume` grade this scorecard (of this mode) again, its own file unchanged at `path`?"""
     from checker.records.outfolder import is_current
@@ -109,7 +100,7 @@ def stale_own_files(outdir, assignment, mode, timeout, devices, keep_raw):
 
     def regrading(sid):
         card = read_scorecard(outdir, sid)  # only a scorecard hwcheck wrote (checker.records.owned)
-        path = own_file(card) if isinstance(card, dict) else None
+        path = own_file(card, outdir) if isinstance(card, dict) else None
         if path and _regraded(outdir, sid, card, path, assignment, mode, spec_sha, keep_raw, timeout, devices):
             return path
         return None
@@ -141,7 +132,7 @@ def carried(outdir, entries, assignment, mode, timeout, devices, keep_raw, direc
         sid = str((card.get("submission") or {}).get("id"))
         if sid in listed or (card.get("grader") or {}).get("mode") != mode:
             continue
-        path = own_file(card)
+        path = own_file(card, outdir)
         if path is not None:
             if _regraded(outdir, sid, card, path, assignment, mode, spec_sha, keep_raw, timeout, devices):
                 more.append((sid, path))
@@ -164,14 +155,19 @@ def carried(outdir, entries, assignment, mode, timeout, devices, keep_raw, direc
     return more, lines
 
 
-def note_folder(outdir, record, directory):
+def note_folder(outdir, record, directory, latest=True):
     """Add `directory` (absolute), last, to the folders graded into OUTDIR that students.json keeps (`record`
-    about to be written by `checker.records.lms.record`)."""
+    about to be written by `checker.records.lms.record`); latest=False (an `--only` appeal, which grades some
+    students of it only): the folders as they were, `directory` added first where it is not among them, so it
+    never becomes the latest folder."""
     from checker.records.lms import read_students
     here = os.path.abspath(directory)
     old = read_students(outdir).get("folders")
-    folders = [f for f in (old if isinstance(old, list) else []) if isinstance(f, str) and f != here] + [here]
-    record["folders"] = folders[-KEPT_FOLDERS:]
+    kept = [f for f in (old if isinstance(old, list) else []) if isinstance(f, str)]
+    if not latest:
+        record["folders"] = (([] if here in kept else [here]) + kept)[-KEPT_FOLDERS:]
+        return
+    record["folders"] = ([f for f in kept if f != here] + [here])[-KEPT_FOLDERS:]
 
 
 def latest_folder(outdir, cards):
@@ -201,7 +197,7 @@ def regrade_command(outdir, assignment, cards, stale, public):
     gone = []
     for card in stale:
         path = str((card.get("submission") or {}).get("path") or "")
-        if own_file(card) is None and not (path and os.path.exists(path) and (_inside(path, folder) or _staged(
+        if own_file(card, outdir) is None and not (path and os.path.exists(path) and (_inside(path, folder) or _staged(
                 outdir, path))):
             gone.append(f"{(card.get('submission') or {}).get('id')} ({path or '?'})")
     if gone:
